@@ -1,0 +1,110 @@
+import { existsSync, readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { down } from "./down.ts";
+import { isOurs } from "./processes.ts";
+import { readState } from "./state.ts";
+import { isHealthy, up } from "./up.ts";
+
+const USAGE = `usage: npm run cluster -- <up|down|status|env|logs> [options]
+
+  up       build the binaries if needed and start the local control plane
+  down     stop its processes and remove its state
+  status   show whether it runs, its processes and ports
+  env      print shell exports (KUBECONFIG, AGENTBOX_KUBECONFIG)
+  logs     print the last lines of every component log (--component NAME for one, --lines N)
+
+options:
+  --name NAME            cluster name (default: dev); clusters with other names run side by side
+  --nodes N              kwok nodes to create (default: 3)
+  --pull-delay MS        simulated image pull time in ms (default: 200)
+  --backoff-delay MS     ErrImagePull -> ImagePullBackOff delay in ms (default: 1000)
+  --host-port PORT       port the apiserver calls back for audit and admission (default: a free one)
+`;
+
+async function main(): Promise<number> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      name: { type: "string", default: "dev" },
+      nodes: { type: "string", default: "3" },
+      "pull-delay": { type: "string", default: "200" },
+      "backoff-delay": { type: "string", default: "1000" },
+      "host-port": { type: "string" },
+      component: { type: "string" },
+      lines: { type: "string", default: "40" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  const command = positionals[0];
+  const log = (line: string) => console.error(`[cluster] ${line}`);
+  const int = (flag: string, v: string | undefined): number | undefined => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${flag} must be a non-negative integer, got "${v}"`);
+    return n;
+  };
+  switch (command) {
+    case "up": {
+      const state = await up({
+        name: values.name,
+        nodes: int("nodes", values.nodes)!,
+        pullDelayMs: int("pull-delay", values["pull-delay"])!,
+        backoffDelayMs: int("backoff-delay", values["backoff-delay"])!,
+        hostPort: int("host-port", values["host-port"]),
+        log,
+      });
+      console.log(`export KUBECONFIG=${state.kubeconfig}`);
+      return 0;
+    }
+    case "down":
+      await down(values.name, log);
+      return 0;
+    case "status": {
+      const state = readState(values.name);
+      if (!state) {
+        console.log(`cluster ${values.name}: not running`);
+        return 1;
+      }
+      const healthy = await isHealthy(state);
+      console.log(`cluster ${state.name}: ${healthy ? "ready" : "NOT HEALTHY"}  ${state.server}`);
+      console.log(`  kubeconfig  ${state.kubeconfig}`);
+      console.log(`  host port   ${state.hostPort} (audit ${state.auditWebhookUrl})`);
+      for (const p of state.processes) {
+        console.log(`  ${p.name.padEnd(24)} pid ${String(p.pid).padEnd(8)} ${isOurs(p.pid, state.dir) ? "running" : "gone"}`);
+      }
+      return healthy ? 0 : 1;
+    }
+    case "env": {
+      const state = readState(values.name);
+      if (!state) throw new UsageError(`cluster ${values.name} is not running; start it with: npm run cluster -- up`);
+      console.log(`export KUBECONFIG=${state.kubeconfig}`);
+      console.log(`export AGENTBOX_KUBECONFIG=${state.kubeconfig}`);
+      console.log(`export AGENTBOX_CLUSTER=${state.name}`);
+      return 0;
+    }
+    case "logs": {
+      const state = readState(values.name);
+      if (!state) throw new UsageError(`cluster ${values.name} is not running`);
+      const n = int("lines", values.lines)!;
+      for (const p of state.processes) {
+        if (values.component && p.name !== values.component) continue;
+        console.log(`==> ${p.name} (${p.log})`);
+        if (existsSync(p.log)) console.log(readFileSync(p.log, "utf8").split("\n").slice(-n).join("\n"));
+      }
+      return 0;
+    }
+    default:
+      console.error(USAGE);
+      return values.help ? 0 : 2;
+  }
+}
+
+class UsageError extends Error {}
+
+main().then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    console.error(e instanceof UsageError ? `error: ${e.message}` : e);
+    process.exit(e instanceof UsageError ? 2 : 1);
+  },
+);

@@ -1,0 +1,282 @@
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { networkInterfaces } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { stringify } from "yaml";
+import { ensureBinaries } from "./binaries.ts";
+import { writeCallbackConfigs, writeKubeconfig, writeKwokConfig } from "./configs.ts";
+import { httpsGet, StopWaiting, waitFor } from "./http.ts";
+import { createPki } from "./pki.ts";
+import { freePorts } from "./ports.ts";
+import { isOurs, startDetached } from "./processes.ts";
+import { type ClusterState, clusterDir, readState, writeState } from "./state.ts";
+
+export interface UpOptions {
+  name: string;
+  /** Simulated image pull time for pod start and in-place image changes. */
+  pullDelayMs: number;
+  /** Time from ErrImagePull to ImagePullBackOff. */
+  backoffDelayMs: number;
+  nodes: number;
+  /** Port of the Node host the apiserver calls back (audit, admission); picked when absent. */
+  hostPort?: number;
+  log: (line: string) => void;
+}
+
+const KWOK_STAGES = fileURLToPath(new URL("../kwok/stages.yaml", import.meta.url));
+
+/**
+ * advertiseAddress picks a non-loopback IPv4 for --advertise-address: the apiserver refuses to
+ * guess one on a machine without a default route, and a loopback address is not a valid
+ * endpoint for the `kubernetes` service. Nothing connects to it (there is no kube-proxy); when
+ * the machine has no such interface a TEST-NET-1 address stands in.
+ */
+function advertiseAddress(): string {
+  for (const addrs of Object.values(networkInterfaces())) {
+    for (const a of addrs ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
+  }
+  return "192.0.2.10";
+}
+
+/** isHealthy reports whether a recorded cluster still has all its processes and a ready apiserver. */
+export async function isHealthy(state: ClusterState): Promise<boolean> {
+  if (!state.processes.every((p) => isOurs(p.pid, state.dir))) return false;
+  const token = readFileSync(join(state.dir, "admin-token"), "utf8").trim();
+  const res = await httpsGet(`${state.server}/readyz`, state.caCert, token).catch(() => undefined);
+  return res?.status === 200;
+}
+
+/**
+ * up starts (or finds already running) the named local control plane: etcd, kube-apiserver,
+ * kube-controller-manager, kube-scheduler and kwok on loopback ports, then creates the kwok
+ * nodes and waits until pods can be scheduled on them.
+ */
+export async function up(opts: UpOptions): Promise<ClusterState> {
+  const existing = readState(opts.name);
+  if (existing && (await isHealthy(existing))) {
+    opts.log(`cluster ${opts.name} already running at ${existing.server}`);
+    return existing;
+  }
+  if (existing) {
+    const { down } = await import("./down.ts");
+    await down(opts.name, opts.log);
+  }
+  const binDir = ensureBinaries();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(opts, binDir);
+    } catch (e) {
+      const { down } = await import("./down.ts");
+      await down(opts.name, () => {});
+      if (attempt >= 3 || !String(e).includes("address already in use")) throw e;
+      opts.log(`port collision, retrying (${attempt})`);
+    }
+  }
+}
+
+async function startOnce(opts: UpOptions, binDir: string): Promise<ClusterState> {
+  const started = Date.now();
+  const dir = clusterDir(opts.name);
+  rmSync(dir, { recursive: true, force: true });
+  const logs = join(dir, "logs");
+  mkdirSync(logs, { recursive: true });
+  mkdirSync(join(dir, "pki"));
+  const ip = advertiseAddress();
+  const pki = createPki(join(dir, "pki"), ip);
+  const [etcdClient, etcdPeer, apiserver, controllerManager, scheduler, picked] = await freePorts(6);
+  const ports = {
+    etcdClient: etcdClient!,
+    etcdPeer: etcdPeer!,
+    apiserver: apiserver!,
+    controllerManager: controllerManager!,
+    scheduler: scheduler!,
+  };
+  const hostPort = opts.hostPort ?? picked!;
+  const adminToken = randomBytes(24).toString("hex");
+  const callbackToken = randomBytes(24).toString("hex");
+  writeFileSync(join(dir, "admin-token"), adminToken, { mode: 0o600 });
+  const callbackTokenFile = join(dir, "callback-token");
+  writeFileSync(callbackTokenFile, callbackToken, { mode: 0o600 });
+  writeFileSync(join(dir, "tokens.csv"), `${adminToken},admin,admin-uid,"system:masters"\n`, { mode: 0o600 });
+  const server = `https://127.0.0.1:${ports.apiserver}`;
+  const kubeconfig = join(dir, "kubeconfig");
+  writeKubeconfig(kubeconfig, server, pki.caCert, adminToken);
+  const auditWebhookUrl = `https://127.0.0.1:${hostPort}/audit`;
+  const callbacks = writeCallbackConfigs(dir, auditWebhookUrl, pki.caCert, callbackToken);
+  const kwokConfig = join(dir, "kwok.yaml");
+  writeKwokConfig(kwokConfig, KWOK_STAGES, opts.pullDelayMs, opts.backoffDelayMs);
+  const schedulerConfig = join(dir, "scheduler.yaml");
+  writeFileSync(
+    schedulerConfig,
+    stringify({
+      apiVersion: "kubescheduler.config.k8s.io/v1",
+      kind: "KubeSchedulerConfiguration",
+      clientConnection: { kubeconfig, qps: 500, burst: 1000 },
+      leaderElection: { leaderElect: false },
+    }),
+  );
+
+  const processes: ClusterState["processes"] = [];
+  const run = (name: string, args: string[]) => {
+    const log = join(logs, `${name}.log`);
+    processes.push({ name, pid: startDetached(join(binDir, name), args, log), log });
+    writeState(state);
+  };
+  const state: ClusterState = {
+    name: opts.name,
+    dir,
+    server,
+    kubeconfig,
+    ports,
+    hostPort,
+    auditWebhookUrl,
+    callbackTokenFile,
+    caCert: pki.caCert,
+    webhookCert: pki.webhookCert,
+    webhookKey: pki.webhookKey,
+    binDir,
+    pullDelayMs: opts.pullDelayMs,
+    nodes: Array.from({ length: opts.nodes }, (_, i) => `kwok-node-${i}`),
+    processes,
+    startedAt: new Date().toISOString(),
+  };
+
+  const etcdUrl = `http://127.0.0.1:${ports.etcdClient}`;
+  const peerUrl = `http://127.0.0.1:${ports.etcdPeer}`;
+  opts.log(`starting etcd on ${etcdUrl}`);
+  // --unsafe-no-fsync: a throwaway test store; durability across power loss is not a goal here.
+  run("etcd", [
+    "--name=agentbox",
+    `--data-dir=${join(dir, "etcd")}`,
+    `--listen-client-urls=${etcdUrl}`,
+    `--advertise-client-urls=${etcdUrl}`,
+    `--listen-peer-urls=${peerUrl}`,
+    `--initial-advertise-peer-urls=${peerUrl}`,
+    `--initial-cluster=agentbox=${peerUrl}`,
+    "--unsafe-no-fsync",
+    "--quota-backend-bytes=8589934592",
+    "--log-level=warn",
+  ]);
+  await waitForProcess("etcd", processes, dir, async () => {
+    const res = await fetch(`${etcdUrl}/health`);
+    return res.ok;
+  });
+
+  opts.log(`starting kube-apiserver on ${server} (advertise ${ip})`);
+  run("kube-apiserver", [
+    `--etcd-servers=${etcdUrl}`,
+    "--bind-address=127.0.0.1",
+    `--secure-port=${ports.apiserver}`,
+    `--advertise-address=${ip}`,
+    `--tls-cert-file=${pki.apiserverCert}`,
+    `--tls-private-key-file=${pki.apiserverKey}`,
+    `--client-ca-file=${pki.caCert}`,
+    `--token-auth-file=${join(dir, "tokens.csv")}`,
+    "--authorization-mode=Node,RBAC",
+    "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+    `--service-account-key-file=${pki.saPub}`,
+    `--service-account-signing-key-file=${pki.saKey}`,
+    "--service-cluster-ip-range=10.96.0.0/16",
+    `--admission-control-config-file=${callbacks.admissionConfig}`,
+    `--audit-policy-file=${callbacks.auditPolicy}`,
+    `--audit-webhook-config-file=${callbacks.auditKubeconfig}`,
+    "--audit-webhook-mode=batch",
+    "--audit-webhook-batch-max-size=1",
+    "--audit-webhook-batch-throttle-enable=false",
+    "--audit-webhook-initial-backoff=1s",
+    "--max-requests-inflight=2000",
+    "--max-mutating-requests-inflight=1000",
+    `--cert-dir=${join(dir, "pki")}`,
+  ]);
+  await waitForProcess("kube-apiserver", processes, dir, async () => {
+    const res = await httpsGet(`${server}/readyz`, pki.caCert, adminToken);
+    return res.status === 200;
+  });
+
+  opts.log("starting kube-controller-manager, kube-scheduler and kwok");
+  run("kube-controller-manager", [
+    `--kubeconfig=${kubeconfig}`,
+    `--authentication-kubeconfig=${kubeconfig}`,
+    `--authorization-kubeconfig=${kubeconfig}`,
+    "--bind-address=127.0.0.1",
+    `--secure-port=${ports.controllerManager}`,
+    "--leader-elect=false",
+    `--service-account-private-key-file=${pki.saKey}`,
+    `--root-ca-file=${pki.caCert}`,
+    "--use-service-account-credentials=false",
+    "--kube-api-qps=500",
+    "--kube-api-burst=1000",
+    "--concurrent-gc-syncs=50",
+  ]);
+  run("kube-scheduler", [
+    `--config=${schedulerConfig}`,
+    `--authentication-kubeconfig=${kubeconfig}`,
+    `--authorization-kubeconfig=${kubeconfig}`,
+    "--bind-address=127.0.0.1",
+    `--secure-port=${ports.scheduler}`,
+  ]);
+  run("kwok", [
+    `--kubeconfig=${kubeconfig}`,
+    `--config=${kwokConfig}`,
+    "--manage-all-nodes=false",
+    "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+    "--cidr=10.244.0.0/16",
+    "--node-ip=10.240.0.1",
+    "--node-lease-duration-seconds=40",
+  ]);
+
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  const core = kc.makeApiClient(CoreV1Api);
+  for (const name of state.nodes) {
+    await core.createNode({
+      body: {
+        metadata: {
+          name,
+          annotations: { "kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0" },
+          labels: { "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", type: "kwok" },
+        },
+        spec: {},
+      },
+    });
+  }
+  await waitForProcess("kwok nodes Ready", processes, dir, async () => {
+    const nodes = await core.listNode();
+    return (
+      nodes.items.length === state.nodes.length &&
+      nodes.items.every((n) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"))
+    );
+  });
+  // The service-account controller creating `default` proves the controller-manager is working;
+  // pods cannot be admitted in a namespace before its default service account exists.
+  await waitForProcess("the default service account", processes, dir, async () => {
+    await core.readNamespacedServiceAccount({ name: "default", namespace: "default" });
+    return true;
+  });
+  writeState(state);
+  opts.log(`cluster ${opts.name} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return state;
+}
+
+/**
+ * waitForProcess waits for check while every started process is still alive, so a crashed
+ * component fails fast with the tail of its log instead of a bare timeout.
+ */
+async function waitForProcess(
+  what: string,
+  processes: ClusterState["processes"],
+  dir: string,
+  check: () => Promise<boolean>,
+): Promise<void> {
+  await waitFor(what, 60_000, async () => {
+    for (const p of processes) {
+      if (!isOurs(p.pid, dir)) {
+        const tail = existsSync(p.log) ? readFileSync(p.log, "utf8").split("\n").slice(-15).join("\n") : "";
+        throw new StopWaiting(`${p.name} exited while waiting for ${what}; last log lines:\n${tail}`);
+      }
+    }
+    return check();
+  });
+}
