@@ -22,19 +22,27 @@ afterAll(async () => cleanup());
 
 describe("local control plane", () => {
   it("garbage-collects owned objects (controller-manager)", async () => {
-    const owner = await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: "owner" } } });
+    const owner = await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: "owner" } },
+    });
     await core.createNamespacedConfigMap({
       namespace: ns,
       body: {
         metadata: {
           name: "dependent",
-          ownerReferences: [{ apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: owner.metadata!.uid! }],
+          ownerReferences: [
+            { apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: owner.metadata!.uid! },
+          ],
         },
       },
     });
     await core.deleteNamespacedConfigMap({ name: "owner", namespace: ns });
     await until("dependent garbage-collected", 30_000, async () => {
-      const list = await core.listNamespacedConfigMap({ namespace: ns, fieldSelector: "metadata.name=dependent" });
+      const list = await core.listNamespacedConfigMap({
+        namespace: ns,
+        fieldSelector: "metadata.name=dependent",
+      });
       return list.items.length === 0;
     });
   });
@@ -43,7 +51,10 @@ describe("local control plane", () => {
     const scratch = await newNamespace(core, "scratch");
     await core.createNamespacedPod({
       namespace: scratch.ns,
-      body: { metadata: { name: "p" }, spec: { containers: [{ name: "main", image: "registry.local/x:1" }] } },
+      body: {
+        metadata: { name: "p" },
+        spec: { containers: [{ name: "main", image: "registry.local/x:1" }] },
+      },
     });
     await core.deleteNamespace({ name: scratch.ns });
     await until("namespace gone", 60_000, async () => {
@@ -72,13 +83,22 @@ describe("local control plane", () => {
       const name = `audited-${randomBytes(3).toString("hex")}`;
       await core.createNamespacedPod({
         namespace: ns,
-        body: { metadata: { name, labels: { app: "audited" } }, spec: { containers: [{ name: "main", image: "registry.local/x:1" }] } },
+        body: {
+          metadata: { name, labels: { app: "audited" } },
+          spec: { containers: [{ name: "main", image: "registry.local/x:1" }] },
+        },
       });
       const hit = await until("audit event for the pod create", 45_000, async () =>
         received.find((r) => r.body.includes(`"name":"${name}"`) && r.body.includes('"verb":"create"')),
       );
       expect(hit.auth).toBe(`Bearer ${cluster.callbackToken}`);
-      const list = JSON.parse(hit.body) as { kind: string; items: { objectRef: { resource: string; namespace: string }; responseObject?: { metadata?: { labels?: Record<string, string> } } }[] };
+      const list = JSON.parse(hit.body) as {
+        kind: string;
+        items: {
+          objectRef: { resource: string; namespace: string };
+          responseObject?: { metadata?: { labels?: Record<string, string> } };
+        }[];
+      };
       expect(list.kind).toBe("EventList");
       const event = list.items.find((e) => e.objectRef.resource === "pods" && e.objectRef.namespace === ns);
       expect(event?.responseObject?.metadata?.labels?.app).toBe("audited");
@@ -94,7 +114,8 @@ describe("local control plane", () => {
       const main = readState(cluster.name);
       expect(main).toBeDefined();
       const mainPorts = new Set([...Object.values(main!.ports), main!.hostPort]);
-      for (const port of [...Object.values(side.ports), side.hostPort]) expect(mainPorts.has(port)).toBe(false);
+      for (const port of [...Object.values(side.ports), side.hostPort])
+        expect(mainPorts.has(port)).toBe(false);
       expect(await isHealthy(side)).toBe(true);
     } finally {
       await down(name, () => {});

@@ -34,8 +34,13 @@ export default async function setup(project: TestProject) {
   const reuse = process.env.AGENTBOX_CLUSTER;
   const name = reuse ?? `test-${process.pid}`;
   const log = (line: string) => console.error(`[cluster] ${line}`);
-  const state = reuse ? readState(reuse) : await up({ name, nodes: 3, pullDelayMs: 200, backoffDelayMs: 500, log });
-  if (!state) throw new Error(`AGENTBOX_CLUSTER=${reuse} names no running cluster; start it with npm run cluster -- up --name ${reuse}`);
+  const state = reuse
+    ? readState(reuse)
+    : await up({ name, nodes: 3, pullDelayMs: 200, backoffDelayMs: 500, log });
+  if (!state)
+    throw new Error(
+      `AGENTBOX_CLUSTER=${reuse} names no running cluster; start it with npm run cluster -- up --name ${reuse}`,
+    );
   project.provide("cluster", {
     name: state.name,
     kubeconfig: state.kubeconfig,

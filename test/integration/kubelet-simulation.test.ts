@@ -20,7 +20,11 @@ const ready = (pod: V1Pod) => pod.status?.conditions?.find((c) => c.type === "Re
 const runningWith = (image: string) => (pod: V1Pod) =>
   status(pod)?.image === image && status(pod)?.state?.running !== undefined && ready(pod) === "True";
 
-async function createPod(name: string, image: string, extra: { annotations?: Record<string, string>; finalizers?: string[] } = {}) {
+async function createPod(
+  name: string,
+  image: string,
+  extra: { annotations?: Record<string, string>; finalizers?: string[] } = {},
+) {
   return core.createNamespacedPod({
     namespace: ns,
     body: {
@@ -31,15 +35,23 @@ async function createPod(name: string, image: string, extra: { annotations?: Rec
 }
 
 async function setImage(name: string, image: string) {
-  await core.patchNamespacedPod(
-    { name, namespace: ns, body: [{ op: "replace", path: "/spec/containers/0/image", value: image }] },
-  );
+  await core.patchNamespacedPod({
+    name,
+    namespace: ns,
+    body: [{ op: "replace", path: "/spec/containers/0/image", value: image }],
+  });
 }
 
 describe("kwok kubelet simulation", () => {
   it("schedules a pod onto a kwok node and reports it Running/Ready with image, imageID and containerID", async () => {
     await createPod("start", "registry.local/sandbox/base:1.0");
-    const pod = await watchPodUntil(kc, ns, "start", "Running", runningWith("registry.local/sandbox/base:1.0"));
+    const pod = await watchPodUntil(
+      kc,
+      ns,
+      "start",
+      "Running",
+      runningWith("registry.local/sandbox/base:1.0"),
+    );
     expect(pod.spec?.nodeName).toMatch(/^kwok-node-\d+$/);
     expect(pod.status?.phase).toBe("Running");
     expect(pod.status?.podIP).toMatch(/^10\.244\./);
@@ -52,16 +64,26 @@ describe("kwok kubelet simulation", () => {
 
   it("honours the pull delay (per-pod annotation overrides the cluster default)", async () => {
     const t0 = Date.now();
-    await createPod("slow", "registry.local/sandbox/base:1.0", { annotations: { "kwok.agentbox.dev/pull-delay": "1500ms" } });
+    await createPod("slow", "registry.local/sandbox/base:1.0", {
+      annotations: { "kwok.agentbox.dev/pull-delay": "1500ms" },
+    });
     await watchPodUntil(kc, ns, "slow", "Running", runningWith("registry.local/sandbox/base:1.0"));
     expect(Date.now() - t0).toBeGreaterThanOrEqual(1500);
   });
 
   it("updates a running container's image in place: new image, imageID, containerID, restartCount+1", async () => {
     await createPod("inplace", "registry.local/sandbox/idle:1");
-    const before = status(await watchPodUntil(kc, ns, "inplace", "Running", runningWith("registry.local/sandbox/idle:1")))!;
+    const before = status(
+      await watchPodUntil(kc, ns, "inplace", "Running", runningWith("registry.local/sandbox/idle:1")),
+    )!;
     await setImage("inplace", "registry.local/sandbox/agent:2");
-    const pod = await watchPodUntil(kc, ns, "inplace", "new image", runningWith("registry.local/sandbox/agent:2"));
+    const pod = await watchPodUntil(
+      kc,
+      ns,
+      "inplace",
+      "new image",
+      runningWith("registry.local/sandbox/agent:2"),
+    );
     const after = status(pod)!;
     expect(after.imageID).toMatch(/^registry\.local\/sandbox\/agent@sha256:[0-9a-f]{64}$/);
     expect(after.imageID).not.toBe(before.imageID);
@@ -73,7 +95,9 @@ describe("kwok kubelet simulation", () => {
 
     // Back to the first image: the same digest as before, but a new container.
     await setImage("inplace", "registry.local/sandbox/idle:1");
-    const back = status(await watchPodUntil(kc, ns, "inplace", "image back", runningWith("registry.local/sandbox/idle:1")))!;
+    const back = status(
+      await watchPodUntil(kc, ns, "inplace", "image back", runningWith("registry.local/sandbox/idle:1")),
+    )!;
     expect(back.imageID).toBe(before.imageID);
     expect(back.containerID).not.toBe(before.containerID);
     expect(back.containerID).not.toBe(after.containerID);
@@ -83,36 +107,66 @@ describe("kwok kubelet simulation", () => {
   it("keeps a digest-pinned image's own digest in imageID", async () => {
     const digest = `sha256:${"ab".repeat(32)}`;
     await createPod("pinned", `registry.local/sandbox/base@${digest}`);
-    const pod = await watchPodUntil(kc, ns, "pinned", "Running", runningWith(`registry.local/sandbox/base@${digest}`));
+    const pod = await watchPodUntil(
+      kc,
+      ns,
+      "pinned",
+      "Running",
+      runningWith(`registry.local/sandbox/base@${digest}`),
+    );
     expect(status(pod)?.imageID).toBe(`registry.local/sandbox/base@${digest}`);
   });
 
   it("never starts an unpullable image: ErrImagePull, then ImagePullBackOff, Ready=False", async () => {
     await createPod("unpullable", "registry.invalid/unpullable:1");
-    const pulling = await watchPodUntil(kc, ns, "unpullable", "ErrImagePull", (p) => status(p)?.state?.waiting?.reason === "ErrImagePull");
+    const pulling = await watchPodUntil(
+      kc,
+      ns,
+      "unpullable",
+      "ErrImagePull",
+      (p) => status(p)?.state?.waiting?.reason === "ErrImagePull",
+    );
     expect(ready(pulling)).toBe("False");
     expect(status(pulling)?.state?.waiting?.message).toContain("registry.invalid/unpullable:1");
-    const backoff = await watchPodUntil(kc, ns, "unpullable", "ImagePullBackOff", (p) => status(p)?.state?.waiting?.reason === "ImagePullBackOff");
+    const backoff = await watchPodUntil(
+      kc,
+      ns,
+      "unpullable",
+      "ImagePullBackOff",
+      (p) => status(p)?.state?.waiting?.reason === "ImagePullBackOff",
+    );
     expect(ready(backoff)).toBe("False");
     expect(backoff.status?.phase).toBe("Pending");
   });
 
   it("fails an in-place change to an unpullable image and recovers when the image is changed back", async () => {
     await createPod("badupdate", "registry.local/sandbox/idle:1");
-    const before = status(await watchPodUntil(kc, ns, "badupdate", "Running", runningWith("registry.local/sandbox/idle:1")))!;
+    const before = status(
+      await watchPodUntil(kc, ns, "badupdate", "Running", runningWith("registry.local/sandbox/idle:1")),
+    )!;
     await setImage("badupdate", "registry.invalid/unpullable:2");
-    const failed = await watchPodUntil(kc, ns, "badupdate", "ImagePullBackOff", (p) => status(p)?.state?.waiting?.reason === "ImagePullBackOff");
+    const failed = await watchPodUntil(
+      kc,
+      ns,
+      "badupdate",
+      "ImagePullBackOff",
+      (p) => status(p)?.state?.waiting?.reason === "ImagePullBackOff",
+    );
     expect(ready(failed)).toBe("False");
     expect(status(failed)?.image).toBe("registry.invalid/unpullable:2");
     await setImage("badupdate", "registry.local/sandbox/idle:1");
-    const back = status(await watchPodUntil(kc, ns, "badupdate", "recovered", runningWith("registry.local/sandbox/idle:1")))!;
+    const back = status(
+      await watchPodUntil(kc, ns, "badupdate", "recovered", runningWith("registry.local/sandbox/idle:1")),
+    )!;
     expect(back.imageID).toBe(before.imageID);
     expect(back.containerID).not.toBe(before.containerID);
   });
 
   it("OOM-kills a container on annotation: lastState OOMKilled/137, new containerID, restartCount+1, once", async () => {
     await createPod("oom", "registry.local/sandbox/agent:2");
-    const before = status(await watchPodUntil(kc, ns, "oom", "Running", runningWith("registry.local/sandbox/agent:2")))!;
+    const before = status(
+      await watchPodUntil(kc, ns, "oom", "Running", runningWith("registry.local/sandbox/agent:2")),
+    )!;
     await core.patchNamespacedPod({
       name: "oom",
       namespace: ns,
@@ -123,7 +177,9 @@ describe("kwok kubelet simulation", () => {
       ns,
       "oom",
       "OOMKilled and annotation consumed",
-      (p) => status(p)?.lastState?.terminated?.reason === "OOMKilled" && !p.metadata?.annotations?.["kwok.agentbox.dev/oom-kill"],
+      (p) =>
+        status(p)?.lastState?.terminated?.reason === "OOMKilled" &&
+        !p.metadata?.annotations?.["kwok.agentbox.dev/oom-kill"],
     );
     const after = status(pod)!;
     expect(after.lastState?.terminated?.exitCode).toBe(137);
@@ -135,7 +191,9 @@ describe("kwok kubelet simulation", () => {
   });
 
   it("deletes a terminating pod only once its finalizers are gone", async () => {
-    await createPod("guarded", "registry.local/sandbox/base:1.0", { finalizers: ["agentbox.navix.sh/sandbox-protection"] });
+    await createPod("guarded", "registry.local/sandbox/base:1.0", {
+      finalizers: ["agentbox.navix.sh/sandbox-protection"],
+    });
     await createPod("unguarded", "registry.local/sandbox/base:1.0");
     await watchPodUntil(kc, ns, "guarded", "Running", runningWith("registry.local/sandbox/base:1.0"));
     await watchPodUntil(kc, ns, "unguarded", "Running", runningWith("registry.local/sandbox/base:1.0"));
@@ -148,7 +206,11 @@ describe("kwok kubelet simulation", () => {
     });
     const guarded = await core.readNamespacedPod({ name: "guarded", namespace: ns });
     expect(guarded.metadata?.deletionTimestamp).toBeDefined();
-    await core.patchNamespacedPod({ name: "guarded", namespace: ns, body: [{ op: "remove", path: "/metadata/finalizers" }] });
+    await core.patchNamespacedPod({
+      name: "guarded",
+      namespace: ns,
+      body: [{ op: "remove", path: "/metadata/finalizers" }],
+    });
     await until("guarded pod removed", 20_000, async () => {
       const pods = await core.listNamespacedPod({ namespace: ns, fieldSelector: "metadata.name=guarded" });
       return pods.items.length === 0;

@@ -27,7 +27,10 @@ export function kube() {
  * newNamespace creates a uniquely named namespace for one test and waits for its default
  * service account (pods are refused before it exists). The returned cleanup deletes it.
  */
-export async function newNamespace(core: CoreV1Api, prefix = "t"): Promise<{ ns: string; cleanup: () => Promise<void> }> {
+export async function newNamespace(
+  core: CoreV1Api,
+  prefix = "t",
+): Promise<{ ns: string; cleanup: () => Promise<void> }> {
   const ns = `${prefix}-${randomBytes(4).toString("hex")}`;
   await core.createNamespace({ body: { metadata: { name: ns, labels: { "agentbox.test/ns": "true" } } } });
   await until(`default service account in ${ns}`, 30_000, async () => {
@@ -43,7 +46,11 @@ export async function newNamespace(core: CoreV1Api, prefix = "t"): Promise<{ ns:
 }
 
 /** until polls check every 50 ms until it returns a truthy value or the deadline passes. */
-export async function until<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined | false>): Promise<T> {
+export async function until<T>(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<T | undefined | false>,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
@@ -55,7 +62,9 @@ export async function until<T>(what: string, timeoutMs: number, check: () => Pro
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ""}`);
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ""}`,
+  );
 }
 
 /**
@@ -75,7 +84,11 @@ export function watchPodUntil(
     let req: { abort: () => void } | undefined;
     const timer = setTimeout(() => {
       req?.abort();
-      reject(new Error(`timed out after ${timeoutMs} ms waiting for pod ${ns}/${name}: ${what}; last status: ${JSON.stringify(last?.status)}`));
+      reject(
+        new Error(
+          `timed out after ${timeoutMs} ms waiting for pod ${ns}/${name}: ${what}; last status: ${JSON.stringify(last?.status)}`,
+        ),
+      );
     }, timeoutMs);
     new Watch(kc)
       .watch(

@@ -1,0 +1,25 @@
+import { Hono } from "hono";
+import type { Logger } from "pino";
+import { admissionRoutes } from "../../webhooks/admission.ts";
+import { auditRoutes } from "../../webhooks/audit.ts";
+
+export interface AppDeps {
+  callbackToken: string;
+  logger: Logger;
+}
+
+/** createApp composes every HTTP surface of the host; both hosts serve this same app. */
+export function createApp(deps: AppDeps): Hono {
+  const app = new Hono();
+  app.get("/healthz", (c) => c.text("ok"));
+  app.route("/admission", admissionRoutes(deps));
+  app.route("/audit", auditRoutes(deps));
+  app.notFound((c) =>
+    c.json({ error: { code: "NotFound", message: `no route for ${c.req.method} ${c.req.path}` } }, 404),
+  );
+  app.onError((err, c) => {
+    deps.logger.error({ err }, "unhandled error");
+    return c.json({ error: { code: "Internal", message: "internal error" } }, 500);
+  });
+  return app;
+}
