@@ -1,11 +1,13 @@
 import { Hono } from "hono";
 import type { Logger } from "pino";
 import { admissionRoutes } from "../../webhooks/admission.ts";
-import { auditRoutes } from "../../webhooks/audit.ts";
+import { type AuditEventList, auditRoutes } from "../../webhooks/audit.ts";
 
 export interface AppDeps {
   callbackToken: string;
   logger: Logger;
+  /** onAuditEvents receives every accepted audit batch. */
+  onAuditEvents?: (list: AuditEventList) => void;
 }
 
 /** createApp composes every HTTP surface of the host; both hosts serve this same app. */
@@ -13,7 +15,7 @@ export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
   app.get("/healthz", (c) => c.text("ok"));
   app.route("/admission", admissionRoutes(deps));
-  app.route("/audit", auditRoutes(deps));
+  app.route("/audit", auditRoutes({ ...deps, onEvents: deps.onAuditEvents }));
   app.notFound((c) =>
     c.json({ error: { code: "NotFound", message: `no route for ${c.req.method} ${c.req.path}` } }, 404),
   );

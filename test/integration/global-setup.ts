@@ -1,7 +1,12 @@
-import { readFileSync } from "node:fs";
+import { appendFileSync, createWriteStream, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { KubeConfig } from "@kubernetes/client-node";
+import { pino } from "pino";
 import type { TestProject } from "vitest/node";
+import { createApp } from "../../hosts/node/app.ts";
+import { serveHttps } from "../../hosts/node/serve.ts";
 import { down } from "../../infra/cluster/down.ts";
+import { installCrds, registerWebhooks } from "../../infra/cluster/install.ts";
 import { readState } from "../../infra/cluster/state.ts";
 import { up } from "../../infra/cluster/up.ts";
 
@@ -17,6 +22,8 @@ export interface TestCluster {
   callbackToken: string;
   hostPort: number;
   pullDelayMs: number;
+  /** JSON lines, one audit EventList per line, as the host's audit sink accepted them. */
+  auditLog: string;
 }
 
 declare module "vitest" {
@@ -27,8 +34,10 @@ declare module "vitest" {
 
 /**
  * setup starts one local control plane for the whole integration run, or reuses the one named
- * by AGENTBOX_CLUSTER (started with `npm run cluster -- up --name NAME`), which is then left
- * running afterwards.
+ * by AGENTBOX_CLUSTER (started with `npm run cluster -- up --name NAME`, left running
+ * afterwards). It installs the CRDs and runs the real host app (admission and audit webhooks)
+ * on the cluster's callback port, registered as the cluster's admission webhooks, so every test
+ * goes through the same admission path users do.
  */
 export default async function setup(project: TestProject) {
   const reuse = process.env.AGENTBOX_CLUSTER;
@@ -41,6 +50,28 @@ export default async function setup(project: TestProject) {
     throw new Error(
       `AGENTBOX_CLUSTER=${reuse} names no running cluster; start it with npm run cluster -- up --name ${reuse}`,
     );
+  const kc = new KubeConfig();
+  kc.loadFromFile(state.kubeconfig);
+  await installCrds(kc);
+  const callbackToken = readFileSync(state.callbackTokenFile, "utf8").trim();
+  const auditLog = join(state.dir, "logs", "audit-events.jsonl");
+  const logger = pino(
+    { level: "debug" },
+    createWriteStream(join(state.dir, "logs", "host.log"), { flags: "a" }),
+  );
+  const app = createApp({
+    callbackToken,
+    logger,
+    onAuditEvents: (list) => appendFileSync(auditLog, `${JSON.stringify(list)}\n`),
+  });
+  const host = await serveHttps(app, state.hostPort, state.webhookCert, state.webhookKey).catch(
+    (e: unknown) => {
+      throw new Error(
+        `cannot serve the test host on port ${state.hostPort} (is \`npm start\` running against this cluster?): ${String(e)}`,
+      );
+    },
+  );
+  await registerWebhooks(kc, `https://127.0.0.1:${state.hostPort}`, state.caCert);
   project.provide("cluster", {
     name: state.name,
     kubeconfig: state.kubeconfig,
@@ -49,11 +80,13 @@ export default async function setup(project: TestProject) {
     caCert: state.caCert,
     webhookCert: state.webhookCert,
     webhookKey: state.webhookKey,
-    callbackToken: readFileSync(state.callbackTokenFile, "utf8").trim(),
+    callbackToken,
     hostPort: state.hostPort,
     pullDelayMs: state.pullDelayMs,
+    auditLog,
   });
   return async () => {
+    await host.close();
     if (!reuse) await down(name, log);
   };
 }

@@ -1,0 +1,272 @@
+import { describe, expect, it } from "vitest";
+import { missingFieldPatch } from "../../lib/admission/missing-field-patch.ts";
+import { parseAdmissionReview } from "../../lib/admission/review.ts";
+import { mutateRequest, validateRequest, validationIssues } from "../../lib/admission/validate.ts";
+
+const GROUP = "agents.navix.sh";
+
+const env = (spec: Record<string, unknown>) => ({
+  apiVersion: `${GROUP}/v1alpha1`,
+  kind: "SandboxEnv",
+  metadata: { name: "e", namespace: "n" },
+  spec: { templateRef: { name: "t" }, ...spec },
+});
+const pool = (spec: Record<string, unknown>, metadata: Record<string, unknown> = {}) => ({
+  apiVersion: `${GROUP}/v1alpha1`,
+  kind: "SandboxPool",
+  metadata: { name: "p", namespace: "n", ...metadata },
+  spec: { replicas: 1, template: { spec: { containers: [{ name: "main", image: "img:1" }] } }, ...spec },
+});
+const template = (spec: Record<string, unknown>) => ({
+  apiVersion: `${GROUP}/v1alpha1`,
+  kind: "SandboxTemplate",
+  metadata: { name: "t" },
+  spec: { template: { spec: { containers: [{ name: "main", image: "img:1" }] } }, ...spec },
+});
+const member = (name: string, config: Record<string, unknown> = {}) => ({ name, config });
+const paths = (kind: string, obj: unknown) => validationIssues(kind, obj).map((i) => i.path);
+
+describe("SandboxEnv checks", () => {
+  it("accepts a well-formed env", () => {
+    const e = env({
+      clusters: [{ clusterID: "local", members: [member("a", { instanceType: "small", multiplier: 2 })] }],
+      autoscaling: { groups: [{ name: "default", maxReplicas: 10 }] },
+    });
+    expect(validationIssues("SandboxEnv", e)).toEqual([]);
+  });
+
+  it.each([
+    ["mode OnDemandJob", env({ mode: "OnDemandJob" }), "spec.mode"],
+    [
+      "group without member",
+      env({
+        clusters: [{ clusterID: "c", members: [member("a")] }],
+        autoscaling: { groups: [{ name: "gpu" }] },
+      }),
+      "spec.autoscaling.groups[0].name",
+    ],
+    [
+      "duplicate member across clusters",
+      env({
+        clusters: [
+          { clusterID: "c1", members: [member("a")] },
+          { clusterID: "c2", members: [member("a")] },
+        ],
+      }),
+      "spec.clusters[1].members[0].name",
+    ],
+    [
+      "member name not a DNS subdomain",
+      env({ clusters: [{ clusterID: "c", members: [member("Bad_Name")] }] }),
+      "spec.clusters[0].members[0].name",
+    ],
+    [
+      "instanceType without multiplier",
+      env({ clusters: [{ clusterID: "c", members: [member("a", { instanceType: "small" })] }] }),
+      "spec.clusters[0].members[0].config.multiplier",
+    ],
+    [
+      "defaults instanceType without multiplier",
+      env({ defaults: { instanceType: "small" } }),
+      "spec.defaults.multiplier",
+    ],
+    [
+      "member min above max",
+      env({ clusters: [{ clusterID: "c", members: [member("a", { minReplicas: 3, maxReplicas: 2 })] }] }),
+      "spec.clusters[0].members[0].config.minReplicas",
+    ],
+    [
+      "group min above max",
+      env({
+        clusters: [{ clusterID: "c", members: [member("a")] }],
+        autoscaling: { groups: [{ name: "default", minReplicas: 5, maxReplicas: 1 }] },
+      }),
+      "spec.autoscaling.groups[0].minReplicas",
+    ],
+    [
+      "mixed resources in one scaling group",
+      env({
+        clusters: [
+          {
+            clusterID: "c",
+            members: [
+              member("a", { instanceType: "small", multiplier: 1 }),
+              member("b", { instanceType: "small", multiplier: 2 }),
+            ],
+          },
+        ],
+      }),
+      "spec.clusters[0].members[1].config",
+    ],
+    [
+      "member pool spec without containers",
+      env({
+        clusters: [
+          { clusterID: "c", members: [{ name: "a", spec: { replicas: 1, template: { spec: {} } } }] },
+        ],
+      }),
+      "spec.clusters[0].members[0].spec.template.spec.containers",
+    ],
+  ])("denies %s at %s", (_what, obj, path) => {
+    expect(paths("SandboxEnv", obj)).toContain(path);
+  });
+
+  it("ignores members excluded from autoscaling when matching groups", () => {
+    const e = env({
+      clusters: [{ clusterID: "c", members: [member("a", { scalingGroup: "" })] }],
+      autoscaling: { groups: [{ name: "default" }] },
+    });
+    const issues = validationIssues("SandboxEnv", e);
+    expect(issues.map((i) => i.path)).toEqual(["spec.autoscaling.groups[0].name"]);
+    expect(issues[0]!.message).toContain("members use: none");
+  });
+});
+
+describe("SandboxPool and SandboxTemplate checks", () => {
+  it("requires containers with names and images unless a template is referenced", () => {
+    expect(paths("SandboxPool", pool({ template: { spec: { containers: [] } } }))).toEqual([
+      "spec.template.spec.containers",
+    ]);
+    expect(paths("SandboxPool", pool({ template: undefined, templateName: "t" }))).toEqual([]);
+    expect(
+      paths(
+        "SandboxPool",
+        pool({ template: { spec: { containers: [{ name: "a", image: "" }, { name: "a" }] } } }),
+      ),
+    ).toEqual([
+      "spec.template.spec.containers[0].image",
+      "spec.template.spec.containers[1].name",
+      "spec.template.spec.containers[1].image",
+    ]);
+    // The first container may take its image from idleImage.
+    expect(
+      paths(
+        "SandboxPool",
+        pool({ idleImage: "idle:1", template: { spec: { containers: [{ name: "a" }] } } }),
+      ),
+    ).toEqual([]);
+  });
+
+  it("reports schema errors with field paths before running the rules", () => {
+    expect(paths("SandboxPool", pool({ replicas: -1 }))).toEqual(["spec.replicas"]);
+  });
+
+  it.each([
+    [{ rules: [{}] }, "spec.visibility.rules[0]"],
+    [{ rules: [{ team: " " }] }, "spec.visibility.rules[0].team"],
+    [{ rules: [{ team: "t", users: ["a", "a"] }] }, "spec.visibility.rules[0].users[1]"],
+    [{ rules: [{ users: [""] }] }, "spec.visibility.rules[0].users[0]"],
+  ])("denies malformed visibility %j at %s", (visibility, path) => {
+    expect(paths("SandboxTemplate", template({ visibility }))).toContain(path);
+  });
+
+  it("accepts well-formed visibility and an empty rule list (public)", () => {
+    expect(
+      paths("SandboxTemplate", template({ visibility: { rules: [{ team: "a" }, { users: ["u"] }] } })),
+    ).toEqual([]);
+    expect(paths("SandboxTemplate", template({ visibility: { rules: [] } }))).toEqual([]);
+  });
+});
+
+const request = (operation: string, object: unknown, oldObject?: unknown, kind = "SandboxEnv") => ({
+  uid: "u",
+  kind: { group: GROUP, version: "v1alpha1", kind },
+  operation: operation as "CREATE",
+  object: object as Record<string, unknown>,
+  oldObject: oldObject as Record<string, unknown> | undefined,
+});
+
+describe("validateRequest", () => {
+  it("denies with every reason, each naming its field and rule", () => {
+    const res = validateRequest(
+      request("CREATE", env({ mode: "OnDemandJob", defaults: { instanceType: "x" } })),
+    );
+    expect(res.response.allowed).toBe(false);
+    expect(res.response.status?.code).toBe(422);
+    expect(res.response.status?.message).toContain("spec.mode: OnDemandJob is not served yet");
+    expect(res.response.status?.message).toContain("[instance-type-requires-multiplier]");
+  });
+
+  it("allows updates that leave the spec alone and updates of deleting objects", () => {
+    const bad = env({ mode: "OnDemandJob" });
+    const relabelled = { ...bad, metadata: { ...bad.metadata, labels: { a: "b" } } };
+    expect(validateRequest(request("UPDATE", relabelled, bad)).response.allowed).toBe(true);
+    const deleting = {
+      ...bad,
+      metadata: { ...bad.metadata, deletionTimestamp: "2026-01-01T00:00:00Z" },
+      spec: { ...bad.spec, x: 1 },
+    };
+    expect(validateRequest(request("UPDATE", deleting, bad)).response.allowed).toBe(true);
+    expect(
+      validateRequest(request("UPDATE", { ...bad, spec: { ...bad.spec, defaults: {} } }, bad)).response
+        .allowed,
+    ).toBe(false);
+  });
+
+  it("allows other groups, kinds and operations untouched", () => {
+    expect(
+      validateRequest({ ...request("CREATE", {}), kind: { group: "", version: "v1", kind: "Pod" } }).response
+        .allowed,
+    ).toBe(true);
+    expect(validateRequest(request("DELETE", env({ mode: "OnDemandJob" }))).response.allowed).toBe(true);
+  });
+});
+
+describe("mutateRequest", () => {
+  const decode = (patch?: string) => (patch ? JSON.parse(atob(patch)) : []);
+
+  it("adds only missing defaults and the template-name annotation on pool creation", () => {
+    const res = mutateRequest(
+      request(
+        "CREATE",
+        pool({ templateName: "python", runtimes: [{ name: "e2b" }] }),
+        undefined,
+        "SandboxPool",
+      ),
+    );
+    expect(res.response.patchType).toBe("JSONPatch");
+    expect(decode(res.response.patch)).toEqual([
+      { op: "add", path: "/spec/podCreationImagePolicy", value: "IdleImage" },
+      { op: "add", path: "/spec/runtimes/0/protocol", value: "TCP" },
+      { op: "add", path: "/metadata/annotations", value: {} },
+      { op: "add", path: "/metadata/annotations/agentbox.navix.sh~1template-name", value: "python" },
+    ]);
+  });
+
+  it("changes nothing on an already defaulted object and leaves invalid ones to validation", () => {
+    const full = pool({ podCreationImagePolicy: "PoolDefaultImage" });
+    expect(mutateRequest(request("CREATE", full, undefined, "SandboxPool")).response).toEqual({
+      uid: "u",
+      allowed: true,
+    });
+    expect(
+      mutateRequest(request("CREATE", pool({ replicas: -1 }), undefined, "SandboxPool")).response,
+    ).toEqual({ uid: "u", allowed: true });
+  });
+});
+
+describe("missingFieldPatch", () => {
+  it("escapes JSON pointer tokens and never replaces present values", () => {
+    expect(missingFieldPatch({ a: { "x/y": 1 } }, { a: { "x/y": 2, "m~n": 3 }, b: [1] })).toEqual([
+      { op: "add", path: "/a/m~0n", value: 3 },
+      { op: "add", path: "/b", value: [1] },
+    ]);
+  });
+});
+
+describe("parseAdmissionReview", () => {
+  it("names missing and wrong fields", () => {
+    const res = parseAdmissionReview({
+      apiVersion: "admission.k8s.io/v1beta1",
+      kind: "AdmissionReview",
+      request: { kind: {} },
+    });
+    expect(res.ok).toBe(false);
+    if (!res.ok) {
+      const p = res.issues.map((i) => i.path);
+      expect(p).toEqual(
+        expect.arrayContaining(["apiVersion", "request.uid", "request.kind.group", "request.operation"]),
+      );
+    }
+  });
+});
