@@ -1,9 +1,14 @@
 import { defineConfig } from "vitest/config";
 
 // Two projects: unit tests are pure and never touch a cluster; integration tests share one
-// local control plane per run, started (or reused via AGENTBOX_KUBECONFIG) by the global setup.
+// local control plane per run, started (or reused via AGENTBOX_CLUSTER) by the global setup.
+const jsonReport = process.env.VITEST_JSON_REPORT;
+
 export default defineConfig({
   test: {
+    // CI asks for a JSON report next to the console output, to print its closing count line.
+    reporters: jsonReport ? ["default", "json"] : ["default"],
+    ...(jsonReport ? { outputFile: { json: jsonReport } } : {}),
     projects: [
       {
         test: {

@@ -1,0 +1,26 @@
+// preflight: fail early, with the fix, when the machine lacks what the tests need. It runs on
+// the Node that npm scripts use (node_modules/.bin/node from the `node` package).
+import { execFileSync } from "node:child_process";
+
+const problems: string[] = [];
+const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
+if (major < 22 || (major === 22 && minor < 19)) {
+  problems.push(
+    `Node ${process.versions.node} runs the scripts; >= 22.19 is needed. Run \`npm ci\` (it installs Node 24 from the npm package "node") and use npm scripts.`,
+  );
+}
+for (const [tool, args, why] of [
+  ["go", ["version"], "builds the local control plane from Go modules (https://go.dev/doc/install)"],
+  ["openssl", ["version"], "creates the local control plane's certificates (apt-get install openssl)"],
+] as const) {
+  try {
+    execFileSync(tool, args, { stdio: "ignore" });
+  } catch {
+    problems.push(`${tool} is not on PATH: it ${why}`);
+  }
+}
+if (problems.length) {
+  console.error(`preflight failed:\n- ${problems.join("\n- ")}`);
+  process.exit(1);
+}
+console.error(`preflight ok (node ${process.versions.node})`);
