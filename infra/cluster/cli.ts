@@ -40,7 +40,8 @@ async function main(): Promise<number> {
   const int = (flag: string, v: string | undefined): number | undefined => {
     if (v === undefined) return undefined;
     const n = Number(v);
-    if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${flag} must be a non-negative integer, got "${v}"`);
+    if (!Number.isInteger(n) || n < 0)
+      throw new UsageError(`--${flag} must be a non-negative integer, got "${v}"`);
     return n;
   };
   switch (command) {
@@ -70,13 +71,16 @@ async function main(): Promise<number> {
       console.log(`  kubeconfig  ${state.kubeconfig}`);
       console.log(`  host port   ${state.hostPort} (audit ${state.auditWebhookUrl})`);
       for (const p of state.processes) {
-        console.log(`  ${p.name.padEnd(24)} pid ${String(p.pid).padEnd(8)} ${isOurs(p.pid, state.dir) ? "running" : "gone"}`);
+        console.log(
+          `  ${p.name.padEnd(24)} pid ${String(p.pid).padEnd(8)} ${isOurs(p.pid, state.dir) ? "running" : "gone"}`,
+        );
       }
       return healthy ? 0 : 1;
     }
     case "env": {
       const state = readState(values.name);
-      if (!state) throw new UsageError(`cluster ${values.name} is not running; start it with: npm run cluster -- up`);
+      if (!state)
+        throw new UsageError(`cluster ${values.name} is not running; start it with: npm run cluster -- up`);
       console.log(`export KUBECONFIG=${state.kubeconfig}`);
       console.log(`export AGENTBOX_KUBECONFIG=${state.kubeconfig}`);
       console.log(`export AGENTBOX_CLUSTER=${state.name}`);

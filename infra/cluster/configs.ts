@@ -3,13 +3,21 @@ import { join } from "node:path";
 import { stringify } from "yaml";
 
 /** writeKubeconfig writes a kubeconfig that reaches server with a bearer token, trusting caFile. */
-export function writeKubeconfig(file: string, server: string, caFile: string, token: string, user = "admin"): void {
+export function writeKubeconfig(
+  file: string,
+  server: string,
+  caFile: string,
+  token: string,
+  user = "admin",
+): void {
   const config = {
     apiVersion: "v1",
     kind: "Config",
     clusters: [{ name: "agentbox-local", cluster: { server, "certificate-authority": caFile } }],
     users: [{ name: user, user: { token } }],
-    contexts: [{ name: "agentbox-local", context: { cluster: "agentbox-local", user, namespace: "default" } }],
+    contexts: [
+      { name: "agentbox-local", context: { cluster: "agentbox-local", user, namespace: "default" } },
+    ],
     "current-context": "agentbox-local",
   };
   writeFileSync(file, stringify(config), { mode: 0o600 });
@@ -88,7 +96,12 @@ export function writeCallbackConfigs(dir: string, auditUrl: string, caFile: stri
 }
 
 /** writeKwokConfig renders infra/kwok/stages.yaml with this cluster's delays. */
-export function writeKwokConfig(file: string, stagesTemplate: string, pullDelayMs: number, backoffDelayMs: number) {
+export function writeKwokConfig(
+  file: string,
+  stagesTemplate: string,
+  pullDelayMs: number,
+  backoffDelayMs: number,
+) {
   const rendered = readFileSync(stagesTemplate, "utf8")
     .replaceAll("__PULL_DELAY_MS__", String(pullDelayMs))
     .replaceAll("__BACKOFF_DELAY_MS__", String(backoffDelayMs));

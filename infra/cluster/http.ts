@@ -2,7 +2,11 @@ import { readFileSync } from "node:fs";
 import { request } from "node:https";
 
 /** httpsGet fetches url trusting caFile, with an optional bearer token; resolves status and body. */
-export function httpsGet(url: string, caFile: string, token?: string): Promise<{ status: number; body: string }> {
+export function httpsGet(
+  url: string,
+  caFile: string,
+  token?: string,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(
       url,

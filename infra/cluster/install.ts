@@ -10,6 +10,7 @@ import {
 } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { renderWebhookConfigs } from "../webhooks/render.ts";
+import { serverSideApply } from "./apply.ts";
 import { waitFor } from "./http.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -28,10 +29,7 @@ export function readYamlObjects(dir: string): KubernetesObject[] {
 
 /** apply server-side-applies objects with our field manager (idempotent, safe to repeat). */
 export async function apply(kc: KubeConfig, objects: KubernetesObject[]): Promise<void> {
-  const api = KubernetesObjectApi.makeApiClient(kc);
-  for (const obj of objects) {
-    await api.patch(obj, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
-  }
+  await serverSideApply(kc, objects, FIELD_MANAGER);
 }
 
 /** installCrds applies crds/*.yaml and waits until the apiserver serves every one of them. */

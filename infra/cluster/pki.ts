@@ -73,7 +73,19 @@ export function createPki(dir: string, advertiseIp: string): Pki {
   if (!existsSync(pki.caCert)) {
     openssl(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "ca.key"], dir);
     openssl(
-      ["req", "-x509", "-new", "-key", "ca.key", "-subj", "/CN=agentbox-local-ca", "-days", "3650", "-out", "ca.crt"],
+      [
+        "req",
+        "-x509",
+        "-new",
+        "-key",
+        "ca.key",
+        "-subj",
+        "/CN=agentbox-local-ca",
+        "-days",
+        "3650",
+        "-out",
+        "ca.crt",
+      ],
       dir,
     );
   }

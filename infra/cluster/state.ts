@@ -12,7 +12,13 @@ export interface ClusterState {
   server: string;
   /** kubeconfig with the admin token (system:masters). */
   kubeconfig: string;
-  ports: { etcdClient: number; etcdPeer: number; apiserver: number; controllerManager: number; scheduler: number };
+  ports: {
+    etcdClient: number;
+    etcdPeer: number;
+    apiserver: number;
+    controllerManager: number;
+    scheduler: number;
+  };
   /** Where the apiserver delivers audit events and sends admission reviews (the Node host). */
   hostPort: number;
   auditWebhookUrl: string;
