@@ -1,15 +1,15 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import type { Logger } from "pino";
 import { parseAdmissionReview } from "../lib/admission/review.ts";
 import { mutateRequest, validateRequest } from "../lib/admission/validate.ts";
 import { bearerMatches } from "../lib/auth/bearer.ts";
+import type { Log } from "../lib/log.ts";
 
 /** AdmissionDeps are what the admission endpoints need from their host. */
 export interface AdmissionDeps {
   /** The bearer token the apiserver presents (its admission kubeconfig). */
   callbackToken: string;
-  logger: Pick<Logger, "info" | "warn">;
+  logger: Log;
 }
 
 /**

@@ -1,9 +1,9 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import type { Logger } from "pino";
 import * as v from "valibot";
 import { parseWith } from "../lib/api/parse.ts";
 import { bearerMatches } from "../lib/auth/bearer.ts";
+import type { Log } from "../lib/log.ts";
 
 /** AuditEventList is the part of an audit.k8s.io/v1 EventList the sink relies on. */
 const AuditEventList = v.looseObject({
@@ -28,7 +28,7 @@ export type AuditEventList = v.InferOutput<typeof AuditEventList>;
 
 export interface AuditDeps {
   callbackToken: string;
-  logger: Pick<Logger, "debug" | "warn">;
+  logger: Log;
   /** onEvents receives each authenticated, well-formed batch; the reconcile steps hang off it. */
   onEvents?: (list: AuditEventList) => void;
 }

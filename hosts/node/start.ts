@@ -14,7 +14,7 @@ import {
   samplesDir,
 } from "../../infra/cluster/install.ts";
 import { up } from "../../infra/cluster/up.ts";
-import { createApp } from "./app.ts";
+import { createApp } from "../app.ts";
 import { serveHttps } from "./serve.ts";
 
 const logger = pino({

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
 import type { TestProject } from "vitest/node";
-import { createApp } from "../../hosts/node/app.ts";
+import { createApp } from "../../hosts/app.ts";
 import { serveHttps } from "../../hosts/node/serve.ts";
 import { down } from "../../infra/cluster/down.ts";
 import { installCrds, registerWebhooks } from "../../infra/cluster/install.ts";

@@ -1,11 +1,11 @@
 import { Hono } from "hono";
-import type { Logger } from "pino";
-import { admissionRoutes } from "../../webhooks/admission.ts";
-import { type AuditEventList, auditRoutes } from "../../webhooks/audit.ts";
+import type { Log } from "../lib/log.ts";
+import { admissionRoutes } from "../webhooks/admission.ts";
+import { type AuditEventList, auditRoutes } from "../webhooks/audit.ts";
 
 export interface AppDeps {
   callbackToken: string;
-  logger: Logger;
+  logger: Log;
   /** onAuditEvents receives every accepted audit batch. */
   onAuditEvents?: (list: AuditEventList) => void;
 }
