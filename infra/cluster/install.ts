@@ -1,13 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import {
-  ApiextensionsV1Api,
-  type KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  PatchStrategy,
-} from "@kubernetes/client-node";
+import { ApiextensionsV1Api, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { renderWebhookConfigs } from "../webhooks/render.ts";
 import { serverSideApply } from "./apply.ts";
