@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
 import type { Log } from "../lib/log.ts";
 import { admissionRoutes } from "../webhooks/admission.ts";
 import { type AuditEventList, auditRoutes } from "../webhooks/audit.ts";
@@ -20,6 +21,8 @@ export function createApp(deps: AppDeps): Hono {
     c.json({ error: { code: "NotFound", message: `no route for ${c.req.method} ${c.req.path}` } }, 404),
   );
   app.onError((err, c) => {
+    // Middleware such as bearer auth reject by throwing a response; pass it through.
+    if (err instanceof HTTPException) return err.getResponse();
     deps.logger.error({ err }, "unhandled error");
     return c.json({ error: { code: "Internal", message: "internal error" } }, 500);
   });

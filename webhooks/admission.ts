@@ -2,8 +2,8 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { parseAdmissionReview } from "../lib/admission/review.ts";
 import { mutateRequest, validateRequest } from "../lib/admission/validate.ts";
-import { bearerMatches } from "../lib/auth/bearer.ts";
 import type { Log } from "../lib/log.ts";
+import { requireToken } from "./require-token.ts";
 
 /** AdmissionDeps are what the admission endpoints need from their host. */
 export interface AdmissionDeps {
@@ -25,12 +25,7 @@ const MAX_REVIEW_BYTES = 7 * 1024 * 1024;
  */
 export function admissionRoutes(deps: AdmissionDeps): Hono {
   const app = new Hono();
-  app.use("*", async (c, next) => {
-    if (!(await bearerMatches(c.req.header("authorization"), deps.callbackToken))) {
-      return c.json({ error: { code: "Unauthorized", message: "a valid bearer token is required" } }, 401);
-    }
-    return next();
-  });
+  app.use("*", requireToken(deps.callbackToken));
   app.use(
     "*",
     bodyLimit({

@@ -2,8 +2,8 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import * as v from "valibot";
 import { parseWith } from "../lib/api/parse.ts";
-import { bearerMatches } from "../lib/auth/bearer.ts";
 import type { Log } from "../lib/log.ts";
+import { requireToken } from "./require-token.ts";
 
 /** AuditEventList is the part of an audit.k8s.io/v1 EventList the sink relies on. */
 const AuditEventList = v.looseObject({
@@ -40,12 +40,7 @@ export interface AuditDeps {
  */
 export function auditRoutes(deps: AuditDeps): Hono {
   const app = new Hono();
-  app.use("*", async (c, next) => {
-    if (!(await bearerMatches(c.req.header("authorization"), deps.callbackToken))) {
-      return c.json({ error: { code: "Unauthorized", message: "a valid bearer token is required" } }, 401);
-    }
-    return next();
-  });
+  app.use("*", requireToken(deps.callbackToken));
   app.use("*", bodyLimit({ maxSize: 16 * 1024 * 1024 }));
   app.post("/", async (c) => {
     let body: unknown;

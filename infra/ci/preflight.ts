@@ -6,7 +6,7 @@ const problems: string[] = [];
 const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
 if (major < 22 || (major === 22 && minor < 19)) {
   problems.push(
-    `Node ${process.versions.node} runs the scripts; >= 22.19 is needed. Run \`npm ci\` (it installs Node 24 from the npm package "node") and use npm scripts.`,
+    `Node ${process.versions.node} runs the scripts; >= 22.19 is needed. Run \`npm install\` (it installs Node 24 from the npm package "node") and use npm scripts.`,
   );
 }
 for (const [tool, args, why] of [

@@ -1,5 +1,6 @@
-import { request } from "node:https";
+import type { RequestOptions } from "node:https";
 import { type KubeConfig, type KubernetesObject, KubernetesObjectApi } from "@kubernetes/client-node";
+import { httpsRequest } from "./http.ts";
 
 /**
  * PathResolver borrows client-node's discovery-backed REST path resolution. We do not use its
@@ -34,26 +35,16 @@ export async function serverSideApply(
     const url = new URL(`${server}${path}`);
     url.searchParams.set("fieldManager", fieldManager);
     url.searchParams.set("force", "true");
-    const opts: import("node:https").RequestOptions = {
+    const tls: RequestOptions = {};
+    await kc.applyToHTTPSOptions(tls);
+    const res = await httpsRequest(url, {
       method: "PATCH",
       headers: { "content-type": "application/apply-patch+yaml", accept: "application/json" },
-    };
-    await kc.applyToHTTPSOptions(opts);
-    const body = JSON.stringify(obj);
-    const res = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const req = request(url, opts, (r) => {
-        let text = "";
-        r.setEncoding("utf8");
-        r.on("data", (c: string) => {
-          text += c;
-        });
-        r.on("end", () => resolve({ status: r.statusCode ?? 0, text }));
-      });
-      req.on("error", reject);
-      req.end(body);
+      body: JSON.stringify(obj),
+      tls,
     });
     if (res.status >= 300) {
-      const message = (JSON.parse(res.text || "{}") as { message?: string }).message ?? res.text;
+      const message = (JSON.parse(res.body || "{}") as { message?: string }).message ?? res.body;
       throw new Error(`apply ${obj.kind} ${obj.metadata?.name}: HTTP ${res.status}: ${message}`);
     }
   }

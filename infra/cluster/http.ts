@@ -1,33 +1,58 @@
 import { readFileSync } from "node:fs";
-import { request } from "node:https";
+import { type RequestOptions, request } from "node:https";
 
-/** httpsGet fetches url trusting caFile, with an optional bearer token; resolves status and body. */
-export function httpsGet(
-  url: string,
-  caFile: string,
-  token?: string,
-): Promise<{ status: number; body: string }> {
+/** HttpsResponse is a status code and the body text. */
+export interface HttpsResponse {
+  status: number;
+  body: string;
+}
+
+export interface HttpsRequestOptions {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  /** CA bundle file to trust (our local cluster CA). */
+  caFile?: string;
+  /** Sent as `Authorization: Bearer <token>`. */
+  token?: string;
+  /** Further TLS/auth options, e.g. filled in by KubeConfig.applyToHTTPSOptions. */
+  tls?: RequestOptions;
+  timeoutMs?: number;
+}
+
+/**
+ * httpsRequest sends one HTTPS request and collects the body. The cluster tooling and tests use
+ * it where they must control the wire (readiness probes, server-side apply of raw objects,
+ * server-side tables, malformed webhook bodies).
+ */
+export function httpsRequest(url: string | URL, opts: HttpsRequestOptions = {}): Promise<HttpsResponse> {
+  const headers = { ...(opts.tls?.headers as Record<string, string> | undefined), ...opts.headers };
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  const options: RequestOptions = {
+    ...opts.tls,
+    method: opts.method ?? "GET",
+    headers,
+    timeout: opts.timeoutMs ?? 30_000,
+    ...(opts.caFile ? { ca: readFileSync(opts.caFile) } : {}),
+  };
   return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      {
-        ca: readFileSync(caFile),
-        headers: token ? { authorization: `Bearer ${token}` } : {},
-        timeout: 5000,
-      },
-      (res) => {
-        let body = "";
-        res.setEncoding("utf8");
-        res.on("data", (c: string) => {
-          body += c;
-        });
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on("timeout", () => req.destroy(new Error(`timeout: ${url}`)));
+    const req = request(url, options, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (c: string) => {
+        body += c;
+      });
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("timeout", () => req.destroy(new Error(`timeout: ${String(url)}`)));
     req.on("error", reject);
-    req.end();
+    req.end(opts.body);
   });
+}
+
+/** httpsGet fetches url trusting caFile, with an optional bearer token. */
+export function httpsGet(url: string, caFile: string, token?: string): Promise<HttpsResponse> {
+  return httpsRequest(url, { caFile, token, timeoutMs: 5000 });
 }
 
 /** waitFor polls check until it returns true or the deadline passes, then throws with what. */
