@@ -1,17 +1,21 @@
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { KubeConfig } from "@kubernetes/client-node";
 import { down } from "./down.ts";
+import { installCrds, registerWebhooks } from "./install.ts";
 import { isOurs } from "./processes.ts";
 import { readState } from "./state.ts";
 import { isHealthy, up } from "./up.ts";
 
-const USAGE = `usage: npm run cluster -- <up|down|status|env|logs> [options]
+const USAGE = `usage: npm run cluster -- <up|down|status|env|logs|crds|webhooks> [options]
 
   up       build the binaries if needed and start the local control plane
   down     stop its processes and remove its state
   status   show whether it runs, its processes and ports
   env      print shell exports (KUBECONFIG, AGENTBOX_KUBECONFIG)
   logs     print the last lines of every component log (--component NAME for one, --lines N)
+  crds     install (server-side apply) crds/*.yaml and wait until they are served
+  webhooks register the admission webhooks for our kinds (--url BASE, default: the host port)
 
 options:
   --name NAME            cluster name (default: dev); clusters with other names run side by side
@@ -19,6 +23,8 @@ options:
   --pull-delay MS        simulated image pull time in ms (default: 200)
   --backoff-delay MS     ErrImagePull -> ImagePullBackOff delay in ms (default: 1000)
   --host-port PORT       port the apiserver calls back for audit and admission (default: a free one)
+  --audit-webhook-url U  where the apiserver sends audit events (default: https://127.0.0.1:<host port>/audit)
+  --url BASE             with webhooks: base URL of the admission endpoints
 `;
 
 async function main(): Promise<number> {
@@ -30,6 +36,8 @@ async function main(): Promise<number> {
       "pull-delay": { type: "string", default: "200" },
       "backoff-delay": { type: "string", default: "1000" },
       "host-port": { type: "string" },
+      "audit-webhook-url": { type: "string" },
+      url: { type: "string" },
       component: { type: "string" },
       lines: { type: "string", default: "40" },
       help: { type: "boolean", short: "h" },
@@ -52,6 +60,7 @@ async function main(): Promise<number> {
         pullDelayMs: int("pull-delay", values["pull-delay"])!,
         backoffDelayMs: int("backoff-delay", values["backoff-delay"])!,
         hostPort: int("host-port", values["host-port"]),
+        auditWebhookUrl: values["audit-webhook-url"],
         log,
       });
       console.log(`export KUBECONFIG=${state.kubeconfig}`);
@@ -94,6 +103,22 @@ async function main(): Promise<number> {
         if (values.component && p.name !== values.component) continue;
         console.log(`==> ${p.name} (${p.log})`);
         if (existsSync(p.log)) console.log(readFileSync(p.log, "utf8").split("\n").slice(-n).join("\n"));
+      }
+      return 0;
+    }
+    case "crds":
+    case "webhooks": {
+      const state = readState(values.name);
+      if (!state)
+        throw new UsageError(`cluster ${values.name} is not running; start it with: npm run cluster -- up`);
+      const kc = new KubeConfig();
+      kc.loadFromFile(state.kubeconfig);
+      if (command === "crds") {
+        console.log(`installed: ${(await installCrds(kc)).join(", ")}`);
+      } else {
+        const url = values.url ?? `https://127.0.0.1:${state.hostPort}`;
+        await registerWebhooks(kc, url, state.caCert);
+        console.log(`admission webhooks registered at ${url}/admission/{validate,mutate}`);
       }
       return 0;
     }

@@ -22,6 +22,8 @@ export interface UpOptions {
   nodes: number;
   /** Port of the Node host the apiserver calls back (audit, admission); picked when absent. */
   hostPort?: number;
+  /** Audit webhook URL; defaults to https://127.0.0.1:<hostPort>/audit. */
+  auditWebhookUrl?: string;
   log: (line: string) => void;
 }
 
@@ -103,7 +105,7 @@ async function startOnce(opts: UpOptions, binDir: string): Promise<ClusterState>
   const server = `https://127.0.0.1:${ports.apiserver}`;
   const kubeconfig = join(dir, "kubeconfig");
   writeKubeconfig(kubeconfig, server, pki.caCert, adminToken);
-  const auditWebhookUrl = `https://127.0.0.1:${hostPort}/audit`;
+  const auditWebhookUrl = opts.auditWebhookUrl ?? `https://127.0.0.1:${hostPort}/audit`;
   const callbacks = writeCallbackConfigs(dir, auditWebhookUrl, pki.caCert, callbackToken);
   const kwokConfig = join(dir, "kwok.yaml");
   writeKwokConfig(kwokConfig, KWOK_STAGES, opts.pullDelayMs, opts.backoffDelayMs);
