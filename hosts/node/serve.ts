@@ -14,7 +14,15 @@ export function serveHttps(app: Hono, port: number, certFile: string, keyFile: s
         createServer,
         serverOptions: { cert: readFileSync(certFile), key: readFileSync(keyFile) },
       },
-      () => resolve({ close: () => new Promise<void>((r) => server.close(() => r())) }),
+      () =>
+        resolve({
+          // The apiserver keeps its webhook connections alive; close them, or close() never ends.
+          close: () =>
+            new Promise<void>((r) => {
+              server.close(() => r());
+              if ("closeAllConnections" in server) server.closeAllConnections();
+            }),
+        }),
     );
     server.once("error", reject);
   });

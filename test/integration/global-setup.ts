@@ -1,5 +1,5 @@
-import { appendFileSync, createWriteStream, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { appendFileSync, createWriteStream, existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
 import type { TestProject } from "vitest/node";
@@ -7,7 +7,7 @@ import { createApp } from "../../hosts/app.ts";
 import { serveHttps } from "../../hosts/node/serve.ts";
 import { down } from "../../infra/cluster/down.ts";
 import { installCrds, registerWebhooks } from "../../infra/cluster/install.ts";
-import { readState } from "../../infra/cluster/state.ts";
+import { clusterDir, readState } from "../../infra/cluster/state.ts";
 import { up } from "../../infra/cluster/up.ts";
 
 /** TestCluster is what integration tests learn about the control plane they run against. */
@@ -41,6 +41,7 @@ declare module "vitest" {
  */
 export default async function setup(project: TestProject) {
   const reuse = process.env.AGENTBOX_CLUSTER;
+  await removeOrphanedTestClusters();
   const name = reuse ?? `test-${process.pid}`;
   const log = (line: string) => console.error(`[cluster] ${line}`);
   const state = reuse
@@ -89,4 +90,27 @@ export default async function setup(project: TestProject) {
     await host.close();
     if (!reuse) await down(name, log);
   };
+}
+
+/**
+ * removeOrphanedTestClusters stops clusters of earlier test runs whose process is gone (a run
+ * killed before its teardown), so they do not pile up on a developer machine or CI host.
+ */
+async function removeOrphanedTestClusters(): Promise<void> {
+  const root = dirname(clusterDir("x"));
+  if (!existsSync(root)) return;
+  for (const name of readdirSync(root)) {
+    const pid = /^test-(\d+)$/.exec(name)?.[1];
+    if (!pid || pidAlive(Number(pid))) continue;
+    await down(name, (line) => console.error(`[cluster] orphan ${line}`));
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
