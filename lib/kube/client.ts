@@ -1,0 +1,185 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import type { SandboxEnv } from "../api/sandbox-env.ts";
+import type { SandboxPool } from "../api/sandbox-pool.ts";
+import { kubeErrorFrom } from "./errors.ts";
+import type { KubeRequest, KubeTransport } from "./transport.ts";
+
+/** JsonPatchOp is one RFC 6902 operation. */
+export type JsonPatchOp =
+  | { op: "add" | "replace" | "test"; path: string; value: unknown }
+  | { op: "remove"; path: string };
+
+/** ObjectList is a list response: the items and the list's resourceVersion. */
+export interface ObjectList<T> {
+  items: T[];
+  resourceVersion: string;
+}
+
+/** EventIntent is an events.k8s.io/v1 Event about one object, as the steps emit them. */
+export interface EventIntent {
+  type: "Normal" | "Warning";
+  reason: string;
+  note: string;
+  action: string;
+  regarding: { apiVersion: string; kind: string; namespace: string; name: string; uid?: string };
+}
+
+const POOLS = "/apis/agents.navix.sh/v1alpha1";
+const enc = encodeURIComponent;
+
+/**
+ * KubeClient is the small, typed slice of the Kubernetes API the reconcile steps use. Every call
+ * is one request, reads go to the API server (no cache), and every failure is a KubeError.
+ */
+export class KubeClient {
+  private readonly transport: KubeTransport;
+  /** requests counts calls by method, for benchmarks and the steps' own reports. */
+  readonly requests = { GET: 0, POST: 0, PUT: 0, PATCH: 0, DELETE: 0 };
+
+  constructor(transport: KubeTransport) {
+    this.transport = transport;
+  }
+
+  private async call<T>(req: KubeRequest, what: string): Promise<T> {
+    this.requests[req.method]++;
+    const res = await this.transport(req);
+    if (res.status < 200 || res.status >= 300) throw kubeErrorFrom(res.status, res.body, what);
+    return (res.body ? JSON.parse(res.body) : undefined) as T;
+  }
+
+  listPods(namespace: string, labelSelector: string): Promise<ObjectList<V1Pod>> {
+    return this.list(
+      `/api/v1/namespaces/${enc(namespace)}/pods`,
+      { labelSelector },
+      `list pods in ${namespace}`,
+    );
+  }
+
+  getPod(namespace: string, name: string): Promise<V1Pod> {
+    return this.call(
+      { method: "GET", path: `/api/v1/namespaces/${enc(namespace)}/pods/${enc(name)}` },
+      `get pod ${namespace}/${name}`,
+    );
+  }
+
+  createPod(namespace: string, pod: V1Pod): Promise<V1Pod> {
+    return this.call(
+      { method: "POST", path: `/api/v1/namespaces/${enc(namespace)}/pods`, body: pod },
+      `create pod ${namespace}/${pod.metadata?.name}`,
+    );
+  }
+
+  patchPod(namespace: string, name: string, ops: JsonPatchOp[]): Promise<V1Pod> {
+    return this.call(
+      {
+        method: "PATCH",
+        path: `/api/v1/namespaces/${enc(namespace)}/pods/${enc(name)}`,
+        body: ops,
+        contentType: "application/json-patch+json",
+      },
+      `patch pod ${namespace}/${name}`,
+    );
+  }
+
+  /** deletePod deletes only the pod version it decided on (uid and resourceVersion preconditions). */
+  async deletePod(
+    namespace: string,
+    name: string,
+    preconditions: { uid?: string; resourceVersion?: string },
+  ): Promise<void> {
+    await this.call(
+      {
+        method: "DELETE",
+        path: `/api/v1/namespaces/${enc(namespace)}/pods/${enc(name)}`,
+        body: { apiVersion: "v1", kind: "DeleteOptions", preconditions },
+      },
+      `delete pod ${namespace}/${name}`,
+    );
+  }
+
+  getPool(namespace: string, name: string): Promise<SandboxPool> {
+    return this.call(
+      { method: "GET", path: `${POOLS}/namespaces/${enc(namespace)}/sandboxpools/${enc(name)}` },
+      `get pool ${namespace}/${name}`,
+    );
+  }
+
+  /** listPools lists pools in one namespace, or in all namespaces when namespace is undefined. */
+  listPools(namespace?: string): Promise<ObjectList<SandboxPool>> {
+    const path = namespace ? `${POOLS}/namespaces/${enc(namespace)}/sandboxpools` : `${POOLS}/sandboxpools`;
+    return this.list(path, {}, "list pools");
+  }
+
+  getEnv(namespace: string, name: string): Promise<SandboxEnv> {
+    return this.call(
+      { method: "GET", path: `${POOLS}/namespaces/${enc(namespace)}/sandboxenvs/${enc(name)}` },
+      `get env ${namespace}/${name}`,
+    );
+  }
+
+  patchPool(namespace: string, name: string, ops: JsonPatchOp[]): Promise<SandboxPool> {
+    return this.call(
+      {
+        method: "PATCH",
+        path: `${POOLS}/namespaces/${enc(namespace)}/sandboxpools/${enc(name)}`,
+        body: ops,
+        contentType: "application/json-patch+json",
+      },
+      `patch pool ${namespace}/${name}`,
+    );
+  }
+
+  /** patchPoolStatus merge-patches the status subresource (only the fields given change). */
+  patchPoolStatus(namespace: string, name: string, status: Record<string, unknown>): Promise<SandboxPool> {
+    return this.call(
+      {
+        method: "PATCH",
+        path: `${POOLS}/namespaces/${enc(namespace)}/sandboxpools/${enc(name)}/status`,
+        body: { status },
+        contentType: "application/merge-patch+json",
+      },
+      `patch pool status ${namespace}/${name}`,
+    );
+  }
+
+  /** createEvent records an events.k8s.io/v1 Event; reportingController names us. */
+  async createEvent(
+    e: EventIntent,
+    now: Date,
+    reportingController: string,
+    reportingInstance: string,
+  ): Promise<void> {
+    await this.call(
+      {
+        method: "POST",
+        path: `/apis/events.k8s.io/v1/namespaces/${enc(e.regarding.namespace)}/events`,
+        body: {
+          apiVersion: "events.k8s.io/v1",
+          kind: "Event",
+          metadata: { generateName: `${e.regarding.name}.` },
+          eventTime: now.toISOString().replace("Z", "000Z"),
+          type: e.type,
+          reason: e.reason,
+          note: e.note.slice(0, 1024),
+          action: e.action,
+          regarding: e.regarding,
+          reportingController,
+          reportingInstance,
+        },
+      },
+      `create event for ${e.regarding.namespace}/${e.regarding.name}`,
+    );
+  }
+
+  private async list<T>(
+    path: string,
+    query: Record<string, string | undefined>,
+    what: string,
+  ): Promise<ObjectList<T>> {
+    const res = await this.call<{ items?: T[]; metadata?: { resourceVersion?: string } }>(
+      { method: "GET", path, query },
+      what,
+    );
+    return { items: res.items ?? [], resourceVersion: res.metadata?.resourceVersion ?? "" };
+  }
+}

@@ -1,0 +1,27 @@
+/** KubeRequest is one API call, independent of how a host reaches the API server. */
+export interface KubeRequest {
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+  /** Path from the server root, e.g. /api/v1/namespaces/ns/pods. */
+  path: string;
+  query?: Record<string, string | undefined>;
+  body?: unknown;
+  /** Defaults to application/json; patches say which kind they are. */
+  contentType?:
+    | "application/json"
+    | "application/json-patch+json"
+    | "application/merge-patch+json"
+    | "application/apply-patch+yaml";
+}
+
+/** KubeResponse is the status code and raw body text. */
+export interface KubeResponse {
+  status: number;
+  body: string;
+}
+
+/**
+ * KubeTransport sends one request to the API server with the host's credentials. The Node host
+ * implements it with client-node's KubeConfig (any kubeconfig: client certs, tokens, exec
+ * plugins, in-cluster); the Worker with fetch and a bearer token.
+ */
+export type KubeTransport = (req: KubeRequest) => Promise<KubeResponse>;
