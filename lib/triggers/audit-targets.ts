@@ -1,0 +1,44 @@
+import { SANDBOX_POOL_LABEL } from "../api/keys.ts";
+
+/** AuditEvent is the part of an audit.k8s.io/v1 Event that maps a change to a pool. */
+export interface AuditEvent {
+  verb: string;
+  objectRef?: {
+    resource?: string;
+    subresource?: string;
+    namespace?: string;
+    name?: string;
+    apiGroup?: string;
+  };
+  responseStatus?: { code?: number };
+  responseObject?: { kind?: string; metadata?: { labels?: Record<string, string> } };
+  requestObject?: { kind?: string; metadata?: { labels?: Record<string, string> } };
+}
+
+/** PoolKey names a pool as "namespace/name". */
+export type PoolKey = `${string}/${string}`;
+
+const WRITES = new Set(["create", "update", "patch", "delete", "deletecollection"]);
+
+/**
+ * auditTargets maps one audit batch to the pools whose steps should run, each once: a pod write
+ * names its pool through the pod's pool label (the policy records pod writes with their response
+ * body), a pool write names the pool itself. Failed requests changed nothing and are skipped;
+ * events that cannot be mapped are left to the periodic tick.
+ */
+export function auditTargets(events: readonly AuditEvent[]): PoolKey[] {
+  const keys = new Set<PoolKey>();
+  for (const e of events) {
+    const ref = e.objectRef;
+    if (!ref?.namespace || !WRITES.has(e.verb)) continue;
+    if ((e.responseStatus?.code ?? 200) >= 400) continue;
+    if (ref.resource === "pods" && !ref.apiGroup) {
+      const labels = e.responseObject?.metadata?.labels ?? e.requestObject?.metadata?.labels;
+      const pool = labels?.[SANDBOX_POOL_LABEL];
+      if (pool) keys.add(`${ref.namespace}/${pool}`);
+    } else if (ref.resource === "sandboxpools" && ref.apiGroup === "agents.navix.sh" && ref.name) {
+      keys.add(`${ref.namespace}/${ref.name}`);
+    }
+  }
+  return [...keys];
+}

@@ -1,0 +1,58 @@
+import { describe, expect, it } from "vitest";
+import { type AuditEvent, auditTargets } from "../../lib/triggers/audit-targets.ts";
+
+const pod = (
+  verb: string,
+  pool: string | undefined,
+  code = 200,
+  where: "response" | "request" = "response",
+): AuditEvent => {
+  const obj = { kind: "Pod", metadata: { labels: pool ? { "agentbox.navix.sh/sandbox-pool": pool } : {} } };
+  return {
+    verb,
+    objectRef: { resource: "pods", namespace: "ns", name: "p" },
+    responseStatus: { code },
+    ...(where === "response" ? { responseObject: obj } : { requestObject: obj }),
+  };
+};
+const poolEvent = (verb: string, name: string, subresource?: string): AuditEvent => ({
+  verb,
+  objectRef: {
+    resource: "sandboxpools",
+    apiGroup: "agents.navix.sh",
+    namespace: "ns",
+    name,
+    ...(subresource ? { subresource } : {}),
+  },
+  responseStatus: { code: 200 },
+});
+
+describe("auditTargets", () => {
+  it("maps pod writes to their pool and pool writes to the pool, each once", () => {
+    expect(
+      auditTargets([
+        pod("patch", "a"),
+        pod("update", "a"),
+        pod("create", "b", 201),
+        poolEvent("patch", "c", "status"),
+        poolEvent("update", "a"),
+      ]),
+    ).toEqual(["ns/a", "ns/b", "ns/c"]);
+  });
+
+  it("skips reads, failed requests, unlabelled pods and other resources", () => {
+    expect(
+      auditTargets([
+        pod("get", "a"),
+        pod("patch", "a", 409),
+        pod("patch", undefined),
+        { verb: "patch", objectRef: { resource: "configmaps", namespace: "ns", name: "x" } },
+        { verb: "patch" },
+      ]),
+    ).toEqual([]);
+  });
+
+  it("falls back to the request body's labels (e.g. a create whose response was not recorded)", () => {
+    expect(auditTargets([pod("create", "z", 201, "request")])).toEqual(["ns/z"]);
+  });
+});

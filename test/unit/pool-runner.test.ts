@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { PoolRunner } from "../../functions/pool-runner.ts";
+import { consoleLog } from "../../lib/log.ts";
+
+describe("PoolRunner", () => {
+  it("coalesces triggers during a run into exactly one rerun, per pool", async () => {
+    const runs: string[] = [];
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const runner = new PoolRunner(async (key) => {
+      runs.push(key);
+      if (runs.length === 1) await gate;
+    }, consoleLog());
+    runner.trigger("ns/a");
+    runner.trigger("ns/a");
+    runner.trigger("ns/a");
+    runner.trigger("ns/b");
+    release();
+    await runner.idle();
+    expect(runs.filter((k) => k === "ns/a")).toHaveLength(2);
+    expect(runs.filter((k) => k === "ns/b")).toHaveLength(1);
+  });
+
+  it("keeps going after a failed run", async () => {
+    let n = 0;
+    const runner = new PoolRunner(
+      async () => {
+        n++;
+        throw new Error("boom");
+      },
+      { debug() {}, info() {}, warn() {}, error() {} },
+    );
+    await runner.trigger("ns/a");
+    await runner.trigger("ns/a");
+    expect(n).toBe(2);
+  });
+});
