@@ -7,7 +7,8 @@ const pod = (
   code = 200,
   where: "response" | "request" = "response",
 ): AuditEvent => {
-  const obj = { kind: "Pod", metadata: { labels: pool ? { "agentbox.navix.sh/sandbox-pool": pool } : {} } };
+  const labels: Record<string, string> = pool ? { "agentbox.navix.sh/sandbox-pool": pool } : {};
+  const obj = { kind: "Pod", metadata: { labels } };
   return {
     verb,
     objectRef: { resource: "pods", namespace: "ns", name: "p" },
