@@ -1,0 +1,83 @@
+// Events about a pool's phase changes, for `kubectl describe sbp` and `kubectl events`: one per
+// transition, never one per run, so a pool that stays Degraded does not flood the event stream.
+import type { SandboxPoolPhase, SandboxPoolStatus } from "../api/sandbox-pool.ts";
+
+/**
+ * PoolEventIntent is the part of an events.k8s.io/v1 Event this module decides; the emitting
+ * step adds regarding (the pool), eventTime, reportingController/Instance and a name.
+ */
+export interface PoolEventIntent {
+  type: "Normal" | "Warning";
+  reason: string;
+  action: string;
+  note: string;
+}
+
+/** PhaseEventDetail optionally gives the counts that make a note specific. */
+export interface PhaseEventDetail {
+  replicas: number;
+  status: SandboxPoolStatus;
+}
+
+function podCount(s: SandboxPoolStatus): number {
+  return (
+    (s.idleReplicas ?? 0) +
+    (s.runningReplicas ?? 0) +
+    (s.startingReplicas ?? 0) +
+    (s.stoppingReplicas ?? 0) +
+    (s.failedReplicas ?? 0)
+  );
+}
+
+/**
+ * phaseTransitionEvent is the event for a pool moving from `prev` to `next` (prev undefined: the
+ * first status), or undefined when the phase did not change or the new phase is not worth an
+ * event (Pending, Terminating: the pool's own creation and deletion already tell). Entering
+ * Degraded is a Warning (failed or NotReady idle Pods need attention); everything else is
+ * Normal. Reasons and actions are agentbox's: ScalingUp/ScaleUp, ScalingDown/ScaleDown,
+ * PoolReady/Sync, PoolRecovered/Recover (Ready after Degraded), Degraded/Degraded.
+ */
+export function phaseTransitionEvent(
+  prev: SandboxPoolPhase | undefined,
+  next: SandboxPoolPhase | undefined,
+  detail?: PhaseEventDetail,
+): PoolEventIntent | undefined {
+  if (next === undefined || prev === next) return undefined;
+  const s = detail?.status;
+  const replicas = detail?.replicas;
+  const from = s ? `${podCount(s)} ` : "";
+  const to = replicas === undefined ? "the desired count of" : `${replicas}`;
+  switch (next) {
+    case "ScalingUp":
+      return {
+        type: "Normal",
+        reason: "ScalingUp",
+        action: "ScaleUp",
+        note: `Scaling up pool from ${from}to ${to} replicas`,
+      };
+    case "ScalingDown":
+      return {
+        type: "Normal",
+        reason: "ScalingDown",
+        action: "ScaleDown",
+        note: `Scaling down pool from ${from}to ${to} replicas${s ? `; ${s.runningReplicas ?? 0} running pod(s) must be released first` : ""}`,
+      };
+    case "Ready": {
+      const note = `Pool reached desired state: ${to} replicas${s ? `, ${s.idleReplicas ?? 0} idle` : ""}`;
+      return prev === "Degraded"
+        ? { type: "Normal", reason: "PoolRecovered", action: "Recover", note }
+        : { type: "Normal", reason: "PoolReady", action: "Sync", note };
+    }
+    case "Degraded":
+      return {
+        type: "Warning",
+        reason: "Degraded",
+        action: "Degraded",
+        note: s
+          ? `Pool degraded: ${s.failedReplicas ?? 0} failed pod(s), ${s.unavailableIdleReplicas ?? 0} idle pod(s) not ready`
+          : "Pool degraded: failed pods or idle pods that are not ready",
+      };
+    default:
+      return undefined;
+  }
+}

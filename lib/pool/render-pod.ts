@@ -1,0 +1,159 @@
+// The Pod a pool creates for one slot. Everything the pool decides about a new Pod is here, so
+// the create step is "render, then POST": no read-modify-write, and a retry renders the same Pod.
+import type { V1Pod, V1PodSpec } from "@kubernetes/client-node";
+import {
+  API_VERSION,
+  KIND,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_SANDBOX_API_SERVER,
+  SANDBOX_PHASE,
+  SANDBOX_PHASE_LABEL,
+  SANDBOX_POOL_LABEL,
+  SANDBOX_PROTECTION_FINALIZER,
+  SYNC_SOURCE_LABEL,
+  TEMPLATE_DOCS_ANNOTATION,
+  TEMPLATE_POOL_DOCS_ANNOTATION,
+} from "../api/keys.ts";
+import type { SandboxPool } from "../api/sandbox-pool.ts";
+import { podName } from "./pod-name.ts";
+
+/**
+ * LABELS_EXCLUDED_FROM_TEMPLATE_SYNC are template label keys never copied: the sync-source label
+ * says where the template itself came from (global key manager or local), not its Pods or pools.
+ */
+export const LABELS_EXCLUDED_FROM_TEMPLATE_SYNC: ReadonlySet<string> = new Set([SYNC_SOURCE_LABEL]);
+
+/**
+ * ANNOTATIONS_EXCLUDED_FROM_TEMPLATE_SYNC are template annotation keys never copied: the docs
+ * (and the legacy pool docs) are read live from the template, copies would only go stale.
+ */
+export const ANNOTATIONS_EXCLUDED_FROM_TEMPLATE_SYNC: ReadonlySet<string> = new Set([
+  TEMPLATE_DOCS_ANNOTATION,
+  TEMPLATE_POOL_DOCS_ANNOTATION,
+]);
+
+type StringMap = Record<string, string>;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** merged is dst plus the string entries of src whose key is not excluded (src wins). */
+function merged(dst: StringMap, src: unknown, excluded: ReadonlySet<string>): StringMap {
+  const out = { ...dst };
+  if (!isRecord(src)) return out;
+  for (const [key, value] of Object.entries(src)) {
+    if (typeof value === "string" && !excluded.has(key)) out[key] = value;
+  }
+  return out;
+}
+
+/**
+ * syncLabelsFromTemplate returns dst merged with a template's labels, minus
+ * LABELS_EXCLUDED_FROM_TEMPLATE_SYNC; template values win over dst. Callers set their own
+ * system keys afterwards, so those win over the template.
+ */
+export function syncLabelsFromTemplate(dst: StringMap, templateLabels: unknown): StringMap {
+  return merged(dst, templateLabels, LABELS_EXCLUDED_FROM_TEMPLATE_SYNC);
+}
+
+/**
+ * syncAnnotationsFromTemplate returns dst merged with a template's annotations, minus
+ * ANNOTATIONS_EXCLUDED_FROM_TEMPLATE_SYNC; callers overwrite system keys afterwards.
+ */
+export function syncAnnotationsFromTemplate(dst: StringMap, templateAnnotations: unknown): StringMap {
+  return merged(dst, templateAnnotations, ANNOTATIONS_EXCLUDED_FROM_TEMPLATE_SYNC);
+}
+
+/** templateContainers is the pool template's container list (possibly empty). */
+function templateContainers(pool: SandboxPool): Record<string, unknown>[] {
+  const spec = pool.spec.template?.spec;
+  const containers = isRecord(spec) ? spec.containers : undefined;
+  return Array.isArray(containers) ? containers.filter(isRecord) : [];
+}
+
+/**
+ * idleImages maps each container name to the image an idle Pod of the pool runs: the template's
+ * images, except the first container, which runs spec.idleImage when that is set. Releasing a
+ * sandbox swaps a Pod back to exactly these images (upstream IdleContainerImages).
+ */
+export function idleImages(pool: SandboxPool): Record<string, string> {
+  const out: Record<string, string> = {};
+  templateContainers(pool).forEach((container, i) => {
+    if (typeof container.name !== "string") return;
+    const image = i === 0 && pool.spec.idleImage ? pool.spec.idleImage : container.image;
+    if (typeof image === "string" && image !== "") out[container.name] = image;
+  });
+  return out;
+}
+
+/**
+ * podSpec is a copy of spec.template.spec with the PodCreationImagePolicy applied. IdleImage
+ * (the CRD default, also assumed when unset) starts the first container on spec.idleImage so
+ * the Pod becomes idle quickly; PoolDefaultImage keeps the template image, so the first sandbox
+ * of the Pod can skip the image swap. A first container without an image (admission allows it
+ * when idleImage is set) gets idleImage under either policy. nodeName is dropped: Pods are
+ * placed by the scheduler, never pinned by the template.
+ */
+function podSpec(pool: SandboxPool): V1PodSpec {
+  const source = pool.spec.template?.spec;
+  const spec = (isRecord(source) ? structuredClone(source) : {}) as unknown as V1PodSpec;
+  if (!Array.isArray(spec.containers)) spec.containers = [];
+  delete spec.nodeName;
+  const first = spec.containers[0];
+  const idleImage = pool.spec.idleImage;
+  if (first && idleImage) {
+    const policy = pool.spec.podCreationImagePolicy ?? "IdleImage";
+    if (policy === "IdleImage" || !first.image) first.image = idleImage;
+  }
+  return spec;
+}
+
+/**
+ * renderPod is the Pod for slot `slot` of a pool: its deterministic slot name, the pool's
+ * namespace, labels (template labels minus the exclusions, then the pool, idle-phase and
+ * managed-by labels, which win), template annotations minus the exclusions, the
+ * sandbox-protection finalizer (so the control plane always sees a deletion window to record
+ * the sandbox's history), a controlling ownerReference to the pool (garbage collection when the
+ * pool goes; blockOwnerDeletion so foreground deletion waits for the Pods), and the template's
+ * Pod spec with the image policy applied. Resources are the template's: every Pod of a pool is
+ * the same size. The pool must have been read from the API server (name, namespace and uid).
+ */
+export function renderPod(pool: SandboxPool, slot: number): V1Pod {
+  const { name, namespace, uid } = pool.metadata ?? {};
+  if (!name || !namespace || !uid) {
+    throw new Error(
+      "renderPod: the pool needs metadata.name, namespace and uid (read it from the API server)",
+    );
+  }
+  const rawMeta = pool.spec.template?.metadata;
+  const templateMeta = isRecord(rawMeta) ? rawMeta : {};
+  const labels: StringMap = {
+    ...syncLabelsFromTemplate({}, templateMeta.labels),
+    [SANDBOX_POOL_LABEL]: name,
+    [SANDBOX_PHASE_LABEL]: SANDBOX_PHASE.IDLE,
+    [MANAGED_BY_LABEL]: MANAGED_BY_SANDBOX_API_SERVER,
+  };
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: podName(name, slot),
+      namespace,
+      labels,
+      annotations: syncAnnotationsFromTemplate({}, templateMeta.annotations),
+      finalizers: [SANDBOX_PROTECTION_FINALIZER],
+      ownerReferences: [
+        {
+          apiVersion: API_VERSION,
+          kind: KIND.SANDBOX_POOL,
+          name,
+          uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
+    },
+    spec: podSpec(pool),
+  };
+}

@@ -1,0 +1,146 @@
+// What one run of the pool step should do about the Pod count: which slots to create, which idle
+// Pods to mark for scale-down, unmark or delete. Pure, so that any run, repeated, concurrent or
+// late, plans the same actions from the same state.
+import type { V1Pod } from "@kubernetes/client-node";
+import * as v from "valibot";
+import { PoolScaleDownPolicy } from "../api/autoscaling.ts";
+import { ENV_LABEL, SANDBOX_PHASE, SCALING_GROUP_LABEL } from "../api/keys.ts";
+import type { SandboxEnv } from "../api/sandbox-env.ts";
+import type { SandboxPool } from "../api/sandbox-pool.ts";
+import { podFacts } from "./pod-facts.ts";
+import { podName } from "./pod-name.ts";
+
+/** ScalePlan lists the writes one run should make; every list may be empty. */
+export interface ScalePlan {
+  /** create: slots to create Pods in (renderPod(pool, slot)), lowest first. */
+  create: number[];
+  /** protect: idle Pods to mark with SCALE_DOWN_PROTECTED_ANNOTATION = rfc3339(now). */
+  protect: string[];
+  /** unprotect: idle Pods whose mark is no longer wanted (remove the annotation). */
+  unprotect: string[];
+  /** delete: marked idle Pods whose protection window is over (delete with uid/resourceVersion preconditions). */
+  delete: string[];
+}
+
+/** IdleSince tells when a Pod last became idle (undefined when unknown: never a candidate). */
+export type IdleSince = (pod: V1Pod) => Date | undefined;
+
+/** CRD_DEFAULT_SCALE_DOWN_POLICY is PoolScaleDownPolicy with every CRD default (300/60/10). */
+const CRD_DEFAULT_SCALE_DOWN_POLICY: PoolScaleDownPolicy = v.parse(PoolScaleDownPolicy, {});
+
+/**
+ * scaleDownPolicyFor is the scale-down policy that governs a pool. A SandboxPool has no
+ * scale-down policy field of its own: the policy lives on the autoscaling group of the owning
+ * SandboxEnv. So a member pool (ENV_LABEL and SCALING_GROUP_LABEL set, the Env passed in and
+ * having that group) gets its group's policy, with CRD defaults for any field left out; every
+ * other pool (standalone, excluded from autoscaling, Env not found) gets the CRD defaults. The
+ * group's `enabled` switch is not consulted: it decides who sets replicas, not how Pods leave.
+ */
+export function scaleDownPolicyFor(pool: SandboxPool, env?: SandboxEnv): PoolScaleDownPolicy {
+  const labels = pool.metadata?.labels ?? {};
+  const envName = labels[ENV_LABEL];
+  const groupName = labels[SCALING_GROUP_LABEL];
+  const isMember = env !== undefined && envName && groupName && env.metadata?.name === envName;
+  const group = isMember ? env.spec.autoscaling?.groups?.find((g) => g.name === groupName) : undefined;
+  const set = Object.entries(group?.scaleDownPolicy ?? {}).filter(([, value]) => typeof value === "number");
+  return { ...CRD_DEFAULT_SCALE_DOWN_POLICY, ...Object.fromEntries(set) };
+}
+
+function secondsBetween(from: Date, to: Date): number {
+  return (to.getTime() - from.getTime()) / 1000;
+}
+
+/** byTimeThenName orders by a time (oldest first), then by name, so every run picks the same Pods. */
+function byTimeThenName(a: { at: Date; name: string }, b: { at: Date; name: string }): number {
+  return a.at.getTime() - b.at.getTime() || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+}
+
+/**
+ * planScale decides the Pod-count writes for one run, from the pool, all of its Pods (including
+ * terminating ones) and `now`:
+ *
+ * - count is the number of Pods not terminating (no deletionTimestamp), whatever their phase
+ *   or name: adopted Pods count too.
+ * - count < replicas: create `replicas - count` Pods in the lowest free slots below replicas. A
+ *   slot is taken by any Pod with its name, terminating or not, so a slot whose Pod is still
+ *   finalizing is skipped (it frees up on a later run). Slots stay below replicas, which is what
+ *   bounds concurrent runs (see podName).
+ * - count > replicas: only idle Pods (phase label idle, not terminating) are ever removed;
+ *   starting, running, stopping and failed Pods are never deleted to shrink (the pool stays
+ *   above replicas until sandboxes are released). Removal is two-phase so a claim can still win:
+ *   the plan marks (protect) as many idle Pods as the excess not yet covered by marks, choosing
+ *   Pods idle for at least policy.idleTimeoutSeconds, longest idle first, and only once
+ *   policy.stabilizationSeconds have passed since lastScaleDownTime; a mark older than
+ *   policy.protectionWindowSeconds turns into a delete. Marks beyond the excess (newest first)
+ *   are removed.
+ * - count ≤ replicas: every mark on an idle Pod is removed (replicas went back up).
+ *
+ * A marked Pod that got claimed is not idle any more, so it is simply not considered (the claim
+ * clears the mark); a delete must still carry preconditions, as the Pod may be claimed between
+ * this read and the delete. idleSince comes from the caller (the sandbox lifecycle code knows
+ * when a Pod last became idle); a Pod whose idle time is unknown is never marked.
+ * lastScaleDownTime is the last time this pool scaled down, when known.
+ */
+export function planScale(
+  pool: SandboxPool,
+  pods: readonly V1Pod[],
+  now: Date,
+  policy: PoolScaleDownPolicy,
+  lastScaleDownTime: Date | undefined,
+  idleSince: IdleSince,
+): ScalePlan {
+  const plan: ScalePlan = { create: [], protect: [], unprotect: [], delete: [] };
+  const poolName = pool.metadata?.name ?? "";
+  const replicas = pool.spec.replicas;
+  const all = pods.map((pod) => ({ pod, facts: podFacts(pod) }));
+  const live = all.filter((p) => !p.facts.terminating);
+  const idle = live.filter((p) => p.facts.phase === SANDBOX_PHASE.IDLE);
+  const count = live.length;
+
+  if (count <= replicas) {
+    plan.unprotect = idle.filter((p) => p.facts.scaleDownMark !== undefined).map((p) => p.facts.name);
+  }
+  if (count < replicas) {
+    const taken = new Set(all.map((p) => p.facts.name));
+    for (let slot = 0; slot < replicas && plan.create.length < replicas - count; slot++) {
+      if (!taken.has(podName(poolName, slot))) plan.create.push(slot);
+    }
+    return plan;
+  }
+  if (count === replicas) return plan;
+
+  const excess = count - replicas;
+  const marked = idle
+    .filter((p) => p.facts.scaleDownMarkedAt !== undefined)
+    .map((p) => ({ at: p.facts.scaleDownMarkedAt as Date, name: p.facts.name }))
+    .sort(byTimeThenName);
+  const kept = marked.slice(0, excess);
+  plan.unprotect = marked.slice(excess).map((m) => m.name);
+  plan.delete = kept
+    .filter((m) => secondsBetween(m.at, now) >= policy.protectionWindowSeconds)
+    .map((m) => m.name);
+
+  const wanted = excess - kept.length;
+  const stable =
+    lastScaleDownTime === undefined || secondsBetween(lastScaleDownTime, now) >= policy.stabilizationSeconds;
+  if (wanted > 0 && stable) {
+    const candidates: { at: Date; name: string }[] = [];
+    for (const p of idle) {
+      if (p.facts.scaleDownMarkedAt !== undefined) continue;
+      const since = idleSince(p.pod);
+      if (since && secondsBetween(since, now) >= policy.idleTimeoutSeconds) {
+        candidates.push({ at: since, name: p.facts.name });
+      }
+    }
+    plan.protect = candidates
+      .sort(byTimeThenName)
+      .slice(0, wanted)
+      .map((c) => c.name);
+  }
+  // A mark that cannot be read is rewritten when its Pod is picked again, otherwise removed.
+  for (const p of idle) {
+    const garbled = p.facts.scaleDownMark !== undefined && p.facts.scaleDownMarkedAt === undefined;
+    if (garbled && !plan.protect.includes(p.facts.name)) plan.unprotect.push(p.facts.name);
+  }
+  return plan;
+}

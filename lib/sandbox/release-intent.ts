@@ -1,0 +1,145 @@
+// Releasing ends a sandbox: the pod is reset to the pool's idle images in place, and everything
+// the history record needs (why and when it stopped, which images ran, which container) is
+// written in the same patch, because the reset replaces the containers that held those facts.
+import type { V1Pod } from "@kubernetes/client-node";
+import type { InplaceUpdateState } from "../api/annotations.ts";
+import {
+  CONTAINER_ID_ANNOTATION,
+  EXIT_CODE_ANNOTATION,
+  FAILURE_MESSAGE_ANNOTATION,
+  FAILURE_REASON_ANNOTATION,
+  IDLE_TIMEOUT_ANNOTATION,
+  INPLACE_UPDATE_PHASE,
+  INPLACE_UPDATE_STATE_ANNOTATION,
+  LAST_ACTIVE_ANNOTATION,
+  MANAGED_ANNOTATION_KEYS_ANNOTATION,
+  MANAGED_BY_LABEL,
+  MANAGED_LABEL_KEYS_ANNOTATION,
+  RUNNING_IMAGES_ANNOTATION,
+  SANDBOX_PHASE,
+  SANDBOX_PHASE_LABEL,
+  type SandboxStopReason,
+  STOP_REASON,
+  STOP_REASON_ANNOTATION,
+  TERMINATED_AT_ANNOTATION,
+} from "../api/keys.ts";
+import { parseTime, rfc3339 } from "../util/time.ts";
+import { planImageSwap } from "./image-swap.ts";
+import { encodeInplaceState, readInplaceState, sandboxPhaseOf } from "./inplace-state.ts";
+import { managedKeys, unique } from "./lifecycle-keys.ts";
+import type { IntentResult } from "./transitions.ts";
+
+/** ReleaseOptions is agentbox's ReleaseSandboxPodOptions plus the pool's idle images. */
+export interface ReleaseOptions {
+  /** idleImages maps container name → the pool's idle image (IdleContainerImages). */
+  idleImages: Readonly<Record<string, string>>;
+  /** stopReason defaults to Completed. */
+  stopReason?: SandboxStopReason;
+  /** terminatedAt is RFC 3339; defaults to now. */
+  terminatedAt?: string;
+  /** failureReason is machine-readable, e.g. IdleTimeout, OOMKilled. */
+  failureReason?: string;
+  failureMessage?: string;
+  exitCode?: number;
+  /** expectPhase is running (default when the pod is running) or starting (cancel a start). */
+  expectPhase?: typeof SANDBOX_PHASE.RUNNING | typeof SANDBOX_PHASE.STARTING;
+}
+
+const STOP_REASONS = new Set<string>(Object.values(STOP_REASON));
+
+/**
+ * runtimeContainerId is the sandbox's runtime container id for the record: the snapshot taken
+ * when it started running (first spec container that has one); unless `fromStatus` is false,
+ * else the live status of the first spec container that reports one (a sandbox released while
+ * still starting has no snapshot). The stop record passes false: while stopping, the live id may
+ * already be the idle container's.
+ */
+export function runtimeContainerId(pod: V1Pod, fromStatus = true): string | undefined {
+  const containers = pod.spec?.containers ?? [];
+  const stable = readInplaceState(pod).state?.stableContainerStatuses ?? {};
+  for (const c of containers) if (stable[c.name]?.containerID) return stable[c.name]?.containerID;
+  if (!fromStatus) return undefined;
+  const statuses = pod.status?.containerStatuses ?? [];
+  for (const c of containers) {
+    const id = statuses.find((s) => s.name === c.name)?.containerID;
+    if (id) return id;
+  }
+  return undefined;
+}
+
+/**
+ * releaseIntent moves a running (or still starting) pod to stopping and swaps its containers
+ * back to the pool's idle images. It writes the stop metadata (reason, default Completed;
+ * terminated-at, default now; failure reason/message; exit code), a JSON snapshot of the images
+ * that ran and the runtime container id, and removes what only a live sandbox needs (managed-by,
+ * the caller's managed labels and annotations, idle timeout, last-active). Identity, owner and
+ * timing stay until the pod is idle again, for the stop record.
+ */
+export function releaseIntent(pod: V1Pod, options: ReleaseOptions, now: Date): IntentResult {
+  const fail = (reason: string): IntentResult => ({ ok: false, reason });
+  const phase = sandboxPhaseOf(pod);
+  const expect =
+    options.expectPhase ??
+    (phase === SANDBOX_PHASE.STARTING ? SANDBOX_PHASE.STARTING : SANDBOX_PHASE.RUNNING);
+  if (expect !== SANDBOX_PHASE.RUNNING && expect !== SANDBOX_PHASE.STARTING)
+    return fail(`cannot release from ${expect}`);
+  if (phase !== expect) return fail(`pod is ${phase ?? "not in a sandbox phase"}, not ${expect}`);
+  const stopReason = options.stopReason ?? STOP_REASON.COMPLETED;
+  if (!STOP_REASONS.has(stopReason)) return fail(`unknown stop reason ${JSON.stringify(stopReason)}`);
+  if (options.terminatedAt !== undefined && !parseTime(options.terminatedAt))
+    return fail(`terminatedAt ${JSON.stringify(options.terminatedAt)} is not an RFC 3339 time`);
+  const { exitCode } = options;
+  if (exitCode !== undefined && !(Number.isInteger(exitCode) && exitCode >= -(2 ** 31) && exitCode < 2 ** 31))
+    return fail(`exit code ${exitCode} is not a 32-bit integer`);
+  const swap = planImageSwap(pod, options.idleImages);
+  if (!swap.ok) return swap;
+
+  const at = rfc3339(now);
+  const runningImages = Object.fromEntries(
+    (pod.spec?.containers ?? [])
+      .map((c) => [c.name, c.image ?? ""] as const)
+      .sort(([a], [b]) => (a < b ? -1 : 1)),
+  );
+  const containerId = runtimeContainerId(pod);
+  const state: InplaceUpdateState = {
+    phase: INPLACE_UPDATE_PHASE.STOPPING,
+    ...(swap.targetImage ? { targetImage: swap.targetImage } : {}),
+    targetImages: swap.changed,
+    targetPodPhase: SANDBOX_PHASE.IDLE,
+    updateTimestamp: at,
+    lastContainerStatuses: swap.last,
+  };
+  const setAnnotations: Record<string, string> = {
+    [STOP_REASON_ANNOTATION]: stopReason,
+    [TERMINATED_AT_ANNOTATION]: options.terminatedAt ?? at,
+    [RUNNING_IMAGES_ANNOTATION]: JSON.stringify(runningImages),
+    ...(containerId ? { [CONTAINER_ID_ANNOTATION]: containerId } : {}),
+    ...(options.failureReason ? { [FAILURE_REASON_ANNOTATION]: options.failureReason } : {}),
+    ...(options.failureMessage ? { [FAILURE_MESSAGE_ANNOTATION]: options.failureMessage } : {}),
+    ...(exitCode !== undefined ? { [EXIT_CODE_ANNOTATION]: String(exitCode) } : {}),
+    [INPLACE_UPDATE_STATE_ANNOTATION]: encodeInplaceState(state),
+  };
+  const removeAnnotations = unique([
+    IDLE_TIMEOUT_ANNOTATION,
+    LAST_ACTIVE_ANNOTATION,
+    MANAGED_LABEL_KEYS_ANNOTATION,
+    MANAGED_ANNOTATION_KEYS_ANNOTATION,
+    ...managedKeys(pod, MANAGED_ANNOTATION_KEYS_ANNOTATION),
+    // Stale stop metadata this release does not rewrite must not leak into the record.
+    CONTAINER_ID_ANNOTATION,
+    FAILURE_REASON_ANNOTATION,
+    FAILURE_MESSAGE_ANNOTATION,
+    EXIT_CODE_ANNOTATION,
+  ]).filter((k) => !(k in setAnnotations));
+  return {
+    ok: true,
+    intent: {
+      expectPhase: expect,
+      setLabels: { [SANDBOX_PHASE_LABEL]: SANDBOX_PHASE.STOPPING },
+      removeLabels: unique([MANAGED_BY_LABEL, ...managedKeys(pod, MANAGED_LABEL_KEYS_ANNOTATION)]),
+      setAnnotations,
+      removeAnnotations,
+      containerImages: swap.changed,
+    },
+  };
+}

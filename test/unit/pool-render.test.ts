@@ -1,0 +1,166 @@
+import { describe, expect, it } from "vitest";
+import {
+  MANAGED_BY_LABEL,
+  SANDBOX_PHASE_LABEL,
+  SANDBOX_POOL_LABEL,
+  SANDBOX_PROTECTION_FINALIZER,
+  SYNC_SOURCE_LABEL,
+  TEMPLATE_DOCS_ANNOTATION,
+  TEMPLATE_POOL_DOCS_ANNOTATION,
+} from "../../lib/api/keys.ts";
+import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { podName } from "../../lib/pool/pod-name.ts";
+import {
+  idleImages,
+  renderPod,
+  syncAnnotationsFromTemplate,
+  syncLabelsFromTemplate,
+} from "../../lib/pool/render-pod.ts";
+
+const resources = { requests: { cpu: "1", memory: "1Gi" }, limits: { cpu: "2", memory: "2Gi" } };
+
+function pool(spec: Partial<SandboxPool["spec"]> = {}, name = "web"): SandboxPool {
+  return {
+    apiVersion: "agents.navix.sh/v1alpha1",
+    kind: "SandboxPool",
+    metadata: { name, namespace: "team-a", uid: "uid-1", generation: 3 },
+    spec: {
+      replicas: 2,
+      podCreationImagePolicy: "IdleImage",
+      idleImage: "idle:1",
+      template: {
+        metadata: {
+          labels: {
+            app: "sandbox",
+            [SYNC_SOURCE_LABEL]: "global",
+            [SANDBOX_POOL_LABEL]: "spoofed",
+            [SANDBOX_PHASE_LABEL]: "running",
+          },
+          annotations: {
+            note: "kept",
+            [TEMPLATE_DOCS_ANNOTATION]: "# docs",
+            [TEMPLATE_POOL_DOCS_ANNOTATION]: "# old docs",
+          },
+        },
+        spec: {
+          nodeName: "node-1",
+          containers: [
+            { name: "main", image: "sandbox:1", resources },
+            { name: "sidecar", image: "proxy:1" },
+          ],
+        },
+      },
+      ...spec,
+    },
+  };
+}
+
+describe("renderPod", () => {
+  it("names the Pod after its slot, in the pool's namespace, with system labels winning", () => {
+    const pod = renderPod(pool(), 4);
+    expect(pod.apiVersion).toBe("v1");
+    expect(pod.kind).toBe("Pod");
+    expect(pod.metadata?.name).toBe("web-4");
+    expect(pod.metadata?.namespace).toBe("team-a");
+    expect(pod.metadata?.labels).toEqual({
+      app: "sandbox",
+      [SANDBOX_POOL_LABEL]: "web",
+      [SANDBOX_PHASE_LABEL]: "idle",
+      [MANAGED_BY_LABEL]: "sandbox-api-server",
+    });
+    expect(pod.metadata?.annotations).toEqual({ note: "kept" });
+  });
+
+  it("carries the protection finalizer and a controlling ownerReference to the pool", () => {
+    const pod = renderPod(pool(), 0);
+    expect(pod.metadata?.finalizers).toEqual([SANDBOX_PROTECTION_FINALIZER]);
+    expect(pod.metadata?.ownerReferences).toEqual([
+      {
+        apiVersion: "agents.navix.sh/v1alpha1",
+        kind: "SandboxPool",
+        name: "web",
+        uid: "uid-1",
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ]);
+  });
+
+  it.each([
+    ["IdleImage", "idle:1", "idle:1"],
+    ["PoolDefaultImage", "idle:1", "sandbox:1"],
+    ["IdleImage", undefined, "sandbox:1"],
+    ["PoolDefaultImage", undefined, "sandbox:1"],
+    [undefined, "idle:1", "idle:1"],
+  ] as const)("policy %s with idleImage %s starts the first container on %s", (policy, idleImage, image) => {
+    const p = pool({ podCreationImagePolicy: policy, idleImage });
+    const spec = renderPod(p, 0).spec;
+    expect(spec?.containers.map((c) => c.image)).toEqual([image, "proxy:1"]);
+  });
+
+  it("gives a first container without an image the idle image under either policy", () => {
+    for (const policy of ["IdleImage", "PoolDefaultImage"] as const) {
+      const p = pool({ podCreationImagePolicy: policy });
+      (p.spec.template as { spec: { containers: { image?: string }[] } }).spec.containers[0]!.image =
+        undefined;
+      expect(renderPod(p, 0).spec?.containers[0]?.image).toBe("idle:1");
+    }
+  });
+
+  it("keeps the template's resources, drops nodeName and never mutates the pool", () => {
+    const p = pool();
+    const before = structuredClone(p);
+    const spec = renderPod(p, 0).spec;
+    expect(spec?.containers[0]?.resources).toEqual(resources);
+    expect(spec).not.toHaveProperty("nodeName");
+    expect(p).toEqual(before);
+  });
+
+  it("uses the truncated slot name for long pool names", () => {
+    const name = "x".repeat(80);
+    const pod = renderPod(pool({}, name), 1);
+    expect(pod.metadata?.name).toBe(podName(name, 1));
+    expect(pod.metadata?.labels?.[SANDBOX_POOL_LABEL]).toBe(name);
+  });
+
+  it("refuses a pool not read from the API server", () => {
+    const p = pool();
+    p.metadata = { name: "web", namespace: "team-a" };
+    expect(() => renderPod(p, 0)).toThrow(/uid/);
+  });
+
+  it("renders a pool without template metadata", () => {
+    const p = pool({ template: { spec: { containers: [{ name: "main", image: "a:1" }] } } });
+    const pod = renderPod(p, 0);
+    expect(pod.metadata?.annotations).toEqual({});
+    expect(pod.metadata?.labels?.[SANDBOX_POOL_LABEL]).toBe("web");
+  });
+});
+
+describe("idleImages", () => {
+  it.each([
+    ["idle:1", { main: "idle:1", sidecar: "proxy:1" }],
+    [undefined, { main: "sandbox:1", sidecar: "proxy:1" }],
+  ])("with idleImage %s", (idleImage, images) => {
+    expect(idleImages(pool({ idleImage }))).toEqual(images);
+  });
+
+  it("is empty without a template", () => {
+    expect(idleImages(pool({ template: undefined }))).toEqual({});
+  });
+});
+
+describe("template sync", () => {
+  it("skips the excluded keys and non-string values; template values win over dst", () => {
+    expect(
+      syncLabelsFromTemplate({ a: "1", b: "1" }, { b: "2", [SYNC_SOURCE_LABEL]: "global", n: 3 }),
+    ).toEqual({ a: "1", b: "2" });
+    expect(
+      syncAnnotationsFromTemplate(
+        {},
+        { x: "y", [TEMPLATE_DOCS_ANNOTATION]: "d", [TEMPLATE_POOL_DOCS_ANNOTATION]: "p" },
+      ),
+    ).toEqual({ x: "y" });
+    expect(syncLabelsFromTemplate({ a: "1" }, undefined)).toEqual({ a: "1" });
+  });
+});

@@ -1,0 +1,258 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import type { PoolScaleDownPolicy } from "../../lib/api/autoscaling.ts";
+import { ENV_LABEL, SCALE_DOWN_PROTECTED_ANNOTATION, SCALING_GROUP_LABEL } from "../../lib/api/keys.ts";
+import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { planScale, scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
+
+const NOW = new Date("2026-03-01T12:00:00Z");
+const ago = (seconds: number) => new Date(NOW.getTime() - seconds * 1000).toISOString();
+const POLICY: PoolScaleDownPolicy = {
+  idleTimeoutSeconds: 300,
+  stabilizationSeconds: 60,
+  protectionWindowSeconds: 10,
+};
+const IDLE_SINCE = "test.example/idle-since";
+
+interface PodOpts {
+  /** phase: the sandbox-phase label; null leaves the label off. */
+  phase?: string | null;
+  terminating?: boolean;
+  /** idleFor: seconds the Pod has been idle (known to the caller's idleSince). */
+  idleFor?: number;
+  /** markedFor: seconds since the scale-down mark; a string is written verbatim. */
+  markedFor?: number | string;
+}
+
+function pod(name: string, o: PodOpts = {}): V1Pod {
+  const annotations: Record<string, string> = {};
+  if (o.idleFor !== undefined) annotations[IDLE_SINCE] = ago(o.idleFor);
+  if (o.markedFor !== undefined) {
+    annotations[SCALE_DOWN_PROTECTED_ANNOTATION] =
+      typeof o.markedFor === "string" ? o.markedFor : ago(o.markedFor);
+  }
+  return {
+    metadata: {
+      name,
+      labels: o.phase === null ? {} : { "agentbox.navix.sh/sandbox-phase": o.phase ?? "idle" },
+      annotations,
+      // Pods come from the API server as JSON: timestamps are strings at run time.
+      ...(o.terminating ? { deletionTimestamp: ago(1) as unknown as Date } : {}),
+    },
+  };
+}
+
+const idleSince = (p: V1Pod) => {
+  const at = p.metadata?.annotations?.[IDLE_SINCE];
+  return at ? new Date(at) : undefined;
+};
+
+function pool(replicas: number, labels: Record<string, string> = {}): SandboxPool {
+  return {
+    metadata: { name: "web", namespace: "ns", uid: "u", labels },
+    spec: { replicas, podCreationImagePolicy: "IdleImage" },
+  };
+}
+
+const plan = (replicas: number, pods: V1Pod[], last?: Date, policy = POLICY) =>
+  planScale(pool(replicas), pods, NOW, policy, last, idleSince);
+
+describe("planScale: scale up", () => {
+  it.each([
+    ["empty pool", 3, [], [0, 1, 2]],
+    ["fills the lowest free slots", 4, [pod("web-1"), pod("web-3")], [0, 2]],
+    ["skips slots held by terminating Pods", 3, [pod("web-0", { terminating: true })], [1, 2]],
+    [
+      "terminating Pods do not count, but block their slot",
+      2,
+      [pod("web-0", { terminating: true }), pod("web-1", { terminating: true })],
+      [],
+    ],
+    ["adopted Pods count toward replicas", 3, [pod("web-x7k2p"), pod("web-a9c3d")], [0]],
+    ["Pods above replicas hold no slot below it", 3, [pod("web-7"), pod("web-8")], [0]],
+    ["running Pods count like any other", 2, [pod("web-0", { phase: "running" })], [1]],
+  ])("%s", (_what, replicas, pods, create) => {
+    expect(plan(replicas, pods).create).toEqual(create);
+  });
+
+  it.each([
+    ["count = replicas", 2, [pod("web-0"), pod("web-1")]],
+    ["count > replicas", 1, [pod("web-0"), pod("web-1")]],
+    ["count > replicas with free low slots", 1, [pod("web-5"), pod("web-x")]],
+    ["zero replicas", 0, []],
+  ])("never creates when %s", (_what, replicas, pods) => {
+    expect(plan(replicas, pods).create).toEqual([]);
+  });
+
+  it("never creates a slot at or above replicas, even when lower slots are blocked", () => {
+    const pods = [pod("web-0", { terminating: true }), pod("web-1", { terminating: true })];
+    expect(plan(3, pods).create).toEqual([2]);
+  });
+});
+
+describe("planScale: scale down", () => {
+  it("marks only idle Pods idle long enough, longest idle first, as many as the excess", () => {
+    const pods = [
+      pod("web-0", { idleFor: 400 }),
+      pod("web-1", { idleFor: 900 }),
+      pod("web-2", { idleFor: 100 }), // not idle long enough
+      pod("web-3", { phase: "running" }),
+      pod("web-4", { idleFor: 600 }),
+      pod("web-5", { idleFor: 1000, terminating: true }),
+    ];
+    expect(plan(3, pods)).toEqual({ create: [], protect: ["web-1", "web-4"], unprotect: [], delete: [] });
+  });
+
+  it("breaks ties on idle time by name, and skips Pods whose idle time is unknown", () => {
+    const pods = [pod("web-b", { idleFor: 500 }), pod("web-a", { idleFor: 500 }), pod("web-c")];
+    expect(plan(2, pods).protect).toEqual(["web-a"]);
+  });
+
+  it.each(["running", "starting", "stopping", "failed", null])(
+    "never marks or deletes a %s Pod to shrink",
+    (phase) => {
+      const pods = [
+        pod("web-0", { phase, idleFor: 1000, markedFor: 100 }),
+        pod("web-1", { phase: "running" }),
+      ];
+      expect(plan(0, pods)).toEqual({ create: [], protect: [], unprotect: [], delete: [] });
+    },
+  );
+
+  it("deletes a marked Pod only once its protection window is over", () => {
+    expect(plan(1, [pod("web-0"), pod("web-1", { idleFor: 999, markedFor: 5 })])).toEqual({
+      create: [],
+      protect: [],
+      unprotect: [],
+      delete: [],
+    });
+    expect(plan(1, [pod("web-0"), pod("web-1", { idleFor: 999, markedFor: 10 })]).delete).toEqual(["web-1"]);
+  });
+
+  it("counts existing marks toward the excess and marks only the rest", () => {
+    const pods = [
+      pod("web-0", { idleFor: 900, markedFor: 3 }),
+      pod("web-1", { idleFor: 800 }),
+      pod("web-2", { idleFor: 700 }),
+      pod("web-3", { idleFor: 600 }),
+    ];
+    expect(plan(2, pods)).toEqual({ create: [], protect: ["web-1"], unprotect: [], delete: [] });
+  });
+
+  it("unmarks the newest marks beyond the excess", () => {
+    const pods = [
+      pod("web-0", { idleFor: 900, markedFor: 30 }),
+      pod("web-1", { idleFor: 900, markedFor: 5 }),
+      pod("web-2", { idleFor: 900 }),
+    ];
+    expect(plan(2, pods)).toEqual({ create: [], protect: [], unprotect: ["web-1"], delete: ["web-0"] });
+  });
+
+  it("waits stabilizationSeconds after the last scale-down before new marks, not before deletes", () => {
+    const pods = [
+      pod("web-0", { idleFor: 900, markedFor: 20 }),
+      pod("web-1", { idleFor: 900 }),
+      pod("web-2"),
+    ];
+    const recent = new Date(NOW.getTime() - 59_000);
+    expect(plan(1, pods, recent)).toEqual({ create: [], protect: [], unprotect: [], delete: ["web-0"] });
+    const settled = new Date(NOW.getTime() - 60_000);
+    expect(plan(1, pods, settled).protect).toEqual(["web-1"]);
+    expect(plan(1, pods, undefined).protect).toEqual(["web-1"]);
+  });
+
+  it("ignores a marked Pod that was claimed: it is not idle, so neither kept nor deleted", () => {
+    const pods = [pod("web-0", { phase: "starting", markedFor: 60 }), pod("web-1", { idleFor: 900 })];
+    expect(plan(1, pods)).toEqual({ create: [], protect: ["web-1"], unprotect: [], delete: [] });
+  });
+
+  it("unmarks every idle Pod when replicas went back up", () => {
+    const pods = [
+      pod("web-0", { idleFor: 900, markedFor: 5 }),
+      pod("web-1", { idleFor: 900, markedFor: 50 }),
+      pod("web-2", { phase: "running", markedFor: 50 }),
+    ];
+    expect(plan(3, pods)).toEqual({ create: [], protect: [], unprotect: ["web-0", "web-1"], delete: [] });
+    expect(plan(5, pods)).toEqual({ create: [3, 4], protect: [], unprotect: ["web-0", "web-1"], delete: [] });
+  });
+
+  it("re-marks a Pod whose mark cannot be read, or removes the garbled mark", () => {
+    const pods = [pod("web-0", { idleFor: 900, markedFor: "yesterday" }), pod("web-1", { idleFor: 100 })];
+    expect(plan(1, pods)).toEqual({ create: [], protect: ["web-0"], unprotect: [], delete: [] });
+    const other = [
+      pod("web-0", { idleFor: 900 }),
+      pod("web-1", { idleFor: 100, markedFor: "?" }),
+      pod("web-2"),
+    ];
+    expect(plan(2, other)).toEqual({ create: [], protect: ["web-0"], unprotect: ["web-1"], delete: [] });
+  });
+
+  it("respects idleTimeoutSeconds and protectionWindowSeconds from the policy", () => {
+    const pods = [pod("web-0", { idleFor: 20 }), pod("web-1", { idleFor: 40, markedFor: 1 })];
+    const quick = { idleTimeoutSeconds: 10, stabilizationSeconds: 0, protectionWindowSeconds: 0 };
+    expect(plan(0, pods, NOW, quick)).toEqual({
+      create: [],
+      protect: ["web-0"],
+      unprotect: [],
+      delete: ["web-1"],
+    });
+  });
+
+  it("is idempotent: applying the plan's marks leads to deletes, not more marks", () => {
+    const first = plan(1, [pod("web-0", { idleFor: 900 }), pod("web-1", { idleFor: 800 })]);
+    expect(first.protect).toEqual(["web-0"]);
+    const later = plan(1, [pod("web-0", { idleFor: 915, markedFor: 15 }), pod("web-1", { idleFor: 815 })]);
+    expect(later).toEqual({ create: [], protect: [], unprotect: [], delete: ["web-0"] });
+  });
+});
+
+describe("scaleDownPolicyFor", () => {
+  const env = (groups: unknown[]): SandboxEnv =>
+    ({
+      metadata: { name: "e", namespace: "ns" },
+      spec: { templateRef: { name: "t" }, mode: "WarmPool", autoscaling: { groups } },
+    }) as SandboxEnv;
+  const member = pool(1, { [ENV_LABEL]: "e", [SCALING_GROUP_LABEL]: "g" });
+  const defaults = { idleTimeoutSeconds: 300, stabilizationSeconds: 60, protectionWindowSeconds: 10 };
+  const custom = { idleTimeoutSeconds: 30, stabilizationSeconds: 5, protectionWindowSeconds: 2 };
+
+  it.each([
+    ["a standalone pool", pool(1), env([{ name: "g", scaleDownPolicy: custom }]), defaults],
+    ["a member without its Env", member, undefined, defaults],
+    [
+      "a member whose Env lacks the group",
+      member,
+      env([{ name: "other", scaleDownPolicy: custom }]),
+      defaults,
+    ],
+    [
+      "a member of another Env",
+      pool(1, { [ENV_LABEL]: "f", [SCALING_GROUP_LABEL]: "g" }),
+      env([{ name: "g", scaleDownPolicy: custom }]),
+      defaults,
+    ],
+    [
+      "a member excluded from autoscaling",
+      pool(1, { [ENV_LABEL]: "e" }),
+      env([{ name: "g", scaleDownPolicy: custom }]),
+      defaults,
+    ],
+    ["a member of the group", member, env([{ name: "g", scaleDownPolicy: custom }]), custom],
+    [
+      "a member of a disabled group",
+      member,
+      env([{ name: "g", enabled: false, scaleDownPolicy: custom }]),
+      custom,
+    ],
+    [
+      "a group policy with fields left out",
+      member,
+      env([{ name: "g", scaleDownPolicy: { idleTimeoutSeconds: 0 } }]),
+      { ...defaults, idleTimeoutSeconds: 0 },
+    ],
+    ["a group without a policy", member, env([{ name: "g" }]), defaults],
+  ])("%s", (_what, p, e, expected) => {
+    expect(scaleDownPolicyFor(p, e)).toEqual(expected);
+  });
+});
