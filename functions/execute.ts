@@ -1,0 +1,88 @@
+import { isAlreadyExists, isConflict, isNotFound } from "../lib/kube/errors.ts";
+import type { Action } from "../lib/reconcile/action.ts";
+import type { StepDeps } from "./deps.ts";
+
+/** ActionOutcome is what became of one planned action. */
+export interface ActionOutcome {
+  target: string;
+  why: string;
+  result: "done" | "conflict" | "gone" | "exists" | "error";
+  record?: "inserted" | "exists";
+  error?: string;
+}
+
+/**
+ * execute applies planned actions one by one: the history record first (idempotent), then the
+ * preconditioned write, then the event (best effort). A failed precondition, a vanished object or
+ * a lost create race is not an error: someone else acted first, and the next trigger re-reads
+ * and re-plans. Nothing is retried here.
+ */
+export async function execute(deps: StepDeps, actions: readonly Action[]): Promise<ActionOutcome[]> {
+  const outcomes: ActionOutcome[] = [];
+  for (const action of actions) {
+    const { kind, namespace, name } = action.target;
+    const outcome: ActionOutcome = {
+      target: `${kind}/${namespace}/${name}`,
+      why: action.why,
+      result: "done",
+    };
+    try {
+      if (action.record) outcome.record = await deps.history.put(action.record);
+      await write(deps, action);
+      if (action.event) {
+        await deps.kube
+          .createEvent(
+            {
+              ...action.event,
+              regarding: {
+                apiVersion: kind === "Pod" ? "v1" : "agents.navix.sh/v1alpha1",
+                kind,
+                namespace,
+                name,
+              },
+            },
+            deps.now(),
+            deps.reporter.controller,
+            deps.reporter.instance,
+          )
+          .catch((e: unknown) =>
+            deps.log.warn({ target: outcome.target, err: String(e) }, "event not recorded"),
+          );
+      }
+    } catch (e) {
+      outcome.result = isAlreadyExists(e)
+        ? "exists"
+        : isConflict(e)
+          ? "conflict"
+          : isNotFound(e)
+            ? "gone"
+            : "error";
+      if (outcome.result === "error") outcome.error = String(e);
+    }
+    outcomes.push(outcome);
+  }
+  return outcomes;
+}
+
+async function write(deps: StepDeps, action: Action): Promise<void> {
+  const { namespace, name, kind } = action.target;
+  const w = action.write;
+  switch (w.op) {
+    case "create":
+      await deps.kube.createPod(namespace, w.object);
+      return;
+    case "patch":
+      if (kind === "Pod") await deps.kube.patchPod(namespace, name, w.patch);
+      else await deps.kube.patchPool(namespace, name, w.patch);
+      return;
+    case "status":
+      await deps.kube.patchPoolStatus(namespace, name, w.status);
+      return;
+    case "delete":
+      await deps.kube.deletePod(namespace, name, {
+        ...(w.uid ? { uid: w.uid } : {}),
+        ...(w.resourceVersion ? { resourceVersion: w.resourceVersion } : {}),
+      });
+      return;
+  }
+}

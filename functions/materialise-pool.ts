@@ -1,0 +1,10 @@
+import { scaleDownPolicyFor } from "../lib/pool/scale-plan.ts";
+import { planMaterialise } from "../lib/reconcile/materialise.ts";
+import type { Step } from "./step.ts";
+
+/** materialisePool keeps spec.replicas pods and handles pool deletion (see planMaterialise). */
+export const materialisePool: Step = {
+  name: "materialise-pool",
+  plan: async (deps, { pool, pods, env }) =>
+    planMaterialise(pool, pods, scaleDownPolicyFor(pool, env), deps.now()),
+};

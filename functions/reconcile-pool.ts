@@ -1,0 +1,63 @@
+import { completeStarting } from "./complete-starting.ts";
+import { completeStopping } from "./complete-stopping.ts";
+import type { StepDeps } from "./deps.ts";
+import { type ActionOutcome, execute } from "./execute.ts";
+import { finalizeDeleted } from "./finalize-deleted.ts";
+import { handleFailures } from "./handle-failures.ts";
+import { materialisePool } from "./materialise-pool.ts";
+import { readSnapshot } from "./snapshot.ts";
+import type { Step } from "./step.ts";
+import { updateStatus } from "./update-status.ts";
+
+/**
+ * STEPS in the order a full reconcile runs them: records and releases first (they free pods),
+ * then transitions, then the pod count, then the status that describes the result.
+ */
+export const STEPS: readonly Step[] = [
+  finalizeDeleted,
+  handleFailures,
+  completeStarting,
+  completeStopping,
+  materialisePool,
+  updateStatus,
+];
+
+/** RECONCILE names the pseudo-step that runs all of STEPS. */
+export const RECONCILE = "reconcile";
+
+/** PoolReport says what one run did to a pool. */
+export interface PoolReport {
+  pool: string;
+  found: boolean;
+  steps: { step: string; outcomes: ActionOutcome[] }[];
+}
+
+/**
+ * reconcilePool reads the pool once and runs the named step, or every step, against that
+ * snapshot. Each write carries its own precondition, so running against one snapshot is safe: a
+ * write that an earlier step made stale fails its test and is re-planned on the next trigger.
+ */
+export async function reconcilePool(
+  deps: StepDeps,
+  namespace: string,
+  name: string,
+  only = RECONCILE,
+): Promise<PoolReport> {
+  const report: PoolReport = { pool: `${namespace}/${name}`, found: false, steps: [] };
+  const steps = only === RECONCILE ? STEPS : STEPS.filter((s) => s.name === only);
+  if (steps.length === 0) throw new RangeError(`unknown step "${only}"`);
+  const snapshot = await readSnapshot(deps.kube, namespace, name);
+  if (!snapshot) return report;
+  report.found = true;
+  for (const step of steps) {
+    const outcomes = await execute(deps, await step.plan(deps, snapshot));
+    if (outcomes.length) report.steps.push({ step: step.name, outcomes });
+    for (const o of outcomes) {
+      if (o.result === "error")
+        deps.log.warn({ pool: report.pool, step: step.name, target: o.target, err: o.error }, o.why);
+      else if (o.result === "done")
+        deps.log.info({ pool: report.pool, step: step.name, target: o.target }, o.why);
+    }
+  }
+  return report;
+}

@@ -1,0 +1,51 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import type { SandboxPoolStatus } from "../api/sandbox-pool.ts";
+import type { SandboxRecord } from "../history/record.ts";
+import type { JsonPatchOp } from "../kube/client.ts";
+
+/** ActionEvent is a Kubernetes Event to emit about the action's object once the write succeeded. */
+export interface ActionEvent {
+  type: "Normal" | "Warning";
+  reason: string;
+  action: string;
+  note: string;
+}
+
+/**
+ * Action is one write a reconcile step decided on, as plain data: the object, why, the history
+ * record that must be stored first (idempotent by sandbox ID, so a crash between the two writes
+ * repeats the record harmlessly and never loses it), the write itself with its preconditions
+ * (resourceVersion/phase tests in the patch, uid/resourceVersion on delete, a deterministic name
+ * on create), and an optional event.
+ */
+export interface Action {
+  target: { kind: "Pod" | "SandboxPool"; namespace: string; name: string };
+  why: string;
+  record?: SandboxRecord;
+  write:
+    | { op: "create"; object: V1Pod }
+    | { op: "patch"; patch: JsonPatchOp[] }
+    | { op: "status"; status: SandboxPoolStatus }
+    | { op: "delete"; uid?: string; resourceVersion?: string };
+  event?: ActionEvent;
+}
+
+/** podTarget names a pod as an action target. */
+export function podTarget(pod: V1Pod): Action["target"] {
+  return { kind: "Pod", namespace: pod.metadata?.namespace ?? "", name: pod.metadata?.name ?? "" };
+}
+
+/** guardedDelete deletes exactly the pod version the plan saw (uid and resourceVersion). */
+export function guardedDelete(pod: V1Pod): Action["write"] {
+  return { op: "delete", uid: pod.metadata?.uid, resourceVersion: pod.metadata?.resourceVersion };
+}
+
+/** testVersion is the JSON Patch precondition that the object is still the version we read. */
+export function testVersion(obj: { metadata?: { resourceVersion?: string } }): JsonPatchOp {
+  return { op: "test", path: "/metadata/resourceVersion", value: obj.metadata?.resourceVersion ?? "" };
+}
+
+/** isTerminating: deletion was requested for the object. */
+export function isTerminating(obj: { metadata?: { deletionTimestamp?: unknown } }): boolean {
+  return obj.metadata?.deletionTimestamp !== undefined && obj.metadata?.deletionTimestamp !== null;
+}

@@ -1,0 +1,86 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { SANDBOX_PHASE, STOP_REASON } from "../api/keys.ts";
+import { hasUnexpectedRestart } from "../sandbox/completion.ts";
+import { readInplaceState, sandboxPhaseOf } from "../sandbox/inplace-state.ts";
+import { toJsonPatch } from "../sandbox/intent-patch.ts";
+import { releaseIntent } from "../sandbox/release-intent.ts";
+import { captureStopRecord } from "../sandbox/stop-record.ts";
+import { type Action, guardedDelete, isTerminating, podTarget } from "./action.ts";
+
+/** lastTermination is the most recent container termination of a restarted sandbox, if any. */
+function lastTermination(pod: V1Pod) {
+  for (const c of pod.status?.containerStatuses ?? []) {
+    const t = c.lastState?.terminated;
+    if (t)
+      return { container: c.name, reason: t.reason ?? "Error", exitCode: t.exitCode, message: t.message };
+  }
+  return undefined;
+}
+
+/**
+ * planFailures handles pods that failed. A pod in phase Failed (evicted, or every container dead)
+ * cannot serve again: its record is written and it is deleted, and the pool replaces it. A running
+ * sandbox whose container was replaced behind our back (OOM kill, crash) is released with stop
+ * reason Failed and the termination details, which puts the pod back through Stopping → Idle.
+ */
+export function planFailures(
+  pods: readonly V1Pod[],
+  idleImages: Readonly<Record<string, string>>,
+  now: Date,
+): Action[] {
+  return pods.flatMap((pod): Action[] => {
+    if (isTerminating(pod)) return [];
+    if (pod.status?.phase === "Failed") {
+      const reason = pod.status.reason || "PodFailed";
+      const message = pod.status.message || "the pod failed";
+      const base = captureStopRecord(pod, now);
+      const record = base && {
+        ...base,
+        stopReason: STOP_REASON.FAILED,
+        failureReason: reason,
+        failureMessage: message,
+      };
+      return [
+        {
+          target: podTarget(pod),
+          why: `delete failed pod (${reason})`,
+          ...(record ? { record } : {}),
+          write: guardedDelete(pod),
+          event: { type: "Warning", reason, action: "Delete", note: `pod failed: ${message}` },
+        },
+      ];
+    }
+    if (sandboxPhaseOf(pod) !== SANDBOX_PHASE.RUNNING) return [];
+    const { state } = readInplaceState(pod);
+    if (!state || !hasUnexpectedRestart(pod, state)) return [];
+    const t = lastTermination(pod);
+    const failureReason = t?.reason ?? "ContainerRestarted";
+    const result = releaseIntent(
+      pod,
+      {
+        idleImages,
+        stopReason: STOP_REASON.FAILED,
+        failureReason,
+        failureMessage: t
+          ? `container ${t.container} terminated (${t.reason}, exit code ${t.exitCode})${t.message ? `: ${t.message}` : ""}`
+          : "a container restarted unexpectedly",
+        ...(t?.exitCode !== undefined ? { exitCode: t.exitCode } : {}),
+      },
+      now,
+    );
+    if (!result.ok) return [];
+    return [
+      {
+        target: podTarget(pod),
+        why: `release sandbox after an unexpected restart (${failureReason})`,
+        write: { op: "patch", patch: toJsonPatch(pod, result.intent) },
+        event: {
+          type: "Warning",
+          reason: failureReason,
+          action: "Release",
+          note: `sandbox released: ${failureReason}`,
+        },
+      },
+    ];
+  });
+}

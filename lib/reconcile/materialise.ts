@@ -1,0 +1,144 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { escapePointer } from "../admission/missing-field-patch.ts";
+import type { PoolScaleDownPolicy } from "../api/autoscaling.ts";
+import {
+  POOL_FINALIZER,
+  SANDBOX_PHASE,
+  SANDBOX_PHASE_LABEL,
+  SANDBOX_PROTECTION_FINALIZER,
+  SCALE_DOWN_PROTECTED_ANNOTATION,
+} from "../api/keys.ts";
+import type { SandboxPool } from "../api/sandbox-pool.ts";
+import { renderPod } from "../pool/render-pod.ts";
+import { planScale } from "../pool/scale-plan.ts";
+import { podPhaseSince } from "../sandbox/phase-since.ts";
+import { parseTime, rfc3339 } from "../util/time.ts";
+import { type Action, guardedDelete, isTerminating, podTarget, testVersion } from "./action.ts";
+
+const MARK = `/metadata/annotations/${escapePointer(SCALE_DOWN_PROTECTED_ANNOTATION)}`;
+const PHASE_LABEL = `/metadata/labels/${escapePointer(SANDBOX_PHASE_LABEL)}`;
+
+function poolTarget(pool: SandboxPool): Action["target"] {
+  return { kind: "SandboxPool", namespace: pool.metadata?.namespace ?? "", name: pool.metadata?.name ?? "" };
+}
+
+/**
+ * planMaterialise makes the pool's pods match spec.replicas and owns the pool's lifecycle:
+ * - the pool carries our finalizer, so its deletion waits until every pod (and every record) is
+ *   handled; on deletion all pods are deleted and the finalizer goes once none is left;
+ * - missing pods are created under deterministic slot names (see lib/pool/pod-name.ts), so
+ *   concurrent runs collide instead of overshooting;
+ * - surplus idle pods are marked, then deleted after the protection window, with the mark and the
+ *   idle phase as patch/delete preconditions, so a claim in between always wins;
+ * - pods missing the protection finalizer (created by an older controller) get it back.
+ */
+export function planMaterialise(
+  pool: SandboxPool,
+  pods: readonly V1Pod[],
+  policy: PoolScaleDownPolicy,
+  now: Date,
+): Action[] {
+  const finalizers = pool.metadata?.finalizers ?? [];
+  if (isTerminating(pool)) {
+    const live = pods.filter((p) => !isTerminating(p));
+    const deletes = live.map(
+      (pod): Action => ({ target: podTarget(pod), why: "pool is being deleted", write: guardedDelete(pod) }),
+    );
+    const index = finalizers.indexOf(POOL_FINALIZER);
+    if (pods.length > 0 || index < 0) return deletes;
+    return [
+      {
+        target: poolTarget(pool),
+        why: "every pod is gone; let the pool go",
+        write: {
+          op: "patch",
+          patch: [testVersion(pool), { op: "remove", path: `/metadata/finalizers/${index}` }],
+        },
+      },
+    ];
+  }
+  const actions: Action[] = [];
+  if (!finalizers.includes(POOL_FINALIZER)) {
+    actions.push({
+      target: poolTarget(pool),
+      why: "add the pool finalizer",
+      write: {
+        op: "patch",
+        patch: [
+          testVersion(pool),
+          pool.metadata?.finalizers
+            ? { op: "add", path: "/metadata/finalizers/-", value: POOL_FINALIZER }
+            : { op: "add", path: "/metadata/finalizers", value: [POOL_FINALIZER] },
+        ],
+      },
+    });
+  }
+  for (const pod of pods) {
+    if (isTerminating(pod) || pod.metadata?.finalizers?.includes(SANDBOX_PROTECTION_FINALIZER)) continue;
+    actions.push({
+      target: podTarget(pod),
+      why: "add the protection finalizer",
+      write: {
+        op: "patch",
+        patch: [
+          testVersion(pod),
+          pod.metadata?.finalizers
+            ? { op: "add", path: "/metadata/finalizers/-", value: SANDBOX_PROTECTION_FINALIZER }
+            : { op: "add", path: "/metadata/finalizers", value: [SANDBOX_PROTECTION_FINALIZER] },
+        ],
+      },
+    });
+  }
+  const lastScaleDown = parseTime(pool.status?.autoscaling?.lastScaleDownTime);
+  const plan = planScale(pool, pods, now, policy, lastScaleDown, (pod) =>
+    podPhaseSince(pod, SANDBOX_PHASE.IDLE),
+  );
+  const byName = new Map(pods.map((p) => [p.metadata?.name ?? "", p]));
+  const idleTest = { op: "test" as const, path: PHASE_LABEL, value: SANDBOX_PHASE.IDLE };
+  for (const slot of plan.create) {
+    const object = renderPod(pool, slot);
+    actions.push({
+      target: podTarget(object),
+      why: `create pod in slot ${slot}`,
+      write: { op: "create", object },
+    });
+  }
+  for (const name of plan.protect) {
+    const pod = byName.get(name);
+    if (!pod) continue;
+    actions.push({
+      target: podTarget(pod),
+      why: "mark idle pod for scale-down",
+      write: {
+        op: "patch",
+        patch: [
+          testVersion(pod),
+          idleTest,
+          ...(pod.metadata?.annotations
+            ? []
+            : [{ op: "add" as const, path: "/metadata/annotations", value: {} }]),
+          { op: "add", path: MARK, value: rfc3339(now) },
+        ],
+      },
+    });
+  }
+  for (const name of plan.unprotect) {
+    const pod = byName.get(name);
+    if (!pod) continue;
+    actions.push({
+      target: podTarget(pod),
+      why: "scale-down no longer needed; unmark",
+      write: { op: "patch", patch: [testVersion(pod), { op: "remove", path: MARK }] },
+    });
+  }
+  for (const name of plan.delete) {
+    const pod = byName.get(name);
+    if (pod)
+      actions.push({
+        target: podTarget(pod),
+        why: "scale down: delete marked idle pod",
+        write: guardedDelete(pod),
+      });
+  }
+  return actions;
+}

@@ -1,0 +1,112 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { escapePointer } from "../admission/missing-field-patch.ts";
+import {
+  SANDBOX_PHASE,
+  SANDBOX_STATUS_DETAIL_ANNOTATION,
+  STARTUP_TIMEOUT_ANNOTATION,
+  STOP_REASON,
+} from "../api/keys.ts";
+import type { SandboxPool } from "../api/sandbox-pool.ts";
+import { completeStartingIntent } from "../sandbox/complete-intent.ts";
+import { isUpdateComplete } from "../sandbox/completion.ts";
+import { buildStatusDetail } from "../sandbox/diagnostics.ts";
+import { readInplaceState, sandboxPhaseOf } from "../sandbox/inplace-state.ts";
+import { toJsonPatch } from "../sandbox/intent-patch.ts";
+import { podPhaseDuration } from "../sandbox/phase-since.ts";
+import { captureStopRecord } from "../sandbox/stop-record.ts";
+import { parseGoDuration } from "../util/duration.ts";
+import { type Action, guardedDelete, isTerminating, podTarget, testVersion } from "./action.ts";
+
+/**
+ * startupTimeoutMs is how long a sandbox may stay starting: the per-pod startup-timeout
+ * annotation (seconds, written at claim) wins over the pool's defaultStartupTimeout; neither set
+ * means no limit.
+ */
+export function startupTimeoutMs(pool: SandboxPool, pod: V1Pod): number | undefined {
+  const perPod = Number(pod.metadata?.annotations?.[STARTUP_TIMEOUT_ANNOTATION]);
+  if (Number.isFinite(perPod) && perPod > 0) return perPod * 1000;
+  return parseGoDuration(pool.spec.defaultStartupTimeout);
+}
+
+/**
+ * planStarting moves each starting pod on: Running once every target container runs its target
+ * image in a new container; deleted with a Failed/StartupTimeout record once it outlived its
+ * startup timeout (the pool replaces the pod); otherwise its diagnostic annotation is kept
+ * current (e.g. ImagePullBackOff), written only when it changed.
+ */
+export function planStarting(
+  pool: SandboxPool,
+  pods: readonly V1Pod[],
+  digests: ReadonlyMap<string, string>,
+  now: Date,
+): Action[] {
+  return pods.flatMap((pod): Action[] => {
+    if (isTerminating(pod) || sandboxPhaseOf(pod) !== SANDBOX_PHASE.STARTING) return [];
+    const { state } = readInplaceState(pod);
+    if (state && isUpdateComplete(pod, state, digests)) {
+      const result = completeStartingIntent(pod, now);
+      return result.ok
+        ? [
+            {
+              target: podTarget(pod),
+              why: "sandbox is running",
+              write: { op: "patch", patch: toJsonPatch(pod, result.intent) },
+            },
+          ]
+        : [];
+    }
+    const detail = buildStatusDetail(pod, now);
+    const limit = startupTimeoutMs(pool, pod);
+    const elapsed = podPhaseDuration(pod, SANDBOX_PHASE.STARTING, now) ?? 0;
+    if (limit !== undefined && elapsed > limit) {
+      const base = captureStopRecord(pod, now);
+      const message = `still starting after ${Math.round(elapsed / 1000)} s (limit ${Math.round(limit / 1000)} s)${detail ? `: ${detail.reason}: ${detail.message}` : ""}`;
+      const record = base && {
+        ...base,
+        stopReason: STOP_REASON.FAILED,
+        failureReason: "StartupTimeout",
+        failureMessage: message,
+      };
+      return [
+        {
+          target: podTarget(pod),
+          why: `delete sandbox pod: ${message}`,
+          ...(record ? { record } : {}),
+          write: guardedDelete(pod),
+          event: { type: "Warning", reason: "StartupTimeout", action: "Delete", note: message },
+        },
+      ];
+    }
+    if (!detail) return [];
+    const previous = currentDetail(pod);
+    if (previous?.reason === detail.reason && previous.message === detail.message) return [];
+    const path = `/metadata/annotations/${escapePointer(SANDBOX_STATUS_DETAIL_ANNOTATION)}`;
+    return [
+      {
+        target: podTarget(pod),
+        why: `diagnose: ${detail.reason}`,
+        write: { op: "patch", patch: [testVersion(pod), { op: "add", path, value: JSON.stringify(detail) }] },
+        ...(detail.reason === "ImagePullBackOff" || detail.reason === "ErrImagePull"
+          ? {
+              event: {
+                type: "Warning" as const,
+                reason: detail.reason,
+                action: "Pull",
+                note: detail.message,
+              },
+            }
+          : {}),
+      },
+    ];
+  });
+}
+
+/** currentDetail reads the pod's diagnostic annotation; a garbled one reads as absent. */
+function currentDetail(pod: V1Pod): { reason?: string; message?: string } | undefined {
+  const raw = pod.metadata?.annotations?.[SANDBOX_STATUS_DETAIL_ANNOTATION];
+  try {
+    return raw ? (JSON.parse(raw) as { reason?: string; message?: string }) : undefined;
+  } catch {
+    return undefined;
+  }
+}
