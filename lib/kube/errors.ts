@@ -6,12 +6,20 @@
 export class KubeError extends Error {
   readonly status: number;
   readonly reason: string;
+  /** causes are the field-level details of an Invalid error (empty when the server gave none). */
+  readonly causes: readonly { field?: string; message?: string }[];
 
-  constructor(status: number, reason: string, message: string) {
+  constructor(
+    status: number,
+    reason: string,
+    message: string,
+    causes: readonly { field?: string; message?: string }[] = [],
+  ) {
     super(message);
     this.name = "KubeError";
     this.status = status;
     this.reason = reason;
+    this.causes = causes;
   }
 }
 
@@ -20,14 +28,20 @@ export function kubeErrorFrom(status: number, body: string, what: string): KubeE
   let reason =
     status === 404 ? "NotFound" : status === 409 ? "Conflict" : status === 422 ? "Invalid" : "Unknown";
   let message = body.slice(0, 500);
+  let causes: { field?: string; message?: string }[] = [];
   try {
-    const parsed = JSON.parse(body) as { reason?: string; message?: string };
+    const parsed = JSON.parse(body) as {
+      reason?: string;
+      message?: string;
+      details?: { causes?: typeof causes };
+    };
     if (parsed.reason) reason = parsed.reason;
     if (parsed.message) message = parsed.message;
+    causes = parsed.details?.causes ?? [];
   } catch {
     // not JSON: keep the raw text
   }
-  return new KubeError(status, reason, `${what}: ${status} ${reason}: ${message}`);
+  return new KubeError(status, reason, `${what}: ${status} ${reason}: ${message}`, causes);
 }
 
 /** isNotFound: the object is gone (or never was). */
@@ -36,10 +50,15 @@ export const isNotFound = (e: unknown): boolean => e instanceof KubeError && e.s
 export const isAlreadyExists = (e: unknown): boolean =>
   e instanceof KubeError && e.reason === "AlreadyExists";
 /**
- * isConflict: an optimistic-concurrency precondition failed (stale resourceVersion, or a JSON
- * Patch `test` that no longer holds), so someone else changed the object first.
+ * isConflict: an optimistic-concurrency precondition failed, so someone else changed the object
+ * first. That is a 409 (stale resourceVersion, delete preconditions), or the 422 the apiserver
+ * gives a JSON Patch that no longer applies: a failed `test` and a `remove` of a path that is gone
+ * both answer "Invalid" with the generic message and no field causes (a real validation error
+ * names its fields). Our patches are planned from a snapshot, so either means the snapshot is stale.
  */
 export const isConflict = (e: unknown): boolean =>
   e instanceof KubeError &&
   ((e.status === 409 && e.reason !== "AlreadyExists") ||
-    (e.status === 422 && /test operation|testing value|precondition/i.test(e.message)));
+    (e.status === 422 &&
+      e.causes.length === 0 &&
+      /rejected our request due to an error in our request/.test(e.message)));

@@ -1,0 +1,33 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { isConflict, isNotFound } from "../lib/kube/errors.ts";
+import { type ClaimOptions, claimIntent } from "../lib/sandbox/claim-intent.ts";
+import { toJsonPatch } from "../lib/sandbox/intent-patch.ts";
+import type { StepDeps } from "./deps.ts";
+
+/** ClaimResult is the claimed pod, or why this pod could not be claimed (try another). */
+export type ClaimResult =
+  | { ok: true; pod: V1Pod }
+  | { ok: false; reason: "conflict" | "gone" | "refused"; detail: string };
+
+/**
+ * claimSandbox turns one idle pod into a starting sandbox with a single preconditioned patch
+ * (resourceVersion and the idle phase are tested), so two callers can never claim the same pod:
+ * the loser gets a conflict and should try another candidate. A refused claim (the pod is not
+ * idle, bad options) writes nothing.
+ */
+export async function claimSandbox(deps: StepDeps, pod: V1Pod, options: ClaimOptions): Promise<ClaimResult> {
+  const intent = claimIntent(pod, options, deps.now());
+  if (!intent.ok) return { ok: false, reason: "refused", detail: intent.reason };
+  try {
+    const claimed = await deps.kube.patchPod(
+      pod.metadata?.namespace ?? "",
+      pod.metadata?.name ?? "",
+      toJsonPatch(pod, intent.intent),
+    );
+    return { ok: true, pod: claimed };
+  } catch (e) {
+    if (isConflict(e)) return { ok: false, reason: "conflict", detail: String(e) };
+    if (isNotFound(e)) return { ok: false, reason: "gone", detail: String(e) };
+    throw e;
+  }
+}

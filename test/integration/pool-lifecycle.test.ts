@@ -1,0 +1,121 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { claimSandbox } from "../../functions/claim-sandbox.ts";
+import { reconcilePool } from "../../functions/reconcile-pool.ts";
+import { releaseSandbox } from "../../functions/release-sandbox.ts";
+import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { kube, newNamespace } from "./support/kube.ts";
+import { isReady, live, phaseOf, poolObject, reconcileUntil, testDeps } from "./support/steps.ts";
+
+// The pool lifecycle through the real steps against the real apiserver, kwok playing kubelets.
+
+const { core, custom } = kube();
+const deps = testDeps();
+let ns: string;
+let cleanup: () => Promise<void>;
+const GV = { group: "agents.navix.sh", version: "v1alpha1", plural: "sandboxpools" };
+
+beforeAll(async () => {
+  ({ ns, cleanup } = await newNamespace(core, "pool"));
+});
+afterAll(async () => {
+  await cleanup();
+  deps.history.close();
+});
+
+const pods = async (pool: string) =>
+  (await core.listNamespacedPod({ namespace: ns, labelSelector: `agentbox.navix.sh/sandbox-pool=${pool}` }))
+    .items;
+const getPool = async (name: string) =>
+  (await custom.getNamespacedCustomObject({ ...GV, namespace: ns, name })) as SandboxPool;
+
+async function readyPool(name: string, replicas: number) {
+  await custom.createNamespacedCustomObject({ ...GV, namespace: ns, body: poolObject(ns, name, replicas) });
+  return reconcileUntil(deps, ns, name, `${replicas} ready idle pods`, async () => {
+    const ps = live(await pods(name));
+    const pool = await getPool(name);
+    return ps.length === replicas &&
+      ps.every((p) => phaseOf(p) === "idle" && isReady(p)) &&
+      pool.status?.phase === "Ready"
+      ? { pods: ps, pool }
+      : undefined;
+  });
+}
+
+describe("pool lifecycle", () => {
+  it("reaches 5 ready idle pods with deterministic names, finalizers and a Ready status", async () => {
+    const { pods: ps, pool } = await readyPool("five", 5);
+    expect(ps.map((p) => p.metadata?.name).sort()).toEqual([
+      "five-0",
+      "five-1",
+      "five-2",
+      "five-3",
+      "five-4",
+    ]);
+    for (const p of ps) {
+      expect(p.metadata?.finalizers).toContain("agentbox.navix.sh/sandbox-protection");
+      expect(p.spec?.containers[0]?.image).toBe("registry.local/sandbox/idle:1");
+      expect(p.metadata?.ownerReferences?.[0]?.name).toBe("five");
+    }
+    expect(pool.metadata?.finalizers).toContain("agentbox.navix.sh/finalizer");
+    expect(pool.status?.phase).toBe("Ready");
+    expect(pool.status?.conditions?.find((c) => c.type === "Available")?.status).toBe("True");
+    // At rest, a reconcile writes nothing.
+    const report = await reconcilePool(deps, ns, "five");
+    expect(report.steps).toEqual([]);
+  });
+
+  it("claims a pod (Idle → Starting → Running), releases it (→ Stopping → Idle) and keeps exactly one record", async () => {
+    const { pods: ps, pool } = await readyPool("cycle", 1);
+    const claimed = await claimSandbox(deps, ps[0]!, {
+      sandboxId: "sbx-cycle-1",
+      containerImages: { sandbox: "registry.local/sandbox/python:3.12" },
+      team: "research",
+      user: "alice",
+      metadata: { run: "42" },
+    });
+    expect(claimed.ok).toBe(true);
+    // The same (now stale) pod version cannot be claimed twice.
+    const again = await claimSandbox(deps, ps[0]!, {
+      sandboxId: "sbx-other",
+      containerImages: { sandbox: "x:1" },
+    });
+    expect(again).toMatchObject({ ok: false, reason: "conflict" });
+
+    const running = await reconcileUntil(deps, ns, "cycle", "sandbox running", async () => {
+      const p = (await pods("cycle"))[0]!;
+      return phaseOf(p) === "running" ? p : undefined;
+    });
+    expect(running.metadata?.annotations?.["agentbox.navix.sh/started-at"]).toBeDefined();
+    expect(running.status?.containerStatuses?.[0]?.image).toBe("registry.local/sandbox/python:3.12");
+
+    const released = await releaseSandbox(deps, pool, running, { stopReason: "Released" });
+    expect(released.ok).toBe(true);
+    const idle = await reconcileUntil(deps, ns, "cycle", "pod back to idle", async () => {
+      const p = (await pods("cycle"))[0]!;
+      return phaseOf(p) === "idle" && isReady(p) ? p : undefined;
+    });
+    expect(idle.spec?.containers[0]?.image).toBe("registry.local/sandbox/idle:1");
+    expect(idle.metadata?.labels?.["agentbox.navix.sh/sandbox-id"]).toBeUndefined();
+    expect(idle.metadata?.annotations?.["agentbox.navix.sh/stop-reason"]).toBeUndefined();
+    const record = await deps.history.get("sbx-cycle-1");
+    expect(record).toMatchObject({
+      sandboxId: "sbx-cycle-1",
+      poolName: "cycle",
+      team: "research",
+      user: "alice",
+      stopReason: "Released",
+      metadata: { run: "42" },
+      containerImages: { sandbox: "registry.local/sandbox/python:3.12" },
+    });
+    expect((await deps.history.query({ pool: "cycle" })).records).toHaveLength(1);
+  });
+
+  it("N concurrent reconciles on one pool never create more pods than replicas", async () => {
+    await custom.createNamespacedCustomObject({ ...GV, namespace: ns, body: poolObject(ns, "race", 7) });
+    await Promise.all(Array.from({ length: 8 }, () => reconcilePool(deps, ns, "race")));
+    await Promise.all(Array.from({ length: 8 }, () => reconcilePool(deps, ns, "race")));
+    const ps = await pods("race");
+    expect(ps.length).toBe(7);
+    expect(new Set(ps.map((p) => p.metadata?.name)).size).toBe(7);
+  });
+});

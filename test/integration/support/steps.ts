@@ -1,0 +1,89 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import type { StepDeps } from "../../../functions/deps.ts";
+import { type PoolReport, reconcilePool } from "../../../functions/reconcile-pool.ts";
+import { nodeKubeTransport } from "../../../hosts/node/kube-transport.ts";
+import { SqliteHistoryStore } from "../../../hosts/node/sqlite-history.ts";
+import { KubeClient } from "../../../lib/kube/client.ts";
+import type { Log } from "../../../lib/log.ts";
+import { referenceDigestResolver } from "../../../lib/sandbox/digest-resolver.ts";
+import { kube } from "./kube.ts";
+
+const quiet: Log = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** testDeps wires the real steps to the run's cluster and an in-memory SQLite history. */
+export function testDeps(): StepDeps & { history: SqliteHistoryStore } {
+  const { kc } = kube();
+  return {
+    kube: new KubeClient(nodeKubeTransport(kc)),
+    history: new SqliteHistoryStore(":memory:"),
+    now: () => new Date(),
+    log: process.env.AGENTBOX_TEST_LOG ? consoleLogger() : quiet,
+    digests: referenceDigestResolver,
+    reporter: { controller: "agentbox-functions/test", instance: `test-${process.pid}` },
+  };
+}
+
+function consoleLogger(): Log {
+  const w = (level: string) => (obj: object, msg?: string) => console.error(level, msg, JSON.stringify(obj));
+  return { debug: w("debug"), info: w("info"), warn: w("warn"), error: w("error") };
+}
+
+/**
+ * reconcileUntil plays the tick: it reconciles the pool and checks the condition, again and again,
+ * until the condition holds or the deadline passes (then it fails with the last report).
+ */
+export async function reconcileUntil<T>(
+  deps: StepDeps,
+  namespace: string,
+  pool: string,
+  what: string,
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: PoolReport | undefined;
+  while (Date.now() < deadline) {
+    last = await reconcilePool(deps, namespace, pool);
+    const value = await check();
+    if (value) return value;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for ${what}; last report: ${JSON.stringify(last)}`,
+  );
+}
+
+/** poolObject is a minimal valid SandboxPool. */
+export function poolObject(
+  namespace: string,
+  name: string,
+  replicas: number,
+  spec: Record<string, unknown> = {},
+) {
+  return {
+    apiVersion: "agents.navix.sh/v1alpha1",
+    kind: "SandboxPool",
+    metadata: { name, namespace },
+    spec: {
+      replicas,
+      idleImage: "registry.local/sandbox/idle:1",
+      template: {
+        spec: {
+          containers: [
+            {
+              name: "sandbox",
+              image: "registry.local/sandbox/base:1",
+              resources: { requests: { cpu: "250m", memory: "256Mi" } },
+            },
+          ],
+        },
+      },
+      ...spec,
+    },
+  };
+}
+
+export const phaseOf = (pod: V1Pod) => pod.metadata?.labels?.["agentbox.navix.sh/sandbox-phase"];
+export const isReady = (pod: V1Pod) =>
+  pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+export const live = (pods: V1Pod[]) => pods.filter((p) => !p.metadata?.deletionTimestamp);
