@@ -10,13 +10,19 @@ import { kube } from "./kube.ts";
 
 const quiet: Log = { debug() {}, info() {}, warn() {}, error() {} };
 
-/** testDeps wires the real steps to the run's cluster and an in-memory SQLite history. */
-export function testDeps(): StepDeps & { history: SqliteHistoryStore } {
+/**
+ * testDeps wires the real steps to the run's cluster and an in-memory SQLite history. Its clock
+ * is real time plus `clock.offsetMs`, so a test can jump past idle timeouts and protection
+ * windows instead of waiting for them (the decisions only know time through `now`).
+ */
+export function testDeps(): StepDeps & { history: SqliteHistoryStore; clock: { offsetMs: number } } {
   const { kc } = kube();
+  const clock = { offsetMs: 0 };
   return {
+    clock,
     kube: new KubeClient(nodeKubeTransport(kc)),
     history: new SqliteHistoryStore(":memory:"),
-    now: () => new Date(),
+    now: () => new Date(Date.now() + clock.offsetMs),
     log: process.env.AGENTBOX_TEST_LOG ? consoleLogger() : quiet,
     digests: referenceDigestResolver,
     reporter: { controller: "agentbox-functions/test", instance: `test-${process.pid}` },

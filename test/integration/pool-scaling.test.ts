@@ -1,0 +1,136 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { claimSandbox } from "../../functions/claim-sandbox.ts";
+import { reconcilePool } from "../../functions/reconcile-pool.ts";
+import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { kube, newNamespace, until } from "./support/kube.ts";
+import { isReady, live, phaseOf, poolObject, reconcileUntil, testDeps } from "./support/steps.ts";
+
+// Scaling a pool up and down through the real steps; the test clock jumps over idle timeouts and
+// protection windows (defaults for a standalone pool: idle 300 s, window 10 s).
+
+const { core, custom } = kube();
+const deps = testDeps();
+let ns: string;
+let cleanup: () => Promise<void>;
+const GV = { group: "agents.navix.sh", version: "v1alpha1", plural: "sandboxpools" };
+const MARK = "agentbox.navix.sh/scale-down-protected";
+
+beforeAll(async () => {
+  ({ ns, cleanup } = await newNamespace(core, "scale"));
+});
+afterAll(async () => {
+  await cleanup();
+  deps.history.close();
+});
+
+const pods = async (pool: string) =>
+  (await core.listNamespacedPod({ namespace: ns, labelSelector: `agentbox.navix.sh/sandbox-pool=${pool}` }))
+    .items;
+const scale = (name: string, replicas: number) =>
+  custom.patchNamespacedCustomObject({
+    ...GV,
+    namespace: ns,
+    name,
+    body: [{ op: "replace", path: "/spec/replicas", value: replicas }],
+  });
+const allIdleReady = (ps: V1Pod[], n: number) =>
+  ps.length === n && ps.every((p) => phaseOf(p) === "idle" && isReady(p));
+
+describe("pool scaling", () => {
+  it("scales up into the free slots, and down only idle pods, after the idle timeout and protection window", async () => {
+    await custom.createNamespacedCustomObject({ ...GV, namespace: ns, body: poolObject(ns, "elastic", 2) });
+    await reconcileUntil(deps, ns, "elastic", "2 idle pods", async () =>
+      allIdleReady(await pods("elastic"), 2),
+    );
+    await scale("elastic", 4);
+    const four = await reconcileUntil(deps, ns, "elastic", "4 idle pods", async () => {
+      const ps = await pods("elastic");
+      return allIdleReady(ps, 4) ? ps : undefined;
+    });
+    expect(four.map((p) => p.metadata?.name).sort()).toEqual([
+      "elastic-0",
+      "elastic-1",
+      "elastic-2",
+      "elastic-3",
+    ]);
+
+    // Claim one so it is running: it must survive the scale-down.
+    const claimed = await claimSandbox(deps, four.find((p) => p.metadata?.name === "elastic-0")!, {
+      sandboxId: "sbx-keep",
+      containerImages: { sandbox: "registry.local/sandbox/agent:1" },
+    });
+    expect(claimed.ok).toBe(true);
+    await reconcileUntil(deps, ns, "elastic", "claimed pod running", async () =>
+      (await pods("elastic")).some((p) => p.metadata?.name === "elastic-0" && phaseOf(p) === "running"),
+    );
+
+    await scale("elastic", 2);
+    // Not idle long enough yet: nothing is marked.
+    await reconcilePool(deps, ns, "elastic");
+    expect((await pods("elastic")).filter((p) => p.metadata?.annotations?.[MARK])).toHaveLength(0);
+
+    deps.clock.offsetMs = 400_000; // past the 300 s idle timeout
+    await reconcilePool(deps, ns, "elastic");
+    const marked = (await pods("elastic")).filter((p) => p.metadata?.annotations?.[MARK]);
+    expect(marked).toHaveLength(2);
+    expect(marked.every((p) => phaseOf(p) === "idle")).toBe(true);
+    // Inside the window nothing is deleted.
+    await reconcilePool(deps, ns, "elastic");
+    expect(live(await pods("elastic"))).toHaveLength(4);
+
+    deps.clock.offsetMs = 420_000; // past the 10 s protection window
+    const left = await reconcileUntil(deps, ns, "elastic", "scaled down to 2", async () => {
+      const ps = await pods("elastic");
+      return ps.length === 2 ? ps : undefined;
+    });
+    expect(left.some((p) => p.metadata?.name === "elastic-0" && phaseOf(p) === "running")).toBe(true);
+    const pool = (await custom.getNamespacedCustomObject({
+      ...GV,
+      namespace: ns,
+      name: "elastic",
+    })) as SandboxPool;
+    await until("status after scale-down", 10_000, async () => {
+      await reconcilePool(deps, ns, "elastic");
+      const p = (await custom.getNamespacedCustomObject({
+        ...GV,
+        namespace: ns,
+        name: "elastic",
+      })) as SandboxPool;
+      return p.status?.runningReplicas === 1 && p.status.idleReplicas === 1;
+    });
+    expect(pool.spec.replicas).toBe(2);
+    deps.clock.offsetMs = 0;
+  });
+
+  it("a claim inside the protection window cancels that pod's deletion", async () => {
+    await custom.createNamespacedCustomObject({ ...GV, namespace: ns, body: poolObject(ns, "window", 2) });
+    await reconcileUntil(deps, ns, "window", "2 idle pods", async () =>
+      allIdleReady(await pods("window"), 2),
+    );
+    await scale("window", 1);
+    deps.clock.offsetMs = 400_000;
+    await reconcilePool(deps, ns, "window");
+    const marked = (await pods("window")).find((p) => p.metadata?.annotations?.[MARK]);
+    expect(marked).toBeDefined();
+    const claimed = await claimSandbox(deps, marked!, {
+      sandboxId: "sbx-window",
+      containerImages: { sandbox: "registry.local/sandbox/agent:1" },
+    });
+    expect(claimed.ok).toBe(true);
+    if (claimed.ok) expect(claimed.pod.metadata?.annotations?.[MARK]).toBeUndefined();
+
+    deps.clock.offsetMs = 420_000;
+    // The claimed pod is never deleted; the other idle one becomes the candidate instead.
+    await reconcileUntil(deps, ns, "window", "the other pod marked", async () =>
+      (await pods("window")).some(
+        (p) => p.metadata?.name !== marked!.metadata?.name && p.metadata?.annotations?.[MARK],
+      ),
+    );
+    expect(
+      (await pods("window")).find((p) => p.metadata?.name === marked!.metadata?.name)?.metadata
+        ?.deletionTimestamp,
+    ).toBeUndefined();
+    deps.clock.offsetMs = 0;
+  });
+});
