@@ -3,12 +3,16 @@ import { HTTPException } from "hono/http-exception";
 import type { Log } from "../lib/log.ts";
 import { admissionRoutes } from "../webhooks/admission.ts";
 import { type AuditEventList, auditRoutes } from "../webhooks/audit.ts";
+import { functionsRoutes, type StepRunner } from "../webhooks/functions.ts";
 
 export interface AppDeps {
   callbackToken: string;
   logger: Log;
   /** onAuditEvents receives every accepted audit batch. */
   onAuditEvents?: (list: AuditEventList) => void;
+  /** adminToken and functions enable the manual triggers under /functions. */
+  adminToken?: string;
+  functions?: { steps: readonly string[]; run: StepRunner };
 }
 
 /** createApp composes every HTTP surface of the host; both hosts serve this same app. */
@@ -17,6 +21,12 @@ export function createApp(deps: AppDeps): Hono {
   app.get("/healthz", (c) => c.text("ok"));
   app.route("/admission", admissionRoutes(deps));
   app.route("/audit", auditRoutes({ ...deps, onEvents: deps.onAuditEvents }));
+  if (deps.functions && deps.adminToken) {
+    app.route(
+      "/functions",
+      functionsRoutes({ adminToken: deps.adminToken, log: deps.logger, ...deps.functions }),
+    );
+  }
   app.notFound((c) =>
     c.json({ error: { code: "NotFound", message: `no route for ${c.req.method} ${c.req.path}` } }, 404),
   );

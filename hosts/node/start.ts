@@ -1,8 +1,9 @@
 // `npm start`: the main job on a developer machine. It starts (or reuses) the local control
-// plane, installs the CRDs, serves the admission and audit webhooks over HTTPS, registers the
-// webhooks, applies infra/samples and prints how to look at them. Ctrl-C stops the host; the
-// cluster keeps running until `npm run cluster -- down`.
-import { readFileSync } from "node:fs";
+// plane, installs the CRDs, runs the Node host (admission and audit webhooks, manual triggers,
+// reconcile ticks) over HTTPS, registers the webhooks, applies infra/samples and prints how to
+// look at them. Ctrl-C stops the host; the cluster keeps running until `npm run cluster -- down`.
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
@@ -14,13 +15,9 @@ import {
   samplesDir,
 } from "../../infra/cluster/install.ts";
 import { up } from "../../infra/cluster/up.ts";
-import { createApp } from "../app.ts";
-import { serveHttps } from "./serve.ts";
+import { startHost } from "./host.ts";
 
-const logger = pino({
-  level: process.env.LOG_LEVEL ?? "info",
-  redact: ["req.headers.authorization", "*.token"],
-});
+const logger = pino({ level: process.env.LOG_LEVEL ?? "info" });
 const name = process.env.AGENTBOX_CLUSTER ?? "dev";
 
 const state = await up({
@@ -32,19 +29,26 @@ const state = await up({
 });
 const kc = new KubeConfig();
 kc.loadFromFile(state.kubeconfig);
-const crds = await installCrds(kc);
-logger.info({ crds }, "CRDs installed");
+logger.info({ crds: await installCrds(kc) }, "CRDs installed");
 
-const callbackToken = readFileSync(state.callbackTokenFile, "utf8").trim();
-const server = await serveHttps(
-  createApp({ callbackToken, logger }),
-  state.hostPort,
-  state.webhookCert,
-  state.webhookKey,
-);
+// The operators' token for /functions, kept with the cluster so it survives host restarts.
+const adminTokenFile = join(state.dir, "functions-admin-token");
+if (!existsSync(adminTokenFile))
+  writeFileSync(adminTokenFile, randomBytes(24).toString("hex"), { mode: 0o600 });
+
+const host = await startHost({
+  kubeconfig: kc,
+  callbackToken: readFileSync(state.callbackTokenFile, "utf8").trim(),
+  adminToken: readFileSync(adminTokenFile, "utf8").trim(),
+  historyPath: process.env.AGENTBOX_HISTORY_PATH ?? join(state.dir, "history.sqlite"),
+  listen: { host: "127.0.0.1", port: state.hostPort, certFile: state.webhookCert, keyFile: state.webhookKey },
+  tickSeconds: Number(process.env.AGENTBOX_TICK_SECONDS ?? 10),
+  tickConcurrency: 8,
+  log: logger,
+});
 const baseUrl = `https://127.0.0.1:${state.hostPort}`;
 await registerWebhooks(kc, baseUrl, state.caCert);
-logger.info({ url: baseUrl }, "admission webhooks registered; audit sink listening");
+logger.info({ url: baseUrl }, "host listening; admission webhooks registered");
 
 const samples = readYamlObjects(samplesDir);
 await apply(kc, samples);
@@ -55,8 +59,10 @@ agentbox-functions is running against cluster "${name}" (${state.server}).
 
   export KUBECONFIG=${state.kubeconfig}
   kubectl get sandboxtemplates,sandboxpools,sandboxenvs -A     # short names: sbt, sbp, sbe
-  kubectl get sbp -n agentbox-demo -o yaml
-  kubectl apply -f ${join("infra", "samples")}                  # goes through the admission webhooks
+  kubectl get pods -n agentbox-demo -L agentbox.navix.sh/sandbox-phase
+  npm run agentbox -- reconcile agentbox-demo/python           # run the steps by hand
+  curl --cacert ${state.caCert} -H "Authorization: Bearer $(cat ${adminTokenFile})" \\
+       -X POST "${baseUrl}/functions/reconcile?namespace=agentbox-demo&pool=python"
 
 Ctrl-C stops this host; npm run cluster -- down stops the cluster.
 `);
@@ -64,6 +70,6 @@ Ctrl-C stops this host; npm run cluster -- down stops the cluster.
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
     logger.info({ signal }, "stopping");
-    void server.close().then(() => process.exit(0));
+    void host.close().then(() => process.exit(0));
   });
 }

@@ -1,10 +1,10 @@
+import { randomBytes } from "node:crypto";
 import { appendFileSync, createWriteStream, existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
 import type { TestProject } from "vitest/node";
-import { createApp } from "../../hosts/app.ts";
-import { serveHttps } from "../../hosts/node/serve.ts";
+import { startHost } from "../../hosts/node/host.ts";
 import { down } from "../../infra/cluster/down.ts";
 import { installCrds, registerWebhooks } from "../../infra/cluster/install.ts";
 import { clusterDir, readState } from "../../infra/cluster/state.ts";
@@ -24,6 +24,8 @@ export interface TestCluster {
   pullDelayMs: number;
   /** JSON lines, one audit EventList per line, as the host's audit sink accepted them. */
   auditLog: string;
+  /** Bearer token of the test host's /functions routes. */
+  functionsToken: string;
 }
 
 declare module "vitest" {
@@ -60,18 +62,31 @@ export default async function setup(project: TestProject) {
     { level: "debug" },
     createWriteStream(join(state.dir, "logs", "host.log"), { flags: "a" }),
   );
-  const app = createApp({
+  const functionsToken = randomBytes(16).toString("hex");
+  // The real host, with two test-only restrictions: no tick (tests drive the steps themselves)
+  // and audit-triggered reconciles only for namespaces named audit-*, so background runs never
+  // race the tests that count what their own runs did.
+  const host = await startHost({
+    kubeconfig: kc,
     callbackToken,
-    logger,
-    onAuditEvents: (list) => appendFileSync(auditLog, `${JSON.stringify(list)}\n`),
-  });
-  const host = await serveHttps(app, state.hostPort, state.webhookCert, state.webhookKey).catch(
-    (e: unknown) => {
-      throw new Error(
-        `cannot serve the test host on port ${state.hostPort} (is \`npm start\` running against this cluster?): ${String(e)}`,
-      );
+    adminToken: functionsToken,
+    historyPath: join(state.dir, "test-history.sqlite"),
+    listen: {
+      host: "127.0.0.1",
+      port: state.hostPort,
+      certFile: state.webhookCert,
+      keyFile: state.webhookKey,
     },
-  );
+    tickSeconds: 0,
+    tickConcurrency: 4,
+    log: logger,
+    auditFilter: (key) => key.startsWith("audit-"),
+    onAuditEvents: (list) => appendFileSync(auditLog, `${JSON.stringify(list)}\n`),
+  }).catch((e: unknown) => {
+    throw new Error(
+      `cannot serve the test host on port ${state.hostPort} (is \`npm start\` running against this cluster?): ${String(e)}`,
+    );
+  });
   await registerWebhooks(kc, `https://127.0.0.1:${state.hostPort}`, state.caCert);
   project.provide("cluster", {
     name: state.name,
@@ -85,6 +100,7 @@ export default async function setup(project: TestProject) {
     hostPort: state.hostPort,
     pullDelayMs: state.pullDelayMs,
     auditLog,
+    functionsToken,
   });
   return async () => {
     await host.close();

@@ -1,0 +1,99 @@
+#!/usr/bin/env node
+// agentbox: operator CLI. `agentbox reconcile <namespace>/<pool> [--step NAME]` runs the reconcile
+// steps for one pool right here, against the API server of the current kubeconfig (or of the local
+// cluster named by --cluster), and prints what each step did.
+import { parseArgs } from "node:util";
+import { KubeConfig } from "@kubernetes/client-node";
+import { RECONCILE, reconcilePool, STEPS } from "../functions/reconcile-pool.ts";
+import { nodeKubeTransport } from "../hosts/node/kube-transport.ts";
+import { SqliteHistoryStore } from "../hosts/node/sqlite-history.ts";
+import { readState } from "../infra/cluster/state.ts";
+import { KubeClient } from "../lib/kube/client.ts";
+import { referenceDigestResolver } from "../lib/sandbox/digest-resolver.ts";
+
+const USAGE = `usage: agentbox reconcile <namespace>/<pool> [--step NAME] [--kubeconfig FILE | --cluster NAME] [--history FILE]
+
+steps: ${[RECONCILE, ...STEPS.map((s) => s.name)].join(", ")} (default: reconcile = all, in order)
+The kubeconfig is --kubeconfig, else the local cluster --cluster NAME, else $KUBECONFIG / ~/.kube/config / in-cluster.
+Records go to --history (default: $AGENTBOX_HISTORY_PATH, else the local cluster's history.sqlite).`;
+
+async function main(): Promise<number> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      step: { type: "string", default: RECONCILE },
+      kubeconfig: { type: "string" },
+      cluster: { type: "string" },
+      history: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  const [command, target] = positionals;
+  if (values.help || command !== "reconcile" || !target) {
+    console.error(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const match = /^([a-z0-9-]+)\/([a-z0-9.-]+)$/.exec(target);
+  if (!match) {
+    console.error(`error: "${target}" is not <namespace>/<pool>\n\n${USAGE}`);
+    return 2;
+  }
+  const steps = [RECONCILE, ...STEPS.map((s) => s.name)];
+  if (!steps.includes(values.step)) {
+    console.error(`error: no step "${values.step}"; choose one of: ${steps.join(", ")}`);
+    return 2;
+  }
+  const local = values.cluster ? readState(values.cluster) : undefined;
+  if (values.cluster && !local) {
+    console.error(
+      `error: no local cluster "${values.cluster}" is running (npm run cluster -- up --name ${values.cluster})`,
+    );
+    return 2;
+  }
+  const kc = new KubeConfig();
+  if (values.kubeconfig) kc.loadFromFile(values.kubeconfig);
+  else if (local) kc.loadFromFile(local.kubeconfig);
+  else kc.loadFromDefault();
+  const historyPath =
+    values.history ??
+    process.env.AGENTBOX_HISTORY_PATH ??
+    (local ? `${local.dir}/history.sqlite` : "history.sqlite");
+  const history = new SqliteHistoryStore(historyPath);
+  const log = { debug() {}, info() {}, warn() {}, error() {} };
+  const deps = {
+    kube: new KubeClient(nodeKubeTransport(kc)),
+    history,
+    now: () => new Date(),
+    log,
+    digests: referenceDigestResolver,
+    reporter: { controller: "agents.navix.sh/agentbox-cli", instance: "cli" },
+  };
+  try {
+    const [, ns = "", pool = ""] = match;
+    const report = await reconcilePool(deps, ns, pool, values.step);
+    if (!report.found) {
+      console.log(`${report.pool}: no such pool`);
+      return 1;
+    }
+    if (report.steps.length === 0) console.log(`${report.pool}: nothing to do`);
+    for (const s of report.steps) {
+      console.log(`${s.step}:`);
+      for (const o of s.outcomes) {
+        console.log(
+          `  ${o.result.padEnd(8)} ${o.target}  ${o.why}${o.record ? ` [record ${o.record}]` : ""}${o.error ? `: ${o.error}` : ""}`,
+        );
+      }
+    }
+    return report.steps.some((s) => s.outcomes.some((o) => o.result === "error")) ? 1 : 0;
+  } finally {
+    history.close();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    console.error(`error: ${e instanceof Error ? e.message : String(e)}`);
+    process.exit(1);
+  },
+);

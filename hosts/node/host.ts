@@ -1,0 +1,111 @@
+import { hostname } from "node:os";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { Cron } from "croner";
+import type { StepDeps } from "../../functions/deps.ts";
+import { PoolRunner } from "../../functions/pool-runner.ts";
+import { RECONCILE, reconcilePool, STEPS } from "../../functions/reconcile-pool.ts";
+import { tick } from "../../functions/tick.ts";
+import { KubeClient } from "../../lib/kube/client.ts";
+import type { Log } from "../../lib/log.ts";
+import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
+import { auditTargets, type PoolKey } from "../../lib/triggers/audit-targets.ts";
+import type { AuditEventList } from "../../webhooks/audit.ts";
+import { createApp } from "../app.ts";
+import { nodeKubeTransport } from "./kube-transport.ts";
+import { serveHttps } from "./serve.ts";
+import { SqliteHistoryStore } from "./sqlite-history.ts";
+
+export interface HostConfig {
+  kubeconfig: KubeConfig;
+  /** Token the apiserver presents to /admission and /audit. */
+  callbackToken: string;
+  /** Token operators present to /functions. */
+  adminToken: string;
+  historyPath: string;
+  listen: { host: string; port: number; certFile: string; keyFile: string };
+  /** Tick period in seconds; 0 turns the tick off (audit events and manual triggers only). */
+  tickSeconds: number;
+  tickConcurrency: number;
+  log: Log;
+  /** auditFilter limits which pools audit events may trigger (all by default). */
+  auditFilter?: (key: PoolKey) => boolean;
+  /** onAuditEvents also receives every accepted batch (tests record them). */
+  onAuditEvents?: (list: AuditEventList) => void;
+}
+
+export interface Host {
+  deps: StepDeps;
+  runner: PoolRunner;
+  close(): Promise<void>;
+}
+
+/**
+ * startHost runs the Node host: the HTTPS app (admission, audit, manual triggers), the audit
+ * dispatch (each batch's pools reconciled once, after the answer), and the croner tick as the
+ * safety net for anything the audit path missed.
+ */
+export async function startHost(config: HostConfig): Promise<Host> {
+  const history = new SqliteHistoryStore(config.historyPath);
+  const deps: StepDeps = {
+    kube: new KubeClient(nodeKubeTransport(config.kubeconfig)),
+    history,
+    now: () => new Date(),
+    log: config.log,
+    digests: referenceDigestResolver,
+    reporter: { controller: "agents.navix.sh/agentbox-functions", instance: hostname() },
+  };
+  const runner = new PoolRunner(async (key) => {
+    const [ns = "", name = ""] = key.split("/");
+    return reconcilePool(deps, ns, name);
+  }, config.log);
+  const filter = config.auditFilter ?? (() => true);
+  const app = createApp({
+    callbackToken: config.callbackToken,
+    adminToken: config.adminToken,
+    logger: config.log,
+    onAuditEvents: (list) => {
+      config.onAuditEvents?.(list);
+      for (const key of auditTargets(list.items).filter(filter)) void runner.trigger(key);
+    },
+    functions: {
+      steps: [RECONCILE, ...STEPS.map((s) => s.name)],
+      run: (step, namespace, pool) => reconcilePool(deps, namespace, pool, step),
+    },
+  });
+  const server = await serveHttps(
+    app,
+    config.listen.port,
+    config.listen.certFile,
+    config.listen.keyFile,
+    config.listen.host,
+  );
+  const periodMs = config.tickSeconds * 1000;
+  const cron =
+    config.tickSeconds > 0
+      ? new Cron("* * * * * *", { interval: config.tickSeconds, protect: true }, async () => {
+          const report = await tick(deps, {
+            periodMs,
+            jitter: 0.2,
+            concurrency: config.tickConcurrency,
+            run: async (ns, name) => {
+              await runner.trigger(`${ns}/${name}`);
+              return undefined;
+            },
+          }).catch((err: unknown) => {
+            config.log.warn({ err: String(err) }, "tick failed");
+            return undefined;
+          });
+          if (report) config.log.debug({ ...report }, "tick");
+        })
+      : undefined;
+  return {
+    deps,
+    runner,
+    close: async () => {
+      cron?.stop();
+      await server.close();
+      await runner.idle();
+      history.close();
+    },
+  };
+}

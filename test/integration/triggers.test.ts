@@ -1,0 +1,156 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import type { V1Pod } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { claimSandbox } from "../../functions/claim-sandbox.ts";
+import { httpsRequest } from "./support/http.ts";
+import { kube, newNamespace, watchPodUntil } from "./support/kube.ts";
+import { isReady, poolObject, testDeps } from "./support/steps.ts";
+
+// The triggers of the Node host run by the global setup: audit events (for audit-* namespaces),
+// the manual trigger route, and the CLI. Nothing here calls the steps directly.
+
+const { core, custom, kc, cluster } = kube();
+const deps = testDeps();
+let ns: string; // audit-*: the test host reconciles it on audit events
+let manualNs: string; // not audit-*: only the manual triggers below act on it
+const cleanups: (() => Promise<void>)[] = [];
+const GV = { group: "agents.navix.sh", version: "v1alpha1", plural: "sandboxpools" };
+
+beforeAll(async () => {
+  const audit = await newNamespace(core, "audit");
+  const manual = await newNamespace(core, "manual");
+  ns = audit.ns;
+  manualNs = manual.ns;
+  cleanups.push(audit.cleanup, manual.cleanup);
+});
+afterAll(async () => {
+  for (const c of cleanups) await c();
+  deps.history.close();
+});
+
+const podsOf = async (pool: string) =>
+  (await core.listNamespacedPod({ namespace: ns, labelSelector: `agentbox.navix.sh/sandbox-pool=${pool}` }))
+    .items;
+
+async function untilPods(pool: string, what: string, check: (pods: V1Pod[]) => boolean, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const pods = await podsOf(pool);
+    if (check(pods)) return pods;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe("audit-driven reconcile", () => {
+  it("materialises a new pool and completes a claim from audit events alone (no tick, no manual run)", async () => {
+    await custom.createNamespacedCustomObject({ ...GV, namespace: ns, body: poolObject(ns, "driven", 2) });
+    const pods = await untilPods(
+      "driven",
+      "2 ready idle pods",
+      (ps) =>
+        ps.length === 2 &&
+        ps.every((p) => p.metadata?.labels?.["agentbox.navix.sh/sandbox-phase"] === "idle" && isReady(p)),
+    );
+    const t0 = Date.now();
+    const claimed = await claimSandbox(deps, pods[0]!, {
+      sandboxId: "sbx-audit",
+      containerImages: { sandbox: "registry.local/sandbox/agent:7" },
+    });
+    expect(claimed.ok).toBe(true);
+    const running = await watchPodUntil(
+      kc,
+      ns,
+      pods[0]!.metadata!.name!,
+      "running",
+      (p) => p.metadata?.labels?.["agentbox.navix.sh/sandbox-phase"] === "running",
+    );
+    const elapsed = Date.now() - t0;
+    expect(running.metadata?.annotations?.["agentbox.navix.sh/started-at"]).toBeDefined();
+    // The kubelet's pull delay is the floor; the audit path adds the rest.
+    expect(elapsed).toBeGreaterThanOrEqual(cluster.pullDelayMs);
+  });
+});
+
+describe("manual triggers", () => {
+  const url = (path: string) => `https://127.0.0.1:${cluster.hostPort}/functions${path}`;
+  const auth = { authorization: `Bearer ${cluster.functionsToken}` };
+
+  it("runs a step over HTTP with the admin token and reports what it did", async () => {
+    await custom.createNamespacedCustomObject({
+      ...GV,
+      namespace: manualNs,
+      body: poolObject(manualNs, "manual", 1),
+    });
+    const res = await httpsRequest(
+      url(`/materialise-pool?namespace=${manualNs}&pool=manual`),
+      cluster.caCert,
+      {
+        method: "POST",
+        headers: auth,
+      },
+    );
+    expect(res.status).toBe(200);
+    const body = JSON.parse(res.body) as { report: { found: boolean; steps: { step: string }[] } };
+    expect(body.report.found).toBe(true);
+    expect(body.report.steps.map((x) => x.step)).toEqual(["materialise-pool"]);
+  });
+
+  it("refuses callers without the token, unknown steps (with the choices) and bad parameters", async () => {
+    expect(
+      (
+        await httpsRequest(url(`/reconcile?namespace=${manualNs}&pool=manual`), cluster.caCert, {
+          method: "POST",
+        })
+      ).status,
+    ).toBe(401);
+    const wrongToken = await httpsRequest(
+      url(`/reconcile?namespace=${manualNs}&pool=manual`),
+      cluster.caCert,
+      {
+        method: "POST",
+        headers: { authorization: `Bearer ${cluster.callbackToken}` },
+      },
+    );
+    expect(wrongToken.status).toBe(401);
+    const unknown = await httpsRequest(url(`/explode?namespace=${manualNs}&pool=manual`), cluster.caCert, {
+      method: "POST",
+      headers: auth,
+    });
+    expect(unknown.status).toBe(404);
+    expect(JSON.parse(unknown.body).error.choices).toContain("complete-starting");
+    const bad = await httpsRequest(url("/reconcile?namespace=Not_A_Name"), cluster.caCert, {
+      method: "POST",
+      headers: auth,
+    });
+    expect(bad.status).toBe(400);
+    const fields = (JSON.parse(bad.body).error.fields as { path: string }[]).map((f) => f.path);
+    expect(fields).toEqual(expect.arrayContaining(["namespace", "pool"]));
+  });
+
+  it("the CLI runs the steps and prints what they did", async () => {
+    await custom.createNamespacedCustomObject({
+      ...GV,
+      namespace: manualNs,
+      body: poolObject(manualNs, "cli", 1),
+    });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [
+        "bin/agentbox.ts",
+        "reconcile",
+        `${manualNs}/cli`,
+        "--step",
+        "materialise-pool",
+        "--kubeconfig",
+        cluster.kubeconfig,
+        "--history",
+        ":memory:",
+      ],
+      { cwd: new URL("../../", import.meta.url).pathname },
+    );
+    expect(stdout).toContain("materialise-pool:");
+    expect(stdout).toMatch(/done\s+Pod\/.*\/cli-0\s+create pod in slot 0/);
+  });
+});
