@@ -156,7 +156,8 @@ export class KubeClient {
         body: {
           apiVersion: "events.k8s.io/v1",
           kind: "Event",
-          metadata: { generateName: `${e.regarding.name}.` },
+          // Named like client-go's recorder (<object>.<time in hex>), plus a random suffix.
+          metadata: { name: `${e.regarding.name}.${now.getTime().toString(16)}${crypto.randomUUID().slice(0, 8)}` },
           eventTime: now.toISOString().replace("Z", "000Z"),
           type: e.type,
           reason: e.reason,

@@ -121,4 +121,27 @@ describe("admission webhook endpoints", () => {
     expect(response.allowed).toBe(false);
     expect(response.status.message).toContain("spec.mode");
   });
+
+  it("the audit sink answers 400 to malformed batches and 401 without the token", async () => {
+    const audit = `https://127.0.0.1:${cluster.hostPort}/audit`;
+    const post = (body: string, headers: Record<string, string> = auth()) =>
+      httpsRequest(audit, cluster.caCert, { method: "POST", headers, body });
+    expect((await post("{oops")).status).toBe(400);
+    const wrongShape = await post(
+      JSON.stringify({ apiVersion: "audit.k8s.io/v1", kind: "EventList", items: [{ verb: 3 }] }),
+    );
+    expect(wrongShape.status).toBe(400);
+    expect(JSON.parse(wrongShape.body).error.fields.map((f: { path: string }) => f.path)).toContain(
+      "items[0].verb",
+    );
+    expect(
+      (
+        await post(JSON.stringify({ apiVersion: "audit.k8s.io/v1", kind: "EventList", items: [] }), {
+          "content-type": "application/json",
+        })
+      ).status,
+    ).toBe(401);
+    const ok = await post(JSON.stringify({ apiVersion: "audit.k8s.io/v1", kind: "EventList", items: [] }));
+    expect(ok.status).toBe(200);
+  });
 });

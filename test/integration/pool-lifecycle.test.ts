@@ -1,3 +1,4 @@
+import { EventsV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import { reconcilePool } from "../../functions/reconcile-pool.ts";
@@ -59,6 +60,16 @@ describe("pool lifecycle", () => {
     expect(pool.metadata?.finalizers).toContain("agentbox.navix.sh/finalizer");
     expect(pool.status?.phase).toBe("Ready");
     expect(pool.status?.conditions?.find((c) => c.type === "Available")?.status).toBe("True");
+    // The phase transitions were reported as events.k8s.io Events on the pool.
+    const events = await kube().kc.makeApiClient(EventsV1Api).listNamespacedEvent({
+      namespace: ns,
+      fieldSelector: "regarding.name=five",
+    });
+    const reasons = events.items.map((e) => e.reason);
+    expect(reasons).toContain("ScalingUp");
+    // Ready directly, or "recovered" when the pods were briefly unready idle pods (Degraded).
+    expect(reasons.some((r) => r === "PoolReady" || r === "PoolRecovered")).toBe(true);
+    expect(events.items.every((e) => e.reportingController === "agentbox-functions/test")).toBe(true);
     // At rest, a reconcile writes nothing.
     const report = await reconcilePool(deps, ns, "five");
     expect(report.steps).toEqual([]);
