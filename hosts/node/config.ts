@@ -1,0 +1,94 @@
+import { readFileSync } from "node:fs";
+import * as v from "valibot";
+import { parseWith } from "../../lib/api/parse.ts";
+
+const Port = v.pipe(
+  v.string(),
+  v.transform(Number),
+  v.integer("must be a whole number"),
+  v.minValue(1),
+  v.maxValue(65535),
+);
+const Seconds = v.pipe(v.string(), v.transform(Number), v.number("must be a number"), v.minValue(0));
+
+/** ENV lists the Node host's settings; tokens may come inline or from files (Secret mounts). */
+const ENV = v.object({
+  AGENTBOX_CALLBACK_TOKEN: v.optional(v.pipe(v.string(), v.minLength(16, "must be at least 16 characters"))),
+  AGENTBOX_CALLBACK_TOKEN_FILE: v.optional(v.string()),
+  AGENTBOX_ADMIN_TOKEN: v.optional(v.pipe(v.string(), v.minLength(16, "must be at least 16 characters"))),
+  AGENTBOX_ADMIN_TOKEN_FILE: v.optional(v.string()),
+  AGENTBOX_TLS_CERT: v.string("is required: the PEM certificate the webhooks are served with"),
+  AGENTBOX_TLS_KEY: v.string("is required: the PEM key of AGENTBOX_TLS_CERT"),
+  AGENTBOX_LISTEN_HOST: v.optional(v.string(), "0.0.0.0"),
+  AGENTBOX_LISTEN_PORT: v.optional(Port, "8443"),
+  AGENTBOX_HISTORY_PATH: v.optional(v.string(), "/var/lib/agentbox/history.sqlite"),
+  AGENTBOX_TICK_SECONDS: v.optional(Seconds, "10"),
+  AGENTBOX_TICK_CONCURRENCY: v.optional(v.pipe(Seconds, v.integer(), v.minValue(1)), "8"),
+  LOG_LEVEL: v.optional(v.picklist(["debug", "info", "warn", "error"]), "info"),
+});
+
+/** HostEnv is the validated environment. */
+export interface HostEnv {
+  callbackToken: string;
+  adminToken: string;
+  certFile: string;
+  keyFile: string;
+  host: string;
+  port: number;
+  historyPath: string;
+  tickSeconds: number;
+  tickConcurrency: number;
+  logLevel: string;
+}
+
+/**
+ * readHostEnv validates the environment of `npm run serve` and says exactly which variable is
+ * wrong; secrets are read from *_FILE when given and never echoed in errors.
+ */
+export function readHostEnv(
+  env: Record<string, string | undefined>,
+): { ok: true; value: HostEnv } | { ok: false; errors: string[] } {
+  const parsed = parseWith(ENV, env);
+  if (!parsed.ok) return { ok: false, errors: parsed.issues.map((i) => `${i.path}: ${i.message}`) };
+  const e = parsed.value;
+  const errors: string[] = [];
+  const secret = (name: string, inline: string | undefined, file: string | undefined) => {
+    if (inline) return inline;
+    if (file) {
+      try {
+        const value = readFileSync(file, "utf8").trim();
+        if (value.length >= 16) return value;
+        errors.push(`${name}_FILE: ${file} holds fewer than 16 characters`);
+      } catch (err) {
+        errors.push(`${name}_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? "error"})`);
+      }
+      return "";
+    }
+    errors.push(`${name}: is required (or ${name}_FILE)`);
+    return "";
+  };
+  const callbackToken = secret(
+    "AGENTBOX_CALLBACK_TOKEN",
+    e.AGENTBOX_CALLBACK_TOKEN,
+    e.AGENTBOX_CALLBACK_TOKEN_FILE,
+  );
+  const adminToken = secret("AGENTBOX_ADMIN_TOKEN", e.AGENTBOX_ADMIN_TOKEN, e.AGENTBOX_ADMIN_TOKEN_FILE);
+  if (callbackToken && callbackToken === adminToken)
+    errors.push("AGENTBOX_ADMIN_TOKEN: must differ from the callback token");
+  if (errors.length) return { ok: false, errors };
+  return {
+    ok: true,
+    value: {
+      callbackToken,
+      adminToken,
+      certFile: e.AGENTBOX_TLS_CERT,
+      keyFile: e.AGENTBOX_TLS_KEY,
+      host: e.AGENTBOX_LISTEN_HOST,
+      port: e.AGENTBOX_LISTEN_PORT,
+      historyPath: e.AGENTBOX_HISTORY_PATH,
+      tickSeconds: e.AGENTBOX_TICK_SECONDS,
+      tickConcurrency: e.AGENTBOX_TICK_CONCURRENCY,
+      logLevel: e.LOG_LEVEL,
+    },
+  };
+}

@@ -1,0 +1,37 @@
+// `npm run serve`: the Node host for a real cluster, configured by environment variables (see
+// hosts/node/config.ts). The API server comes from the standard kubeconfig resolution of
+// client-node: $KUBECONFIG, ~/.kube/config, or the in-cluster service account.
+import { KubeConfig } from "@kubernetes/client-node";
+import { pino } from "pino";
+import { readHostEnv } from "./config.ts";
+import { startHost } from "./host.ts";
+
+const env = readHostEnv(process.env);
+if (!env.ok) {
+  console.error(`agentbox-functions: invalid configuration:\n- ${env.errors.join("\n- ")}`);
+  process.exit(2);
+}
+const c = env.value;
+const logger = pino({ level: c.logLevel });
+const kubeconfig = new KubeConfig();
+kubeconfig.loadFromDefault();
+const host = await startHost({
+  kubeconfig,
+  callbackToken: c.callbackToken,
+  adminToken: c.adminToken,
+  historyPath: c.historyPath,
+  listen: { host: c.host, port: c.port, certFile: c.certFile, keyFile: c.keyFile },
+  tickSeconds: c.tickSeconds,
+  tickConcurrency: c.tickConcurrency,
+  log: logger,
+});
+logger.info(
+  { server: kubeconfig.getCurrentCluster()?.server, listen: `${c.host}:${c.port}` },
+  "agentbox-functions started",
+);
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    logger.info({ signal }, "stopping");
+    void host.close().then(() => process.exit(0));
+  });
+}

@@ -1,0 +1,129 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { reconcilePool } from "../../functions/reconcile-pool.ts";
+import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
+import { apply, readYamlObjects } from "../../infra/cluster/install.ts";
+import { KubeClient } from "../../lib/kube/client.ts";
+import { kube, newNamespace } from "./support/kube.ts";
+import { poolObject, testDeps } from "./support/steps.ts";
+
+// The steps with the least-privilege RBAC of infra/deploy/rbac.yaml, reached through the kinds
+// of kubeconfig users have: a ServiceAccount token and a client certificate. And without it.
+
+const { core, custom, kc, cluster } = kube();
+const base = testDeps();
+let ns: string;
+let cleanup: () => Promise<void>;
+const dir = mkdtempSync(join(tmpdir(), "agentbox-creds-"));
+const GV = { group: "agents.navix.sh", version: "v1alpha1", plural: "sandboxpools" };
+
+function kubeconfigWith(user: Record<string, string>): KubeConfig {
+  const file = join(dir, `kc-${Math.random().toString(16).slice(2)}.yaml`);
+  writeFileSync(
+    file,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "c", cluster: { server: cluster.server, "certificate-authority": cluster.caCert } }],
+      users: [{ name: "u", user }],
+      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+      "current-context": "x",
+    }),
+  );
+  const out = new KubeConfig();
+  out.loadFromFile(file);
+  return out;
+}
+
+const depsWith = (k: KubeConfig) => ({ ...base, kube: new KubeClient(nodeKubeTransport(k)) });
+
+beforeAll(async () => {
+  ({ ns, cleanup } = await newNamespace(core, "creds"));
+  await core.createNamespace({ body: { metadata: { name: "agentbox-system" } } }).catch(() => {});
+  await apply(kc, readYamlObjects(join(new URL("../../infra/deploy", import.meta.url).pathname)));
+});
+afterAll(async () => {
+  await cleanup();
+  base.history.close();
+});
+
+describe("credentials", () => {
+  it("a ServiceAccount token bound by infra/deploy/rbac.yaml can run every step", async () => {
+    const token = await core.createNamespacedServiceAccountToken({
+      name: "agentbox-functions",
+      namespace: "agentbox-system",
+      body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    });
+    const deps = depsWith(kubeconfigWith({ token: token.status?.token ?? "" }));
+    await custom.createNamespacedCustomObject({ ...GV, namespace: ns, body: poolObject(ns, "by-token", 2) });
+    const report = await reconcilePool(deps, ns, "by-token");
+    const outcomes = report.steps.flatMap((s) => s.outcomes);
+    expect(outcomes.filter((o) => o.result === "error")).toEqual([]);
+    expect(outcomes.filter((o) => o.why.startsWith("create pod"))).toHaveLength(2);
+  });
+
+  it("a client certificate signed by the cluster CA, bound to the same role, works too", async () => {
+    const key = join(dir, "user.key");
+    const csr = join(dir, "user.csr");
+    const crt = join(dir, "user.crt");
+    const caKey = cluster.caCert.replace(/ca\.crt$/, "ca.key");
+    execFileSync("openssl", ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key]);
+    execFileSync("openssl", [
+      "req",
+      "-new",
+      "-key",
+      key,
+      "-subj",
+      "/CN=agentbox-functions-cert",
+      "-out",
+      csr,
+    ]);
+    execFileSync("openssl", [
+      "x509",
+      "-req",
+      "-in",
+      csr,
+      "-CA",
+      cluster.caCert,
+      "-CAkey",
+      caKey,
+      "-CAcreateserial",
+      "-days",
+      "1",
+      "-out",
+      crt,
+    ]);
+    await kc.makeApiClient(RbacAuthorizationV1Api).createClusterRoleBinding({
+      body: {
+        metadata: { name: `agentbox-functions-cert-${ns}` },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "agentbox-functions" },
+        subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "agentbox-functions-cert" }],
+      },
+    });
+    const deps = depsWith(
+      kubeconfigWith({ "client-certificate-data": b64(crt), "client-key-data": b64(key) }),
+    );
+    await custom.createNamespacedCustomObject({ ...GV, namespace: ns, body: poolObject(ns, "by-cert", 1) });
+    const report = await reconcilePool(deps, ns, "by-cert");
+    const outcomes = report.steps.flatMap((s) => s.outcomes);
+    expect(outcomes.filter((o) => o.result === "error")).toEqual([]);
+    expect(outcomes.some((o) => o.why.startsWith("create pod"))).toBe(true);
+  });
+
+  it("an identity without the role gets a clear forbidden error, not a crash", async () => {
+    await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: "nobody" } } });
+    const token = await core.createNamespacedServiceAccountToken({
+      name: "nobody",
+      namespace: ns,
+      body: { spec: { audiences: [] } },
+    });
+    const deps = depsWith(kubeconfigWith({ token: token.status?.token ?? "" }));
+    await expect(reconcilePool(deps, ns, "by-token")).rejects.toThrow(/403 Forbidden/);
+  });
+});
+
+const b64 = (file: string) => Buffer.from(readFileSync(file)).toString("base64");

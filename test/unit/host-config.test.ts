@@ -1,0 +1,68 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { readHostEnv } from "../../hosts/node/config.ts";
+
+const base = { AGENTBOX_TLS_CERT: "/tls/tls.crt", AGENTBOX_TLS_KEY: "/tls/tls.key" };
+const token = (c: string) => c.repeat(24);
+
+describe("readHostEnv", () => {
+  it("applies the defaults", () => {
+    const r = readHostEnv({ ...base, AGENTBOX_CALLBACK_TOKEN: token("a"), AGENTBOX_ADMIN_TOKEN: token("b") });
+    expect(r).toEqual({
+      ok: true,
+      value: {
+        callbackToken: token("a"),
+        adminToken: token("b"),
+        certFile: "/tls/tls.crt",
+        keyFile: "/tls/tls.key",
+        host: "0.0.0.0",
+        port: 8443,
+        historyPath: "/var/lib/agentbox/history.sqlite",
+        tickSeconds: 10,
+        tickConcurrency: 8,
+        logLevel: "info",
+      },
+    });
+  });
+
+  it("reads tokens from files and names every bad variable without echoing secrets", () => {
+    const dir = mkdtempSync(join(tmpdir(), "cfg-"));
+    writeFileSync(join(dir, "cb"), `${token("c")}\n`);
+    const ok = readHostEnv({
+      ...base,
+      AGENTBOX_CALLBACK_TOKEN_FILE: join(dir, "cb"),
+      AGENTBOX_ADMIN_TOKEN: token("d"),
+    });
+    expect(ok.ok && ok.value.callbackToken).toBe(token("c"));
+
+    const bad = readHostEnv({
+      AGENTBOX_LISTEN_PORT: "99999",
+      AGENTBOX_TICK_SECONDS: "-1",
+      AGENTBOX_CALLBACK_TOKEN: "short",
+    });
+    expect(bad.ok).toBe(false);
+    const text = bad.ok ? "" : bad.errors.join("\n");
+    for (const name of [
+      "AGENTBOX_TLS_CERT",
+      "AGENTBOX_LISTEN_PORT",
+      "AGENTBOX_TICK_SECONDS",
+      "AGENTBOX_CALLBACK_TOKEN",
+    ])
+      expect(text).toContain(name);
+    expect(text).not.toContain("short");
+
+    const missing = readHostEnv({ ...base, AGENTBOX_ADMIN_TOKEN_FILE: join(dir, "nope") });
+    expect(missing.ok ? [] : missing.errors).toEqual([
+      "AGENTBOX_CALLBACK_TOKEN: is required (or AGENTBOX_CALLBACK_TOKEN_FILE)",
+      `AGENTBOX_ADMIN_TOKEN_FILE: cannot read ${join(dir, "nope")} (ENOENT)`,
+    ]);
+    const same = readHostEnv({
+      ...base,
+      AGENTBOX_CALLBACK_TOKEN: token("e"),
+      AGENTBOX_ADMIN_TOKEN: token("e"),
+    });
+    expect(same.ok).toBe(false);
+  });
+});
