@@ -17,8 +17,8 @@ const ENV = v.object({
   AGENTBOX_CALLBACK_TOKEN_FILE: v.optional(v.string()),
   AGENTBOX_ADMIN_TOKEN: v.optional(v.pipe(v.string(), v.minLength(16, "must be at least 16 characters"))),
   AGENTBOX_ADMIN_TOKEN_FILE: v.optional(v.string()),
-  AGENTBOX_TLS_CERT: v.string("is required: the PEM certificate the webhooks are served with"),
-  AGENTBOX_TLS_KEY: v.string("is required: the PEM key of AGENTBOX_TLS_CERT"),
+  AGENTBOX_TLS_CERT: v.optional(v.string()),
+  AGENTBOX_TLS_KEY: v.optional(v.string()),
   AGENTBOX_LISTEN_HOST: v.optional(v.string(), "0.0.0.0"),
   AGENTBOX_LISTEN_PORT: v.optional(Port, "8443"),
   AGENTBOX_HISTORY_PATH: v.optional(v.string(), "/var/lib/agentbox/history.sqlite"),
@@ -52,6 +52,9 @@ export function readHostEnv(
   if (!parsed.ok) return { ok: false, errors: parsed.issues.map((i) => `${i.path}: ${i.message}`) };
   const e = parsed.value;
   const errors: string[] = [];
+  if (!e.AGENTBOX_TLS_CERT)
+    errors.push("AGENTBOX_TLS_CERT: is required (the PEM certificate the webhooks are served with)");
+  if (!e.AGENTBOX_TLS_KEY) errors.push("AGENTBOX_TLS_KEY: is required (the PEM key of AGENTBOX_TLS_CERT)");
   const secret = (name: string, inline: string | undefined, file: string | undefined) => {
     if (inline) return inline;
     if (file) {
@@ -81,8 +84,8 @@ export function readHostEnv(
     value: {
       callbackToken,
       adminToken,
-      certFile: e.AGENTBOX_TLS_CERT,
-      keyFile: e.AGENTBOX_TLS_KEY,
+      certFile: e.AGENTBOX_TLS_CERT ?? "",
+      keyFile: e.AGENTBOX_TLS_KEY ?? "",
       host: e.AGENTBOX_LISTEN_HOST,
       port: e.AGENTBOX_LISTEN_PORT,
       historyPath: e.AGENTBOX_HISTORY_PATH,
