@@ -48,13 +48,14 @@ export interface HostEnv {
 export function readHostEnv(
   env: Record<string, string | undefined>,
 ): { ok: true; value: HostEnv } | { ok: false; errors: string[] } {
-  const parsed = parseWith(ENV, env);
-  if (!parsed.ok) return { ok: false, errors: parsed.issues.map((i) => `${i.path}: ${i.message}`) };
-  const e = parsed.value;
   const errors: string[] = [];
-  if (!e.AGENTBOX_TLS_CERT)
+  if (!env.AGENTBOX_TLS_CERT)
     errors.push("AGENTBOX_TLS_CERT: is required (the PEM certificate the webhooks are served with)");
-  if (!e.AGENTBOX_TLS_KEY) errors.push("AGENTBOX_TLS_KEY: is required (the PEM key of AGENTBOX_TLS_CERT)");
+  if (!env.AGENTBOX_TLS_KEY) errors.push("AGENTBOX_TLS_KEY: is required (the PEM key of AGENTBOX_TLS_CERT)");
+  const parsed = parseWith(ENV, env);
+  if (!parsed.ok)
+    return { ok: false, errors: [...errors, ...parsed.issues.map((i) => `${i.path}: ${i.message}`)] };
+  const e = parsed.value;
   const secret = (name: string, inline: string | undefined, file: string | undefined) => {
     if (inline) return inline;
     if (file) {
