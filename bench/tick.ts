@@ -1,0 +1,231 @@
+// npm run bench: the cost of the reconcile tick at scale and the latency of the audit path, on a
+// dedicated local control plane (kwok kubelets). Prints a Markdown report for docs/benchmarks.md.
+//   POOLS=200 REPLICAS=5 CLAIMS=20 npm run bench
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { KubeConfig, type V1Pod, Watch } from "@kubernetes/client-node";
+import { claimSandbox } from "../functions/claim-sandbox.ts";
+import { reconcilePool } from "../functions/reconcile-pool.ts";
+import { tick } from "../functions/tick.ts";
+import { startHost } from "../hosts/node/host.ts";
+import { down } from "../infra/cluster/down.ts";
+import { installCrds, registerWebhooks } from "../infra/cluster/install.ts";
+import { up } from "../infra/cluster/up.ts";
+import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+
+const POOLS = Number(process.env.POOLS ?? 200);
+const REPLICAS = Number(process.env.REPLICAS ?? 5);
+const CLAIMS = Number(process.env.CLAIMS ?? 20);
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+const name = `bench-${process.pid}`;
+const log = (line: string) => console.error(`[bench] ${line}`);
+
+const state = await up({ name, nodes: 3, pullDelayMs: 0, backoffDelayMs: 1000, log });
+try {
+  const kc = new KubeConfig();
+  kc.loadFromFile(state.kubeconfig);
+  await installCrds(kc);
+  const host = await startHost({
+    kubeconfig: kc,
+    callbackToken: readFileSync(state.callbackTokenFile, "utf8").trim(),
+    adminToken: randomBytes(16).toString("hex"),
+    historyPath: join(state.dir, "bench-history.sqlite"),
+    listen: {
+      host: "127.0.0.1",
+      port: state.hostPort,
+      certFile: state.webhookCert,
+      keyFile: state.webhookKey,
+    },
+    tickSeconds: 0,
+    tickConcurrency: 8,
+    log: quiet,
+  });
+  await registerWebhooks(kc, `https://127.0.0.1:${state.hostPort}`, state.caCert);
+  const deps = host.deps;
+  const ns = "bench";
+  await fetchJson(kc, "POST", "/api/v1/namespaces", { metadata: { name: ns } });
+  await waitFor(
+    async () => (await fetchJson(kc, "GET", `/api/v1/namespaces/${ns}/serviceaccounts/default`)).ok,
+  );
+
+  const pool = (i: number, annotations: Record<string, string> = {}) => ({
+    apiVersion: "agents.navix.sh/v1alpha1",
+    kind: "SandboxPool",
+    metadata: { name: `p${i}`, namespace: ns },
+    spec: {
+      replicas: REPLICAS,
+      idleImage: "registry.local/sandbox/idle:1",
+      template: {
+        metadata: { annotations },
+        spec: { containers: [{ name: "sandbox", image: "registry.local/sandbox/base:1" }] },
+      },
+    },
+  });
+  log(`creating ${POOLS} pools x ${REPLICAS} pods`);
+  const t0 = Date.now();
+  for (let i = 0; i < POOLS; i++)
+    await fetchJson(kc, "POST", `/apis/agents.navix.sh/v1alpha1/namespaces/${ns}/sandboxpools`, pool(i));
+  // Materialise through ticks (the audit path runs alongside, as in production).
+  let settled = false;
+  for (let round = 0; round < 200 && !settled; round++) {
+    await tick(deps, { periodMs: 0, jitter: 0, concurrency: 16 });
+    const pods = (
+      await fetchJson(kc, "GET", `/api/v1/namespaces/${ns}/pods?labelSelector=${SANDBOX_POOL_LABEL}`)
+    ).body as { items: V1Pod[] };
+    const idleReady = pods.items.filter(
+      (p) =>
+        p.metadata?.labels?.[SANDBOX_PHASE_LABEL] === "idle" &&
+        p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
+    ).length;
+    settled = idleReady === POOLS * REPLICAS;
+    if (round % 5 === 0 || settled) log(`round ${round}: ${idleReady}/${POOLS * REPLICAS} idle and ready`);
+  }
+  if (!settled) throw new Error("pools did not settle");
+  await host.runner.idle();
+  // Two more ticks so every status reflects the settled pods.
+  await tick(deps, { periodMs: 0, jitter: 0, concurrency: 16 });
+  await tick(deps, { periodMs: 0, jitter: 0, concurrency: 16 });
+  const materialiseS = (Date.now() - t0) / 1000;
+
+  const ticks = [];
+  for (let i = 0; i < 3; i++) ticks.push(await tick(deps, { periodMs: 0, jitter: 0, concurrency: 16 }));
+
+  // Time from an image change (a claim) to Running through the audit path, no tick running.
+  const latencies: Record<string, number[]> = {};
+  for (const [delayMs, poolIndex] of [
+    [0, POOLS],
+    [300, POOLS + 1],
+  ] as const) {
+    await fetchJson(
+      kc,
+      "POST",
+      `/apis/agents.navix.sh/v1alpha1/namespaces/${ns}/sandboxpools`,
+      pool(poolIndex, { "kwok.agentbox.dev/pull-delay": `${delayMs}ms` }),
+    );
+    const pname = `p${poolIndex}`;
+    await waitFor(async () => {
+      await reconcilePool(deps, ns, pname);
+      const pods = (
+        await fetchJson(
+          kc,
+          "GET",
+          `/api/v1/namespaces/${ns}/pods?labelSelector=${SANDBOX_POOL_LABEL}=${pname}`,
+        )
+      ).body as { items: V1Pod[] };
+      return (
+        pods.items.filter(
+          (p) =>
+            p.metadata?.labels?.[SANDBOX_PHASE_LABEL] === "idle" &&
+            p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
+        ).length === REPLICAS
+      );
+    });
+    await host.runner.idle();
+    const samples: number[] = [];
+    for (let i = 0; i < CLAIMS; i++) {
+      const pods = (
+        await fetchJson(
+          kc,
+          "GET",
+          `/api/v1/namespaces/${ns}/pods?labelSelector=${SANDBOX_POOL_LABEL}=${pname},${SANDBOX_PHASE_LABEL}=idle`,
+        )
+      ).body as { items: V1Pod[] };
+      const pod = pods.items.find((p) =>
+        p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
+      );
+      if (!pod) throw new Error("no idle pod");
+      const running = watchUntilRunning(kc, ns, pod.metadata!.name!);
+      const start = performance.now();
+      const claim = await claimSandbox(deps, pod, {
+        sandboxId: `sbx-${delayMs}-${i}`,
+        containerImages: { sandbox: `registry.local/sandbox/agent:${i}` },
+      });
+      if (!claim.ok) throw new Error(`claim failed: ${claim.detail}`);
+      await running;
+      samples.push(performance.now() - start);
+      // Release and let it return to idle before the next claim.
+      const fresh = (await fetchJson(kc, "GET", `/api/v1/namespaces/${ns}/pods/${pod.metadata!.name}`))
+        .body as V1Pod;
+      const { releaseSandbox } = await import("../functions/release-sandbox.ts");
+      const poolObj = await deps.kube.getPool(ns, pname);
+      await releaseSandbox(deps, poolObj, fresh, { stopReason: "Released" });
+      await waitFor(async () => {
+        const p = (await fetchJson(kc, "GET", `/api/v1/namespaces/${ns}/pods/${pod.metadata!.name}`))
+          .body as V1Pod;
+        return (
+          p.metadata?.labels?.[SANDBOX_PHASE_LABEL] === "idle" &&
+          p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true
+        );
+      });
+    }
+    latencies[`${delayMs}`] = samples;
+  }
+  await host.close();
+
+  const pct = (xs: number[], p: number) =>
+    [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? 0;
+  console.log(`\n## Tick at ${POOLS} pools x ${REPLICAS} pods (${POOLS * REPLICAS} kwok pods)\n`);
+  console.log(`Materialised from nothing to all pods idle and Ready in ${materialiseS.toFixed(1)} s.\n`);
+  console.log("| tick at rest | wall time | API requests | writes |");
+  console.log("| --- | --- | --- | --- |");
+  ticks.forEach((t, i) => console.log(`| ${i + 1} | ${t.ms} ms | ${t.requests} | ${t.writes} |`));
+  console.log(`\n## Image change to Running through the audit path (${CLAIMS} claims each)\n`);
+  console.log("| kwok pull delay | p50 | p95 | max | p50 overhead above the delay |");
+  console.log("| --- | --- | --- | --- | --- |");
+  for (const [delay, xs] of Object.entries(latencies)) {
+    console.log(
+      `| ${delay} ms | ${pct(xs, 50).toFixed(0)} ms | ${pct(xs, 95).toFixed(0)} ms | ${Math.max(...xs).toFixed(0)} ms | ${(pct(xs, 50) - Number(delay)).toFixed(0)} ms |`,
+    );
+  }
+} finally {
+  await down(name, () => {});
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error("timed out");
+}
+
+async function fetchJson(kc: KubeConfig, method: string, path: string, body?: unknown) {
+  const { httpsRequest } = await import("../infra/cluster/http.ts");
+  const tls = {};
+  await kc.applyToHTTPSOptions(tls);
+  const res = await httpsRequest(`${kc.getCurrentCluster()!.server}${path}`, {
+    method,
+    tls,
+    headers: { "content-type": "application/json" },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  return { ok: res.status < 300, body: JSON.parse(res.body || "{}") as unknown };
+}
+
+function watchUntilRunning(kc: KubeConfig, ns: string, pod: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let req: { abort: () => void } | undefined;
+    let done = false;
+    new Watch(kc)
+      .watch(
+        `/api/v1/namespaces/${ns}/pods`,
+        { fieldSelector: `metadata.name=${pod}` },
+        (_type, obj: V1Pod) => {
+          if (!done && obj.metadata?.labels?.[SANDBOX_PHASE_LABEL] === "running") {
+            done = true;
+            req?.abort();
+            resolve();
+          }
+        },
+        (err) => {
+          if (!done && err && err.name !== "AbortError") reject(err);
+        },
+      )
+      .then((r) => {
+        req = r;
+        if (done) r.abort();
+      }, reject);
+  });
+}
