@@ -169,7 +169,8 @@ try {
   console.log(`Materialised from nothing to all pods idle and Ready in ${materialiseS.toFixed(1)} s.\n`);
   console.log("| tick at rest | wall time | API requests | writes |");
   console.log("| --- | --- | --- | --- |");
-  for (const [i, t] of ticks.entries()) console.log(`| ${i + 1} | ${t.ms} ms | ${t.requests} | ${t.writes} |`);
+  for (const [i, t] of ticks.entries())
+    console.log(`| ${i + 1} | ${t.ms} ms | ${t.requests} | ${t.writes} |`);
   console.log(`\n## Image change to Running through the audit path (${CLAIMS} claims each)\n`);
   console.log("| kwok pull delay | p50 | p95 | max | p50 overhead above the delay |");
   console.log("| --- | --- | --- | --- | --- |");

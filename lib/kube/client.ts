@@ -157,7 +157,9 @@ export class KubeClient {
           apiVersion: "events.k8s.io/v1",
           kind: "Event",
           // Named like client-go's recorder (<object>.<time in hex>), plus a random suffix.
-          metadata: { name: `${e.regarding.name}.${now.getTime().toString(16)}${crypto.randomUUID().slice(0, 8)}` },
+          metadata: {
+            name: `${e.regarding.name}.${now.getTime().toString(16)}${crypto.randomUUID().slice(0, 8)}`,
+          },
           eventTime: now.toISOString().replace("Z", "000Z"),
           type: e.type,
           reason: e.reason,
