@@ -1,12 +1,8 @@
-import type { JsonPatchOp } from "./review.ts";
+import type { JsonPatchOp } from "../kube/json-patch.ts";
+import { escapePointer } from "../kube/json-patch.ts";
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-/** escapePointer escapes one JSON Pointer reference token (RFC 6901). */
-export function escapePointer(token: string): string {
-  return token.replaceAll("~", "~0").replaceAll("/", "~1");
 }
 
 /**

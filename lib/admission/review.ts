@@ -3,6 +3,9 @@
 // (uid, kind, operation, object) and lenient about the rest, which the apiserver may extend.
 import * as v from "valibot";
 import { type ApiIssue, parseWith } from "../api/parse.ts";
+import type { JsonPatchOp } from "../kube/json-patch.ts";
+
+export type { JsonPatchOp } from "../kube/json-patch.ts";
 
 const GroupVersionKind = v.object({ group: v.string(), version: v.string(), kind: v.string() });
 
@@ -30,13 +33,6 @@ export const AdmissionReview = v.looseObject({
 /** parseAdmissionReview validates a decoded request body, reporting field paths on failure. */
 export function parseAdmissionReview(body: unknown) {
   return parseWith(AdmissionReview, body);
-}
-
-/** JsonPatchOp is one RFC 6902 operation; the webhooks only ever add missing fields. */
-export interface JsonPatchOp {
-  op: "add";
-  path: string;
-  value: unknown;
 }
 
 /** AdmissionResponseReview is what the webhooks answer, always with HTTP 200. */

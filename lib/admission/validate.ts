@@ -9,10 +9,11 @@ import {
   parseSandboxPool,
   parseSandboxTemplate,
 } from "../api/parse.ts";
+import { escapePointer } from "../kube/json-patch.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
 import { type Check, runChecks } from "./check.ts";
 import { ENV_CHECKS } from "./env-checks.ts";
-import { escapePointer, missingFieldPatch } from "./missing-field-patch.ts";
+import { missingFieldPatch } from "./missing-field-patch.ts";
 import { POOL_CHECKS } from "./pool-checks.ts";
 import {
   type AdmissionRequest,

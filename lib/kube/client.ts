@@ -2,12 +2,11 @@ import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { kubeErrorFrom } from "./errors.ts";
-import type { KubeRequest, KubeTransport } from "./transport.ts";
+import type { JsonPatchOp } from "./json-patch.ts";
 
-/** JsonPatchOp is one RFC 6902 operation. */
-export type JsonPatchOp =
-  | { op: "add" | "replace" | "test"; path: string; value: unknown }
-  | { op: "remove"; path: string };
+export type { JsonPatchOp } from "./json-patch.ts";
+
+import type { KubeRequest, KubeTransport } from "./transport.ts";
 
 /** ObjectList is a list response: the items and the list's resourceVersion. */
 export interface ObjectList<T> {

@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxPoolStatus } from "../api/sandbox-pool.ts";
 import type { SandboxRecord } from "../history/record.ts";
-import type { JsonPatchOp } from "../kube/client.ts";
+import type { JsonPatchOp } from "../kube/json-patch.ts";
 
 /** ActionEvent is a Kubernetes Event to emit about the action's object once the write succeeded. */
 export interface ActionEvent {

@@ -1,5 +1,4 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { escapePointer } from "../admission/missing-field-patch.ts";
 import type { PoolScaleDownPolicy } from "../api/autoscaling.ts";
 import {
   POOL_FINALIZER,
@@ -9,6 +8,7 @@ import {
   SCALE_DOWN_PROTECTED_ANNOTATION,
 } from "../api/keys.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
+import { escapePointer } from "../kube/json-patch.ts";
 import { renderPod } from "../pool/render-pod.ts";
 import { planScale } from "../pool/scale-plan.ts";
 import { podPhaseSince } from "../sandbox/phase-since.ts";

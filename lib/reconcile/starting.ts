@@ -1,5 +1,4 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { escapePointer } from "../admission/missing-field-patch.ts";
 import {
   SANDBOX_PHASE,
   SANDBOX_STATUS_DETAIL_ANNOTATION,
@@ -7,6 +6,7 @@ import {
   STOP_REASON,
 } from "../api/keys.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
+import { escapePointer } from "../kube/json-patch.ts";
 import { completeStartingIntent } from "../sandbox/complete-intent.ts";
 import { isUpdateComplete } from "../sandbox/completion.ts";
 import { buildStatusDetail } from "../sandbox/diagnostics.ts";

@@ -3,16 +3,12 @@
 // transition has not happened yet). The apiserver applies the whole patch or none of it, so a
 // step that runs twice, late, or concurrently with another replica fails instead of acting twice.
 import type { V1Pod } from "@kubernetes/client-node";
-import { escapePointer } from "../admission/missing-field-patch.ts";
 import { SANDBOX_PHASE_LABEL } from "../api/keys.ts";
+import { escapePointer, type JsonPatchOp } from "../kube/json-patch.ts";
 import type { PodIntent } from "./transitions.ts";
 
-/** JsonPatchOperation is the subset of RFC 6902 operations a pod intent renders to. */
-export type JsonPatchOperation =
-  | { op: "test"; path: string; value: unknown }
-  | { op: "add"; path: string; value: unknown }
-  | { op: "replace"; path: string; value: unknown }
-  | { op: "remove"; path: string };
+/** JsonPatchOperation is the RFC 6902 operation a pod intent renders to. */
+export type JsonPatchOperation = JsonPatchOp;
 
 function mapOps(
   base: string,
