@@ -140,5 +140,17 @@ export function planMaterialise(
         write: guardedDelete(pod),
       });
   }
+  if (plan.delete.length > 0) {
+    // status.autoscaling.lastScaleDownTime is what scaleDownPolicy.stabilizationSeconds counts
+    // from; the merge patch touches only that field, so the status step's fields stay as they are.
+    actions.push({
+      target: poolTarget(pool),
+      why: "record the scale-down time",
+      write: {
+        op: "status",
+        status: { autoscaling: { ...pool.status?.autoscaling, lastScaleDownTime: rfc3339(now) } },
+      },
+    });
+  }
   return actions;
 }

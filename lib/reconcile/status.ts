@@ -1,5 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
+import type { SandboxPool, SandboxPoolStatus } from "../api/sandbox-pool.ts";
 import { phaseTransitionEvent } from "../pool/pool-events.ts";
 import { computePoolStatus, statusChanged } from "../pool/pool-status.ts";
 import type { Action } from "./action.ts";
@@ -23,8 +23,15 @@ export function planStatus(pool: SandboxPool, pods: readonly V1Pod[], now: Date)
         name: pool.metadata?.name ?? "",
       },
       why: `status: ${next.phase} (idle ${next.idleReplicas}, running ${next.runningReplicas}, starting ${next.startingReplicas}, stopping ${next.stoppingReplicas}, failed ${next.failedReplicas})`,
-      write: { op: "status", status: next },
+      // A merge patch without the fields this step does not own (autoscaling, pendingRequests), so
+      // it never turns back a value their writers set after our read.
+      write: { op: "status", status: withoutForeignFields(next) },
       ...(event ? { event } : {}),
     },
   ];
+}
+
+function withoutForeignFields(status: SandboxPoolStatus): SandboxPoolStatus {
+  const { autoscaling: _a, pendingRequests: _p, ...own } = status;
+  return own;
 }

@@ -1,34 +1,17 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import { reconcilePool } from "../../functions/reconcile-pool.ts";
 import { releaseSandbox } from "../../functions/release-sandbox.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { kube, newNamespace } from "./support/kube.ts";
-import { isReady, phaseOf, poolObject, reconcileUntil, testDeps } from "./support/steps.ts";
+import { kube } from "./support/kube.ts";
+import { isReady, POOLS, phaseOf, poolObject, poolTest, reconcileUntil, testDeps } from "./support/steps.ts";
 
 // Failure paths through the real steps: OOM kills, unpullable images and startup timeouts,
 // external deletion of claimed pods, pool deletion, and racing reconcilers.
 
 const { core, custom } = kube();
-const deps = testDeps();
-let ns: string;
-let cleanup: () => Promise<void>;
-const GV = { group: "agents.navix.sh", version: "v1alpha1", plural: "sandboxpools" };
-
-beforeAll(async () => {
-  ({ ns, cleanup } = await newNamespace(core, "fail"));
-});
-afterAll(async () => {
-  await cleanup();
-  deps.history.close();
-});
-
-const pods = async (pool: string) =>
-  (await core.listNamespacedPod({ namespace: ns, labelSelector: `agentbox.navix.sh/sandbox-pool=${pool}` }))
-    .items;
-const getPool = async (name: string) =>
-  (await custom.getNamespacedCustomObject({ ...GV, namespace: ns, name })) as SandboxPool;
+const t = poolTest("fail");
+const { deps, pods, getPool } = t;
 
 async function readyPool(
   name: string,
@@ -36,13 +19,13 @@ async function readyPool(
   spec: Record<string, unknown> = {},
 ): Promise<V1Pod[]> {
   await custom.createNamespacedCustomObject({
-    ...GV,
-    namespace: ns,
-    body: poolObject(ns, name, replicas, spec),
+    ...POOLS,
+    namespace: t.ns,
+    body: poolObject(t.ns, name, replicas, spec),
   });
   return reconcileUntil(
     deps,
-    ns,
+    t.ns,
     name,
     `${replicas} ready idle pods`,
     async () => {
@@ -59,7 +42,7 @@ async function runningSandbox(pool: string, pod: V1Pod, sandboxId: string): Prom
     containerImages: { sandbox: "registry.local/sandbox/agent:1" },
   });
   expect(claimed.ok).toBe(true);
-  return reconcileUntil(deps, ns, pool, `${sandboxId} running`, async () => {
+  return reconcileUntil(deps, t.ns, pool, `${sandboxId} running`, async () => {
     const p = (await pods(pool)).find((x) => x.metadata?.name === pod.metadata?.name);
     return p && phaseOf(p) === "running" ? p : undefined;
   });
@@ -71,10 +54,10 @@ describe("failures", () => {
     await runningSandbox("oom", pod!, "sbx-oom");
     await core.patchNamespacedPod({
       name: pod!.metadata!.name!,
-      namespace: ns,
+      namespace: t.ns,
       body: [{ op: "add", path: "/metadata/annotations/kwok.agentbox.dev~1oom-kill", value: "sandbox" }],
     });
-    const idle = await reconcileUntil(deps, ns, "oom", "pod idle again after the OOM", async () => {
+    const idle = await reconcileUntil(deps, t.ns, "oom", "pod idle again after the OOM", async () => {
       const p = (await pods("oom"))[0]!;
       return phaseOf(p) === "idle" && isReady(p) && (await deps.history.get("sbx-oom")) ? p : undefined;
     });
@@ -93,14 +76,14 @@ describe("failures", () => {
       containerImages: { sandbox: "registry.invalid/unpullable:1" },
     });
     expect(claimed.ok).toBe(true);
-    const diagnosed = await reconcileUntil(deps, ns, "pull", "ImagePullBackOff detail", async () => {
+    const diagnosed = await reconcileUntil(deps, t.ns, "pull", "ImagePullBackOff detail", async () => {
       const p = (await pods("pull"))[0]!;
       const detail = p.metadata?.annotations?.["agentbox.navix.sh/sandbox-status-detail"];
       return detail && JSON.parse(detail).reason === "ImagePullBackOff" ? JSON.parse(detail) : undefined;
     });
     expect(diagnosed.message).toContain("registry.invalid/unpullable:1");
     deps.clock.offsetMs = 60_000;
-    await reconcileUntil(deps, ns, "pull", "pod replaced", async () => {
+    await reconcileUntil(deps, t.ns, "pull", "pod replaced", async () => {
       const ps = await pods("pull");
       return (
         ps.length === 1 &&
@@ -128,10 +111,12 @@ describe("failures", () => {
     );
     expect(claims.every((c) => c.ok)).toBe(true);
     // kubectl delete pod, for every claimed pod.
-    await Promise.all(ready.map((p) => core.deleteNamespacedPod({ name: p.metadata!.name!, namespace: ns })));
+    await Promise.all(
+      ready.map((p) => core.deleteNamespacedPod({ name: p.metadata!.name!, namespace: t.ns })),
+    );
     await reconcileUntil(
       deps,
-      ns,
+      t.ns,
       "many",
       "100 records and the pods replaced",
       async () => {
@@ -153,8 +138,8 @@ describe("failures", () => {
   it("deleting the pool records claimed sandboxes, deletes every pod, then lets the pool go", async () => {
     const ps = await readyPool("doomed", 3);
     await runningSandbox("doomed", ps[0]!, "sbx-doomed");
-    await custom.deleteNamespacedCustomObject({ ...GV, namespace: ns, name: "doomed" });
-    await reconcileUntil(deps, ns, "doomed", "pool and pods gone", async () => {
+    await custom.deleteNamespacedCustomObject({ ...POOLS, namespace: t.ns, name: "doomed" });
+    await reconcileUntil(deps, t.ns, "doomed", "pool and pods gone", async () => {
       const gone = await getPool("doomed").then(
         () => false,
         () => true,
@@ -181,7 +166,7 @@ describe("failures", () => {
     const running = await (async () => {
       const deadline = Date.now() + 30_000;
       while (Date.now() < deadline) {
-        const reports = await Promise.all(racers.map((d) => reconcilePool(d, ns, "racy")));
+        const reports = await Promise.all(racers.map((d) => reconcilePool(d, t.ns, "racy")));
         const done = reports.flatMap((r) =>
           r.steps
             .filter((s) => s.step === "complete-starting")
@@ -204,7 +189,7 @@ describe("failures", () => {
     const deadline = Date.now() + 30_000;
     let inserted = 0;
     while (Date.now() < deadline) {
-      const reports = await Promise.all(racers.map((d) => reconcilePool(d, ns, "racy")));
+      const reports = await Promise.all(racers.map((d) => reconcilePool(d, t.ns, "racy")));
       inserted += reports.flatMap((r) =>
         r.steps.flatMap((s) => s.outcomes.filter((o) => o.record === "inserted")),
       ).length;

@@ -1,37 +1,24 @@
 import { EventsV1Api } from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import { reconcilePool } from "../../functions/reconcile-pool.ts";
 import { releaseSandbox } from "../../functions/release-sandbox.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { kube, newNamespace } from "./support/kube.ts";
-import { isReady, live, phaseOf, poolObject, reconcileUntil, testDeps } from "./support/steps.ts";
+import { kube } from "./support/kube.ts";
+import { isReady, live, POOLS, phaseOf, poolObject, poolTest, reconcileUntil } from "./support/steps.ts";
 
 // The pool lifecycle through the real steps against the real apiserver, kwok playing kubelets.
 
-const { core, custom } = kube();
-const deps = testDeps();
-let ns: string;
-let cleanup: () => Promise<void>;
-const GV = { group: "agents.navix.sh", version: "v1alpha1", plural: "sandboxpools" };
-
-beforeAll(async () => {
-  ({ ns, cleanup } = await newNamespace(core, "pool"));
-});
-afterAll(async () => {
-  await cleanup();
-  deps.history.close();
-});
-
-const pods = async (pool: string) =>
-  (await core.listNamespacedPod({ namespace: ns, labelSelector: `agentbox.navix.sh/sandbox-pool=${pool}` }))
-    .items;
-const getPool = async (name: string) =>
-  (await custom.getNamespacedCustomObject({ ...GV, namespace: ns, name })) as SandboxPool;
+const { custom } = kube();
+const t = poolTest("pool");
+const { deps, pods, getPool } = t;
 
 async function readyPool(name: string, replicas: number) {
-  await custom.createNamespacedCustomObject({ ...GV, namespace: ns, body: poolObject(ns, name, replicas) });
-  return reconcileUntil(deps, ns, name, `${replicas} ready idle pods`, async () => {
+  await custom.createNamespacedCustomObject({
+    ...POOLS,
+    namespace: t.ns,
+    body: poolObject(t.ns, name, replicas),
+  });
+  return reconcileUntil(deps, t.ns, name, `${replicas} ready idle pods`, async () => {
     const ps = live(await pods(name));
     const pool = await getPool(name);
     return ps.length === replicas &&
@@ -62,7 +49,7 @@ describe("pool lifecycle", () => {
     expect(pool.status?.conditions?.find((c) => c.type === "Available")?.status).toBe("True");
     // The phase transitions were reported as events.k8s.io Events on the pool.
     const events = await kube().kc.makeApiClient(EventsV1Api).listNamespacedEvent({
-      namespace: ns,
+      namespace: t.ns,
       fieldSelector: "regarding.name=five",
     });
     const reasons = events.items.map((e) => e.reason);
@@ -71,7 +58,7 @@ describe("pool lifecycle", () => {
     expect(reasons.some((r) => r === "PoolReady" || r === "PoolRecovered")).toBe(true);
     expect(events.items.every((e) => e.reportingController === "agentbox-functions/test")).toBe(true);
     // At rest, a reconcile writes nothing.
-    const report = await reconcilePool(deps, ns, "five");
+    const report = await reconcilePool(deps, t.ns, "five");
     expect(report.steps).toEqual([]);
   });
 
@@ -92,7 +79,7 @@ describe("pool lifecycle", () => {
     });
     expect(again).toMatchObject({ ok: false, reason: "conflict" });
 
-    const running = await reconcileUntil(deps, ns, "cycle", "sandbox running", async () => {
+    const running = await reconcileUntil(deps, t.ns, "cycle", "sandbox running", async () => {
       const p = (await pods("cycle"))[0]!;
       return phaseOf(p) === "running" ? p : undefined;
     });
@@ -101,7 +88,7 @@ describe("pool lifecycle", () => {
 
     const released = await releaseSandbox(deps, pool, running, { stopReason: "Released" });
     expect(released.ok).toBe(true);
-    const idle = await reconcileUntil(deps, ns, "cycle", "pod back to idle", async () => {
+    const idle = await reconcileUntil(deps, t.ns, "cycle", "pod back to idle", async () => {
       const p = (await pods("cycle"))[0]!;
       return phaseOf(p) === "idle" && isReady(p) ? p : undefined;
     });
@@ -122,9 +109,13 @@ describe("pool lifecycle", () => {
   });
 
   it("N concurrent reconciles on one pool never create more pods than replicas", async () => {
-    await custom.createNamespacedCustomObject({ ...GV, namespace: ns, body: poolObject(ns, "race", 7) });
-    await Promise.all(Array.from({ length: 8 }, () => reconcilePool(deps, ns, "race")));
-    await Promise.all(Array.from({ length: 8 }, () => reconcilePool(deps, ns, "race")));
+    await custom.createNamespacedCustomObject({
+      ...POOLS,
+      namespace: t.ns,
+      body: poolObject(t.ns, "race", 7),
+    });
+    await Promise.all(Array.from({ length: 8 }, () => reconcilePool(deps, t.ns, "race")));
+    await Promise.all(Array.from({ length: 8 }, () => reconcilePool(deps, t.ns, "race")));
     const ps = await pods("race");
     expect(ps.length).toBe(7);
     expect(new Set(ps.map((p) => p.metadata?.name)).size).toBe(7);

@@ -1,36 +1,22 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import { reconcilePool } from "../../functions/reconcile-pool.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { kube, newNamespace, until } from "./support/kube.ts";
-import { isReady, live, phaseOf, poolObject, reconcileUntil, testDeps } from "./support/steps.ts";
+import { kube, until } from "./support/kube.ts";
+import { isReady, live, POOLS, phaseOf, poolObject, poolTest, reconcileUntil } from "./support/steps.ts";
 
 // Scaling a pool up and down through the real steps; the test clock jumps over idle timeouts and
 // protection windows (defaults for a standalone pool: idle 300 s, window 10 s).
 
-const { core, custom } = kube();
-const deps = testDeps();
-let ns: string;
-let cleanup: () => Promise<void>;
-const GV = { group: "agents.navix.sh", version: "v1alpha1", plural: "sandboxpools" };
+const { custom } = kube();
+const t = poolTest("scale");
+const { deps, pods } = t;
 const MARK = "agentbox.navix.sh/scale-down-protected";
-
-beforeAll(async () => {
-  ({ ns, cleanup } = await newNamespace(core, "scale"));
-});
-afterAll(async () => {
-  await cleanup();
-  deps.history.close();
-});
-
-const pods = async (pool: string) =>
-  (await core.listNamespacedPod({ namespace: ns, labelSelector: `agentbox.navix.sh/sandbox-pool=${pool}` }))
-    .items;
 const scale = (name: string, replicas: number) =>
   custom.patchNamespacedCustomObject({
-    ...GV,
-    namespace: ns,
+    ...POOLS,
+    namespace: t.ns,
     name,
     body: [{ op: "replace", path: "/spec/replicas", value: replicas }],
   });
@@ -39,12 +25,16 @@ const allIdleReady = (ps: V1Pod[], n: number) =>
 
 describe("pool scaling", () => {
   it("scales up into the free slots, and down only idle pods, after the idle timeout and protection window", async () => {
-    await custom.createNamespacedCustomObject({ ...GV, namespace: ns, body: poolObject(ns, "elastic", 2) });
-    await reconcileUntil(deps, ns, "elastic", "2 idle pods", async () =>
+    await custom.createNamespacedCustomObject({
+      ...POOLS,
+      namespace: t.ns,
+      body: poolObject(t.ns, "elastic", 2),
+    });
+    await reconcileUntil(deps, t.ns, "elastic", "2 idle pods", async () =>
       allIdleReady(await pods("elastic"), 2),
     );
     await scale("elastic", 4);
-    const four = await reconcileUntil(deps, ns, "elastic", "4 idle pods", async () => {
+    const four = await reconcileUntil(deps, t.ns, "elastic", "4 idle pods", async () => {
       const ps = await pods("elastic");
       return allIdleReady(ps, 4) ? ps : undefined;
     });
@@ -61,40 +51,40 @@ describe("pool scaling", () => {
       containerImages: { sandbox: "registry.local/sandbox/agent:1" },
     });
     expect(claimed.ok).toBe(true);
-    await reconcileUntil(deps, ns, "elastic", "claimed pod running", async () =>
+    await reconcileUntil(deps, t.ns, "elastic", "claimed pod running", async () =>
       (await pods("elastic")).some((p) => p.metadata?.name === "elastic-0" && phaseOf(p) === "running"),
     );
 
     await scale("elastic", 2);
     // Not idle long enough yet: nothing is marked.
-    await reconcilePool(deps, ns, "elastic");
+    await reconcilePool(deps, t.ns, "elastic");
     expect((await pods("elastic")).filter((p) => p.metadata?.annotations?.[MARK])).toHaveLength(0);
 
     deps.clock.offsetMs = 400_000; // past the 300 s idle timeout
-    await reconcilePool(deps, ns, "elastic");
+    await reconcilePool(deps, t.ns, "elastic");
     const marked = (await pods("elastic")).filter((p) => p.metadata?.annotations?.[MARK]);
     expect(marked).toHaveLength(2);
     expect(marked.every((p) => phaseOf(p) === "idle")).toBe(true);
     // Inside the window nothing is deleted.
-    await reconcilePool(deps, ns, "elastic");
+    await reconcilePool(deps, t.ns, "elastic");
     expect(live(await pods("elastic"))).toHaveLength(4);
 
     deps.clock.offsetMs = 420_000; // past the 10 s protection window
-    const left = await reconcileUntil(deps, ns, "elastic", "scaled down to 2", async () => {
+    const left = await reconcileUntil(deps, t.ns, "elastic", "scaled down to 2", async () => {
       const ps = await pods("elastic");
       return ps.length === 2 ? ps : undefined;
     });
     expect(left.some((p) => p.metadata?.name === "elastic-0" && phaseOf(p) === "running")).toBe(true);
     const pool = (await custom.getNamespacedCustomObject({
-      ...GV,
-      namespace: ns,
+      ...POOLS,
+      namespace: t.ns,
       name: "elastic",
     })) as SandboxPool;
     await until("status after scale-down", 10_000, async () => {
-      await reconcilePool(deps, ns, "elastic");
+      await reconcilePool(deps, t.ns, "elastic");
       const p = (await custom.getNamespacedCustomObject({
-        ...GV,
-        namespace: ns,
+        ...POOLS,
+        namespace: t.ns,
         name: "elastic",
       })) as SandboxPool;
       return p.status?.runningReplicas === 1 && p.status.idleReplicas === 1;
@@ -104,13 +94,17 @@ describe("pool scaling", () => {
   });
 
   it("a claim inside the protection window cancels that pod's deletion", async () => {
-    await custom.createNamespacedCustomObject({ ...GV, namespace: ns, body: poolObject(ns, "window", 2) });
-    await reconcileUntil(deps, ns, "window", "2 idle pods", async () =>
+    await custom.createNamespacedCustomObject({
+      ...POOLS,
+      namespace: t.ns,
+      body: poolObject(t.ns, "window", 2),
+    });
+    await reconcileUntil(deps, t.ns, "window", "2 idle pods", async () =>
       allIdleReady(await pods("window"), 2),
     );
     await scale("window", 1);
     deps.clock.offsetMs = 400_000;
-    await reconcilePool(deps, ns, "window");
+    await reconcilePool(deps, t.ns, "window");
     const marked = (await pods("window")).find((p) => p.metadata?.annotations?.[MARK]);
     expect(marked).toBeDefined();
     const claimed = await claimSandbox(deps, marked!, {
@@ -122,7 +116,7 @@ describe("pool scaling", () => {
 
     deps.clock.offsetMs = 420_000;
     // The claimed pod is never deleted; the other idle one becomes the candidate instead.
-    await reconcileUntil(deps, ns, "window", "the other pod marked", async () =>
+    await reconcileUntil(deps, t.ns, "window", "the other pod marked", async () =>
       (await pods("window")).some(
         (p) => p.metadata?.name !== marked!.metadata?.name && p.metadata?.annotations?.[MARK],
       ),

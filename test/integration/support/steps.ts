@@ -1,12 +1,14 @@
 import type { V1Pod } from "@kubernetes/client-node";
+import { afterAll, beforeAll } from "vitest";
 import type { StepDeps } from "../../../functions/deps.ts";
 import { type PoolReport, reconcilePool } from "../../../functions/reconcile-pool.ts";
 import { nodeKubeTransport } from "../../../hosts/node/kube-transport.ts";
 import { SqliteHistoryStore } from "../../../hosts/node/sqlite-history.ts";
+import type { SandboxPool } from "../../../lib/api/sandbox-pool.ts";
 import { KubeClient } from "../../../lib/kube/client.ts";
 import type { Log } from "../../../lib/log.ts";
 import { referenceDigestResolver } from "../../../lib/sandbox/digest-resolver.ts";
-import { kube } from "./kube.ts";
+import { kube, newNamespace } from "./kube.ts";
 
 const quiet: Log = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -93,3 +95,46 @@ export const phaseOf = (pod: V1Pod) => pod.metadata?.labels?.["agentbox.navix.sh
 export const isReady = (pod: V1Pod) =>
   pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
 export const live = (pods: V1Pod[]) => pods.filter((p) => !p.metadata?.deletionTimestamp);
+
+/**
+ * poolTest sets up what every pool integration test file needs: its own namespace (created before
+ * and deleted after the file's tests), real step deps, and helpers to create and read pools and
+ * their pods. `ns` is available once the file's tests run.
+ */
+export function poolTest(prefix: string) {
+  const { core, custom } = kube();
+  const deps = testDeps();
+  let cleanup: () => Promise<void> = async () => {};
+  const t = {
+    deps,
+    ns: "",
+    pods: async (pool: string) =>
+      (
+        await core.listNamespacedPod({
+          namespace: t.ns,
+          labelSelector: `agentbox.navix.sh/sandbox-pool=${pool}`,
+        })
+      ).items,
+    getPool: async (name: string) =>
+      (await custom.getNamespacedCustomObject({ ...POOLS, namespace: t.ns, name })) as SandboxPool,
+    createPool: (name: string, replicas: number, spec: Record<string, unknown> = {}) =>
+      custom.createNamespacedCustomObject({
+        ...POOLS,
+        namespace: t.ns,
+        body: poolObject(t.ns, name, replicas, spec),
+      }),
+  };
+  beforeAll(async () => {
+    const created = await newNamespace(core, prefix);
+    t.ns = created.ns;
+    cleanup = created.cleanup;
+  });
+  afterAll(async () => {
+    await cleanup();
+    deps.history.close();
+  });
+  return t;
+}
+
+/** POOLS addresses the SandboxPool resource for the custom objects API. */
+export const POOLS = { group: "agents.navix.sh", version: "v1alpha1", plural: "sandboxpools" };

@@ -1,0 +1,348 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import * as v from "valibot";
+import { describe, expect, it } from "vitest";
+import { PoolScaleDownPolicy } from "../../lib/api/autoscaling.ts";
+import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { planFailures } from "../../lib/reconcile/failures.ts";
+import { planFinalizeDeleted } from "../../lib/reconcile/finalize-deleted.ts";
+import { planMaterialise } from "../../lib/reconcile/materialise.ts";
+import { planStarting } from "../../lib/reconcile/starting.ts";
+import { planStatus } from "../../lib/reconcile/status.ts";
+import { planStopping } from "../../lib/reconcile/stopping.ts";
+
+// The planners behind each reconcile step, on plain objects with a fixed clock.
+
+const NOW = new Date("2026-11-21T12:00:00Z");
+const policy = v.parse(PoolScaleDownPolicy, {});
+const PHASE = "agentbox.navix.sh/sandbox-phase";
+const STATE = "agentbox.navix.sh/inplace-update-state";
+
+function pool(
+  over: Partial<SandboxPool["metadata"]> = {},
+  spec: Partial<SandboxPool["spec"]> = {},
+  status?: SandboxPool["status"],
+): SandboxPool {
+  return {
+    apiVersion: "agents.navix.sh/v1alpha1",
+    kind: "SandboxPool",
+    metadata: {
+      name: "p",
+      namespace: "ns",
+      uid: "pool-uid",
+      resourceVersion: "10",
+      finalizers: ["agentbox.navix.sh/finalizer"],
+      ...over,
+    },
+    spec: {
+      replicas: 1,
+      podCreationImagePolicy: "IdleImage",
+      idleImage: "idle:1",
+      template: { spec: { containers: [{ name: "main", image: "base:1" }] } },
+      ...spec,
+    },
+    ...(status ? { status } : {}),
+  } as SandboxPool;
+}
+
+function pod(
+  name: string,
+  phase: string,
+  over: {
+    annotations?: Record<string, string>;
+    labels?: Record<string, string>;
+    deleting?: boolean;
+    status?: V1Pod["status"];
+    image?: string;
+    finalizers?: string[];
+  } = {},
+): V1Pod {
+  return {
+    metadata: {
+      name,
+      namespace: "ns",
+      uid: `${name}-uid`,
+      resourceVersion: "5",
+      creationTimestamp: new Date("2026-11-21T11:00:00Z"),
+      labels: { "agentbox.navix.sh/sandbox-pool": "p", [PHASE]: phase, ...over.labels },
+      annotations: over.annotations ?? {},
+      finalizers: over.finalizers ?? ["agentbox.navix.sh/sandbox-protection"],
+      ...(over.deleting ? { deletionTimestamp: new Date("2026-11-21T11:59:00Z") } : {}),
+    },
+    spec: { containers: [{ name: "main", image: over.image ?? "idle:1" }] },
+    status: over.status ?? {
+      phase: "Running",
+      conditions: [{ type: "Ready", status: "True" }],
+      containerStatuses: [
+        {
+          name: "main",
+          image: over.image ?? "idle:1",
+          imageID: "idle@sha256:1",
+          containerID: "c1",
+          ready: true,
+          restartCount: 0,
+          state: { running: {} },
+        },
+      ],
+    },
+  } as V1Pod;
+}
+
+const claimed = { "agentbox.navix.sh/sandbox-id": "sbx-1" };
+
+describe("planFinalizeDeleted", () => {
+  it("records claimed pods and removes only our finalizer, by index, under a resourceVersion test", () => {
+    const actions = planFinalizeDeleted(
+      [
+        pod("a", "running", {
+          deleting: true,
+          annotations: claimed,
+          labels: { "agentbox.navix.sh/sandbox-id": "sbx-1" },
+          finalizers: ["x/y", "agentbox.navix.sh/sandbox-protection"],
+        }),
+        pod("b", "idle", { deleting: true }),
+        pod("c", "idle"),
+        pod("d", "idle", { deleting: true, finalizers: [] }),
+      ],
+      NOW,
+    );
+    expect(actions.map((a) => a.target.name)).toEqual(["a", "b"]);
+    expect(actions[0]!.record?.sandboxId).toBe("sbx-1");
+    expect(actions[0]!.write).toEqual({
+      op: "patch",
+      patch: [
+        { op: "test", path: "/metadata/resourceVersion", value: "5" },
+        { op: "remove", path: "/metadata/finalizers/1" },
+      ],
+    });
+    expect(actions[1]!.record).toBeUndefined();
+  });
+});
+
+describe("planFailures", () => {
+  it("deletes failed pods with a Failed record when claimed", () => {
+    const failed = pod("f", "running", {
+      annotations: claimed,
+      status: { phase: "Failed", reason: "Evicted", message: "node pressure" },
+    });
+    const [action] = planFailures([failed], { main: "idle:1" }, NOW);
+    expect(action?.write).toEqual({ op: "delete", uid: "f-uid", resourceVersion: "5" });
+    expect(action?.record).toMatchObject({
+      stopReason: "Failed",
+      failureReason: "Evicted",
+      failureMessage: "node pressure",
+    });
+    expect(action?.event?.type).toBe("Warning");
+  });
+
+  it("releases a running sandbox whose container was replaced, with the OOM details", () => {
+    const state = JSON.stringify({
+      phase: "completed",
+      targetPodPhase: "running",
+      targetImages: { main: "agent:1" },
+      stableContainerStatuses: { main: { containerID: "c1", restartCount: 0 } },
+    });
+    const restarted = pod("r", "running", {
+      image: "agent:1",
+      annotations: { ...claimed, [STATE]: state },
+      status: {
+        phase: "Running",
+        containerStatuses: [
+          {
+            name: "main",
+            image: "agent:1",
+            imageID: "a@sha256:2",
+            containerID: "c2",
+            ready: true,
+            restartCount: 1,
+            state: { running: {} },
+            lastState: { terminated: { exitCode: 137, reason: "OOMKilled" } },
+          },
+        ],
+      },
+    });
+    const [action] = planFailures([restarted], { main: "idle:1" }, NOW);
+    expect(action?.why).toContain("OOMKilled");
+    const patch = action?.write.op === "patch" ? action.write.patch : [];
+    expect(patch[1]).toEqual({
+      op: "test",
+      path: "/metadata/labels/agentbox.navix.sh~1sandbox-phase",
+      value: "running",
+    });
+    expect(patch).toContainEqual({
+      op: "add",
+      path: "/metadata/annotations/agentbox.navix.sh~1exit-code",
+      value: "137",
+    });
+    expect(
+      planFailures(
+        [pod("ok", "running", { image: "agent:1", annotations: { [STATE]: state } })],
+        { main: "idle:1" },
+        NOW,
+      ),
+    ).toEqual([]);
+  });
+});
+
+describe("planStarting and planStopping", () => {
+  const starting = (extra: Record<string, string> = {}, status?: V1Pod["status"]) =>
+    pod("s", "starting", {
+      image: "agent:1",
+      annotations: {
+        ...claimed,
+        [STATE]: JSON.stringify({
+          phase: "starting",
+          targetImages: { main: "agent:1" },
+          targetPodPhase: "running",
+          updateTimestamp: "2026-11-21T11:59:00Z",
+          lastContainerStatuses: { main: { imageID: "idle@sha256:1", containerID: "c1" } },
+        }),
+        ...extra,
+      },
+      ...(status ? { status } : {}),
+    });
+
+  it("completes a start once the target image runs in a new container", () => {
+    const done = starting(
+      {},
+      {
+        phase: "Running",
+        containerStatuses: [
+          {
+            name: "main",
+            image: "agent:1",
+            imageID: "agent@sha256:9",
+            containerID: "c2",
+            ready: true,
+            restartCount: 1,
+            state: { running: {} },
+          },
+        ],
+      },
+    );
+    expect(planStarting(pool(), [done], new Map(), NOW).map((a) => a.why)).toEqual(["sandbox is running"]);
+  });
+
+  it("times out a start past the annotation's limit, and otherwise writes the diagnosis once", () => {
+    const pulling = {
+      phase: "Running",
+      containerStatuses: [
+        {
+          name: "main",
+          image: "agent:1",
+          imageID: "",
+          ready: false,
+          restartCount: 0,
+          state: { waiting: { reason: "ImagePullBackOff", message: "back-off" } },
+        },
+      ],
+    } as V1Pod["status"];
+    const late = starting({ "agentbox.navix.sh/startup-timeout": "30" }, pulling);
+    const [timeout] = planStarting(pool(), [late], new Map(), NOW);
+    expect(timeout?.write.op).toBe("delete");
+    expect(timeout?.record).toMatchObject({ stopReason: "Failed", failureReason: "StartupTimeout" });
+    const [diagnose] = planStarting(pool(), [starting({}, pulling)], new Map(), NOW);
+    expect(diagnose?.why).toBe("diagnose: ImagePullBackOff");
+    const detail = diagnose?.write.op === "patch" ? (diagnose.write.patch[1] as { value: string }).value : "";
+    expect(
+      planStarting(
+        pool(),
+        [starting({ "agentbox.navix.sh/sandbox-status-detail": detail }, pulling)],
+        new Map(),
+        NOW,
+      ),
+    ).toEqual([]);
+  });
+
+  it("records then idles a stopping pod once the idle image is back", () => {
+    const stopping = pod("t", "stopping", {
+      annotations: {
+        ...claimed,
+        "agentbox.navix.sh/stop-reason": "Released",
+        [STATE]: JSON.stringify({
+          phase: "stopping",
+          targetImages: { main: "idle:1" },
+          targetPodPhase: "idle",
+          updateTimestamp: "2026-11-21T11:59:00Z",
+          lastContainerStatuses: { main: { imageID: "agent@sha256:9", containerID: "c2" } },
+        }),
+      },
+      status: {
+        phase: "Running",
+        containerStatuses: [
+          {
+            name: "main",
+            image: "idle:1",
+            imageID: "idle@sha256:1",
+            containerID: "c3",
+            ready: true,
+            restartCount: 2,
+            state: { running: {} },
+          },
+        ],
+      },
+    });
+    const [action] = planStopping([stopping], new Map(), NOW);
+    expect(action?.record).toMatchObject({ sandboxId: "sbx-1", stopReason: "Released" });
+    expect(action?.write.op).toBe("patch");
+  });
+});
+
+describe("planMaterialise", () => {
+  it("creates missing pods in slots, adds finalizers, and on deletion deletes pods then drops the finalizer", () => {
+    const fresh = planMaterialise(
+      pool({ finalizers: undefined }, { replicas: 2 }),
+      [pod("p-0", "idle", { finalizers: [] })],
+      policy,
+      NOW,
+    );
+    expect(fresh.map((a) => a.why)).toEqual([
+      "add the pool finalizer",
+      "add the protection finalizer",
+      "create pod in slot 1",
+    ]);
+    const deleting = pool({ deletionTimestamp: "2026-11-21T11:59:00Z" });
+    expect(planMaterialise(deleting, [pod("p-0", "idle")], policy, NOW).map((a) => a.write.op)).toEqual([
+      "delete",
+    ]);
+    expect(planMaterialise(deleting, [pod("p-0", "idle", { deleting: true })], policy, NOW)).toEqual([]);
+    const [last] = planMaterialise(deleting, [], policy, NOW);
+    expect(last?.write).toEqual({
+      op: "patch",
+      patch: [
+        { op: "test", path: "/metadata/resourceVersion", value: "10" },
+        { op: "remove", path: "/metadata/finalizers/0" },
+      ],
+    });
+  });
+
+  it("deletes marked idle pods after the window and records the scale-down time", () => {
+    const marked = pod("p-1", "idle", {
+      annotations: { "agentbox.navix.sh/scale-down-protected": "2026-11-21T11:00:00Z" },
+    });
+    const actions = planMaterialise(pool({}, { replicas: 1 }), [pod("p-0", "idle"), marked], policy, NOW);
+    expect(actions.map((a) => a.why)).toEqual([
+      "scale down: delete marked idle pod",
+      "record the scale-down time",
+    ]);
+    expect(actions[1]!.write).toEqual({
+      op: "status",
+      status: { autoscaling: { lastScaleDownTime: "2026-11-21T12:00:00Z" } },
+    });
+  });
+});
+
+describe("planStatus", () => {
+  it("writes only a changed status, without the fields other writers own", () => {
+    const [first] = planStatus(
+      pool({}, {}, { pendingRequests: 3, autoscaling: { lastScaleDownTime: "2026-11-21T11:00:00Z" } }),
+      [pod("p-0", "idle")],
+      NOW,
+    );
+    const written = first?.write.op === "status" ? first.write.status : {};
+    expect(written.phase).toBe("Ready");
+    expect(written).not.toHaveProperty("autoscaling");
+    expect(written).not.toHaveProperty("pendingRequests");
+    const stored = pool({}, {}, { ...written, pendingRequests: 3 });
+    expect(planStatus(stored, [pod("p-0", "idle")], NOW)).toEqual([]);
+  });
+});
