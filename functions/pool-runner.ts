@@ -1,5 +1,6 @@
 import type { Log } from "../lib/log.ts";
 import type { PoolKey } from "../lib/triggers/audit-targets.ts";
+import type { PoolSnapshot } from "./snapshot.ts";
 
 /**
  * PoolRunner runs one pool's reconcile at a time in this process and coalesces triggers that
@@ -9,16 +10,19 @@ import type { PoolKey } from "../lib/triggers/audit-targets.ts";
  */
 export class PoolRunner {
   private readonly running = new Map<PoolKey, { again: boolean; done: Promise<void> }>();
-  private readonly run: (key: PoolKey) => Promise<unknown>;
+  private readonly run: (key: PoolKey, snapshot?: PoolSnapshot) => Promise<unknown>;
   private readonly log: Log;
 
-  constructor(run: (key: PoolKey) => Promise<unknown>, log: Log) {
+  constructor(run: (key: PoolKey, snapshot?: PoolSnapshot) => Promise<unknown>, log: Log) {
     this.run = run;
     this.log = log;
   }
 
-  /** trigger starts key's reconcile, or asks the running one to go once more when it ends. */
-  trigger(key: PoolKey): Promise<void> {
+  /**
+   * trigger starts key's reconcile (from snapshot when the caller just read one, as the tick does),
+   * or asks the running one to go once more when it ends; a rerun always reads afresh.
+   */
+  trigger(key: PoolKey, snapshot?: PoolSnapshot): Promise<void> {
     const current = this.running.get(key);
     if (current) {
       current.again = true;
@@ -27,9 +31,12 @@ export class PoolRunner {
     const entry = { again: false, done: Promise.resolve() };
     entry.done = (async () => {
       try {
+        let first: PoolSnapshot | undefined = snapshot;
         do {
           entry.again = false;
-          await this.run(key).catch((err: unknown) =>
+          const snap = first;
+          first = undefined;
+          await this.run(key, snap).catch((err: unknown) =>
             this.log.warn({ pool: key, err: String(err) }, "reconcile failed"),
           );
         } while (entry.again);

@@ -5,7 +5,7 @@ import { type ActionOutcome, execute } from "./execute.ts";
 import { finalizeDeleted } from "./finalize-deleted.ts";
 import { handleFailures } from "./handle-failures.ts";
 import { materialisePool } from "./materialise-pool.ts";
-import { readSnapshot } from "./snapshot.ts";
+import { type PoolSnapshot, readSnapshot } from "./snapshot.ts";
 import type { Step } from "./step.ts";
 import { updateStatus } from "./update-status.ts";
 
@@ -33,8 +33,8 @@ export interface PoolReport {
 }
 
 /**
- * reconcilePool reads the pool once and runs the named step, or every step, against that
- * snapshot. Each write carries its own precondition, so running against one snapshot is safe: a
+ * reconcilePool reads the pool once (or takes the snapshot a tick just read) and runs the named
+ * step, or every step, against that snapshot. Each write carries its own precondition, so running against one snapshot is safe: a
  * write that an earlier step made stale fails its test and is re-planned on the next trigger.
  */
 export async function reconcilePool(
@@ -42,15 +42,16 @@ export async function reconcilePool(
   namespace: string,
   name: string,
   only = RECONCILE,
+  snapshot?: PoolSnapshot,
 ): Promise<PoolReport> {
   const report: PoolReport = { pool: `${namespace}/${name}`, found: false, steps: [] };
   const steps = only === RECONCILE ? STEPS : STEPS.filter((s) => s.name === only);
   if (steps.length === 0) throw new RangeError(`unknown step "${only}"`);
-  const snapshot = await readSnapshot(deps.kube, namespace, name);
-  if (!snapshot) return report;
+  const snap = snapshot ?? (await readSnapshot(deps.kube, namespace, name));
+  if (!snap) return report;
   report.found = true;
   for (const step of steps) {
-    const outcomes = await execute(deps, await step.plan(deps, snapshot));
+    const outcomes = await execute(deps, await step.plan(deps, snap));
     if (outcomes.length) report.steps.push({ step: step.name, outcomes });
     for (const o of outcomes) {
       if (o.result === "error")

@@ -37,3 +37,30 @@ export async function readSnapshot(
     : undefined;
   return { pool, pods: pods.items, ...(env ? { env } : {}) };
 }
+
+/**
+ * readAllSnapshots reads every pool, every pool pod and (when some pool belongs to an Env) every
+ * Env in at most three list requests, grouped per pool. A tick uses it instead of two reads per
+ * pool: the apiserver filters label selectors by scanning, so one list of all sandbox pods costs
+ * far less than a list per pool. The snapshot is as fresh as the tick, and every write still
+ * carries its own precondition.
+ */
+export async function readAllSnapshots(kube: KubeClient): Promise<Map<string, PoolSnapshot>> {
+  const pools = (await kube.listPools()).items;
+  const pods = (await kube.listPods(undefined, SANDBOX_POOL_LABEL)).items;
+  const envs = pools.some((p) => p.metadata?.labels?.[ENV_LABEL]) ? (await kube.listEnvs()).items : [];
+  const snapshots = new Map<string, PoolSnapshot>();
+  for (const pool of pools)
+    snapshots.set(`${pool.metadata?.namespace}/${pool.metadata?.name}`, { pool, pods: [] });
+  for (const pod of pods) {
+    snapshots.get(`${pod.metadata?.namespace}/${pod.metadata?.labels?.[SANDBOX_POOL_LABEL]}`)?.pods.push(pod);
+  }
+  for (const snap of snapshots.values()) {
+    const envName = snap.pool.metadata?.labels?.[ENV_LABEL];
+    const env = envs.find(
+      (e) => e.metadata?.namespace === snap.pool.metadata?.namespace && e.metadata?.name === envName,
+    );
+    if (envName && env) snap.env = env;
+  }
+  return snapshots;
+}

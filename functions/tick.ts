@@ -1,6 +1,7 @@
 import pLimit from "p-limit";
 import type { StepDeps } from "./deps.ts";
-import { type PoolReport, reconcilePool } from "./reconcile-pool.ts";
+import { type PoolReport, RECONCILE, reconcilePool } from "./reconcile-pool.ts";
+import { type PoolSnapshot, readAllSnapshots } from "./snapshot.ts";
 
 export interface TickOptions {
   /** The tick period; each pool's run starts at a random offset in [0, jitter × period). */
@@ -11,7 +12,7 @@ export interface TickOptions {
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
   /** run replaces reconcilePool (the Node host routes it through its PoolRunner). */
-  run?: (namespace: string, name: string) => Promise<PoolReport | undefined>;
+  run?: (namespace: string, name: string, snapshot: PoolSnapshot) => Promise<PoolReport | undefined>;
 }
 
 /** TickReport summarises one pass over every pool. */
@@ -24,7 +25,8 @@ export interface TickReport {
 }
 
 /**
- * tick is the safety net behind the audit path: it lists every pool and reconciles each once.
+ * tick is the safety net behind the audit path: it reads every pool with its pods in a few list
+ * requests (readAllSnapshots) and reconciles each pool once from that snapshot.
  * Start offsets are spread over a fifth of the period by default, so a fleet of pools does not hit
  * the API server in lockstep and each pool's effective period varies within ±20 %. The caller
  * (croner in Node, the cron trigger in Workers) prevents overlapping ticks.
@@ -34,8 +36,12 @@ export async function tick(deps: StepDeps, opts: TickOptions): Promise<TickRepor
   const before = { ...deps.kube.requests };
   const random = opts.random ?? Math.random;
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const run = opts.run ?? ((ns: string, name: string) => reconcilePool(deps, ns, name));
-  const pools = (await deps.kube.listPools()).items;
+  const run =
+    opts.run ??
+    ((ns: string, name: string, snapshot: PoolSnapshot) =>
+      reconcilePool(deps, ns, name, RECONCILE, snapshot));
+  const snapshots = await readAllSnapshots(deps.kube);
+  const pools = [...snapshots.values()].map((s) => s.pool);
   const limit = pLimit(Math.max(1, opts.concurrency));
   let failed = 0;
   let writes = 0;
@@ -45,7 +51,12 @@ export async function tick(deps: StepDeps, opts: TickOptions): Promise<TickRepor
       await sleep(Math.floor(random() * opts.jitter * opts.periodMs));
       await limit(async () => {
         try {
-          const report = await run(pool.metadata?.namespace ?? "", pool.metadata?.name ?? "");
+          const key = `${pool.metadata?.namespace}/${pool.metadata?.name}`;
+          const report = await run(
+            pool.metadata?.namespace ?? "",
+            pool.metadata?.name ?? "",
+            snapshots.get(key)!,
+          );
           for (const s of report?.steps ?? []) writes += s.outcomes.filter((o) => o.result === "done").length;
         } catch (e) {
           failed++;

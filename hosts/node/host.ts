@@ -54,9 +54,9 @@ export async function startHost(config: HostConfig): Promise<Host> {
     digests: referenceDigestResolver,
     reporter: { controller: "agents.navix.sh/agentbox-functions", instance: hostname() },
   };
-  const runner = new PoolRunner(async (key) => {
+  const runner = new PoolRunner(async (key, snapshot) => {
     const [ns = "", name = ""] = key.split("/");
-    return reconcilePool(deps, ns, name);
+    return reconcilePool(deps, ns, name, RECONCILE, snapshot);
   }, config.log);
   const filter = config.auditFilter ?? (() => true);
   const app = createApp({
@@ -87,8 +87,8 @@ export async function startHost(config: HostConfig): Promise<Host> {
             periodMs,
             jitter: 0.2,
             concurrency: config.tickConcurrency,
-            run: async (ns, name) => {
-              await runner.trigger(`${ns}/${name}`);
+            run: async (ns, name, snapshot) => {
+              await runner.trigger(`${ns}/${name}`, snapshot);
               return undefined;
             },
           }).catch((err: unknown) => {

@@ -46,12 +46,10 @@ export class KubeClient {
     return (res.body ? JSON.parse(res.body) : undefined) as T;
   }
 
-  listPods(namespace: string, labelSelector: string): Promise<ObjectList<V1Pod>> {
-    return this.list(
-      `/api/v1/namespaces/${enc(namespace)}/pods`,
-      { labelSelector },
-      `list pods in ${namespace}`,
-    );
+  /** listPods lists pods matching labelSelector in one namespace, or in all when namespace is undefined. */
+  listPods(namespace: string | undefined, labelSelector: string): Promise<ObjectList<V1Pod>> {
+    const path = namespace ? `/api/v1/namespaces/${enc(namespace)}/pods` : "/api/v1/pods";
+    return this.list(path, { labelSelector }, `list pods in ${namespace ?? "all namespaces"}`);
   }
 
   getPod(namespace: string, name: string): Promise<V1Pod> {
@@ -107,6 +105,11 @@ export class KubeClient {
   listPools(namespace?: string): Promise<ObjectList<SandboxPool>> {
     const path = namespace ? `${POOLS}/namespaces/${enc(namespace)}/sandboxpools` : `${POOLS}/sandboxpools`;
     return this.list(path, {}, "list pools");
+  }
+
+  /** listEnvs lists SandboxEnvs in all namespaces. */
+  listEnvs(): Promise<ObjectList<SandboxEnv>> {
+    return this.list(`${POOLS}/sandboxenvs`, {}, "list envs");
   }
 
   getEnv(namespace: string, name: string): Promise<SandboxEnv> {
