@@ -4,14 +4,17 @@
 // cluster named by --cluster), and prints what each step did.
 import { parseArgs } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node";
+import { createApiKey } from "../functions/api/create-api-key.ts";
 import { RECONCILE, reconcilePool, STEPS } from "../functions/reconcile-pool.ts";
 import { nodeKubeTransport } from "../hosts/node/kube-transport.ts";
 import { SqliteHistoryStore } from "../hosts/node/sqlite-history.ts";
 import { readState } from "../infra/cluster/state.ts";
 import { KubeClient } from "../lib/kube/client.ts";
 import { referenceDigestResolver } from "../lib/sandbox/digest-resolver.ts";
+import { decodeKeyEntry, encodeKeyEntry } from "../lib/sandboxes/api-keys.ts";
 
 const USAGE = `usage: agentbox reconcile <namespace>/<pool> [--step NAME] [--kubeconfig FILE | --cluster NAME] [--history FILE]
+       agentbox api-key create --team TEAM --user USER [--admin] [--keys NAMESPACE/NAME] [--kubeconfig FILE | --cluster NAME]
 
 steps: ${[RECONCILE, ...STEPS.map((s) => s.name)].join(", ")} (default: reconcile = all, in order)
 The kubeconfig is --kubeconfig, else the local cluster --cluster NAME, else $KUBECONFIG / ~/.kube/config / in-cluster.
@@ -25,10 +28,15 @@ async function main(): Promise<number> {
       kubeconfig: { type: "string" },
       cluster: { type: "string" },
       history: { type: "string" },
+      team: { type: "string" },
+      user: { type: "string" },
+      admin: { type: "boolean", default: false },
+      keys: { type: "string", default: "agentbox-system/agentbox-api-keys" },
       help: { type: "boolean", short: "h" },
     },
   });
   const [command, target] = positionals;
+  if (command === "api-key" && target === "create") return apiKeyCreate(values);
   if (values.help || command !== "reconcile" || !target) {
     console.error(USAGE);
     return values.help ? 0 : 2;
@@ -88,6 +96,41 @@ async function main(): Promise<number> {
   } finally {
     history.close();
   }
+}
+
+/** apiKeyCreate mints an API key for a tenant and prints it once (only its hash is stored). */
+async function apiKeyCreate(values: {
+  team?: string;
+  user?: string;
+  admin: boolean;
+  keys: string;
+  kubeconfig?: string;
+  cluster?: string;
+}): Promise<number> {
+  const tenant = {
+    team: values.team ?? "",
+    user: values.user ?? "",
+    ...(values.admin ? { admin: true } : {}),
+  };
+  if (!decodeKeyEntry(encodeKeyEntry(tenant, new Date()))) {
+    console.error(
+      "error: --team and --user are required, each a label value (letters, digits, '-', '_', '.'; at most 63)",
+    );
+    return 2;
+  }
+  const [namespace = "", name = ""] = values.keys.split("/");
+  const kc = new KubeConfig();
+  const local = values.cluster ? readState(values.cluster) : undefined;
+  if (values.kubeconfig) kc.loadFromFile(values.kubeconfig);
+  else if (local) kc.loadFromFile(local.kubeconfig);
+  else kc.loadFromDefault();
+  const kube = new KubeClient(nodeKubeTransport(kc));
+  const key = await createApiKey({ kube, apiKeys: { namespace, name }, now: () => new Date() }, tenant);
+  console.error(
+    `API key for team ${tenant.team}, user ${tenant.user}${tenant.admin ? " (admin)" : ""}, stored hashed in ${namespace}/${name}:`,
+  );
+  console.log(key);
+  return 0;
 }
 
 main().then(

@@ -1,9 +1,11 @@
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
+import type { ApiDeps } from "../functions/api/deps.ts";
 import type { Log } from "../lib/log.ts";
 import { admissionRoutes } from "../webhooks/admission.ts";
 import { type AuditEventList, auditRoutes } from "../webhooks/audit.ts";
 import { functionsRoutes, type StepRunner } from "../webhooks/functions.ts";
+import { sandboxRoutes } from "../webhooks/sandboxes.ts";
 
 export interface AppDeps {
   callbackToken: string;
@@ -13,6 +15,8 @@ export interface AppDeps {
   /** adminToken and functions enable the manual triggers under /functions. */
   adminToken?: string;
   functions?: { steps: readonly string[]; run: StepRunner };
+  /** api enables the sandbox REST API under /v1. */
+  api?: ApiDeps;
 }
 
 /** createApp composes every HTTP surface of the host; both hosts serve this same app. */
@@ -21,6 +25,7 @@ export function createApp(deps: AppDeps): Hono {
   app.get("/healthz", (c) => c.text("ok"));
   app.route("/admission", admissionRoutes(deps));
   app.route("/audit", auditRoutes({ ...deps, onEvents: deps.onAuditEvents }));
+  if (deps.api) app.route("/v1", sandboxRoutes(deps.api));
   if (deps.functions && deps.adminToken) {
     app.route(
       "/functions",

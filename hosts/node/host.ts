@@ -1,6 +1,7 @@
 import { hostname } from "node:os";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { Cron } from "croner";
+import type { ApiDeps } from "../../functions/api/deps.ts";
 import type { StepDeps } from "../../functions/deps.ts";
 import { PoolRunner } from "../../functions/pool-runner.ts";
 import { RECONCILE, reconcilePool, STEPS } from "../../functions/reconcile-pool.ts";
@@ -29,12 +30,15 @@ export interface HostConfig {
   log: Log;
   /** auditFilter limits which pools audit events may trigger (all by default). */
   auditFilter?: (key: PoolKey) => boolean;
+  /** Where the hashed API keys live (default agentbox-system/agentbox-api-keys). */
+  apiKeys?: { namespace: string; name: string };
   /** onAuditEvents also receives every accepted batch (tests record them). */
   onAuditEvents?: (list: AuditEventList) => void;
 }
 
 export interface Host {
   deps: StepDeps;
+  api: ApiDeps;
   runner: PoolRunner;
   close(): Promise<void>;
 }
@@ -54,6 +58,11 @@ export async function startHost(config: HostConfig): Promise<Host> {
     digests: referenceDigestResolver,
     reporter: { controller: "agents.navix.sh/agentbox-functions", instance: hostname() },
   };
+  const api: ApiDeps = {
+    ...deps,
+    apiKeys: config.apiKeys ?? { namespace: "agentbox-system", name: "agentbox-api-keys" },
+    random: Math.random,
+  };
   const runner = new PoolRunner(async (key, snapshot) => {
     const [ns = "", name = ""] = key.split("/");
     return reconcilePool(deps, ns, name, RECONCILE, snapshot);
@@ -67,6 +76,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
       config.onAuditEvents?.(list);
       for (const key of auditTargets(list.items).filter(filter)) void runner.trigger(key);
     },
+    api,
     functions: {
       steps: [RECONCILE, ...STEPS.map((s) => s.name)],
       run: (step, namespace, pool) => reconcilePool(deps, namespace, pool, step),
@@ -100,6 +110,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
       : undefined;
   return {
     deps,
+    api,
     runner,
     close: async () => {
       cron?.stop();

@@ -1,6 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
+import type { SandboxTemplate } from "../api/sandbox-template.ts";
 import { kubeErrorFrom } from "./errors.ts";
 import type { JsonPatchOp } from "./json-patch.ts";
 
@@ -8,10 +9,21 @@ export type { JsonPatchOp } from "./json-patch.ts";
 
 import type { KubeRequest, KubeTransport } from "./transport.ts";
 
+/** SecretObject is the part of a v1 Secret we read and write. */
+export interface SecretObject {
+  apiVersion?: "v1";
+  kind?: "Secret";
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string> };
+  type?: string;
+  data?: Record<string, string>;
+}
+
 /** ObjectList is a list response: the items and the list's resourceVersion. */
 export interface ObjectList<T> {
   items: T[];
   resourceVersion: string;
+  /** continue is the apiserver's token for the next page, when there is one. */
+  continue?: string;
 }
 
 /** EventIntent is an events.k8s.io/v1 Event about one object, as the steps emit them. */
@@ -46,10 +58,27 @@ export class KubeClient {
     return (res.body ? JSON.parse(res.body) : undefined) as T;
   }
 
-  /** listPods lists pods matching labelSelector in one namespace, or in all when namespace is undefined. */
-  listPods(namespace: string | undefined, labelSelector: string): Promise<ObjectList<V1Pod>> {
+  /**
+   * listPods lists pods matching labelSelector in one namespace, or in all when namespace is
+   * undefined; `page` passes the apiserver's own pagination (limit/continue) through.
+   */
+  listPods(
+    namespace: string | undefined,
+    labelSelector: string,
+    page: { limit?: number; continue?: string } = {},
+  ): Promise<ObjectList<V1Pod>> {
     const path = namespace ? `/api/v1/namespaces/${enc(namespace)}/pods` : "/api/v1/pods";
-    return this.list(path, { labelSelector }, `list pods in ${namespace ?? "all namespaces"}`);
+    const query = {
+      labelSelector,
+      limit: page.limit ? String(page.limit) : undefined,
+      continue: page.continue,
+    };
+    return this.list(path, query, `list pods in ${namespace ?? "all namespaces"}`);
+  }
+
+  /** listTemplates lists the cluster's SandboxTemplates. */
+  listTemplates(): Promise<ObjectList<SandboxTemplate>> {
+    return this.list(`${POOLS}/sandboxtemplates`, {}, "list templates");
   }
 
   getPod(namespace: string, name: string): Promise<V1Pod> {
@@ -105,6 +134,43 @@ export class KubeClient {
   listPools(namespace?: string): Promise<ObjectList<SandboxPool>> {
     const path = namespace ? `${POOLS}/namespaces/${enc(namespace)}/sandboxpools` : `${POOLS}/sandboxpools`;
     return this.list(path, {}, "list pools");
+  }
+
+  /** getTemplate reads a cluster-scoped SandboxTemplate. */
+  getTemplate(name: string): Promise<SandboxTemplate> {
+    return this.call(
+      { method: "GET", path: `${POOLS}/sandboxtemplates/${enc(name)}` },
+      `get template ${name}`,
+    );
+  }
+
+  /** getSecret reads a Secret (data values base64, as stored). */
+  getSecret(namespace: string, name: string): Promise<SecretObject> {
+    return this.call(
+      { method: "GET", path: `/api/v1/namespaces/${enc(namespace)}/secrets/${enc(name)}` },
+      `get secret ${namespace}/${name}`,
+    );
+  }
+
+  /** createSecret creates a Secret; AlreadyExists when it is there. */
+  createSecret(namespace: string, secret: SecretObject): Promise<SecretObject> {
+    return this.call(
+      { method: "POST", path: `/api/v1/namespaces/${enc(namespace)}/secrets`, body: secret },
+      `create secret ${namespace}`,
+    );
+  }
+
+  /** patchSecret JSON-patches a Secret (callers test its resourceVersion). */
+  patchSecret(namespace: string, name: string, ops: JsonPatchOp[]): Promise<SecretObject> {
+    return this.call(
+      {
+        method: "PATCH",
+        path: `/api/v1/namespaces/${enc(namespace)}/secrets/${enc(name)}`,
+        body: ops,
+        contentType: "application/json-patch+json",
+      },
+      `patch secret ${namespace}/${name}`,
+    );
   }
 
   /** listEnvs lists SandboxEnvs in all namespaces. */
@@ -181,10 +247,14 @@ export class KubeClient {
     query: Record<string, string | undefined>,
     what: string,
   ): Promise<ObjectList<T>> {
-    const res = await this.call<{ items?: T[]; metadata?: { resourceVersion?: string } }>(
+    const res = await this.call<{ items?: T[]; metadata?: { resourceVersion?: string; continue?: string } }>(
       { method: "GET", path, query },
       what,
     );
-    return { items: res.items ?? [], resourceVersion: res.metadata?.resourceVersion ?? "" };
+    return {
+      items: res.items ?? [],
+      resourceVersion: res.metadata?.resourceVersion ?? "",
+      ...(res.metadata?.continue ? { continue: res.metadata.continue } : {}),
+    };
   }
 }

@@ -1,0 +1,93 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
+import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
+import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
+import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
+import { newSandboxId } from "../../lib/sandboxes/ids.ts";
+import type { CreateSandboxRequest } from "../../lib/sandboxes/schemas.ts";
+import { type SandboxView, sandboxView } from "../../lib/sandboxes/view.ts";
+import { claimSandbox } from "../claim-sandbox.ts";
+import type { ApiDeps } from "./deps.ts";
+import { resolvePool } from "./resolve-pool.ts";
+
+/** MAX_ATTEMPTS bounds the candidates one create tries before answering 503. */
+const MAX_ATTEMPTS = 8;
+
+export type CreateOutcome =
+  | { ok: true; sandbox: SandboxView }
+  | { ok: false; reason: "unknown"; what: "pool" | "template"; name: string; choices: string[] }
+  | { ok: false; reason: "invalid"; message: string }
+  | { ok: false; reason: "exhausted"; pool: string; tried: number };
+
+/** requestedImages is container → image for the claim: the override, else the pool's template images. */
+export function requestedImages(
+  pool: SandboxPool,
+  req: CreateSandboxRequest,
+): Record<string, string> | string {
+  const containers = (
+    (pool.spec.template?.spec as { containers?: { name?: string; image?: string }[] } | undefined)
+      ?.containers ?? []
+  ).filter((c): c is { name: string; image?: string } => typeof c.name === "string");
+  if (req.containerImages) {
+    const unknown = Object.keys(req.containerImages).filter((n) => !containers.some((c) => c.name === n));
+    return unknown.length
+      ? `containerImages: no container ${unknown.map((n) => `"${n}"`).join(", ")} in the pool (containers: ${containers.map((c) => c.name).join(", ")})`
+      : { ...req.containerImages };
+  }
+  const first = containers[0];
+  if (!first) return "the pool's template has no containers";
+  if (req.image) return { [first.name]: req.image };
+  return Object.fromEntries(containers.filter((c) => c.image).map((c) => [c.name, c.image as string]));
+}
+
+/**
+ * createSandbox claims one idle pod of the target pool for the tenant: it reads the pool's idle
+ * pods, orders the claimable ones (spread at random so concurrent creates pick different pods) and
+ * tries them one by one with the preconditioned claim patch; a lost race moves on to the next
+ * candidate. Nothing is written unless a claim succeeds, so a failed create leaves every pod idle.
+ */
+export async function createSandbox(
+  deps: ApiDeps,
+  tenant: Tenant,
+  req: CreateSandboxRequest,
+): Promise<CreateOutcome> {
+  const resolved = await resolvePool(deps, tenant, req);
+  if (!resolved.ok)
+    return {
+      ok: false,
+      reason: "unknown",
+      what: resolved.what,
+      name: resolved.name,
+      choices: resolved.choices,
+    };
+  const { pool } = resolved;
+  const images = requestedImages(pool, req);
+  if (typeof images === "string") return { ok: false, reason: "invalid", message: images };
+  const namespace = pool.metadata?.namespace ?? "";
+  const name = pool.metadata?.name ?? "";
+  const idle = await deps.kube.listPods(
+    namespace,
+    `${SANDBOX_POOL_LABEL}=${name},${SANDBOX_PHASE_LABEL}=${SANDBOX_PHASE.IDLE}`,
+  );
+  const now = deps.now();
+  const window = scaleDownPolicyFor(pool).protectionWindowSeconds;
+  const candidates: V1Pod[] = orderCandidates(idle.items, now, window, deps.random).slice(0, MAX_ATTEMPTS);
+  const sandboxId = newSandboxId();
+  for (const pod of candidates) {
+    const result = await claimSandbox(deps, pod, {
+      sandboxId,
+      containerImages: images,
+      team: tenant.team,
+      user: tenant.user,
+      ...(req.metadata ? { metadata: req.metadata } : {}),
+      ...(req.idleTimeout ? { idleTimeoutSeconds: req.idleTimeout } : {}),
+      ...(req.startupTimeout ? { startupTimeoutSeconds: req.startupTimeout } : {}),
+    });
+    if (result.ok) {
+      const view = sandboxView(result.pod, deps.now());
+      if (view) return { ok: true, sandbox: view };
+    }
+  }
+  return { ok: false, reason: "exhausted", pool: `${namespace}/${name}`, tried: candidates.length };
+}

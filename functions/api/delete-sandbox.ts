@@ -1,0 +1,31 @@
+import { SANDBOX_PHASE, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
+import { sandboxPhaseOf } from "../../lib/sandbox/inplace-state.ts";
+import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
+import { releaseSandbox } from "../release-sandbox.ts";
+import type { ApiDeps } from "./deps.ts";
+import { findSandbox } from "./find-sandbox.ts";
+
+export type DeleteOutcome = "released" | "already-released" | "not-found";
+
+/**
+ * deleteSandbox releases a sandbox (Running or Starting → Stopping, stop reason Released). It is
+ * idempotent: a sandbox already stopping reports already-released. A release that loses a race
+ * re-reads the pod and decides again (a few times), since the caller asked for exactly this.
+ */
+export async function deleteSandbox(deps: ApiDeps, tenant: Tenant, id: string): Promise<DeleteOutcome> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const pod = await findSandbox(deps, tenant, id);
+    if (!pod) return attempt === 0 ? "not-found" : "already-released";
+    const phase = sandboxPhaseOf(pod);
+    if (phase === SANDBOX_PHASE.STOPPING || phase === SANDBOX_PHASE.IDLE) return "already-released";
+    const pool = await deps.kube.getPool(
+      pod.metadata?.namespace ?? "",
+      pod.metadata?.labels?.[SANDBOX_POOL_LABEL] ?? "",
+    );
+    const result = await releaseSandbox(deps, pool, pod, { stopReason: "Released" });
+    if (result.ok) return "released";
+    if (result.reason === "gone") return "already-released";
+    if (result.reason === "refused") return "already-released";
+  }
+  return "already-released";
+}

@@ -1,0 +1,9 @@
+import type { StepDeps } from "../deps.ts";
+
+/** ApiDeps adds what the sandbox API needs beyond the reconcile steps. */
+export interface ApiDeps extends StepDeps {
+  /** The Secret holding hashed API keys (data: sha256(key) → tenant entry). */
+  apiKeys: { namespace: string; name: string };
+  /** random spreads concurrent claims over different candidates. */
+  random: () => number;
+}

@@ -1,0 +1,47 @@
+import {
+  SANDBOX_ID_LABEL,
+  SANDBOX_PHASE_LABEL,
+  SANDBOX_POOL_LABEL,
+  TEAM_LABEL,
+  USER_LABEL,
+} from "../../lib/api/keys.ts";
+import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
+import { matchesMetadata, type SandboxView, sandboxView } from "../../lib/sandboxes/view.ts";
+import type { ApiDeps } from "./deps.ts";
+
+export interface ListFilter {
+  pool?: string;
+  phase?: string;
+  metadata?: Record<string, string>;
+  limit: number;
+  continue?: string;
+}
+
+/**
+ * listSandboxes lists the tenant's sandboxes (admins: everyone's). Ownership, pool and phase are
+ * label selectors the apiserver evaluates; pagination is the apiserver's own (limit/continue), so
+ * a page may hold fewer matches than the limit when a metadata filter removes some.
+ */
+export async function listSandboxes(
+  deps: ApiDeps,
+  tenant: Tenant,
+  filter: ListFilter,
+): Promise<{ sandboxes: SandboxView[]; continue?: string }> {
+  const selector = [SANDBOX_ID_LABEL];
+  if (!tenant.admin) selector.push(`${TEAM_LABEL}=${tenant.team}`, `${USER_LABEL}=${tenant.user}`);
+  const [namespace, poolName] = filter.pool ? filter.pool.split("/") : [];
+  if (poolName) selector.push(`${SANDBOX_POOL_LABEL}=${poolName}`);
+  if (filter.phase) selector.push(`${SANDBOX_PHASE_LABEL}=${filter.phase}`);
+  const page = await deps.kube.listPods(namespace, selector.join(","), {
+    limit: filter.limit,
+    ...(filter.continue ? { continue: filter.continue } : {}),
+  });
+  const now = deps.now();
+  const sandboxes = page.items
+    .filter((p) => !p.metadata?.deletionTimestamp)
+    .map((p) => sandboxView(p, now))
+    .filter(
+      (v): v is SandboxView => v !== undefined && (!filter.metadata || matchesMetadata(v, filter.metadata)),
+    );
+  return { sandboxes, ...(page.continue ? { continue: page.continue } : {}) };
+}

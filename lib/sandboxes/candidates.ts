@@ -1,0 +1,53 @@
+// Creating a sandbox claims one idle pod with a preconditioned patch; two claims of the same pod
+// cannot both win. Many creates run at once (several hosts, no lock), so each caller tries the
+// claimable pods in its own random order: they spread over different pods instead of all racing
+// for the first one, and a loser simply moves on to its next candidate.
+import type { V1Pod } from "@kubernetes/client-node";
+import { SANDBOX_PHASE } from "../api/keys.ts";
+import { podFacts } from "../pool/pod-facts.ts";
+
+/**
+ * shuffle is an in-place Fisher-Yates shuffle driven by `random` (values in [0, 1), like
+ * Math.random), so tests can pass a deterministic one.
+ */
+function shuffle<T>(items: T[], random: () => number): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.min(i, Math.floor(random() * (i + 1)));
+    [items[i], items[j]] = [items[j] as T, items[i] as T];
+  }
+  return items;
+}
+
+/**
+ * orderCandidates lists the pods a create may claim, in the order to try them. Claimable: phase
+ * label idle, not terminating, PodReady True and status.phase Running. A pod marked for
+ * scale-down is claimable only while its mark is younger than protectionWindowSeconds (a claim
+ * inside the window cancels the scale-down); from the window's end on, the pool deletes it, so it
+ * is skipped (the same `>=` boundary as the scale plan). A mark that cannot be parsed never leads
+ * to a delete (the plan removes it), so its pod stays claimable, as a marked one.
+ *
+ * Unmarked pods come first, then marked ones (claiming those undoes a scale-down the pool
+ * decided on); each group is shuffled with `random`.
+ */
+export function orderCandidates(
+  pods: V1Pod[],
+  now: Date,
+  protectionWindowSeconds: number,
+  random: () => number,
+): V1Pod[] {
+  const unmarked: V1Pod[] = [];
+  const marked: V1Pod[] = [];
+  for (const pod of pods) {
+    const facts = podFacts(pod);
+    if (facts.phase !== SANDBOX_PHASE.IDLE || facts.terminating || !facts.ready) continue;
+    if (pod.status?.phase !== "Running") continue;
+    if (facts.scaleDownMark === undefined) {
+      unmarked.push(pod);
+      continue;
+    }
+    const at = facts.scaleDownMarkedAt;
+    if (at && (now.getTime() - at.getTime()) / 1000 >= protectionWindowSeconds) continue;
+    marked.push(pod);
+  }
+  return [...shuffle(unmarked, random), ...shuffle(marked, random)];
+}

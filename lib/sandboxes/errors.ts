@@ -1,0 +1,66 @@
+// Every /v1 error has the same JSON body, so clients branch on `error.code` and show
+// `error.message`, and a bad request names each offending field. The constructors pair each
+// code with its HTTP status, so a route cannot send a NotFound body with a 400.
+import type { ApiIssue } from "../api/parse.ts";
+
+/** ApiErrorBody is the body of every error response of the /v1 API. */
+export interface ApiErrorBody {
+  error: {
+    /** code is machine-readable: BadRequest, NotFound, Unavailable, Unauthorized or Conflict. */
+    code: string;
+    message: string;
+    /** fields lists the invalid fields of a BadRequest, with Kubernetes-style paths. */
+    fields?: { path: string; message: string }[];
+    /** choices lists what the caller could have named instead, e.g. the visible templates. */
+    choices?: string[];
+  };
+}
+
+/** ApiError is a status and the body to send with it. */
+export interface ApiError {
+  status: 400 | 401 | 404 | 409 | 503;
+  body: ApiErrorBody;
+}
+
+/** badRequest (400): the request is malformed; `fields` are the issues parseWith returned. */
+export function badRequest(message: string, fields?: readonly ApiIssue[]): ApiError {
+  const listed = fields?.map(({ path, message }) => ({ path, message }));
+  return {
+    status: 400,
+    body: { error: { code: "BadRequest", message, ...(listed ? { fields: listed } : {}) } },
+  };
+}
+
+/** notFound (404): the sandbox, pool or template does not exist or is not visible to the caller. */
+export function notFound(message: string, choices?: readonly string[]): ApiError {
+  return {
+    status: 404,
+    body: { error: { code: "NotFound", message, ...(choices ? { choices: [...choices] } : {}) } },
+  };
+}
+
+/** unavailable (503): nothing can serve the request now (no idle pod, wait timed out); retry later. */
+export function unavailable(message: string): ApiError {
+  return { status: 503, body: { error: { code: "Unavailable", message } } };
+}
+
+/**
+ * unauthorized (401): no key, or an unknown one. The message never says which, so the response
+ * cannot be used to probe for keys.
+ */
+export function unauthorized(): ApiError {
+  return {
+    status: 401,
+    body: {
+      error: {
+        code: "Unauthorized",
+        message: "a valid API key is required (X-API-Key or Authorization: Bearer header)",
+      },
+    },
+  };
+}
+
+/** conflict (409): the sandbox changed state under the request (e.g. already stopping). */
+export function conflict(message: string): ApiError {
+  return { status: 409, body: { error: { code: "Conflict", message } } };
+}

@@ -1,0 +1,139 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import {
+  SANDBOX_PHASE_LABEL,
+  type SandboxPhase,
+  SCALE_DOWN_PROTECTED_ANNOTATION,
+} from "../../lib/api/keys.ts";
+import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
+
+const NOW = new Date("2026-05-10T12:00:00Z");
+const WINDOW = 60;
+const ago = (seconds: number) => new Date(NOW.getTime() - seconds * 1000).toISOString();
+
+interface PodOptions {
+  phase?: SandboxPhase | "";
+  ready?: "True" | "False" | "none";
+  podPhase?: string;
+  deleting?: boolean;
+  mark?: string;
+}
+
+function pod(name: string, o: PodOptions = {}): V1Pod {
+  const phase = o.phase ?? "idle";
+  const ready = o.ready ?? "True";
+  return {
+    metadata: {
+      name,
+      labels: phase ? { [SANDBOX_PHASE_LABEL]: phase } : {},
+      annotations: o.mark !== undefined ? { [SCALE_DOWN_PROTECTED_ANNOTATION]: o.mark } : {},
+      ...(o.deleting ? { deletionTimestamp: NOW } : {}),
+    },
+    status: {
+      phase: o.podPhase ?? "Running",
+      conditions: ready === "none" ? [] : [{ type: "Ready", status: ready }],
+    },
+  };
+}
+
+const names = (pods: V1Pod[]) => pods.map((p) => p.metadata?.name);
+/** keep is a random that makes Fisher-Yates keep the order (j = i every time). */
+const keep = () => 0.999_999;
+
+/** mulberry32 is a small seeded PRNG, so the spreading test is deterministic. */
+function mulberry32(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+describe("orderCandidates: which pods are claimable", () => {
+  it.each<[string, PodOptions, boolean]>([
+    ["idle, ready, Running", {}, true],
+    ["starting", { phase: "starting" }, false],
+    ["running", { phase: "running" }, false],
+    ["stopping", { phase: "stopping" }, false],
+    ["failed", { phase: "failed" }, false],
+    ["no phase label", { phase: "" }, false],
+    ["terminating", { deleting: true }, false],
+    ["not ready", { ready: "False" }, false],
+    ["no Ready condition yet", { ready: "none" }, false],
+    ["pod phase Pending", { podPhase: "Pending" }, false],
+    ["pod phase Failed", { podPhase: "Failed" }, false],
+    ["empty scale-down mark: unmarked", { mark: "" }, true],
+    ["marked just now", { mark: ago(0) }, true],
+    ["marked 59.999 s ago (inside the window)", { mark: ago(59.999) }, true],
+    ["marked exactly the window ago (the pool deletes it now)", { mark: ago(60) }, false],
+    ["marked after the window", { mark: ago(3600) }, false],
+    ["marked in the future (clock skew): inside the window", { mark: ago(-30) }, true],
+    ["unparseable mark (never deleted for it)", { mark: "soon" }, true],
+    ["marked inside the window but terminating", { mark: ago(1), deleting: true }, false],
+  ])("%s → %s", (_, options, claimable) => {
+    expect(names(orderCandidates([pod("p", options)], NOW, WINDOW, keep))).toEqual(claimable ? ["p"] : []);
+  });
+
+  it("a zero window makes every marked pod unclaimable", () => {
+    expect(orderCandidates([pod("p", { mark: ago(0) })], NOW, 0, keep)).toEqual([]);
+  });
+
+  it("returns the pod objects themselves and leaves the input alone", () => {
+    const pods = [pod("a"), pod("b", { phase: "running" }), pod("c")];
+    const copy = [...pods];
+    const out = orderCandidates(pods, NOW, WINDOW, () => 0);
+    expect(pods).toEqual(copy);
+    expect(out.every((p) => pods.includes(p))).toBe(true);
+  });
+});
+
+describe("orderCandidates: order", () => {
+  const pods = [
+    pod("m1", { mark: ago(10) }),
+    pod("u1"),
+    pod("m2", { mark: "garbled" }),
+    pod("u2"),
+    pod("u3"),
+    pod("busy", { phase: "running" }),
+  ];
+
+  it("unmarked pods come before marked ones", () => {
+    expect(names(orderCandidates(pods, NOW, WINDOW, keep))).toEqual(["u1", "u2", "u3", "m1", "m2"]);
+  });
+
+  it("each group is shuffled with Fisher-Yates using the given random", () => {
+    // random() = 0 always swaps position i with 0: [u1,u2,u3] → [u3,u2,u1] → [u2,u3,u1].
+    expect(names(orderCandidates(pods, NOW, WINDOW, () => 0))).toEqual(["u2", "u3", "u1", "m2", "m1"]);
+  });
+
+  it("a random() of exactly 1 does not step out of the array", () => {
+    expect(names(orderCandidates(pods, NOW, WINDOW, () => 1))).toEqual(["u1", "u2", "u3", "m1", "m2"]);
+  });
+
+  it("concurrent callers spread over the pods: every pod is tried first about equally often", () => {
+    const idle = Array.from({ length: 5 }, (_, i) => pod(`p${i}`));
+    const random = mulberry32(42);
+    const firsts = new Map<string, number>();
+    const runs = 5000;
+    for (let i = 0; i < runs; i++) {
+      const order = names(orderCandidates(idle, NOW, WINDOW, random));
+      expect([...order].sort()).toEqual(["p0", "p1", "p2", "p3", "p4"]);
+      const first = order[0] as string;
+      firsts.set(first, (firsts.get(first) ?? 0) + 1);
+    }
+    expect(firsts.size).toBe(5);
+    for (const count of firsts.values()) {
+      expect(count).toBeGreaterThan(runs / 5 - 150);
+      expect(count).toBeLessThan(runs / 5 + 150);
+    }
+  });
+
+  it("two callers with different randoms start on different pods", () => {
+    const idle = Array.from({ length: 8 }, (_, i) => pod(`p${i}`));
+    const a = names(orderCandidates(idle, NOW, WINDOW, mulberry32(1)));
+    const b = names(orderCandidates(idle, NOW, WINDOW, mulberry32(2)));
+    expect(a[0]).not.toBe(b[0]);
+  });
+});

@@ -1,0 +1,133 @@
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { authenticate } from "../functions/api/authenticate.ts";
+import { createSandbox } from "../functions/api/create-sandbox.ts";
+import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
+import type { ApiDeps } from "../functions/api/deps.ts";
+import { findSandbox } from "../functions/api/find-sandbox.ts";
+import { listSandboxes } from "../functions/api/list-sandboxes.ts";
+import { setSandboxTimeout } from "../functions/api/set-timeout.ts";
+import { type ApiIssue, parseWith } from "../lib/api/parse.ts";
+import { bearerOrApiKey, type Tenant } from "../lib/sandboxes/api-keys.ts";
+import { badRequest, notFound, unauthorized, unavailable } from "../lib/sandboxes/errors.ts";
+import {
+  CreateSandboxRequest,
+  HistoryQuery,
+  ListSandboxesQuery,
+  TimeoutRequest,
+} from "../lib/sandboxes/schemas.ts";
+import { isMetadataFilterError, parseMetadataFilter, sandboxView } from "../lib/sandboxes/view.ts";
+
+type Env = { Variables: { tenant: Tenant } };
+
+const send = (
+  c: { json: (b: unknown, s: ContentfulStatusCode) => Response },
+  e: { status: number; body: unknown },
+) => c.json(e.body, e.status as ContentfulStatusCode);
+
+/** readJson reads a JSON body, or says why it is not one. */
+async function readJson(req: Request): Promise<{ ok: true; value: unknown } | { ok: false }> {
+  try {
+    return { ok: true, value: await req.json() };
+  } catch {
+    return { ok: false };
+  }
+}
+
+const invalid = (what: string, issues: ApiIssue[]) => badRequest(`invalid ${what}`, issues);
+
+/**
+ * sandboxRoutes is the native REST API under /v1: every request carries an API key (X-API-Key or
+ * Bearer), resolved to a tenant on each call; bodies and queries are validated with field paths;
+ * another tenant's sandbox is a 404 like one that does not exist.
+ */
+export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
+  const app = new Hono<Env>();
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: 64 * 1024,
+      onError: (c) => send(c, badRequest("request bodies are limited to 64 KiB")),
+    }),
+  );
+  app.use("*", async (c, next) => {
+    const tenant = await authenticate(
+      deps,
+      bearerOrApiKey({
+        authorization: c.req.header("authorization"),
+        "x-api-key": c.req.header("x-api-key"),
+      }),
+    );
+    if (!tenant) return send(c, unauthorized());
+    c.set("tenant", tenant);
+    return next();
+  });
+
+  app.post("/sandboxes", async (c) => {
+    const body = await readJson(c.req.raw);
+    if (!body.ok) return send(c, badRequest("the body is not valid JSON"));
+    const req = parseWith(CreateSandboxRequest, body.value);
+    if (!req.ok) return send(c, invalid("sandbox request", req.issues));
+    const outcome = await createSandbox(deps, c.get("tenant"), req.value);
+    if (outcome.ok) return c.json(outcome.sandbox, 201);
+    if (outcome.reason === "unknown")
+      return send(c, notFound(`no ${outcome.what} "${outcome.name}" for you`, outcome.choices));
+    if (outcome.reason === "invalid") return send(c, badRequest(outcome.message));
+    c.header("Retry-After", "1");
+    return send(c, unavailable(`no idle sandbox in ${outcome.pool} right now (tried ${outcome.tried})`));
+  });
+
+  app.get("/sandboxes", async (c) => {
+    const q = parseWith(ListSandboxesQuery, c.req.query());
+    if (!q.ok) return send(c, invalid("query", q.issues));
+    const metadata = q.value.metadata ? parseMetadataFilter(q.value.metadata) : undefined;
+    if (metadata && isMetadataFilterError(metadata))
+      return send(c, badRequest("invalid query", [{ path: "metadata", message: String(metadata.error) }]));
+    const page = await listSandboxes(deps, c.get("tenant"), {
+      limit: q.value.limit,
+      ...(q.value.pool ? { pool: q.value.pool } : {}),
+      ...(q.value.phase ? { phase: q.value.phase } : {}),
+      ...(metadata ? { metadata: metadata as Record<string, string> } : {}),
+      ...(q.value.continue ? { continue: q.value.continue } : {}),
+    });
+    return c.json(page);
+  });
+
+  app.get("/sandboxes/:id", async (c) => {
+    const pod = await findSandbox(deps, c.get("tenant"), c.req.param("id"));
+    const view = pod && sandboxView(pod, deps.now());
+    return view ? c.json(view) : send(c, notFound(`no sandbox "${c.req.param("id")}"`));
+  });
+
+  app.delete("/sandboxes/:id", async (c) => {
+    const outcome = await deleteSandbox(deps, c.get("tenant"), c.req.param("id"));
+    if (outcome === "not-found") return send(c, notFound(`no sandbox "${c.req.param("id")}"`));
+    return c.body(null, 204);
+  });
+
+  app.post("/sandboxes/:id/timeout", async (c) => {
+    const body = await readJson(c.req.raw);
+    if (!body.ok) return send(c, badRequest("the body is not valid JSON"));
+    const req = parseWith(TimeoutRequest, body.value);
+    if (!req.ok) return send(c, invalid("timeout request", req.issues));
+    const view = await setSandboxTimeout(deps, c.get("tenant"), c.req.param("id"), req.value.timeout);
+    return view ? c.json(view) : send(c, notFound(`no sandbox "${c.req.param("id")}"`));
+  });
+
+  app.get("/history", async (c) => {
+    const q = parseWith(HistoryQuery, c.req.query());
+    if (!q.ok) return send(c, invalid("query", q.issues));
+    const tenant = c.get("tenant");
+    // Tenants see their own records only; admins may filter by any team or user.
+    const scope = tenant.admin ? {} : { team: tenant.team, user: tenant.user };
+    try {
+      return c.json(await deps.history.query({ ...q.value, ...scope }));
+    } catch (e) {
+      if (e instanceof RangeError)
+        return send(c, badRequest("invalid query", [{ path: "after", message: e.message }]));
+      throw e;
+    }
+  });
+  return app;
+}
