@@ -1,6 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { CLAIM_SHARD_LABEL, shardOrder } from "../../lib/pool/claim-shards.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
 import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
@@ -11,8 +12,10 @@ import { claimSandbox } from "../claim-sandbox.ts";
 import type { ApiDeps } from "./deps.ts";
 import { resolvePool } from "./resolve-pool.ts";
 
-/** MAX_ATTEMPTS bounds the candidates one create tries before answering 503. */
-const MAX_ATTEMPTS = 8;
+/** MAX_ATTEMPTS bounds the claim patches one create tries before answering 503. */
+const MAX_ATTEMPTS = 24;
+/** CANDIDATES_PER_LIST is how many idle pods one shard list returns (the apiserver's limit). */
+const CANDIDATES_PER_LIST = 8;
 
 export type CreateOutcome =
   | { ok: true; sandbox: SandboxView }
@@ -42,10 +45,10 @@ export function requestedImages(
 }
 
 /**
- * createSandbox claims one idle pod of the target pool for the tenant: it reads the pool's idle
- * pods, orders the claimable ones (spread at random so concurrent creates pick different pods) and
- * tries them one by one with the preconditioned claim patch; a lost race moves on to the next
- * candidate. Nothing is written unless a claim succeeds, so a failed create leaves every pod idle.
+ * createSandbox claims one idle pod of the target pool for the tenant: it lists a few idle pods
+ * of a random claim shard, orders the claimable ones (shuffled, so concurrent creates pick
+ * different pods) and tries them one by one with the preconditioned claim patch; a lost race moves
+ * on to the next candidate, an exhausted shard to the next shard. Nothing is written unless a claim succeeds, so a failed create leaves every pod idle.
  */
 export async function createSandbox(
   deps: ApiDeps,
@@ -66,16 +69,11 @@ export async function createSandbox(
   if (typeof images === "string") return { ok: false, reason: "invalid", message: images };
   const namespace = pool.metadata?.namespace ?? "";
   const name = pool.metadata?.name ?? "";
-  const idle = await deps.kube.listPods(
-    namespace,
-    `${SANDBOX_POOL_LABEL}=${name},${SANDBOX_PHASE_LABEL}=${SANDBOX_PHASE.IDLE}`,
-  );
   const now = deps.now();
   const window = scaleDownPolicyFor(pool).protectionWindowSeconds;
-  const candidates: V1Pod[] = orderCandidates(idle.items, now, window, deps.random).slice(0, MAX_ATTEMPTS);
   const sandboxId = newSandboxId();
-  for (const pod of candidates) {
-    const result = await claimSandbox(deps, pod, {
+  const claim = (pod: V1Pod) =>
+    claimSandbox(deps, pod, {
       sandboxId,
       containerImages: images,
       team: tenant.team,
@@ -84,10 +82,25 @@ export async function createSandbox(
       ...(req.idleTimeout ? { idleTimeoutSeconds: req.idleTimeout } : {}),
       ...(req.startupTimeout ? { startupTimeoutSeconds: req.startupTimeout } : {}),
     });
-    if (result.ok) {
-      const view = sandboxView(result.pod, deps.now());
-      if (view) return { ok: true, sandbox: view };
+  const idle = `${SANDBOX_POOL_LABEL}=${name},${SANDBOX_PHASE_LABEL}=${SANDBOX_PHASE.IDLE}`;
+  // A few idle pods of one random shard per list (cheap, and concurrent creates mostly look at
+  // different pods), then pods without a shard label (adopted from agentbox).
+  const selectors = [
+    ...shardOrder(deps.random).map((shard) => `${idle},${CLAIM_SHARD_LABEL}=${shard}`),
+    `${idle},!${CLAIM_SHARD_LABEL}`,
+  ];
+  let tried = 0;
+  for (const selector of selectors) {
+    const page = await deps.kube.listPods(namespace, selector, { limit: CANDIDATES_PER_LIST });
+    for (const pod of orderCandidates(page.items, now, window, deps.random)) {
+      if (tried++ >= MAX_ATTEMPTS)
+        return { ok: false, reason: "exhausted", pool: `${namespace}/${name}`, tried: MAX_ATTEMPTS };
+      const result = await claim(pod);
+      if (result.ok) {
+        const view = sandboxView(result.pod, deps.now());
+        if (view) return { ok: true, sandbox: view };
+      }
     }
   }
-  return { ok: false, reason: "exhausted", pool: `${namespace}/${name}`, tried: candidates.length };
+  return { ok: false, reason: "exhausted", pool: `${namespace}/${name}`, tried };
 }

@@ -15,6 +15,7 @@ import {
   TEMPLATE_POOL_DOCS_ANNOTATION,
 } from "../api/keys.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
+import { CLAIM_SHARD_LABEL, shardOf } from "./claim-shards.ts";
 import { podName } from "./pod-name.ts";
 
 /**
@@ -133,6 +134,7 @@ export function renderPod(pool: SandboxPool, slot: number): V1Pod {
     [SANDBOX_POOL_LABEL]: name,
     [SANDBOX_PHASE_LABEL]: SANDBOX_PHASE.IDLE,
     [MANAGED_BY_LABEL]: MANAGED_BY_SANDBOX_API_SERVER,
+    [CLAIM_SHARD_LABEL]: shardOf(slot),
   };
   return {
     apiVersion: "v1",

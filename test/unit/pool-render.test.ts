@@ -9,6 +9,7 @@ import {
   TEMPLATE_POOL_DOCS_ANNOTATION,
 } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { CLAIM_SHARD_LABEL } from "../../lib/pool/claim-shards.ts";
 import { podName } from "../../lib/pool/pod-name.ts";
 import {
   idleImages,
@@ -67,7 +68,10 @@ describe("renderPod", () => {
       [SANDBOX_POOL_LABEL]: "web",
       [SANDBOX_PHASE_LABEL]: "idle",
       [MANAGED_BY_LABEL]: "sandbox-api-server",
+      // Slot 4 of 16 claim shards.
+      [CLAIM_SHARD_LABEL]: "4",
     });
+    expect(renderPod(pool(), 20).metadata?.labels?.[CLAIM_SHARD_LABEL]).toBe("4");
     expect(pod.metadata?.annotations).toEqual({ note: "kept" });
   });
 
