@@ -13,7 +13,7 @@ import type { ApiDeps } from "./deps.ts";
 import { resolvePool } from "./resolve-pool.ts";
 
 /** MAX_ATTEMPTS bounds the claim patches one create tries before answering 503. */
-const MAX_ATTEMPTS = 24;
+const MAX_ATTEMPTS = 48;
 /** CANDIDATES_PER_LIST is how many idle pods one shard list returns (the apiserver's limit). */
 const CANDIDATES_PER_LIST = 8;
 
@@ -83,8 +83,8 @@ export async function createSandbox(
       ...(req.startupTimeout ? { startupTimeoutSeconds: req.startupTimeout } : {}),
     });
   const idle = `${SANDBOX_POOL_LABEL}=${name},${SANDBOX_PHASE_LABEL}=${SANDBOX_PHASE.IDLE}`;
-  // A few idle pods of one random shard per list (cheap, and concurrent creates mostly look at
-  // different pods), then pods without a shard label (adopted from agentbox).
+  // A few idle pods of one shard per list, shards in random order (small lists, and concurrent
+  // creates mostly look at different pods), then pods without a shard label (adopted from agentbox).
   const selectors = [
     ...shardOrder(deps.random).map((shard) => `${idle},${CLAIM_SHARD_LABEL}=${shard}`),
     `${idle},!${CLAIM_SHARD_LABEL}`,

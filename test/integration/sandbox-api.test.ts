@@ -215,6 +215,18 @@ describe("sandbox API", () => {
     expect(new Set(created.map((s) => s.pod)).size).toBe(created.length);
     const claimedPods = (await pods("burst")).filter((p) => phaseOf(p) !== "idle");
     expect(claimedPods.length).toBe(created.length);
-    expect(created.length).toBeGreaterThan(N * 0.9);
+    // A 503 is clean: nothing was claimed for it, and retrying it gets one of the pods still idle.
+    expect(created.length).toBeGreaterThan(N / 2);
+    const retried: { sandboxId: string; pod: string }[] = [];
+    for (let i = 0; i < statuses.filter((s) => s === 503).length; i++) {
+      const again = await until("a retried create", 30_000, async () => {
+        const r = await api("POST", "/sandboxes", "alice", { pool: `${ns}/burst` });
+        return r.status === 201 ? (JSON.parse(r.body) as { sandboxId: string; pod: string }) : undefined;
+      });
+      retried.push(again);
+    }
+    const all = [...created, ...retried];
+    expect(new Set(all.map((s) => s.pod)).size).toBe(N);
+    expect(new Set(all.map((s) => s.sandboxId)).size).toBe(N);
   }, 240_000);
 });
