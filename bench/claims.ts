@@ -56,6 +56,7 @@ try {
           text += c;
         });
         res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+        res.on("error", reject);
       });
       r.on("error", reject);
       r.end(body);

@@ -8,9 +8,11 @@ import type { ApiDeps } from "../functions/api/deps.ts";
 import { findSandbox } from "../functions/api/find-sandbox.ts";
 import { listSandboxes } from "../functions/api/list-sandboxes.ts";
 import { setSandboxTimeout } from "../functions/api/set-timeout.ts";
+import { waitForRunning } from "../functions/api/wait-running.ts";
 import { type ApiIssue, parseWith } from "../lib/api/parse.ts";
+import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
 import { bearerOrApiKey, type Tenant } from "../lib/sandboxes/api-keys.ts";
-import { badRequest, notFound, unauthorized, unavailable } from "../lib/sandboxes/errors.ts";
+import { badRequest, notFound, notRunning, unauthorized, unavailable } from "../lib/sandboxes/errors.ts";
 import {
   CreateSandboxRequest,
   HistoryQuery,
@@ -18,6 +20,8 @@ import {
   TimeoutRequest,
 } from "../lib/sandboxes/schemas.ts";
 import { isMetadataFilterError, parseMetadataFilter, sandboxView } from "../lib/sandboxes/view.ts";
+import { waitSeconds } from "../lib/sandboxes/wait-seconds.ts";
+import { parseGoDuration } from "../lib/util/duration.ts";
 
 type Env = { Variables: { tenant: Tenant } };
 
@@ -70,7 +74,23 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
     const req = parseWith(CreateSandboxRequest, body.value);
     if (!req.ok) return send(c, invalid("sandbox request", req.issues));
     const outcome = await createSandbox(deps, c.get("tenant"), req.value);
-    if (outcome.ok) return c.json(outcome.sandbox, 201);
+    if (outcome.ok && !req.value.wait) return c.json(outcome.sandbox, 201);
+    if (outcome.ok) {
+      const seconds = waitSeconds(outcome.pool, req.value);
+      const waited = await waitForRunning(deps, outcome.pod, seconds * 1000);
+      const view = waited.pod ? sandboxView(waited.pod, deps.now()) : undefined;
+      if (waited.ok && view) return c.json(view, 201);
+      const why = waited.ok ? "ended" : waited.reason;
+      return send(
+        c,
+        notRunning(
+          why === "timeout"
+            ? `sandbox ${outcome.sandbox.sandboxId} is not running after ${seconds} s${view?.detail ? `: ${view.detail.reason}: ${view.detail.message}` : ""}`
+            : `sandbox ${outcome.sandbox.sandboxId} stopped starting${view?.detail ? `: ${view.detail.reason}: ${view.detail.message}` : ""}`,
+          view ?? outcome.sandbox,
+        ),
+      );
+    }
     if (outcome.reason === "unknown")
       return send(c, notFound(`no ${outcome.what} "${outcome.name}" for you`, outcome.choices));
     if (outcome.reason === "invalid") return send(c, badRequest(outcome.message));

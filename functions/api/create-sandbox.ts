@@ -18,7 +18,7 @@ const MAX_ATTEMPTS = 48;
 const CANDIDATES_PER_LIST = 8;
 
 export type CreateOutcome =
-  | { ok: true; sandbox: SandboxView }
+  | { ok: true; sandbox: SandboxView; pod: V1Pod; pool: SandboxPool }
   | { ok: false; reason: "unknown"; what: "pool" | "template"; name: string; choices: string[] }
   | { ok: false; reason: "invalid"; message: string }
   | { ok: false; reason: "exhausted"; pool: string; tried: number };
@@ -98,7 +98,7 @@ export async function createSandbox(
       const result = await claim(pod);
       if (result.ok) {
         const view = sandboxView(result.pod, deps.now());
-        if (view) return { ok: true, sandbox: view };
+        if (view) return { ok: true, sandbox: view, pod: result.pod, pool };
       }
     }
   }

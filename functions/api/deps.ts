@@ -1,3 +1,4 @@
+import type { KubeWatchTransport } from "../../lib/kube/transport.ts";
 import type { StepDeps } from "../deps.ts";
 
 /** ApiDeps adds what the sandbox API needs beyond the reconcile steps. */
@@ -6,4 +7,6 @@ export interface ApiDeps extends StepDeps {
   apiKeys: { namespace: string; name: string };
   /** random spreads concurrent claims over different candidates. */
   random: () => number;
+  /** watch streams watch requests (waiting for a sandbox to run). */
+  watch: KubeWatchTransport;
 }

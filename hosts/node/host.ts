@@ -12,7 +12,7 @@ import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
 import { auditTargets, type PoolKey } from "../../lib/triggers/audit-targets.ts";
 import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
-import { nodeKubeTransport } from "./kube-transport.ts";
+import { nodeKubeTransport, nodeKubeWatch } from "./kube-transport.ts";
 import { serveHttps } from "./serve.ts";
 import { SqliteHistoryStore } from "./sqlite-history.ts";
 
@@ -62,6 +62,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     ...deps,
     apiKeys: config.apiKeys ?? { namespace: "agentbox-system", name: "agentbox-api-keys" },
     random: Math.random,
+    watch: nodeKubeWatch(config.kubeconfig),
   };
   const runner = new PoolRunner(async (key, snapshot) => {
     const [ns = "", name = ""] = key.split("/");

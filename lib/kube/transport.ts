@@ -25,3 +25,20 @@ export interface KubeResponse {
  * plugins, in-cluster); the Worker with fetch and a bearer token.
  */
 export type KubeTransport = (req: KubeRequest) => Promise<KubeResponse>;
+
+/** WatchEvent is one line of a Kubernetes watch stream. */
+export interface WatchEvent {
+  type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
+  object: unknown;
+}
+
+/**
+ * KubeWatchTransport streams a watch request (the request carries `watch=1`): onEvent sees each
+ * event and returns true to stop. It resolves when stopped, when the server ends the stream, or
+ * when signal aborts.
+ */
+export type KubeWatchTransport = (
+  req: KubeRequest,
+  onEvent: (event: WatchEvent) => boolean,
+  signal: AbortSignal,
+) => Promise<void>;

@@ -13,12 +13,14 @@ export interface ApiErrorBody {
     fields?: { path: string; message: string }[];
     /** choices lists what the caller could have named instead, e.g. the visible templates. */
     choices?: string[];
+    /** sandbox is the sandbox as it stands, when the error is about one (e.g. a start that timed out). */
+    sandbox?: unknown;
   };
 }
 
 /** ApiError is a status and the body to send with it. */
 export interface ApiError {
-  status: 400 | 401 | 404 | 409 | 503;
+  status: 400 | 401 | 404 | 409 | 503 | 504;
   body: ApiErrorBody;
 }
 
@@ -63,4 +65,12 @@ export function unauthorized(): ApiError {
 /** conflict (409): the sandbox changed state under the request (e.g. already stopping). */
 export function conflict(message: string): ApiError {
   return { status: 409, body: { error: { code: "Conflict", message } } };
+}
+
+/**
+ * notRunning answers a create with `wait` whose sandbox did not reach Running in time (or left
+ * the start): 504 with the sandbox's current view, whose detail says why (e.g. ImagePullBackOff).
+ */
+export function notRunning(message: string, sandbox: unknown): ApiError {
+  return { status: 504, body: { error: { code: "StartupTimeout", message, sandbox } } };
 }

@@ -156,6 +156,32 @@ describe("sandbox API", () => {
     expect(JSON.parse(unknown.body).error.choices).toContain(`${ns}/private`);
   });
 
+  it("with wait, answers once the sandbox runs, or 504 with the diagnosis when it cannot start", async () => {
+    await readyPool("waiting", 2);
+    const ok = await api("POST", "/sandboxes", "alice", {
+      pool: `${ns}/waiting`,
+      wait: true,
+      waitTimeout: 30,
+    });
+    expect(ok.status).toBe(201);
+    expect(JSON.parse(ok.body)).toMatchObject({ phase: "running" });
+    const stuck = await api("POST", "/sandboxes", "alice", {
+      pool: `${ns}/waiting`,
+      image: "registry.invalid/unpullable:1",
+      wait: true,
+      waitTimeout: 3,
+    });
+    expect(stuck.status).toBe(504);
+    const error = JSON.parse(stuck.body).error as {
+      code: string;
+      message: string;
+      sandbox: { phase: string };
+    };
+    expect(error.code).toBe("StartupTimeout");
+    expect(error.sandbox.phase).toBe("starting");
+    expect(error.message).toMatch(/ImagePullBackOff|ErrImagePull/);
+  });
+
   it("authenticates every request", async () => {
     expect((await api("GET", "/sandboxes", undefined)).status).toBe(401);
     expect((await api("GET", "/sandboxes", "abx_not-a-key")).status).toBe(401);

@@ -7,6 +7,7 @@ import {
   ListSandboxesQuery,
   TimeoutRequest,
 } from "../../lib/sandboxes/schemas.ts";
+import { waitSeconds } from "../../lib/sandboxes/wait-seconds.ts";
 
 function issues(schema: Parameters<typeof parseWith>[0], input: unknown): ApiIssue[] {
   const parsed = parseWith(schema, input);
@@ -278,5 +279,18 @@ describe("HistoryQuery", () => {
     const same = { from: "2026-05-10T12:00:00Z", to: "2026-05-10T12:00:00Z" };
     expect(issues(HistoryQuery, same)).toEqual([{ path: "", message: '"from" must be before "to"' }]);
     expect(parseWith(HistoryQuery, { ...same, to: "2026-05-10T12:00:01Z" }).ok).toBe(true);
+  });
+});
+
+describe("waitSeconds", () => {
+  const pool = (defaultStartupTimeout?: string) =>
+    ({ spec: { replicas: 1, ...(defaultStartupTimeout ? { defaultStartupTimeout } : {}) } }) as Parameters<
+      typeof waitSeconds
+    >[0];
+  it("prefers waitTimeout, then startupTimeout, then the pool default, then two minutes", () => {
+    expect(waitSeconds(pool("30s"), { waitTimeout: 5, startupTimeout: 9 })).toBe(5);
+    expect(waitSeconds(pool("30s"), { startupTimeout: 9 })).toBe(9);
+    expect(waitSeconds(pool("1m30s"), {})).toBe(90);
+    expect(waitSeconds(pool(), {})).toBe(120);
   });
 });
