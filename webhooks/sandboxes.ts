@@ -10,7 +10,6 @@ import { listSandboxes } from "../functions/api/list-sandboxes.ts";
 import { setSandboxTimeout } from "../functions/api/set-timeout.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
 import { type ApiIssue, parseWith } from "../lib/api/parse.ts";
-import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
 import { bearerOrApiKey, type Tenant } from "../lib/sandboxes/api-keys.ts";
 import { badRequest, notFound, notRunning, unauthorized, unavailable } from "../lib/sandboxes/errors.ts";
 import {
@@ -21,7 +20,6 @@ import {
 } from "../lib/sandboxes/schemas.ts";
 import { isMetadataFilterError, parseMetadataFilter, sandboxView } from "../lib/sandboxes/view.ts";
 import { waitSeconds } from "../lib/sandboxes/wait-seconds.ts";
-import { parseGoDuration } from "../lib/util/duration.ts";
 
 type Env = { Variables: { tenant: Tenant } };
 
