@@ -9,13 +9,19 @@ import type { PoolSnapshot } from "./snapshot.ts";
  * a trigger lost here is picked up by the next tick.
  */
 export class PoolRunner {
-  private readonly running = new Map<PoolKey, { again: boolean; done: Promise<void> }>();
+  private readonly running = new Map<string, { again: boolean; done: Promise<void> }>();
   private readonly run: (key: PoolKey, snapshot?: PoolSnapshot) => Promise<unknown>;
   private readonly log: Log;
+  private readonly minIntervalMs: number;
 
-  constructor(run: (key: PoolKey, snapshot?: PoolSnapshot) => Promise<unknown>, log: Log) {
+  /**
+   * minIntervalMs spaces the reruns of one key: a trigger during a run waits until that long
+   * after the run started (0: rerun at once). It bounds how often a busy pool is listed whole.
+   */
+  constructor(run: (key: PoolKey, snapshot?: PoolSnapshot) => Promise<unknown>, log: Log, minIntervalMs = 0) {
     this.run = run;
     this.log = log;
+    this.minIntervalMs = minIntervalMs;
   }
 
   /**
@@ -36,9 +42,14 @@ export class PoolRunner {
           entry.again = false;
           const snap = first;
           first = undefined;
+          const started = Date.now();
           await this.run(key, snap).catch((err: unknown) =>
             this.log.warn({ pool: key, err: String(err) }, "reconcile failed"),
           );
+          if (entry.again && this.minIntervalMs > 0) {
+            const wait = started + this.minIntervalMs - Date.now();
+            if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+          }
         } while (entry.again);
       } finally {
         this.running.delete(key);

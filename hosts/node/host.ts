@@ -4,17 +4,21 @@ import { Cron } from "croner";
 import type { ApiDeps } from "../../functions/api/deps.ts";
 import type { StepDeps } from "../../functions/deps.ts";
 import { PoolRunner } from "../../functions/pool-runner.ts";
+import { reconcilePod } from "../../functions/reconcile-pod.ts";
 import { RECONCILE, reconcilePool, STEPS } from "../../functions/reconcile-pool.ts";
 import { tick } from "../../functions/tick.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { Log } from "../../lib/log.ts";
 import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
-import { auditTargets, type PoolKey } from "../../lib/triggers/audit-targets.ts";
+import { auditPodTargets, auditTargets, type PoolKey } from "../../lib/triggers/audit-targets.ts";
 import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
 import { nodeKubeTransport, nodeKubeWatch } from "./kube-transport.ts";
 import { serveHttps } from "./serve.ts";
 import { SqliteHistoryStore } from "./sqlite-history.ts";
+
+/** POOL_RUN_INTERVAL_MS spaces one pool's back-to-back whole-pool runs in this process. */
+const POOL_RUN_INTERVAL_MS = 1000;
 
 export interface HostConfig {
   kubeconfig: KubeConfig;
@@ -64,9 +68,19 @@ export async function startHost(config: HostConfig): Promise<Host> {
     random: Math.random,
     watch: nodeKubeWatch(config.kubeconfig),
   };
-  const runner = new PoolRunner(async (key, snapshot) => {
-    const [ns = "", name = ""] = key.split("/");
-    return reconcilePool(deps, ns, name, RECONCILE, snapshot);
+  // Whole-pool runs (pool writes, pod writes, ticks) at most about once a second per pool: each
+  // lists every pod of the pool. A written pod's own transitions run at once on a read of that pod.
+  const runner = new PoolRunner(
+    async (key, snapshot) => {
+      const [ns = "", name = ""] = key.split("/");
+      return reconcilePool(deps, ns, name, RECONCILE, snapshot);
+    },
+    config.log,
+    POOL_RUN_INTERVAL_MS,
+  );
+  const podRunner = new PoolRunner(async (key) => {
+    const [ns = "", pool = "", pod = ""] = key.split("/");
+    return reconcilePod(deps, ns, pool, pod);
   }, config.log);
   const filter = config.auditFilter ?? (() => true);
   const app = createApp({
@@ -75,6 +89,9 @@ export async function startHost(config: HostConfig): Promise<Host> {
     logger: config.log,
     onAuditEvents: (list) => {
       config.onAuditEvents?.(list);
+      for (const key of auditPodTargets(list.items)) {
+        if (filter(key.split("/").slice(0, 2).join("/") as PoolKey)) void podRunner.trigger(key);
+      }
       for (const key of auditTargets(list.items).filter(filter)) void runner.trigger(key);
     },
     api,
@@ -116,6 +133,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     close: async () => {
       cron?.stop();
       await server.close();
+      await podRunner.idle();
       await runner.idle();
       history.close();
     },

@@ -42,3 +42,25 @@ export function auditTargets(events: readonly AuditEvent[]): PoolKey[] {
   }
   return [...keys];
 }
+
+/** PodKey names a pool's pod as "namespace/pool/pod". */
+export type PodKey = `${string}/${string}/${string}`;
+
+/**
+ * auditPodTargets maps one audit batch to the pool pods that were written, each once, so the
+ * pod's own transitions (start, stop, failure, deletion) can run on a read of just that pod
+ * instead of a list of the whole pool.
+ */
+export function auditPodTargets(events: readonly AuditEvent[]): PodKey[] {
+  const keys = new Set<PodKey>();
+  for (const e of events) {
+    const ref = e.objectRef;
+    if (!ref?.namespace || !ref.name || !WRITES.has(e.verb) || ref.resource !== "pods" || ref.apiGroup)
+      continue;
+    if ((e.responseStatus?.code ?? 200) >= 400) continue;
+    const labels = e.responseObject?.metadata?.labels ?? e.requestObject?.metadata?.labels;
+    const pool = labels?.[SANDBOX_POOL_LABEL];
+    if (pool) keys.add(`${ref.namespace}/${pool}/${ref.name}`);
+  }
+  return [...keys];
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type AuditEvent, auditTargets } from "../../lib/triggers/audit-targets.ts";
+import { type AuditEvent, auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
 
 const pod = (
   verb: string,
@@ -55,5 +55,26 @@ describe("auditTargets", () => {
 
   it("falls back to the request body's labels (e.g. a create whose response was not recorded)", () => {
     expect(auditTargets([pod("create", "z", 201, "request")])).toEqual(["ns/z"]);
+  });
+});
+
+describe("auditPodTargets", () => {
+  it("names each written pool pod once, with its pool, and skips the rest", () => {
+    const write = (verb: string, name: string, pool: string | undefined, code = 200): AuditEvent => ({
+      verb,
+      objectRef: { resource: "pods", namespace: "ns", name },
+      responseStatus: { code },
+      responseObject: { metadata: { labels: pool ? { "agentbox.navix.sh/sandbox-pool": pool } : {} } },
+    });
+    expect(
+      auditPodTargets([
+        write("patch", "a-0", "a"),
+        write("update", "a-0", "a"),
+        write("patch", "b-1", "b"),
+        write("get", "a-1", "a"),
+        write("patch", "x", undefined),
+        write("patch", "a-2", "a", 422),
+      ]),
+    ).toEqual(["ns/a/a-0", "ns/b/b-1"]);
   });
 });

@@ -37,3 +37,22 @@ describe("PoolRunner", () => {
     expect(n).toBe(2);
   });
 });
+
+describe("PoolRunner minIntervalMs", () => {
+  it("spaces a rerun until the interval after the previous run started", async () => {
+    const starts: number[] = [];
+    const runner = new PoolRunner(
+      async () => {
+        starts.push(Date.now());
+        await new Promise((r) => setTimeout(r, 5));
+      },
+      { debug() {}, info() {}, warn() {}, error() {} },
+      100,
+    );
+    runner.trigger("ns/a");
+    runner.trigger("ns/a");
+    await runner.idle();
+    expect(starts).toHaveLength(2);
+    expect((starts[1] ?? 0) - (starts[0] ?? 0)).toBeGreaterThanOrEqual(95);
+  });
+});
