@@ -1,49 +1,28 @@
-// npm run bench:claims: claim latency (POST /v1/sandboxes → 201) next to a bare merge-PATCH round
-// trip to the same apiserver, and a burst of concurrent claims, on a dedicated local control plane.
-//   LATENCY=200 BURST=1000 npm run bench:claims
-import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { Agent, request } from "node:https";
 import { join } from "node:path";
-import { KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import type { V1Pod } from "@kubernetes/client-node";
 import { createApiKey } from "../functions/api/create-api-key.ts";
 import { tick } from "../functions/tick.ts";
-import { startHost } from "../hosts/node/host.ts";
 import { down } from "../infra/cluster/down.ts";
-import { installCrds, registerWebhooks } from "../infra/cluster/install.ts";
 import { up } from "../infra/cluster/up.ts";
 import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+import { benchHost, percentile, waitFor } from "./support.ts";
 
 const LATENCY = Number(process.env.LATENCY ?? 200);
 const BURST = Number(process.env.BURST ?? 1000);
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 const name = `bench-claims-${process.pid}`;
 const log = (line: string) => console.error(`[bench] ${line}`);
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 
 const state = await up({ name, nodes: 3, pullDelayMs: 0, backoffDelayMs: 1000, log });
 try {
-  const kc = new KubeConfig();
-  kc.loadFromFile(state.kubeconfig);
-  await installCrds(kc);
-  const host = await startHost({
-    kubeconfig: kc,
-    callbackToken: readFileSync(state.callbackTokenFile, "utf8").trim(),
-    adminToken: randomBytes(16).toString("hex"),
-    historyPath: join(state.dir, "bench-history.sqlite"),
-    listen: {
-      host: "127.0.0.1",
-      port: state.hostPort,
-      certFile: state.webhookCert,
-      keyFile: state.webhookKey,
-    },
-    // RECONCILE=off measures the API alone: no tick, no audit-triggered reconciles in this process.
-    tickSeconds: process.env.RECONCILE === "off" ? 0 : 5,
-    tickConcurrency: 8,
-    log: quiet,
-    ...(process.env.RECONCILE === "off" ? { auditFilter: () => false } : {}),
+  // RECONCILE=off measures the API alone: no tick, no audit-triggered reconciles in this process.
+  const off = process.env.RECONCILE === "off";
+  const { host } = await benchHost(state, {
+    tickSeconds: off ? 0 : 5,
+    ...(off ? { auditFilter: () => false } : {}),
   });
-  await registerWebhooks(kc, `https://127.0.0.1:${state.hostPort}`, state.caCert);
   const kube = host.deps.kube;
   const ca = readFileSync(state.caCert);
   const adminToken = readFileSync(join(state.dir, "admin-token"), "utf8").trim();
@@ -112,8 +91,7 @@ try {
   }, 300_000);
   await host.runner.idle();
 
-  const pct = (xs: number[], p: number) =>
-    [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? 0;
+  const pct = percentile;
   const cm = await apiserver("POST", "/api/v1/namespaces/bench/configmaps", { metadata: { name: "probe" } });
   if (cm.status >= 300) throw new Error(cm.body);
   const patchTimes: number[] = [];
@@ -195,13 +173,4 @@ try {
   );
 } finally {
   await down(name, () => {});
-}
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error("timed out");
 }

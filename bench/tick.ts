@@ -1,47 +1,21 @@
-// npm run bench: the cost of the reconcile tick at scale and the latency of the audit path, on a
-// dedicated local control plane (kwok kubelets). Prints a Markdown report for docs/benchmarks.md.
-//   POOLS=200 REPLICAS=5 CLAIMS=20 npm run bench
-import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { KubeConfig, type V1Pod, Watch } from "@kubernetes/client-node";
+import { type KubeConfig, type V1Pod, Watch } from "@kubernetes/client-node";
 import { claimSandbox } from "../functions/claim-sandbox.ts";
 import { reconcilePool } from "../functions/reconcile-pool.ts";
 import { tick } from "../functions/tick.ts";
-import { startHost } from "../hosts/node/host.ts";
 import { down } from "../infra/cluster/down.ts";
-import { installCrds, registerWebhooks } from "../infra/cluster/install.ts";
 import { up } from "../infra/cluster/up.ts";
 import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+import { benchHost, percentile, waitFor } from "./support.ts";
 
 const POOLS = Number(process.env.POOLS ?? 200);
 const REPLICAS = Number(process.env.REPLICAS ?? 5);
 const CLAIMS = Number(process.env.CLAIMS ?? 20);
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 const name = `bench-${process.pid}`;
 const log = (line: string) => console.error(`[bench] ${line}`);
 
 const state = await up({ name, nodes: 3, pullDelayMs: 0, backoffDelayMs: 1000, log });
 try {
-  const kc = new KubeConfig();
-  kc.loadFromFile(state.kubeconfig);
-  await installCrds(kc);
-  const host = await startHost({
-    kubeconfig: kc,
-    callbackToken: readFileSync(state.callbackTokenFile, "utf8").trim(),
-    adminToken: randomBytes(16).toString("hex"),
-    historyPath: join(state.dir, "bench-history.sqlite"),
-    listen: {
-      host: "127.0.0.1",
-      port: state.hostPort,
-      certFile: state.webhookCert,
-      keyFile: state.webhookKey,
-    },
-    tickSeconds: 0,
-    tickConcurrency: 8,
-    log: quiet,
-  });
-  await registerWebhooks(kc, `https://127.0.0.1:${state.hostPort}`, state.caCert);
+  const { kc, host } = await benchHost(state);
   const deps = host.deps;
   const ns = "bench";
   await fetchJson(kc, "POST", "/api/v1/namespaces", { metadata: { name: ns } });
@@ -163,8 +137,7 @@ try {
   }
   await host.close();
 
-  const pct = (xs: number[], p: number) =>
-    [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? 0;
+  const pct = percentile;
   console.log(`\n## Tick at ${POOLS} pools x ${REPLICAS} pods (${POOLS * REPLICAS} kwok pods)\n`);
   console.log(`Materialised from nothing to all pods idle and Ready in ${materialiseS.toFixed(1)} s.\n`);
   console.log("| tick at rest | wall time | API requests | writes |");
@@ -181,15 +154,6 @@ try {
   }
 } finally {
   await down(name, () => {});
-}
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error("timed out");
 }
 
 async function fetchJson(kc: KubeConfig, method: string, path: string, body?: unknown) {

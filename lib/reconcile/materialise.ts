@@ -8,7 +8,7 @@ import {
   SCALE_DOWN_PROTECTED_ANNOTATION,
 } from "../api/keys.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
-import { escapePointer } from "../kube/json-patch.ts";
+import { escapePointer, type JsonPatchOp } from "../kube/json-patch.ts";
 import { renderPod } from "../pool/render-pod.ts";
 import { planScale } from "../pool/scale-plan.ts";
 import { podPhaseSince } from "../sandbox/phase-since.ts";
@@ -64,12 +64,7 @@ export function planMaterialise(
       why: "add the pool finalizer",
       write: {
         op: "patch",
-        patch: [
-          testVersion(pool),
-          pool.metadata?.finalizers
-            ? { op: "add", path: "/metadata/finalizers/-", value: POOL_FINALIZER }
-            : { op: "add", path: "/metadata/finalizers", value: [POOL_FINALIZER] },
-        ],
+        patch: addFinalizer(pool, POOL_FINALIZER),
       },
     });
   }
@@ -80,12 +75,7 @@ export function planMaterialise(
       why: "add the protection finalizer",
       write: {
         op: "patch",
-        patch: [
-          testVersion(pod),
-          pod.metadata?.finalizers
-            ? { op: "add", path: "/metadata/finalizers/-", value: SANDBOX_PROTECTION_FINALIZER }
-            : { op: "add", path: "/metadata/finalizers", value: [SANDBOX_PROTECTION_FINALIZER] },
-        ],
+        patch: addFinalizer(pod, SANDBOX_PROTECTION_FINALIZER),
       },
     });
   }
@@ -153,4 +143,17 @@ export function planMaterialise(
     });
   }
   return actions;
+}
+
+/** addFinalizer appends a finalizer under a resourceVersion test (creating the list when absent). */
+function addFinalizer(
+  obj: { metadata?: { resourceVersion?: string; finalizers?: string[] } },
+  finalizer: string,
+): JsonPatchOp[] {
+  return [
+    testVersion(obj),
+    obj.metadata?.finalizers
+      ? { op: "add", path: "/metadata/finalizers/-", value: finalizer }
+      : { op: "add", path: "/metadata/finalizers", value: [finalizer] },
+  ];
 }
