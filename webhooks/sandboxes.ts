@@ -12,6 +12,7 @@ import { waitForRunning } from "../functions/api/wait-running.ts";
 import { type ApiIssue, parseWith } from "../lib/api/parse.ts";
 import { bearerOrApiKey, type Tenant } from "../lib/sandboxes/api-keys.ts";
 import { badRequest, notFound, notRunning, unauthorized, unavailable } from "../lib/sandboxes/errors.ts";
+import { openApiDocument } from "../lib/sandboxes/openapi.ts";
 import {
   CreateSandboxRequest,
   HistoryQuery,
@@ -65,6 +66,8 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
     c.set("tenant", tenant);
     return next();
   });
+
+  app.get("/openapi.json", (c) => c.json(openApiDocument()));
 
   app.post("/sandboxes", async (c) => {
     const body = await readJson(c.req.raw);

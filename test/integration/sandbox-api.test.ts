@@ -185,6 +185,10 @@ describe("sandbox API", () => {
   it("authenticates every request", async () => {
     expect((await api("GET", "/sandboxes", undefined)).status).toBe(401);
     expect((await api("GET", "/sandboxes", "abx_not-a-key")).status).toBe(401);
+    expect((await api("GET", "/openapi.json", undefined)).status).toBe(401);
+    const doc = await api("GET", "/openapi.json", "alice");
+    expect(doc.status).toBe(200);
+    expect(JSON.parse(doc.body).paths).toHaveProperty("/sandboxes/{id}");
   });
 
   it("answers fuzzed and malformed bodies with a 4xx naming the problem, never a 5xx", async () => {

@@ -1,0 +1,152 @@
+import { toJsonSchema } from "@valibot/to-json-schema";
+import type { GenericSchema } from "valibot";
+import { CreateSandboxRequest, TimeoutRequest } from "./schemas.ts";
+
+/** jsonSchema renders a request schema for the document (checks it cannot express are left out). */
+const jsonSchema = (schema: GenericSchema) =>
+  toJsonSchema(schema, { errorMode: "ignore", target: "openapi-3.0" });
+
+const str = { type: "string" };
+const int = { type: "integer" };
+const map = { type: "object", additionalProperties: str };
+
+/** SANDBOX is the response shape of every call that returns a sandbox (lib/sandboxes/view.ts). */
+const SANDBOX = {
+  type: "object",
+  required: ["sandboxId", "namespace", "pool", "pod", "phase", "images", "metadata"],
+  properties: {
+    sandboxId: str,
+    namespace: str,
+    pool: str,
+    pod: str,
+    phase: { type: "string", enum: ["starting", "running", "stopping", "failed"] },
+    team: str,
+    user: str,
+    claimedAt: { type: "string", format: "date-time" },
+    startedAt: { type: "string", format: "date-time" },
+    images: map,
+    metadata: map,
+    idleTimeoutSeconds: int,
+    startupTimeoutSeconds: int,
+    podIP: str,
+    detail: { type: "object", properties: { reason: str, message: str, lastUpdatedTime: str } },
+  },
+};
+
+const ERROR = {
+  type: "object",
+  properties: {
+    error: {
+      type: "object",
+      required: ["code", "message"],
+      properties: {
+        code: str,
+        message: str,
+        fields: { type: "array", items: { type: "object", properties: { path: str, message: str } } },
+        choices: { type: "array", items: str },
+        sandbox: SANDBOX,
+      },
+    },
+  },
+};
+
+const json = (schema: unknown) => ({ content: { "application/json": { schema } } });
+const errors = (...codes: number[]) =>
+  Object.fromEntries(
+    codes.map((c) => [String(c), { description: "error", ...json({ $ref: "#/components/schemas/Error" }) }]),
+  );
+const query = (name: string, description: string, schema: unknown = str) => ({
+  name,
+  in: "query",
+  required: false,
+  description,
+  schema,
+});
+const id = { name: "id", in: "path", required: true, schema: str };
+const sandbox = { $ref: "#/components/schemas/Sandbox" };
+
+/**
+ * openApiDocument describes the /v1 API. Request bodies come from the same valibot schemas that
+ * validate them, so the document cannot drift from what the server accepts.
+ */
+export function openApiDocument(serverUrl = "/v1") {
+  return {
+    openapi: "3.0.3",
+    info: { title: "agentbox-functions sandbox API", version: "v1" },
+    servers: [{ url: serverUrl }],
+    security: [{ apiKey: [] }, { bearer: [] }],
+    components: {
+      securitySchemes: {
+        apiKey: { type: "apiKey", in: "header", name: "X-API-Key" },
+        bearer: { type: "http", scheme: "bearer" },
+      },
+      schemas: {
+        Sandbox: SANDBOX,
+        Error: ERROR,
+        CreateSandboxRequest: jsonSchema(CreateSandboxRequest),
+        TimeoutRequest: jsonSchema(TimeoutRequest),
+      },
+    },
+    paths: {
+      "/sandboxes": {
+        post: {
+          summary: "Claim an idle sandbox (optionally wait until it runs)",
+          requestBody: { required: true, ...json({ $ref: "#/components/schemas/CreateSandboxRequest" }) },
+          responses: {
+            "201": { description: "claimed", ...json(sandbox) },
+            ...errors(400, 401, 404, 503, 504),
+          },
+        },
+        get: {
+          summary: "List your sandboxes",
+          parameters: [
+            query("pool", "namespace/name"),
+            query("phase", "starting | running | stopping | failed"),
+            query("metadata", "k=v,k2=v2"),
+            query("limit", "1..500, default 100", int),
+            query("continue", "token of the previous page"),
+          ],
+          responses: {
+            "200": {
+              description: "a page",
+              ...json({
+                type: "object",
+                properties: { sandboxes: { type: "array", items: sandbox }, continue: str },
+              }),
+            },
+            ...errors(400, 401),
+          },
+        },
+      },
+      "/sandboxes/{id}": {
+        get: {
+          summary: "Get a sandbox",
+          parameters: [id],
+          responses: { "200": { description: "the sandbox", ...json(sandbox) }, ...errors(401, 404) },
+        },
+        delete: {
+          summary: "Release a sandbox (idempotent)",
+          parameters: [id],
+          responses: { "204": { description: "released" }, ...errors(401, 404) },
+        },
+      },
+      "/sandboxes/{id}/timeout": {
+        post: {
+          summary: "Set the idle timeout",
+          parameters: [id],
+          requestBody: { required: true, ...json({ $ref: "#/components/schemas/TimeoutRequest" }) },
+          responses: { "200": { description: "the sandbox", ...json(sandbox) }, ...errors(400, 401, 404) },
+        },
+      },
+      "/history": {
+        get: {
+          summary: "Finished sandboxes",
+          parameters: ["namespace", "pool", "team", "user", "from", "to", "after"]
+            .map((n) => query(n, n))
+            .concat(query("limit", "1..1000", int)),
+          responses: { "200": { description: "a page of records" }, ...errors(400, 401) },
+        },
+      },
+    },
+  };
+}

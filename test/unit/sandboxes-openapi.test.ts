@@ -1,0 +1,35 @@
+import { describe, expect, it } from "vitest";
+import { openApiDocument } from "../../lib/sandboxes/openapi.ts";
+
+describe("openApiDocument", () => {
+  it("describes every /v1 route with request bodies from the validating schemas", () => {
+    const doc = openApiDocument() as unknown as {
+      paths: Record<string, Record<string, unknown>>;
+      components: { schemas: Record<string, { properties?: Record<string, unknown> }> };
+    };
+    expect(Object.keys(doc.paths).sort()).toEqual([
+      "/history",
+      "/sandboxes",
+      "/sandboxes/{id}",
+      "/sandboxes/{id}/timeout",
+    ]);
+    expect(Object.keys(doc.paths["/sandboxes"] ?? {}).sort()).toEqual(["get", "post"]);
+    const create = doc.components.schemas.CreateSandboxRequest?.properties ?? {};
+    for (const field of [
+      "pool",
+      "template",
+      "image",
+      "containerImages",
+      "envVars",
+      "metadata",
+      "idleTimeout",
+      "startupTimeout",
+      "wait",
+      "waitTimeout",
+    ]) {
+      expect(create).toHaveProperty(field);
+    }
+    expect(doc.components.schemas.TimeoutRequest?.properties).toHaveProperty("timeout");
+    expect(JSON.stringify(doc)).not.toContain("undefined");
+  });
+});
