@@ -4,6 +4,7 @@ import type { StepDeps } from "./deps.ts";
 import { type ActionOutcome, execute } from "./execute.ts";
 import { finalizeDeleted } from "./finalize-deleted.ts";
 import { handleFailures } from "./handle-failures.ts";
+import { idleRelease } from "./idle-release.ts";
 import { materialisePool } from "./materialise-pool.ts";
 import { type PoolSnapshot, readSnapshot } from "./snapshot.ts";
 import type { Step } from "./step.ts";
@@ -16,6 +17,7 @@ import { updateStatus } from "./update-status.ts";
 export const STEPS: readonly Step[] = [
   finalizeDeleted,
   handleFailures,
+  idleRelease,
   completeStarting,
   completeStopping,
   materialisePool,

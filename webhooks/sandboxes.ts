@@ -7,9 +7,11 @@ import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
 import type { ApiDeps } from "../functions/api/deps.ts";
 import { findSandbox } from "../functions/api/find-sandbox.ts";
 import { listSandboxes } from "../functions/api/list-sandboxes.ts";
+import { recordActivity } from "../functions/api/record-activity.ts";
 import { setSandboxTimeout } from "../functions/api/set-timeout.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
 import { type ApiIssue, parseWith } from "../lib/api/parse.ts";
+import { ActivityRequest } from "../lib/sandboxes/activity.ts";
 import { bearerOrApiKey, type Tenant } from "../lib/sandboxes/api-keys.ts";
 import { badRequest, notFound, notRunning, unauthorized, unavailable } from "../lib/sandboxes/errors.ts";
 import { openApiDocument } from "../lib/sandboxes/openapi.ts";
@@ -50,8 +52,8 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
   app.use(
     "*",
     bodyLimit({
-      maxSize: 64 * 1024,
-      onError: (c) => send(c, badRequest("request bodies are limited to 64 KiB")),
+      maxSize: 256 * 1024,
+      onError: (c) => send(c, badRequest("request bodies are limited to 256 KiB")),
     }),
   );
   app.use("*", async (c, next) => {
@@ -134,6 +136,14 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
     if (!req.ok) return send(c, invalid("timeout request", req.issues));
     const view = await setSandboxTimeout(deps, c.get("tenant"), c.req.param("id"), req.value.timeout);
     return view ? c.json(view) : send(c, notFound(`no sandbox "${c.req.param("id")}"`));
+  });
+
+  app.post("/activity", async (c) => {
+    const body = await readJson(c.req.raw);
+    if (!body.ok) return send(c, badRequest("the body is not valid JSON"));
+    const req = parseWith(ActivityRequest, body.value);
+    if (!req.ok) return send(c, invalid("activity report", req.issues));
+    return c.json(await recordActivity(deps, c.get("tenant"), req.value));
   });
 
   app.get("/history", async (c) => {

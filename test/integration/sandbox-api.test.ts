@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
-import { isReady, POOLS, phaseOf, poolObject, testDeps } from "./support/steps.ts";
+import { isReady, POOLS, phaseOf, poolObject, reconcileUntil, testDeps } from "./support/steps.ts";
 
 // The native REST API (/v1) served by the test host, against the real apiserver. The pools live
 // in audit-* namespaces, so the host's own audit-driven reconciles move the sandboxes along and
@@ -180,6 +180,62 @@ describe("sandbox API", () => {
     expect(error.code).toBe("StartupTimeout");
     expect(error.sandbox.phase).toBe("starting");
     expect(error.message).toMatch(/ImagePullBackOff|ErrImagePull/);
+  });
+
+  it("releases a sandbox idle past its timeout (IdleTimeout record); activity reports keep it alive", async () => {
+    // A namespace the test host does not reconcile: the test drives the steps with its own clock.
+    const quiet = await newNamespace(core, "idle");
+    cleanups.push(quiet.cleanup);
+    await custom.createNamespacedCustomObject({
+      ...POOLS,
+      namespace: quiet.ns,
+      body: poolObject(quiet.ns, "idle", 2),
+    });
+    const ready = (ps: V1Pod[]) => ps.length === 2 && ps.every((p) => phaseOf(p) === "idle" && isReady(p));
+    const list = async () =>
+      (
+        await core.listNamespacedPod({
+          namespace: quiet.ns,
+          labelSelector: "agentbox.navix.sh/sandbox-pool=idle",
+        })
+      ).items;
+    await reconcileUntil(deps, quiet.ns, "idle", "idle pods", async () => ready(await list()));
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const r = await api("POST", "/sandboxes", "alice", { pool: `${quiet.ns}/idle`, idleTimeout: 30 });
+      expect(r.status).toBe(201);
+      ids.push((JSON.parse(r.body) as { sandboxId: string }).sandboxId);
+    }
+    await reconcileUntil(deps, quiet.ns, "idle", "both running", async () =>
+      (await list()).every((p) => phaseOf(p) === "running"),
+    );
+    // The proxy reports activity for the first one, 110 s from now.
+    const active = new Date(Date.now() + 110_000).toISOString();
+    const report = await api("POST", "/activity", "alice", {
+      sandboxes: [
+        { id: ids[0], lastActive: active },
+        { id: "sbx-unknown", lastActive: active },
+      ],
+    });
+    expect(JSON.parse(report.body)).toEqual({ recorded: 1, unchanged: 0, unknown: ["sbx-unknown"] });
+    const again = await api("POST", "/activity", "alice", {
+      sandboxes: [{ id: ids[0], lastActive: active }],
+    });
+    expect(JSON.parse(again.body)).toMatchObject({ recorded: 0, unchanged: 1 });
+    expect(
+      (await api("POST", "/activity", "bob", { sandboxes: [{ id: ids[0], lastActive: active }] })).body,
+    ).toContain(ids[0]);
+    deps.clock.offsetMs = 120_000;
+    await reconcileUntil(deps, quiet.ns, "idle", "the idle one released and back to idle", async () => {
+      const record = await deps.history.get(ids[1] ?? "");
+      return record && (await list()).filter((p) => phaseOf(p) === "idle").length === 1 ? record : undefined;
+    });
+    deps.clock.offsetMs = 0;
+    expect(await deps.history.get(ids[1] ?? "")).toMatchObject({
+      stopReason: "Released",
+      failureReason: "IdleTimeout",
+    });
+    expect(await deps.history.get(ids[0] ?? "")).toBeUndefined();
   });
 
   it("authenticates every request", async () => {

@@ -5,6 +5,7 @@ import { PoolScaleDownPolicy } from "../../lib/api/autoscaling.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { planFailures } from "../../lib/reconcile/failures.ts";
 import { planFinalizeDeleted } from "../../lib/reconcile/finalize-deleted.ts";
+import { planIdleRelease } from "../../lib/reconcile/idle-release.ts";
 import { planMaterialise } from "../../lib/reconcile/materialise.ts";
 import { planStarting } from "../../lib/reconcile/starting.ts";
 import { planStatus } from "../../lib/reconcile/status.ts";
@@ -344,5 +345,70 @@ describe("planStatus", () => {
     expect(written).not.toHaveProperty("pendingRequests");
     const stored = pool({}, {}, { ...written, pendingRequests: 3 });
     expect(planStatus(stored, [pod("p-0", "idle")], NOW)).toEqual([]);
+  });
+});
+
+describe("planIdleRelease", () => {
+  const running = (annotations: Record<string, string>) =>
+    pod("r", "running", {
+      image: "agent:1",
+      annotations: {
+        ...claimed,
+        "agentbox.navix.sh/claimed-at": "2026-11-21T11:00:00Z",
+        "agentbox.navix.sh/started-at": "2026-11-21T11:00:05Z",
+        ...annotations,
+      },
+    });
+
+  it("releases a sandbox idle past its timeout, with Released/IdleTimeout", () => {
+    const [action] = planIdleRelease(
+      [
+        running({
+          "agentbox.navix.sh/idle-timeout": "600",
+          "agentbox.navix.sh/last-active": "2026-11-21T11:49:00Z",
+        }),
+      ],
+      { main: "idle:1" },
+      NOW,
+    );
+    expect(action?.why).toBe("release idle sandbox: idle for 660 s (idle timeout 600 s)");
+    const patch = action?.write.op === "patch" ? action.write.patch : [];
+    expect(patch).toContainEqual({
+      op: "add",
+      path: "/metadata/annotations/agentbox.navix.sh~1failure-reason",
+      value: "IdleTimeout",
+    });
+    expect(patch).toContainEqual({
+      op: "add",
+      path: "/metadata/annotations/agentbox.navix.sh~1stop-reason",
+      value: "Released",
+    });
+  });
+
+  it("keeps sandboxes that were active recently, have no timeout, or are not running", () => {
+    expect(
+      planIdleRelease(
+        [
+          running({
+            "agentbox.navix.sh/idle-timeout": "600",
+            "agentbox.navix.sh/last-active": "2026-11-21T11:55:00Z",
+          }),
+        ],
+        { main: "idle:1" },
+        NOW,
+      ),
+    ).toEqual([]);
+    expect(planIdleRelease([running({})], { main: "idle:1" }, NOW)).toEqual([]);
+    expect(
+      planIdleRelease(
+        [pod("s", "starting", { annotations: { "agentbox.navix.sh/idle-timeout": "1" } })],
+        { main: "idle:1" },
+        NOW,
+      ),
+    ).toEqual([]);
+    // Without a last-active report, the start time counts.
+    expect(
+      planIdleRelease([running({ "agentbox.navix.sh/idle-timeout": "3600" })], { main: "idle:1" }, NOW),
+    ).toEqual([]);
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type ApiIssue, parseWith } from "../../lib/api/parse.ts";
 import type { HistoryQuery as StoreHistoryQuery } from "../../lib/history/store.ts";
+import { ActivityRequest, shouldRecordActivity } from "../../lib/sandboxes/activity.ts";
 import {
   CreateSandboxRequest,
   HistoryQuery,
@@ -292,5 +293,29 @@ describe("waitSeconds", () => {
     expect(waitSeconds(pool("30s"), { startupTimeout: 9 })).toBe(9);
     expect(waitSeconds(pool("1m30s"), {})).toBe(90);
     expect(waitSeconds(pool(), {})).toBe(120);
+  });
+});
+
+describe("activity reports", () => {
+  it("records a report only when it moves last-active on by the throttle", () => {
+    expect(shouldRecordActivity(undefined, "2026-11-21T12:00:00Z")).toBe(true);
+    expect(shouldRecordActivity("2026-11-21T12:00:00Z", "2026-11-21T12:00:29Z")).toBe(false);
+    expect(shouldRecordActivity("2026-11-21T12:00:00Z", "2026-11-21T12:00:30Z")).toBe(true);
+    expect(shouldRecordActivity("2026-11-21T12:00:00Z", "2026-11-21T11:00:00Z")).toBe(false);
+    expect(shouldRecordActivity(undefined, "yesterday")).toBe(false);
+  });
+
+  it("validates the batch with field paths", () => {
+    const bad = parseWith(ActivityRequest, {
+      sandboxes: [
+        { id: "sbx-1", lastActive: "noon" },
+        { id: "has space", lastActive: "2026-11-21T12:00:00Z" },
+      ],
+    });
+    expect(bad.ok ? [] : bad.issues.map((i) => i.path)).toEqual([
+      "sandboxes[0].lastActive",
+      "sandboxes[1].id",
+    ]);
+    expect(parseWith(ActivityRequest, { sandboxes: [] }).ok).toBe(false);
   });
 });
