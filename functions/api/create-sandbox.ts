@@ -6,6 +6,7 @@ import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
 import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
 import { newSandboxId } from "../../lib/sandboxes/ids.ts";
+import { requestedImages } from "../../lib/sandboxes/requested-images.ts";
 import type { CreateSandboxRequest } from "../../lib/sandboxes/schemas.ts";
 import { type SandboxView, sandboxView } from "../../lib/sandboxes/view.ts";
 import { claimSandbox } from "../claim-sandbox.ts";
@@ -22,27 +23,6 @@ export type CreateOutcome =
   | { ok: false; reason: "unknown"; what: "pool" | "template"; name: string; choices: string[] }
   | { ok: false; reason: "invalid"; message: string }
   | { ok: false; reason: "exhausted"; pool: string; tried: number };
-
-/** requestedImages is container → image for the claim: the override, else the pool's template images. */
-export function requestedImages(
-  pool: SandboxPool,
-  req: CreateSandboxRequest,
-): Record<string, string> | string {
-  const containers = (
-    (pool.spec.template?.spec as { containers?: { name?: string; image?: string }[] } | undefined)
-      ?.containers ?? []
-  ).filter((c): c is { name: string; image?: string } => typeof c.name === "string");
-  if (req.containerImages) {
-    const unknown = Object.keys(req.containerImages).filter((n) => !containers.some((c) => c.name === n));
-    return unknown.length
-      ? `containerImages: no container ${unknown.map((n) => `"${n}"`).join(", ")} in the pool (containers: ${containers.map((c) => c.name).join(", ")})`
-      : { ...req.containerImages };
-  }
-  const first = containers[0];
-  if (!first) return "the pool's template has no containers";
-  if (req.image) return { [first.name]: req.image };
-  return Object.fromEntries(containers.filter((c) => c.image).map((c) => [c.name, c.image as string]));
-}
 
 /**
  * createSandbox claims one idle pod of the target pool for the tenant: it lists a few idle pods
