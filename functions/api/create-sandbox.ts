@@ -12,6 +12,7 @@ import { type SandboxView, sandboxView } from "../../lib/sandboxes/view.ts";
 import { claimSandbox } from "../claim-sandbox.ts";
 import type { ApiDeps } from "./deps.ts";
 import { resolvePool } from "./resolve-pool.ts";
+import { recordDemand, waitForIdle } from "./wait-for-idle.ts";
 
 /** MAX_ATTEMPTS bounds the claim patches one create tries before answering 503. */
 const MAX_ATTEMPTS = 48;
@@ -70,17 +71,27 @@ export async function createSandbox(
     `${idle},!${CLAIM_SHARD_LABEL}`,
   ];
   let tried = 0;
-  for (const selector of selectors) {
+  candidates: for (const selector of selectors) {
     const page = await deps.kube.listPods(namespace, selector, { limit: CANDIDATES_PER_LIST });
     for (const pod of orderCandidates(page.items, now, window, deps.random)) {
-      if (tried++ >= MAX_ATTEMPTS)
-        return { ok: false, reason: "exhausted", pool: `${namespace}/${name}`, tried: MAX_ATTEMPTS };
+      if (tried++ >= MAX_ATTEMPTS) break candidates;
       const result = await claim(pod);
       if (result.ok) {
         const view = sandboxView(result.pod, deps.now());
         if (view) return { ok: true, sandbox: view, pod: result.pod, pool };
       }
     }
+  }
+  // No idle pod now: say so to the autoscaler, then, when the caller is willing to wait, watch
+  // for a pod that becomes idle (a release, a new pod) and race for it.
+  await recordDemand(deps, pool, deps.now());
+  if (req.waitTimeout) {
+    const pod = await waitForIdle(deps, pool, req.waitTimeout * 1000, async (candidate) => {
+      const result = await claim(candidate);
+      return result.ok ? result.pod : undefined;
+    });
+    const view = pod && sandboxView(pod, deps.now());
+    if (pod && view) return { ok: true, sandbox: view, pod, pool };
   }
   return { ok: false, reason: "exhausted", pool: `${namespace}/${name}`, tried };
 }

@@ -161,7 +161,7 @@ describe("sandbox API", () => {
     const ok = await api("POST", "/sandboxes", "alice", {
       pool: `${ns}/waiting`,
       wait: true,
-      waitTimeout: 30,
+      startupTimeout: 30,
     });
     expect(ok.status).toBe(201);
     expect(JSON.parse(ok.body)).toMatchObject({ phase: "running" });
@@ -169,7 +169,7 @@ describe("sandbox API", () => {
       pool: `${ns}/waiting`,
       image: "registry.invalid/unpullable:1",
       wait: true,
-      waitTimeout: 3,
+      startupTimeout: 3,
     });
     expect(stuck.status).toBe(504);
     const error = JSON.parse(stuck.body).error as {
@@ -236,6 +236,33 @@ describe("sandbox API", () => {
       failureReason: "IdleTimeout",
     });
     expect(await deps.history.get(ids[0] ?? "")).toBeUndefined();
+  });
+
+  it("a create with waitTimeout gets the pod a release frees, and stamps the pool's demand", async () => {
+    await readyPool("single", 1);
+    const first = JSON.parse((await api("POST", "/sandboxes", "alice", { pool: `${ns}/single` })).body) as {
+      sandboxId: string;
+      pod: string;
+    };
+    const none = await api("POST", "/sandboxes", "alice", { pool: `${ns}/single` });
+    expect(none.status).toBe(503);
+    const pool = (await custom.getNamespacedCustomObject({ ...POOLS, namespace: ns, name: "single" })) as {
+      metadata: { annotations?: Record<string, string> };
+    };
+    expect(pool.metadata.annotations?.["agentbox.navix.sh/last-sandbox-create-time"]).toBeDefined();
+    const waiter = api("POST", "/sandboxes", "alice", { pool: `${ns}/single`, waitTimeout: 60 });
+    await until(
+      "the first sandbox running",
+      30_000,
+      async () =>
+        ((await pods("single"))[0] && phaseOf((await pods("single"))[0]!) === "running") || undefined,
+    );
+    expect((await api("DELETE", `/sandboxes/${first.sandboxId}`, "alice")).status).toBe(204);
+    const second = await waiter;
+    expect(second.status).toBe(201);
+    const got = JSON.parse(second.body) as { sandboxId: string; pod: string };
+    expect(got.pod).toBe(first.pod);
+    expect(got.sandboxId).not.toBe(first.sandboxId);
   });
 
   it("authenticates every request", async () => {

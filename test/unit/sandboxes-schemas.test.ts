@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { type ApiIssue, parseWith } from "../../lib/api/parse.ts";
 import type { HistoryQuery as StoreHistoryQuery } from "../../lib/history/store.ts";
 import { ActivityRequest, shouldRecordActivity } from "../../lib/sandboxes/activity.ts";
+import { demandWorthRecording } from "../../lib/sandboxes/demand.ts";
 import {
   CreateSandboxRequest,
   HistoryQuery,
@@ -288,8 +289,7 @@ describe("waitSeconds", () => {
     ({ spec: { replicas: 1, ...(defaultStartupTimeout ? { defaultStartupTimeout } : {}) } }) as Parameters<
       typeof waitSeconds
     >[0];
-  it("prefers waitTimeout, then startupTimeout, then the pool default, then two minutes", () => {
-    expect(waitSeconds(pool("30s"), { waitTimeout: 5, startupTimeout: 9 })).toBe(5);
+  it("prefers startupTimeout, then the pool default, then two minutes", () => {
     expect(waitSeconds(pool("30s"), { startupTimeout: 9 })).toBe(9);
     expect(waitSeconds(pool("1m30s"), {})).toBe(90);
     expect(waitSeconds(pool(), {})).toBe(120);
@@ -317,5 +317,15 @@ describe("activity reports", () => {
       "sandboxes[1].id",
     ]);
     expect(parseWith(ActivityRequest, { sandboxes: [] }).ok).toBe(false);
+  });
+});
+
+describe("demandWorthRecording", () => {
+  const now = new Date("2026-11-21T12:00:10Z");
+  it("stamps when absent, unreadable or older than the throttle", () => {
+    expect(demandWorthRecording(undefined, now)).toBe(true);
+    expect(demandWorthRecording("garbage", now)).toBe(true);
+    expect(demandWorthRecording("2026-11-21T12:00:05Z", now)).toBe(true);
+    expect(demandWorthRecording("2026-11-21T12:00:06Z", now)).toBe(false);
   });
 });
