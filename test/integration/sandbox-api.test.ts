@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
+import { reconcilePool } from "../../functions/reconcile-pool.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
 import { isReady, POOLS, phaseOf, poolObject, reconcileUntil, testDeps } from "./support/steps.ts";
@@ -263,6 +264,62 @@ describe("sandbox API", () => {
     const got = JSON.parse(second.body) as { sandboxId: string; pod: string };
     expect(got.pod).toBe(first.pod);
     expect(got.sandboxId).not.toBe(first.sandboxId);
+  });
+
+  it("claims racing a scale-down: a pod is either claimed or deleted, never both", async () => {
+    const quiet = await newNamespace(core, "shrink");
+    cleanups.push(quiet.cleanup);
+    const list = async () =>
+      (
+        await core.listNamespacedPod({
+          namespace: quiet.ns,
+          labelSelector: "agentbox.navix.sh/sandbox-pool=shrink",
+        })
+      ).items;
+    await custom.createNamespacedCustomObject({
+      ...POOLS,
+      namespace: quiet.ns,
+      body: poolObject(quiet.ns, "shrink", 8),
+    });
+    await reconcileUntil(deps, quiet.ns, "shrink", "8 idle pods", async () => {
+      const ps = await list();
+      return ps.length === 8 && ps.every((p) => phaseOf(p) === "idle" && isReady(p));
+    });
+    await custom.patchNamespacedCustomObject({
+      ...POOLS,
+      namespace: quiet.ns,
+      name: "shrink",
+      body: [{ op: "replace", path: "/spec/replicas", value: 0 }],
+    });
+    deps.clock.offsetMs = 400_000; // idle long enough: every pod gets its scale-down mark
+    await reconcileUntil(deps, quiet.ns, "shrink", "all marked", async () =>
+      (await list()).every((p) => p.metadata?.annotations?.["agentbox.navix.sh/scale-down-protected"]),
+    );
+    deps.clock.offsetMs = 420_000; // past the protection window for the steps
+    const [claims] = await Promise.all([
+      Promise.all(
+        Array.from({ length: 8 }, () => api("POST", "/sandboxes", "alice", { pool: `${quiet.ns}/shrink` })),
+      ),
+      (async () => {
+        for (let i = 0; i < 3; i++) await reconcilePool(deps, quiet.ns, "shrink");
+      })(),
+    ]);
+    deps.clock.offsetMs = 0;
+    expect(claims.every((r) => r.status === 201 || r.status === 503)).toBe(true);
+    const claimedPods = claims
+      .filter((r) => r.status === 201)
+      .map((r) => (JSON.parse(r.body) as { pod: string }).pod);
+    const now = await list();
+    for (const name of claimedPods) {
+      const pod = now.find((p) => p.metadata?.name === name);
+      expect(pod, `claimed pod ${name} still there`).toBeDefined();
+      expect(pod?.metadata?.deletionTimestamp).toBeUndefined();
+      expect(pod?.metadata?.annotations?.["agentbox.navix.sh/scale-down-protected"]).toBeUndefined();
+    }
+    // No other pod was claimed: the rest are deleted, or idle and still marked.
+    for (const pod of now.filter((p) => !claimedPods.includes(p.metadata?.name ?? ""))) {
+      if (!pod.metadata?.deletionTimestamp) expect(phaseOf(pod)).toBe("idle");
+    }
   });
 
   it("authenticates every request", async () => {
