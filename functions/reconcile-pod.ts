@@ -1,5 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { isNotFound } from "../lib/kube/errors.ts";
+import { orMissing } from "../lib/kube/errors.ts";
 import { completeStarting } from "./complete-starting.ts";
 import { completeStopping } from "./complete-stopping.ts";
 import type { StepDeps } from "./deps.ts";
@@ -29,8 +29,6 @@ export async function reconcilePod(
   podName: string,
 ): Promise<PoolReport> {
   const report: PoolReport = { pool: `${namespace}/${poolName}`, found: false, steps: [] };
-  const orMissing = <T>(p: Promise<T>) =>
-    p.catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e)));
   const [pool, pod] = await Promise.all([
     orMissing(deps.kube.getPool(namespace, poolName)),
     orMissing<V1Pod>(deps.kube.getPod(namespace, podName)),

@@ -3,7 +3,7 @@ import { ENV_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
 import type { SandboxEnv } from "../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
-import { isNotFound } from "../lib/kube/errors.ts";
+import { orMissing } from "../lib/kube/errors.ts";
 
 /** PoolSnapshot is one fresh read of a pool, its pods (terminating ones too) and its Env. */
 export interface PoolSnapshot {
@@ -21,20 +21,11 @@ export async function readSnapshot(
   namespace: string,
   name: string,
 ): Promise<PoolSnapshot | undefined> {
-  let pool: SandboxPool;
-  try {
-    pool = await kube.getPool(namespace, name);
-  } catch (e) {
-    if (isNotFound(e)) return undefined;
-    throw e;
-  }
+  const pool = await orMissing(kube.getPool(namespace, name));
+  if (!pool) return undefined;
   const pods = await kube.listPods(namespace, `${SANDBOX_POOL_LABEL}=${name}`);
   const envName = pool.metadata?.labels?.[ENV_LABEL];
-  const env = envName
-    ? await kube
-        .getEnv(namespace, envName)
-        .catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e)))
-    : undefined;
+  const env = envName ? await orMissing(kube.getEnv(namespace, envName)) : undefined;
   return { pool, pods: pods.items, ...(env ? { env } : {}) };
 }
 

@@ -1,5 +1,6 @@
 import { SANDBOX_PHASE, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
 import { sandboxPhaseOf } from "../../lib/sandbox/inplace-state.ts";
+import { isLegalTransition } from "../../lib/sandbox/transitions.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
 import { releaseSandbox } from "../release-sandbox.ts";
 import type { ApiDeps } from "./deps.ts";
@@ -16,16 +17,16 @@ export async function deleteSandbox(deps: ApiDeps, tenant: Tenant, id: string): 
   for (let attempt = 0; attempt < 5; attempt++) {
     const pod = await findSandbox(deps, tenant, id);
     if (!pod) return attempt === 0 ? "not-found" : "already-released";
+    // Already stopping (or failed): nothing to release, and no need to read the pool.
     const phase = sandboxPhaseOf(pod);
-    if (phase === SANDBOX_PHASE.STOPPING || phase === SANDBOX_PHASE.IDLE) return "already-released";
+    if (!phase || !isLegalTransition(phase, SANDBOX_PHASE.STOPPING)) return "already-released";
     const pool = await deps.kube.getPool(
       pod.metadata?.namespace ?? "",
       pod.metadata?.labels?.[SANDBOX_POOL_LABEL] ?? "",
     );
     const result = await releaseSandbox(deps, pool, pod, { stopReason: "Released" });
     if (result.ok) return "released";
-    if (result.reason === "gone") return "already-released";
-    if (result.reason === "refused") return "already-released";
+    if (result.reason !== "conflict") return "already-released";
   }
   return "already-released";
 }

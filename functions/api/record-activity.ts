@@ -1,9 +1,12 @@
 import { LAST_ACTIVE_ANNOTATION, SANDBOX_ID_LABEL } from "../../lib/api/keys.ts";
 import { isConflict, isNotFound } from "../../lib/kube/errors.ts";
 import { escapePointer } from "../../lib/kube/json-patch.ts";
-import { type ActivityRequest, shouldRecordActivity } from "../../lib/sandboxes/activity.ts";
+import {
+  type ActivityRequest,
+  latestPerSandbox,
+  shouldRecordActivity,
+} from "../../lib/sandboxes/activity.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
-import { parseTime, rfc3339 } from "../../lib/util/time.ts";
 import type { ApiDeps } from "./deps.ts";
 import { ownedBy } from "./find-sandbox.ts";
 
@@ -24,12 +27,7 @@ export async function recordActivity(
   report: ActivityRequest,
 ): Promise<ActivityOutcome> {
   const outcome: ActivityOutcome = { recorded: 0, unchanged: 0, unknown: [] };
-  const latest = new Map<string, string>();
-  for (const { id, lastActive } of report.sandboxes) {
-    const prev = parseTime(latest.get(id));
-    const next = parseTime(lastActive);
-    if (next && (!prev || next > prev)) latest.set(id, rfc3339(next));
-  }
+  const latest = latestPerSandbox(report);
   const ids = [...latest.keys()];
   for (let i = 0; i < ids.length; i += 100) {
     const chunk = ids.slice(i, i + 100);

@@ -62,3 +62,8 @@ export const isConflict = (e: unknown): boolean =>
     (e.status === 422 &&
       e.causes.length === 0 &&
       /rejected our request due to an error in our request/.test(e.message)));
+
+/** orMissing turns a read's NotFound into undefined; every other error still rejects. */
+export function orMissing<T>(read: Promise<T>): Promise<T | undefined> {
+  return read.catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e)));
+}

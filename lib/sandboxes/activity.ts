@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { parseTime } from "../util/time.ts";
+import { parseTime, rfc3339 } from "../util/time.ts";
 import { isLabelValue } from "./label-value.ts";
 
 /** ACTIVITY_THROTTLE_SECONDS: a report only rewrites last-active when it moved on this much. */
@@ -37,4 +37,15 @@ export function shouldRecordActivity(
   if (!next) return false;
   const prev = parseTime(stored);
   return !prev || next.getTime() - prev.getTime() >= throttleSeconds * 1000;
+}
+
+/** latestPerSandbox keeps each sandbox's latest valid report time (RFC 3339, whole seconds). */
+export function latestPerSandbox(report: ActivityRequest): Map<string, string> {
+  const latest = new Map<string, Date>();
+  for (const { id, lastActive } of report.sandboxes) {
+    const at = parseTime(lastActive);
+    const prev = latest.get(id);
+    if (at && (!prev || at > prev)) latest.set(id, at);
+  }
+  return new Map([...latest].map(([id, at]) => [id, rfc3339(at)]));
 }

@@ -1,0 +1,64 @@
+import { describe, expect, it } from "vitest";
+import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
+import { latestPerSandbox } from "../../lib/sandboxes/activity.ts";
+import {
+  pickTemplatePool,
+  poolUsableBy,
+  usablePoolNames,
+  visibleTemplateNames,
+} from "../../lib/sandboxes/pool-choice.ts";
+
+const template = (name: string, team?: string) =>
+  ({ metadata: { name }, spec: team ? { visibility: { rules: [{ team }] } } : {} }) as SandboxTemplate;
+const pool = (name: string, templateName?: string, idle = 0, deleting = false) =>
+  ({
+    metadata: { name, namespace: "ns", ...(deleting ? { deletionTimestamp: "2026-11-21T00:00:00Z" } : {}) },
+    spec: { replicas: 1, ...(templateName ? { templateName } : {}) },
+    status: { idleReplicas: idle },
+  }) as unknown as SandboxPool;
+const alice = { team: "research", user: "alice" };
+const bob = { team: "other", user: "bob" };
+
+describe("pool choice", () => {
+  it("lets tenants use pools of templates they can see, or without (or with a vanished) template", () => {
+    expect(poolUsableBy(undefined, bob)).toBe(true);
+    expect(poolUsableBy(template("t", "research"), alice)).toBe(true);
+    expect(poolUsableBy(template("t", "research"), bob)).toBe(false);
+    const pools = [
+      pool("open"),
+      pool("private", "t"),
+      pool("gone", "ghost"),
+      pool("dying", undefined, 0, true),
+    ];
+    expect(usablePoolNames(pools, [template("t", "research")], bob)).toEqual(["ns/gone", "ns/open"]);
+    expect(usablePoolNames(pools, [template("t", "research")], alice)).toEqual([
+      "ns/gone",
+      "ns/open",
+      "ns/private",
+    ]);
+    expect(visibleTemplateNames([template("b"), template("a", "research")], bob)).toEqual(["b"]);
+  });
+
+  it("picks the live pool of a template with the most idle pods", () => {
+    const pools = [pool("a", "t", 1), pool("b", "t", 5), pool("c", "t", 9, true), pool("d", "u", 20)];
+    expect(pickTemplatePool(pools, "t")?.metadata?.name).toBe("b");
+    expect(pickTemplatePool(pools, "none")).toBeUndefined();
+  });
+});
+
+describe("latestPerSandbox", () => {
+  it("keeps each sandbox's latest report, in whole seconds", () => {
+    const latest = latestPerSandbox({
+      sandboxes: [
+        { id: "a", lastActive: "2026-11-21T12:00:00.900Z" },
+        { id: "a", lastActive: "2026-11-21T11:00:00Z" },
+        { id: "b", lastActive: "2026-11-21T10:00:00Z" },
+      ],
+    });
+    expect([...latest]).toEqual([
+      ["a", "2026-11-21T12:00:00Z"],
+      ["b", "2026-11-21T10:00:00Z"],
+    ]);
+  });
+});
