@@ -4,7 +4,12 @@ import { type HttpsResponse, httpsRequest as request } from "../../../infra/clus
 export function httpsRequest(
   url: string,
   caFile: string,
-  opts: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
+  opts: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+    timeoutMs?: number;
+  } = {},
 ): Promise<HttpsResponse> {
   return request(url, { ...opts, caFile });
 }
