@@ -2,6 +2,19 @@ import type { HistoryStore } from "../lib/history/store.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
 import type { Log } from "../lib/log.ts";
 import type { DigestResolver } from "../lib/sandbox/digest-resolver.ts";
+import type { SealKeys } from "../lib/sandboxes/sealing.ts";
+
+/** PostStartDeps is what running post-start hooks needs: the sealing keys and how hard to try. */
+export interface PostStartDeps {
+  keys: SealKeys;
+  /** fetch reaches the pods (global fetch in both hosts). */
+  fetch: typeof fetch;
+  /** retryDelaysMs are the waits before each retry within one run (envd may still be starting). */
+  retryDelaysMs: readonly number[];
+  attemptTimeoutMs: number;
+  /** deadlineSeconds after the start, a sandbox whose hooks still fail is released as Failed. */
+  deadlineSeconds: number;
+}
 
 /**
  * StepDeps is everything a reconcile step touches, passed in explicitly: the API server, the
@@ -14,6 +27,8 @@ export interface StepDeps {
   now: () => Date;
   log: Log;
   digests: DigestResolver;
+  /** postStart runs post-start hooks; without it, hooks fail with a clear reason. */
+  postStart?: PostStartDeps;
   /** Who we are in Events (reportingController / reportingInstance). */
   reporter: { controller: string; instance: string };
 }

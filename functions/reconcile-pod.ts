@@ -7,6 +7,7 @@ import { execute } from "./execute.ts";
 import { finalizeDeleted } from "./finalize-deleted.ts";
 import { handleFailures } from "./handle-failures.ts";
 import type { PoolReport } from "./reconcile-pool.ts";
+import { runPostStartHooks } from "./run-post-start-hooks.ts";
 import type { Step } from "./step.ts";
 
 /** POD_STEPS are the steps that decide about each pod on its own (the pool-wide ones need every pod). */
@@ -14,6 +15,7 @@ export const POD_STEPS: readonly Step[] = [
   finalizeDeleted,
   handleFailures,
   completeStarting,
+  runPostStartHooks,
   completeStopping,
 ];
 

@@ -6,6 +6,8 @@ import { finalizeDeleted } from "./finalize-deleted.ts";
 import { handleFailures } from "./handle-failures.ts";
 import { idleRelease } from "./idle-release.ts";
 import { materialisePool } from "./materialise-pool.ts";
+import { releaseExpired } from "./release-expired.ts";
+import { runPostStartHooks } from "./run-post-start-hooks.ts";
 import { type PoolSnapshot, readSnapshot } from "./snapshot.ts";
 import type { Step } from "./step.ts";
 import { updateStatus } from "./update-status.ts";
@@ -18,7 +20,9 @@ export const STEPS: readonly Step[] = [
   finalizeDeleted,
   handleFailures,
   idleRelease,
+  releaseExpired,
   completeStarting,
+  runPostStartHooks,
   completeStopping,
   materialisePool,
   updateStatus,

@@ -1,9 +1,11 @@
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ApiDeps } from "../functions/api/deps.ts";
+import type { E2bSettings } from "../lib/e2b/views.ts";
 import type { Log } from "../lib/log.ts";
 import { admissionRoutes } from "../webhooks/admission.ts";
 import { type AuditEventList, auditRoutes } from "../webhooks/audit.ts";
+import { e2bRoutes } from "../webhooks/e2b.ts";
 import { functionsRoutes, type StepRunner } from "../webhooks/functions.ts";
 import { sandboxRoutes } from "../webhooks/sandboxes.ts";
 
@@ -15,9 +17,14 @@ export interface AppDeps {
   /** adminToken and functions enable the manual triggers under /functions. */
   adminToken?: string;
   functions?: { steps: readonly string[]; run: StepRunner };
-  /** api enables the sandbox REST API under /v1. */
+  /** api enables the sandbox REST API under /v1, and E2B's API under /e2b. */
   api?: ApiDeps;
+  /** e2b is what the E2B API reports of every sandbox (envd version, domain). */
+  e2b?: E2bSettings;
 }
+
+/** DEFAULT_E2B_SETTINGS: envd 0.5.7 is the newest version the e2b SDK gates features on. */
+export const DEFAULT_E2B_SETTINGS: E2bSettings = { envdVersion: "0.5.7" };
 
 /** createApp composes every HTTP surface of the host; both hosts serve this same app. */
 export function createApp(deps: AppDeps): Hono {
@@ -26,6 +33,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route("/admission", admissionRoutes(deps));
   app.route("/audit", auditRoutes({ ...deps, onEvents: deps.onAuditEvents }));
   if (deps.api) app.route("/v1", sandboxRoutes(deps.api));
+  if (deps.api) app.route("/e2b", e2bRoutes(deps.api, deps.e2b ?? DEFAULT_E2B_SETTINGS));
   if (deps.functions && deps.adminToken) {
     app.route(
       "/functions",

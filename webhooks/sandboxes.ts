@@ -8,7 +8,7 @@ import type { ApiDeps } from "../functions/api/deps.ts";
 import { findSandbox } from "../functions/api/find-sandbox.ts";
 import { listSandboxes } from "../functions/api/list-sandboxes.ts";
 import { recordActivity } from "../functions/api/record-activity.ts";
-import { setSandboxTimeout } from "../functions/api/set-timeout.ts";
+import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
 import { type ApiIssue, parseWith } from "../lib/api/parse.ts";
 import { ActivityRequest } from "../lib/sandboxes/activity.ts";
@@ -84,12 +84,14 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
       const view = waited.pod ? sandboxView(waited.pod, deps.now()) : undefined;
       if (waited.ok && view) return c.json(view, 201);
       const why = waited.ok ? "ended" : waited.reason;
+      const cause = view?.failure ?? view?.detail;
+      const because = cause ? `: ${cause.reason}${cause.message ? `: ${cause.message}` : ""}` : "";
       return send(
         c,
         notRunning(
           why === "timeout"
-            ? `sandbox ${outcome.sandbox.sandboxId} is not running after ${seconds} s${view?.detail ? `: ${view.detail.reason}: ${view.detail.message}` : ""}`
-            : `sandbox ${outcome.sandbox.sandboxId} stopped starting${view?.detail ? `: ${view.detail.reason}: ${view.detail.message}` : ""}`,
+            ? `sandbox ${outcome.sandbox.sandboxId} is not running after ${seconds} s${because}`
+            : `sandbox ${outcome.sandbox.sandboxId} stopped starting${because}`,
           view ?? outcome.sandbox,
         ),
       );
@@ -114,7 +116,7 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
       ...(metadata ? { metadata: metadata as Record<string, string> } : {}),
       ...(q.value.continue ? { continue: q.value.continue } : {}),
     });
-    return c.json(page);
+    return c.json({ sandboxes: page.sandboxes, ...(page.continue ? { continue: page.continue } : {}) });
   });
 
   app.get("/sandboxes/:id", async (c) => {
@@ -134,7 +136,11 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
     if (!body.ok) return send(c, badRequest("the body is not valid JSON"));
     const req = parseWith(TimeoutRequest, body.value);
     if (!req.ok) return send(c, invalid("timeout request", req.issues));
-    const view = await setSandboxTimeout(deps, c.get("tenant"), c.req.param("id"), req.value.timeout);
+    const { timeout, idleTimeout } = req.value;
+    const view = await setSandboxTimeouts(deps, c.get("tenant"), c.req.param("id"), {
+      ...(idleTimeout !== undefined ? { idleTimeout } : {}),
+      ...(timeout !== undefined ? { lifetime: { seconds: timeout, mode: "set" as const } } : {}),
+    });
     return view ? c.json(view) : send(c, notFound(`no sandbox "${c.req.param("id")}"`));
   });
 

@@ -3,11 +3,13 @@ import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../../li
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { CLAIM_SHARD_LABEL, shardOrder } from "../../lib/pool/claim-shards.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
+import { ENVD_PORT, type PostStartHookAction } from "../../lib/sandbox/post-start-hooks.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
 import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
 import { newSandboxId } from "../../lib/sandboxes/ids.ts";
 import { requestedImages } from "../../lib/sandboxes/requested-images.ts";
 import type { CreateSandboxRequest } from "../../lib/sandboxes/schemas.ts";
+import { seal } from "../../lib/sandboxes/sealing.ts";
 import { type SandboxView, sandboxView } from "../../lib/sandboxes/view.ts";
 import { claimSandbox } from "../claim-sandbox.ts";
 import type { ApiDeps } from "./deps.ts";
@@ -25,6 +27,34 @@ export type CreateOutcome =
   | { ok: false; reason: "invalid"; message: string }
   | { ok: false; reason: "exhausted"; pool: string; tried: number };
 
+/** ClaimExtras are what the E2B API adds to a create: envd's /init even without env vars, and annotations. */
+export interface ClaimExtras {
+  envdInit?: boolean;
+  annotations?: Readonly<Record<string, string>>;
+}
+
+/**
+ * postStartHooks are a create's hooks: envd's /init with the env vars sealed for this sandbox,
+ * when there are env vars or the caller (the E2B API) always wants envd initialised.
+ */
+async function postStartHooks(
+  deps: ApiDeps,
+  sandboxId: string,
+  req: CreateSandboxRequest,
+  extras: ClaimExtras,
+): Promise<PostStartHookAction[] | string> {
+  const envVars = req.envVars ?? {};
+  const hasEnv = Object.keys(envVars).length > 0;
+  if (!hasEnv && !extras.envdInit) return [];
+  const keys = deps.postStart?.keys;
+  if (!keys)
+    return "env vars and envd access tokens need a sealing key on the control plane (AGENTBOX_SEALING_KEY)";
+  const sealedEnvVars = hasEnv ? await seal(keys, sandboxId, JSON.stringify(envVars)) : undefined;
+  return [
+    { type: "EnvdInit", port: deps.envdPort ?? ENVD_PORT, ...(sealedEnvVars ? { sealedEnvVars } : {}) },
+  ];
+}
+
 /**
  * createSandbox claims one idle pod of the target pool for the tenant: it lists a few idle pods
  * of a random claim shard, orders the claimable ones (shuffled, so concurrent creates pick
@@ -35,6 +65,7 @@ export async function createSandbox(
   deps: ApiDeps,
   tenant: Tenant,
   req: CreateSandboxRequest,
+  extras: ClaimExtras = {},
 ): Promise<CreateOutcome> {
   const resolved = await resolvePool(deps, tenant, req);
   if (!resolved.ok)
@@ -53,6 +84,8 @@ export async function createSandbox(
   const now = deps.now();
   const window = scaleDownPolicyFor(pool).protectionWindowSeconds;
   const sandboxId = newSandboxId();
+  const hooks = await postStartHooks(deps, sandboxId, req, extras);
+  if (typeof hooks === "string") return { ok: false, reason: "invalid", message: hooks };
   const claim = (pod: V1Pod) =>
     claimSandbox(deps, pod, {
       sandboxId,
@@ -60,8 +93,11 @@ export async function createSandbox(
       team: tenant.team,
       user: tenant.user,
       ...(req.metadata ? { metadata: req.metadata } : {}),
+      ...(hooks.length > 0 ? { postStartHooks: hooks } : {}),
+      ...(extras.annotations ? { annotations: extras.annotations } : {}),
       ...(req.idleTimeout ? { idleTimeoutSeconds: req.idleTimeout } : {}),
       ...(req.startupTimeout ? { startupTimeoutSeconds: req.startupTimeout } : {}),
+      ...(req.timeout ? { endAt: new Date(deps.now().getTime() + req.timeout * 1000) } : {}),
     });
   const idle = `${SANDBOX_POOL_LABEL}=${name},${SANDBOX_PHASE_LABEL}=${SANDBOX_PHASE.IDLE}`;
   // A few idle pods of one shard per list, shards in random order (small lists, and concurrent

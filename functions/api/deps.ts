@@ -7,6 +7,8 @@ export interface ApiDeps extends StepDeps {
   apiKeys: { namespace: string; name: string };
   /** random spreads concurrent claims over different candidates. */
   random: () => number;
+  /** envdPort is the port post-start hooks reach envd on (default 49983, E2B's). */
+  envdPort?: number;
   /** watch streams watch requests (waiting for a sandbox to run). */
   watch: KubeWatchTransport;
 }

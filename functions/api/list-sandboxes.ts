@@ -1,3 +1,4 @@
+import type { V1Pod } from "@kubernetes/client-node";
 import {
   SANDBOX_ID_LABEL,
   SANDBOX_PHASE_LABEL,
@@ -26,7 +27,7 @@ export async function listSandboxes(
   deps: ApiDeps,
   tenant: Tenant,
   filter: ListFilter,
-): Promise<{ sandboxes: SandboxView[]; continue?: string }> {
+): Promise<{ sandboxes: SandboxView[]; pods: V1Pod[]; continue?: string }> {
   const selector = [SANDBOX_ID_LABEL];
   if (!tenant.admin) selector.push(`${TEAM_LABEL}=${tenant.team}`, `${USER_LABEL}=${tenant.user}`);
   const [namespace, poolName] = filter.pool ? filter.pool.split("/") : [];
@@ -37,11 +38,11 @@ export async function listSandboxes(
     ...(filter.continue ? { continue: filter.continue } : {}),
   });
   const now = deps.now();
-  const sandboxes = page.items
-    .filter((p) => !p.metadata?.deletionTimestamp)
+  const pods = page.items.filter((p) => !p.metadata?.deletionTimestamp);
+  const sandboxes = pods
     .map((p) => sandboxView(p, now))
     .filter(
       (v): v is SandboxView => v !== undefined && (!filter.metadata || matchesMetadata(v, filter.metadata)),
     );
-  return { sandboxes, ...(page.continue ? { continue: page.continue } : {}) };
+  return { sandboxes, pods, ...(page.continue ? { continue: page.continue } : {}) };
 }

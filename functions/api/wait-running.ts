@@ -1,5 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { SANDBOX_ID_LABEL, SANDBOX_PHASE } from "../../lib/api/keys.ts";
+import { POST_START_HOOKS_ANNOTATION, SANDBOX_ID_LABEL, SANDBOX_PHASE } from "../../lib/api/keys.ts";
 import { sandboxPhaseOf } from "../../lib/sandbox/inplace-state.ts";
 import type { ApiDeps } from "./deps.ts";
 
@@ -9,7 +9,7 @@ export type WaitOutcome =
 
 /**
  * waitForRunning watches one claimed pod (no polling) from the version the claim wrote until its
- * sandbox is running, or it left the sandbox's path (failed, released, deleted, reclaimed), or
+ * sandbox is running with its post-start hooks done, or it left the sandbox's path (failed, released, deleted, reclaimed), or
  * timeoutMs passes. Watches the apiserver ends early are resumed from the last version seen.
  */
 export async function waitForRunning(deps: ApiDeps, claimed: V1Pod, timeoutMs: number): Promise<WaitOutcome> {
@@ -21,7 +21,8 @@ export async function waitForRunning(deps: ApiDeps, claimed: V1Pod, timeoutMs: n
   const judge = (pod: V1Pod | undefined): WaitOutcome | undefined => {
     if (!pod || pod.metadata?.labels?.[SANDBOX_ID_LABEL] !== id) return { ok: false, reason: "ended", pod };
     const phase = sandboxPhaseOf(pod);
-    if (phase === SANDBOX_PHASE.RUNNING) return { ok: true, pod };
+    const hooksPending = pod.metadata?.annotations?.[POST_START_HOOKS_ANNOTATION] !== undefined;
+    if (phase === SANDBOX_PHASE.RUNNING) return hooksPending ? undefined : { ok: true, pod };
     if (phase !== SANDBOX_PHASE.STARTING) return { ok: false, reason: "ended", pod };
     return undefined;
   };

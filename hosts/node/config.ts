@@ -24,6 +24,9 @@ const ENV = v.object({
   AGENTBOX_HISTORY_PATH: v.optional(v.string(), "/var/lib/agentbox/history.sqlite"),
   AGENTBOX_TICK_SECONDS: v.optional(Seconds, "10"),
   AGENTBOX_TICK_CONCURRENCY: v.optional(v.pipe(Seconds, v.integer(), v.minValue(1)), "8"),
+  AGENTBOX_SEALING_KEY: v.optional(v.pipe(v.string(), v.minLength(32, "must be at least 32 characters"))),
+  AGENTBOX_SEALING_KEY_FILE: v.optional(v.string()),
+  AGENTBOX_ENVD_PORT: v.optional(Port, "49983"),
   LOG_LEVEL: v.optional(v.picklist(["debug", "info", "warn", "error"]), "info"),
 });
 
@@ -38,6 +41,9 @@ export interface HostEnv {
   historyPath: string;
   tickSeconds: number;
   tickConcurrency: number;
+  /** sealingKey seals claims' env vars and derives envd tokens; optional (see HostConfig). */
+  sealingKey?: string;
+  envdPort: number;
   logLevel: string;
 }
 
@@ -77,6 +83,20 @@ export function readHostEnv(
     e.AGENTBOX_CALLBACK_TOKEN_FILE,
   );
   const adminToken = secret("AGENTBOX_ADMIN_TOKEN", e.AGENTBOX_ADMIN_TOKEN, e.AGENTBOX_ADMIN_TOKEN_FILE);
+  let sealingKey = e.AGENTBOX_SEALING_KEY;
+  if (!sealingKey && e.AGENTBOX_SEALING_KEY_FILE) {
+    try {
+      sealingKey = readFileSync(e.AGENTBOX_SEALING_KEY_FILE, "utf8").trim();
+      if (sealingKey.length < 32)
+        errors.push(
+          `AGENTBOX_SEALING_KEY_FILE: ${e.AGENTBOX_SEALING_KEY_FILE} holds fewer than 32 characters`,
+        );
+    } catch (err) {
+      errors.push(
+        `AGENTBOX_SEALING_KEY_FILE: cannot read ${e.AGENTBOX_SEALING_KEY_FILE} (${(err as NodeJS.ErrnoException).code ?? "error"})`,
+      );
+    }
+  }
   if (callbackToken && callbackToken === adminToken)
     errors.push("AGENTBOX_ADMIN_TOKEN: must differ from the callback token");
   if (errors.length) return { ok: false, errors };
@@ -92,6 +112,8 @@ export function readHostEnv(
       historyPath: e.AGENTBOX_HISTORY_PATH,
       tickSeconds: e.AGENTBOX_TICK_SECONDS,
       tickConcurrency: e.AGENTBOX_TICK_CONCURRENCY,
+      ...(sealingKey ? { sealingKey } : {}),
+      envdPort: e.AGENTBOX_ENVD_PORT,
       logLevel: e.LOG_LEVEL,
     },
   };

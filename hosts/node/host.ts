@@ -10,6 +10,7 @@ import { tick } from "../../functions/tick.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { Log } from "../../lib/log.ts";
 import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
+import { importSealKeys } from "../../lib/sandboxes/sealing.ts";
 import { auditPodTargets, auditTargets, type PoolKey } from "../../lib/triggers/audit-targets.ts";
 import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
@@ -36,6 +37,15 @@ export interface HostConfig {
   auditFilter?: (key: PoolKey) => boolean;
   /** Where the hashed API keys live (default agentbox-system/agentbox-api-keys). */
   apiKeys?: { namespace: string; name: string };
+  /**
+   * sealingKey (≥ 32 characters) seals claims' env vars into their pods and derives envd access
+   * tokens; without it, creates with env vars and the E2B API answer 400.
+   */
+  sealingKey?: string;
+  /** envdPort is where post-start hooks reach envd in a pod (default 49983). */
+  envdPort?: number;
+  /** postStartDeadlineSeconds after the start, sandboxes whose hooks still fail are released (60). */
+  postStartDeadlineSeconds?: number;
   /** onAuditEvents also receives every accepted batch (tests record them). */
   onAuditEvents?: (list: AuditEventList) => void;
 }
@@ -61,11 +71,23 @@ export async function startHost(config: HostConfig): Promise<Host> {
     log: config.log,
     digests: referenceDigestResolver,
     reporter: { controller: "agents.navix.sh/agentbox-functions", instance: hostname() },
+    ...(config.sealingKey
+      ? {
+          postStart: {
+            keys: await importSealKeys(config.sealingKey),
+            fetch: globalThis.fetch,
+            retryDelaysMs: [250, 1000],
+            attemptTimeoutMs: 2000,
+            deadlineSeconds: config.postStartDeadlineSeconds ?? 60,
+          },
+        }
+      : {}),
   };
   const api: ApiDeps = {
     ...deps,
     apiKeys: config.apiKeys ?? { namespace: "agentbox-system", name: "agentbox-api-keys" },
     random: Math.random,
+    ...(config.envdPort ? { envdPort: config.envdPort } : {}),
     watch: nodeKubeWatch(config.kubeconfig),
   };
   // Whole-pool runs (pool writes, pod writes, ticks) at most about once a second per pool: each

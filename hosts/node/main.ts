@@ -23,6 +23,8 @@ const host = await startHost({
   listen: { host: c.host, port: c.port, certFile: c.certFile, keyFile: c.keyFile },
   tickSeconds: c.tickSeconds,
   tickConcurrency: c.tickConcurrency,
+  ...(c.sealingKey ? { sealingKey: c.sealingKey } : {}),
+  envdPort: c.envdPort,
   log: logger,
 });
 logger.info(

@@ -36,6 +36,11 @@ const adminTokenFile = join(state.dir, "functions-admin-token");
 if (!existsSync(adminTokenFile))
   writeFileSync(adminTokenFile, randomBytes(24).toString("hex"), { mode: 0o600 });
 
+// The key that seals claims' env vars and derives envd tokens, also kept with the cluster.
+const sealingKeyFile = join(state.dir, "sealing-key");
+if (!existsSync(sealingKeyFile))
+  writeFileSync(sealingKeyFile, randomBytes(32).toString("hex"), { mode: 0o600 });
+
 const host = await startHost({
   kubeconfig: kc,
   callbackToken: readFileSync(state.callbackTokenFile, "utf8").trim(),
@@ -44,6 +49,7 @@ const host = await startHost({
   listen: { host: "127.0.0.1", port: state.hostPort, certFile: state.webhookCert, keyFile: state.webhookKey },
   tickSeconds: Number(process.env.AGENTBOX_TICK_SECONDS ?? 10),
   tickConcurrency: 8,
+  sealingKey: readFileSync(sealingKeyFile, "utf8").trim(),
   log: logger,
 });
 const baseUrl = `https://127.0.0.1:${state.hostPort}`;

@@ -224,7 +224,7 @@ async function startOnce(opts: UpOptions, binDir: string): Promise<ClusterState>
     `--config=${kwokConfig}`,
     "--manage-all-nodes=false",
     "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-    "--cidr=10.244.0.0/16",
+    "--cidr=127.32.0.0/16",
     "--node-ip=10.240.0.1",
     "--node-lease-duration-seconds=40",
   ]);

@@ -97,6 +97,11 @@ export const CONTAINER_ID_ANNOTATION = "agentbox.navix.sh/container-id";
 /** POST_START_HOOKS_ANNOTATION holds JSON post-start hook actions to run after Starting→Running. */
 export const POST_START_HOOKS_ANNOTATION = "agentbox.navix.sh/post-start-hooks";
 /**
+ * END_AT_ANNOTATION is a sandbox's lifetime (RFC 3339): past it, the sandbox is released, however
+ * active. An extension of agentbox's keys (E2B's `timeout`); timeout and refresh calls move it.
+ */
+export const END_AT_ANNOTATION = "agentbox.navix.sh/end-at";
+/**
  * SCALE_DOWN_PROTECTED_ANNOTATION marks an Idle Pod chosen for scale-down with the RFC3339 start of
  * its protection window; a claim inside the window cancels the deletion.
  */

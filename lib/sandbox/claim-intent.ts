@@ -5,6 +5,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import type { InplaceUpdateState } from "../api/annotations.ts";
 import {
   CLAIMED_AT_ANNOTATION,
+  END_AT_ANNOTATION,
   IDLE_TIMEOUT_ANNOTATION,
   INPLACE_UPDATE_PHASE,
   INPLACE_UPDATE_STATE_ANNOTATION,
@@ -47,6 +48,8 @@ export interface ClaimOptions {
   /** Timeouts in seconds, written when > 0 (fractions are dropped). */
   idleTimeoutSeconds?: number;
   startupTimeoutSeconds?: number;
+  /** endAt is the sandbox's lifetime: past it, the sandbox is released (E2B's timeout). */
+  endAt?: Date;
   /** metadata is the caller's sandbox metadata, stored as JSON when non-empty. */
   metadata?: Readonly<Record<string, string>>;
   /** postStartHooks are run by the controller after Starting → Running; stored as JSON. */
@@ -65,7 +68,7 @@ function seconds(value: number | undefined): string | undefined {
 
 /**
  * claimIntent moves an idle pod to starting with the requested images. It records the claim
- * (sandbox-id label and annotation, claimed-at, managed-by, team/user, timeouts, metadata,
+ * (sandbox-id label and annotation, claimed-at, managed-by, team/user, timeouts, end-at, metadata,
  * post-start hooks, the caller's labels/annotations and their keys in managed-*-keys), clears
  * scale-down protection and any per-sandbox leftovers, and writes a starting in-place update
  * state with the changed containers and their current ids. When the pod already runs every
@@ -130,6 +133,7 @@ export function claimIntent(pod: V1Pod, options: ClaimOptions, now: Date): Inten
     [CLAIMED_AT_ANNOTATION]: at,
     ...(idleTimeout ? { [IDLE_TIMEOUT_ANNOTATION]: idleTimeout } : {}),
     ...(startupTimeout ? { [STARTUP_TIMEOUT_ANNOTATION]: startupTimeout } : {}),
+    ...(options.endAt ? { [END_AT_ANNOTATION]: rfc3339(options.endAt) } : {}),
     ...(Object.keys(metadata).length > 0 ? { [SANDBOX_METADATA_ANNOTATION]: JSON.stringify(metadata) } : {}),
     ...(hooks.length > 0 ? { [POST_START_HOOKS_ANNOTATION]: JSON.stringify(hooks) } : {}),
     // Team and user stay until the pod is idle again: the stop record needs them.

@@ -75,7 +75,8 @@ const maxEntries = (n: number) =>
  * CreateSandboxRequest is the body of `POST /v1/sandboxes`: a pool (`namespace/name`) or a
  * template (a pool created from that SandboxTemplate is chosen), exactly one of them; optionally
  * an image for the pool's first container or per-container images (not both), environment
- * variables, caller metadata, timeouts in seconds (idleTimeout 0 = none), and whether to wait
+ * variables, caller metadata, timeouts in seconds (idleTimeout 0 = none; timeout is the
+ * lifetime: the sandbox is released that long after the claim, however active), and whether to wait
  * (at most waitTimeout seconds) until the sandbox runs.
  */
 export const CreateSandboxRequest = v.pipe(
@@ -121,6 +122,7 @@ export const CreateSandboxRequest = v.pipe(
       ),
     ),
     idleTimeout: v.optional(Seconds(0, WEEK, "0 = no idle timeout, at most 7 days")),
+    timeout: v.optional(Seconds(1, WEEK, "the sandbox's lifetime, at most 7 days")),
     startupTimeout: v.optional(Seconds(1, 3600, "at most 1 hour")),
     wait: v.optional(v.boolean("must be true or false")),
     waitTimeout: v.optional(Seconds(0, 300, "at most 5 minutes")),
@@ -180,8 +182,20 @@ export const ListSandboxesQuery = v.object({
 });
 export type ListSandboxesQuery = v.InferOutput<typeof ListSandboxesQuery>;
 
-/** TimeoutRequest is the body that sets a sandbox's idle timeout: seconds, 0 = none, ≤ 7 days. */
-export const TimeoutRequest = body({ timeout: Seconds(0, WEEK, "0 = no idle timeout, at most 7 days") });
+/**
+ * TimeoutRequest is the body of `POST /v1/sandboxes/{id}/timeout`: a new lifetime (`timeout`,
+ * seconds from now, as E2B's) and/or a new idle timeout (seconds, 0 = none); at least one.
+ */
+export const TimeoutRequest = v.pipe(
+  body({
+    timeout: v.optional(Seconds(1, WEEK, "the sandbox's lifetime from now, at most 7 days")),
+    idleTimeout: v.optional(Seconds(0, WEEK, "0 = no idle timeout, at most 7 days")),
+  }),
+  v.check(
+    (r) => r.timeout !== undefined || r.idleTimeout !== undefined,
+    'give "timeout" (lifetime from now, seconds) and/or "idleTimeout" (seconds, 0 = none)',
+  ),
+);
 export type TimeoutRequest = v.InferOutput<typeof TimeoutRequest>;
 
 /** validDay rejects days past the month's end (Date.parse rolls 02-30 over into March). */

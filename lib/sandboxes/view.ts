@@ -5,7 +5,11 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { SandboxStatusDetail } from "../api/annotations.ts";
 import {
   CLAIMED_AT_ANNOTATION,
+  END_AT_ANNOTATION,
+  FAILURE_MESSAGE_ANNOTATION,
+  FAILURE_REASON_ANNOTATION,
   IDLE_TIMEOUT_ANNOTATION,
+  POST_START_HOOKS_ANNOTATION,
   SANDBOX_ID_ANNOTATION,
   SANDBOX_ID_LABEL,
   SANDBOX_METADATA_ANNOTATION,
@@ -44,7 +48,11 @@ export interface SandboxView {
   metadata: Record<string, string>;
   idleTimeoutSeconds?: number;
   startupTimeoutSeconds?: number;
+  /** endAt is the end of the sandbox's lifetime (RFC 3339), when it has one. */
+  endAt?: string;
   podIP?: string;
+  /** failure says why a stopping or failed sandbox ended (IdleTimeout, PostStartHookFailed, …). */
+  failure?: { reason: string; message?: string };
   /** detail explains a starting or failed sandbox (Pulling, ImagePullBackOff, OOMKilled, …). */
   detail?: SandboxStatusDetail;
 }
@@ -96,21 +104,33 @@ function detailOf(pod: V1Pod, phase: SandboxViewPhase, now: Date): SandboxStatus
   return live ?? stored;
 }
 
+/** HOOKS_PENDING is the detail of a running pod whose post-start hooks have not completed yet. */
+const hooksPending = (now: Date): SandboxStatusDetail => ({
+  reason: "PostStartHooks",
+  message: "the container runs; its post-start hooks (envd /init) have not completed yet",
+  lastUpdatedTime: now.toISOString(),
+});
+
 /**
  * sandboxView shows a claimed pod as a sandbox, or undefined when the pod is not one: no sandbox
  * phase, idle, or no sandbox id (annotation, else label). Optional fields are left out when
  * absent; timeouts are the positive seconds of their annotations; metadata is {} when its JSON is
- * unreadable; `detail` is as detailOf says.
+ * unreadable; `detail` is as detailOf says. A running pod whose post-start hooks are still
+ * pending shows as starting: its caller cannot use it yet (its env is not set).
  */
 export function sandboxView(pod: V1Pod, now: Date): SandboxView | undefined {
-  const phase = sandboxPhaseOf(pod);
-  if (phase === undefined || phase === SANDBOX_PHASE.IDLE) return undefined;
+  const podPhase = sandboxPhaseOf(pod);
+  if (podPhase === undefined || podPhase === SANDBOX_PHASE.IDLE) return undefined;
   const labels = pod.metadata?.labels ?? {};
   const annotations = pod.metadata?.annotations ?? {};
   const sandboxId = annotations[SANDBOX_ID_ANNOTATION] || labels[SANDBOX_ID_LABEL];
   if (!sandboxId) return undefined;
   const optional = <T>(key: string, value: T | undefined) => (value ? { [key]: value } : {});
-  const detail = detailOf(pod, phase, now);
+  const pending =
+    podPhase === SANDBOX_PHASE.RUNNING && annotations[POST_START_HOOKS_ANNOTATION] !== undefined;
+  const phase = pending ? SANDBOX_PHASE.STARTING : podPhase;
+  const detail = pending ? hooksPending(now) : detailOf(pod, phase, now);
+  const failureReason = annotations[FAILURE_REASON_ANNOTATION];
   return {
     sandboxId,
     namespace: pod.metadata?.namespace ?? "",
@@ -125,7 +145,16 @@ export function sandboxView(pod: V1Pod, now: Date): SandboxView | undefined {
     metadata: metadataOf(annotations[SANDBOX_METADATA_ANNOTATION]),
     ...optional("idleTimeoutSeconds", seconds(annotations[IDLE_TIMEOUT_ANNOTATION])),
     ...optional("startupTimeoutSeconds", seconds(annotations[STARTUP_TIMEOUT_ANNOTATION])),
+    ...optional("endAt", annotations[END_AT_ANNOTATION]),
     ...optional("podIP", pod.status?.podIP),
+    ...(failureReason
+      ? {
+          failure: {
+            reason: failureReason,
+            ...optional("message", annotations[FAILURE_MESSAGE_ANNOTATION]),
+          },
+        }
+      : {}),
     ...(detail ? { detail } : {}),
   };
 }

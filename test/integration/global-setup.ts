@@ -9,6 +9,7 @@ import { down } from "../../infra/cluster/down.ts";
 import { installCrds, registerWebhooks } from "../../infra/cluster/install.ts";
 import { clusterDir, readState } from "../../infra/cluster/state.ts";
 import { up } from "../../infra/cluster/up.ts";
+import { startFakeEnvd } from "./support/fake-envd.ts";
 
 /** TestCluster is what integration tests learn about the control plane they run against. */
 export interface TestCluster {
@@ -26,6 +27,10 @@ export interface TestCluster {
   auditLog: string;
   /** Bearer token of the test host's /functions routes. */
   functionsToken: string;
+  /** envdPort is where every pod's (fake) envd listens, on the pod's loopback IP. */
+  envdPort: number;
+  /** postStartDeadlineSeconds: the test host releases sandboxes whose hooks fail this long. */
+  postStartDeadlineSeconds: number;
 }
 
 declare module "vitest" {
@@ -63,6 +68,8 @@ export default async function setup(project: TestProject) {
     createWriteStream(join(state.dir, "logs", "host.log"), { flags: "a" }),
   );
   const functionsToken = randomBytes(16).toString("hex");
+  const envd = await startFakeEnvd();
+  const postStartDeadlineSeconds = 3;
   // The real host, with two test-only restrictions: no tick (tests drive the steps themselves)
   // and audit-triggered reconciles only for namespaces named audit-*, so background runs never
   // race the tests that count what their own runs did.
@@ -79,6 +86,9 @@ export default async function setup(project: TestProject) {
     },
     tickSeconds: 0,
     tickConcurrency: 4,
+    sealingKey: randomBytes(32).toString("hex"),
+    envdPort: envd.port,
+    postStartDeadlineSeconds,
     log: logger,
     auditFilter: (key) => key.startsWith("audit-"),
     onAuditEvents: (list) => appendFileSync(auditLog, `${JSON.stringify(list)}\n`),
@@ -101,9 +111,12 @@ export default async function setup(project: TestProject) {
     pullDelayMs: state.pullDelayMs,
     auditLog,
     functionsToken,
+    envdPort: envd.port,
+    postStartDeadlineSeconds,
   });
   return async () => {
     await host.close();
+    envd.server.close();
     if (!reuse) await down(name, log);
   };
 }

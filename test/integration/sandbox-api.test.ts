@@ -118,8 +118,12 @@ describe("sandbox API", () => {
     };
     expect(aliceList.sandboxes.map((s) => s.sandboxId)).toContain(sbx.sandboxId);
     expect((await api("GET", `/sandboxes/${sbx.sandboxId}`, "admin")).status).toBe(200);
-    const timed = await api("POST", `/sandboxes/${sbx.sandboxId}/timeout`, "alice", { timeout: 120 });
+    const timed = await api("POST", `/sandboxes/${sbx.sandboxId}/timeout`, "alice", { idleTimeout: 120 });
     expect(JSON.parse(timed.body).idleTimeoutSeconds).toBe(120);
+    const lifetime = await api("POST", `/sandboxes/${sbx.sandboxId}/timeout`, "alice", { timeout: 600 });
+    const endAt = Date.parse(JSON.parse(lifetime.body).endAt);
+    expect(endAt - Date.now()).toBeGreaterThan(590_000);
+    expect(endAt - Date.now()).toBeLessThanOrEqual(600_000);
   });
 
   it("hides templates from tenants their visibility rules exclude, and lists the choices on a 404", async () => {

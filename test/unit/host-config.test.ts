@@ -22,6 +22,7 @@ describe("readHostEnv", () => {
         historyPath: "/var/lib/agentbox/history.sqlite",
         tickSeconds: 10,
         tickConcurrency: 8,
+        envdPort: 49983,
         logLevel: "info",
       },
     });
@@ -64,5 +65,28 @@ describe("readHostEnv", () => {
       AGENTBOX_ADMIN_TOKEN: token("e"),
     });
     expect(same.ok).toBe(false);
+  });
+
+  it("reads the sealing key inline or from a file, and refuses a short one without echoing it", () => {
+    const dir = mkdtempSync(join(tmpdir(), "cfg-"));
+    writeFileSync(join(dir, "seal"), `${"k".repeat(40)}\n`);
+    writeFileSync(join(dir, "short"), "tiny-key\n");
+    const tokens = { AGENTBOX_CALLBACK_TOKEN: token("a"), AGENTBOX_ADMIN_TOKEN: token("b") };
+    const fromFile = readHostEnv({ ...base, ...tokens, AGENTBOX_SEALING_KEY_FILE: join(dir, "seal") });
+    expect(fromFile.ok && fromFile.value.sealingKey).toBe("k".repeat(40));
+    const short = readHostEnv({ ...base, ...tokens, AGENTBOX_SEALING_KEY_FILE: join(dir, "short") });
+    expect(short.ok ? [] : short.errors).toEqual([
+      `AGENTBOX_SEALING_KEY_FILE: ${join(dir, "short")} holds fewer than 32 characters`,
+    ]);
+    const inline = readHostEnv({
+      ...base,
+      ...tokens,
+      AGENTBOX_SEALING_KEY: "tiny-key",
+      AGENTBOX_ENVD_PORT: "0",
+    });
+    const text = inline.ok ? "" : inline.errors.join("\n");
+    expect(text).toContain("AGENTBOX_SEALING_KEY: must be at least 32 characters");
+    expect(text).toContain("AGENTBOX_ENVD_PORT");
+    expect(text).not.toContain("tiny-key");
   });
 });

@@ -18,7 +18,7 @@ describe("API errors", () => {
   });
 
   it("badRequest lists parseWith's field issues", () => {
-    const parsed = parseWith(TimeoutRequest, { timeout: -1, extra: true });
+    const parsed = parseWith(TimeoutRequest, { idleTimeout: -1, extra: true });
     expect(parsed.ok).toBe(false);
     if (parsed.ok) return;
     expect(badRequest("invalid body", parsed.issues).body).toEqual({
@@ -26,7 +26,7 @@ describe("API errors", () => {
         code: "BadRequest",
         message: "invalid body",
         fields: [
-          { path: "timeout", message: "must be at least 0 seconds" },
+          { path: "idleTimeout", message: "must be at least 0 seconds" },
           { path: "extra", message: "unknown field" },
         ],
       },

@@ -205,18 +205,32 @@ describe("ListSandboxesQuery", () => {
 });
 
 describe("TimeoutRequest", () => {
-  it.each([0, 1, 604_800])("accepts %i", (timeout) => {
-    expect(parseWith(TimeoutRequest, { timeout })).toEqual({ ok: true, value: { timeout } });
+  it.each<[Record<string, number>]>([
+    [{ timeout: 1 }],
+    [{ timeout: 604_800 }],
+    [{ idleTimeout: 0 }],
+    [{ timeout: 60, idleTimeout: 30 }],
+  ])("accepts %j", (input) => {
+    expect(parseWith(TimeoutRequest, input)).toEqual({ ok: true, value: input });
   });
 
   it.each<[unknown, ApiIssue[]]>([
-    [{}, [{ path: "timeout", message: "required" }]],
-    [{ timeout: -1 }, [{ path: "timeout", message: "must be at least 0 seconds" }]],
+    [
+      {},
+      [
+        {
+          path: "",
+          message: 'give "timeout" (lifetime from now, seconds) and/or "idleTimeout" (seconds, 0 = none)',
+        },
+      ],
+    ],
+    [{ timeout: 0 }, [{ path: "timeout", message: "must be at least 1 seconds" }]],
+    [{ idleTimeout: -1 }, [{ path: "idleTimeout", message: "must be at least 0 seconds" }]],
     [{ timeout: 604_801 }, [{ path: "timeout", message: "must be at most 604800 seconds" }]],
     [{ timeout: 2.5 }, [{ path: "timeout", message: "must be a whole number of seconds" }]],
     [
-      { timeout: "60" },
-      [{ path: "timeout", message: "must be a number of seconds (0 = no idle timeout, at most 7 days)" }],
+      { idleTimeout: "60" },
+      [{ path: "idleTimeout", message: "must be a number of seconds (0 = no idle timeout, at most 7 days)" }],
     ],
     [{ timeout: 60, ttl: 1 }, [{ path: "ttl", message: "unknown field" }]],
   ])("%j is refused", (input, expected) => {

@@ -1,0 +1,44 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { idleImages } from "../lib/pool/render-pod.ts";
+import { type HookRun, planHookOutcome } from "../lib/reconcile/post-start-hooks.ts";
+import { hasPendingHooks, readHooks } from "../lib/sandbox/post-start-hooks.ts";
+import type { StepDeps } from "./deps.ts";
+import { envdInit } from "./envd-init.ts";
+import type { Step } from "./step.ts";
+
+/** runHooks runs one pod's hooks in order, stopping at the first failure. */
+async function runHooks(deps: StepDeps, pod: V1Pod): Promise<HookRun> {
+  const read = readHooks(pod);
+  if (!read.ok) return { ok: false, error: read.reason };
+  if (!deps.postStart)
+    return { ok: false, error: "this control plane has no sealing key (AGENTBOX_SEALING_KEY)" };
+  for (const hook of read.hooks) {
+    const run = await envdInit(deps.postStart, pod, hook, deps.now());
+    if (!run.ok) return run;
+  }
+  return { ok: true };
+}
+
+/**
+ * runPostStartHooks runs the post-start hooks of sandboxes that just started running (all of
+ * them at once), then removes the hooks of those that succeeded, or fails those out of time (see
+ * planHookOutcome). Hooks may run again if a run crashes before its write: envd's /init sets the
+ * same env and token again, so that is harmless.
+ */
+export const runPostStartHooks: Step = {
+  name: "run-post-start-hooks",
+  plan: async (deps, { pool, pods }) => {
+    const pending = pods.filter(hasPendingHooks);
+    const runs = await Promise.all(pending.map((pod) => runHooks(deps, pod)));
+    const deadline = deps.postStart?.deadlineSeconds ?? 0;
+    return pending.flatMap((pod, i) =>
+      planHookOutcome(
+        pod,
+        runs[i] ?? { ok: false, error: "not run" },
+        idleImages(pool),
+        deadline,
+        deps.now(),
+      ),
+    );
+  },
+};

@@ -1,0 +1,149 @@
+// E2B's control-plane request shapes (their public OpenAPI spec, as the `e2b` SDK sends them), as
+// valibot schemas. Unknown fields are ignored, as E2B's API does, so newer SDKs keep working; the
+// features a warm pool cannot give (pausing, volumes, network rules, MCP) are refused by name
+// instead of silently dropped.
+import * as v from "valibot";
+
+const WEEK = 604_800;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+const Seconds = (min: number, max: number) =>
+  v.pipe(
+    v.number("must be a number of seconds"),
+    v.integer("must be a whole number of seconds"),
+    v.minValue(min, `must be at least ${min}`),
+    v.maxValue(max, `must be at most ${max}`),
+  );
+
+const notArray = (x: unknown) => !Array.isArray(x);
+const StringMap = (key: v.GenericSchema<string>, max: number) =>
+  v.pipe(
+    v.unknown(),
+    v.check(notArray, "must be an object of strings"),
+    v.record(key, v.string("must be a string"), "must be an object of strings"),
+    v.check((r) => Object.keys(r).length <= max, `must have at most ${max} entries`),
+  );
+
+/** unsupported refuses a feature when it is asked for (present and not null/false/empty). */
+const unsupported = (what: string) =>
+  v.optional(
+    v.pipe(
+      v.unknown(),
+      v.check(
+        (x) =>
+          x === null ||
+          x === false ||
+          (Array.isArray(x) && x.length === 0) ||
+          (typeof x === "object" && x !== null && Object.keys(x).length === 0),
+        `${what} is not supported by this control plane`,
+      ),
+    ),
+  );
+
+const newSandbox = (defaultTimeout: number) =>
+  v.pipe(
+    v.unknown(),
+    v.check(notArray, "must be a JSON object"),
+    v.looseObject(
+      {
+        templateID: v.pipe(v.string("must be a string (a template)"), v.minLength(1, "must not be empty")),
+        timeout: v.optional(Seconds(1, WEEK), defaultTimeout),
+        metadata: v.optional(StringMap(v.pipe(v.string(), v.minLength(1), v.maxLength(63)), 32)),
+        envVars: v.optional(
+          StringMap(v.pipe(v.string(), v.regex(ENV_NAME, "must be an environment variable name")), 100),
+        ),
+        autoPause: unsupported("autoPause (pausing sandboxes)"),
+        autoResume: v.optional(
+          v.nullable(
+            v.looseObject({
+              enabled: v.pipe(
+                v.unknown(),
+                v.check((x) => !x, "auto-resume is not supported"),
+              ),
+            }),
+          ),
+        ),
+        volumeMounts: unsupported("volumeMounts"),
+        network: unsupported("network rules"),
+        mcp: unsupported("mcp"),
+        iam: unsupported("iam"),
+        allow_internet_access: v.optional(
+          v.pipe(
+            v.unknown(),
+            v.check((x) => x !== false, "turning internet access off is not supported"),
+          ),
+        ),
+      },
+      "must be a JSON object",
+    ),
+  );
+
+/** NewSandboxV2 is `POST /v2/sandboxes` (lifetime default 300 s). */
+export const NewSandboxV2 = newSandbox(300);
+/** NewSandbox is the deprecated `POST /sandboxes` (lifetime default 15 s). */
+export const NewSandbox = newSandbox(15);
+export type NewSandbox = v.InferOutput<typeof NewSandboxV2>;
+
+/** SandboxTimeoutRequest sets the lifetime to `timeout` seconds from now. */
+export const SandboxTimeoutRequest = v.looseObject(
+  { timeout: Seconds(0, WEEK) },
+  "must be a JSON object with a timeout",
+);
+
+/** SandboxRefreshRequest extends the lifetime to at least `duration` seconds from now. */
+export const SandboxRefreshRequest = v.optional(
+  v.looseObject({ duration: v.optional(Seconds(0, 3600), 60) }, "must be a JSON object"),
+  { duration: 60 },
+);
+
+/** ConnectSandbox is `POST /sandboxes/{id}/connect` (timeout required). */
+export const ConnectSandbox = v.looseObject(
+  { timeout: Seconds(0, WEEK) },
+  "must be a JSON object with a timeout",
+);
+/** ConnectSandboxV2 is `POST /v2/sandboxes/{id}/connect` (timeout default 300 s). */
+export const ConnectSandboxV2 = v.optional(
+  v.looseObject({ timeout: v.optional(Seconds(0, WEEK), 300) }, "must be a JSON object"),
+  { timeout: 300 },
+);
+
+/**
+ * ListSandboxesV2Query is `GET /v2/sandboxes`: metadata ("k=v&k2=v2", each part URL-encoded),
+ * state (running, paused; comma-separated), template, a page of `limit` (1..100, default 100)
+ * after `nextToken`. Order and startedAfter are accepted.
+ */
+export const ListSandboxesV2Query = v.looseObject({
+  metadata: v.optional(v.string()),
+  state: v.optional(
+    v.pipe(
+      v.string(),
+      v.transform((s) => s.split(",").filter(Boolean)),
+      v.array(v.picklist(["running", "paused"], "must list running and/or paused")),
+    ),
+  ),
+  template: v.optional(v.string()),
+  limit: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^\d{1,3}$/, "must be 1 to 100"),
+      v.transform(Number),
+      v.minValue(1),
+      v.maxValue(100),
+    ),
+    "100",
+  ),
+  nextToken: v.optional(v.pipe(v.string(), v.minLength(1))),
+  startedAfter: v.optional(v.pipe(v.string(), v.isoTimestamp("must be an RFC 3339 time"))),
+  order: v.optional(v.picklist(["asc", "desc"], "must be asc or desc")),
+});
+
+/**
+ * metadataQuery reads E2B's metadata filter: a query string "k=v&k2=v2" (itself URL-encoded in
+ * the outer query), keys and values URL-encoded once more.
+ */
+export function metadataQuery(text: string): Record<string, string> {
+  const filter: Record<string, string> = {};
+  for (const [key, value] of new URLSearchParams(text))
+    filter[decodeURIComponent(key)] = decodeURIComponent(value);
+  return filter;
+}

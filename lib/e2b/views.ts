@@ -1,0 +1,106 @@
+// What E2B's API shows of a sandbox, read from the same pod as the /v1 view. E2B knows two
+// states, running and paused; a starting sandbox (its create still waiting) is shown running, and
+// one that is stopping or failed is gone, as a killed E2B sandbox is.
+import type { V1Pod } from "@kubernetes/client-node";
+import { SANDBOX_PHASE } from "../api/keys.ts";
+import { parseQuantity, quantityMilliValue, quantityValue } from "../sandbox/quantity.ts";
+import type { SandboxView } from "../sandboxes/view.ts";
+
+/** TEMPLATE_ID_ANNOTATION keeps the templateID an E2B create named, to show it back. */
+export const TEMPLATE_ID_ANNOTATION = "e2b.agentbox.dev/template-id";
+/** NO_END is shown as endAt for a sandbox without a lifetime (E2B always has one). */
+const NO_END = "9999-12-31T23:59:59Z";
+const MiB = 1024 * 1024;
+
+/** E2bSettings are what the control plane reports for every sandbox. */
+export interface E2bSettings {
+  /** envdVersion of the templates' envd (the SDK refuses < 0.1.0). */
+  envdVersion: string;
+  /** domain where sandbox traffic is reachable, when there is one. */
+  domain?: string;
+}
+
+/** E2bListed is E2B's ListedSandbox. */
+export interface E2bListed {
+  templateID: string;
+  alias?: string;
+  sandboxID: string;
+  clientID: string;
+  startedAt: string;
+  endAt: string;
+  cpuCount: number;
+  memoryMB: number;
+  diskSizeMB: number;
+  metadata: Record<string, string>;
+  state: "running" | "paused";
+  envdVersion: string;
+}
+
+/** isE2bVisible: E2B shows starting and running sandboxes; stopping and failed ones are gone. */
+export function isE2bVisible(view: SandboxView): boolean {
+  return view.phase === SANDBOX_PHASE.STARTING || view.phase === SANDBOX_PHASE.RUNNING;
+}
+
+/** resourcesOf reads the main container's limits (else requests): whole CPUs, MiB of memory and disk. */
+function resourcesOf(pod: V1Pod): { cpuCount: number; memoryMB: number; diskSizeMB: number } {
+  const c = pod.spec?.containers?.[0]?.resources;
+  const pick = (name: string) => {
+    const q = parseQuantity(String(c?.limits?.[name] ?? c?.requests?.[name] ?? ""));
+    return q;
+  };
+  const cpu = pick("cpu");
+  const memory = pick("memory");
+  const disk = pick("ephemeral-storage");
+  return {
+    cpuCount: cpu ? Math.max(1, Math.ceil(quantityMilliValue(cpu) / 1000)) : 1,
+    memoryMB: memory ? Math.ceil(quantityValue(memory) / MiB) : 0,
+    diskSizeMB: disk ? Math.ceil(quantityValue(disk) / MiB) : 0,
+  };
+}
+
+/** templateIdOf is the templateID the create named, else the pool as "namespace/pool". */
+export function templateIdOf(pod: V1Pod, view: SandboxView): string {
+  return pod.metadata?.annotations?.[TEMPLATE_ID_ANNOTATION] ?? `${view.namespace}/${view.pool}`;
+}
+
+/** e2bListed shows a sandbox as E2B's ListedSandbox. */
+export function e2bListed(pod: V1Pod, view: SandboxView, settings: E2bSettings): E2bListed {
+  return {
+    templateID: templateIdOf(pod, view),
+    sandboxID: view.sandboxId,
+    clientID: "agentbox",
+    startedAt: view.claimedAt ?? view.startedAt ?? new Date(0).toISOString(),
+    endAt: view.endAt ?? NO_END,
+    ...resourcesOf(pod),
+    metadata: view.metadata,
+    state: "running",
+    envdVersion: settings.envdVersion,
+  };
+}
+
+/** e2bDetail is E2B's SandboxDetail: the listed fields, the envd token and the domain. */
+export function e2bDetail(pod: V1Pod, view: SandboxView, settings: E2bSettings, envdAccessToken: string) {
+  return {
+    ...e2bListed(pod, view, settings),
+    envdAccessToken,
+    domain: settings.domain ?? null,
+  };
+}
+
+/** e2bSandbox is E2B's Sandbox, the answer to create and connect. */
+export function e2bSandbox(pod: V1Pod, view: SandboxView, settings: E2bSettings, envdAccessToken: string) {
+  return {
+    templateID: templateIdOf(pod, view),
+    sandboxID: view.sandboxId,
+    clientID: "agentbox",
+    envdVersion: settings.envdVersion,
+    envdAccessToken,
+    trafficAccessToken: null,
+    domain: settings.domain ?? null,
+  };
+}
+
+/** e2bError is E2B's error body: the HTTP status as `code`, and a message. */
+export function e2bError(code: number, message: string) {
+  return { code, message };
+}

@@ -1,0 +1,156 @@
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { promisify } from "node:util";
+import type { V1Pod } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApiKey } from "../../functions/api/create-api-key.ts";
+import { httpsRequest } from "./support/http.ts";
+import { kube, newNamespace, until } from "./support/kube.ts";
+import { isReady, POOLS, phaseOf, poolObject, testDeps } from "./support/steps.ts";
+
+// E2B's API (/e2b) served by the test host. The pool lives in an audit-* namespace, so the host's
+// own audit-driven reconciles start the sandboxes and run their envd /init hooks against the fake
+// envd every pod has on its loopback IP.
+
+const { core, custom, cluster } = kube();
+const deps = testDeps();
+const keys = { namespace: "agentbox-system", name: "agentbox-api-keys" };
+const template = `e2b-${randomBytes(3).toString("hex")}`;
+const base = `https://127.0.0.1:${cluster.hostPort}/e2b`;
+let ns: string;
+let aliceKey: string;
+const cleanups: (() => Promise<void>)[] = [];
+
+function e2b(method: string, path: string, apiKey: string | undefined, body?: unknown) {
+  return httpsRequest(`${base}${path}`, cluster.caCert, {
+    timeoutMs: 60_000,
+    method,
+    headers: { "content-type": "application/json", ...(apiKey ? { "X-API-KEY": apiKey } : {}) },
+    ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }),
+  });
+}
+
+const pods = async () =>
+  (await core.listNamespacedPod({ namespace: ns, labelSelector: "agentbox.navix.sh/sandbox-pool=e2b" }))
+    .items;
+
+beforeAll(async () => {
+  const created = await newNamespace(core, "audit-e2b");
+  ns = created.ns;
+  cleanups.push(created.cleanup);
+  await core.createNamespace({ body: { metadata: { name: keys.namespace } } }).catch(() => {});
+  aliceKey = await createApiKey(
+    { kube: deps.kube, apiKeys: keys, now: () => new Date() },
+    { team: "research", user: "alice" },
+  );
+  const templates = { group: "agents.navix.sh", version: "v1alpha1", plural: "sandboxtemplates" };
+  await custom.createClusterCustomObject({
+    ...templates,
+    body: {
+      apiVersion: "agents.navix.sh/v1alpha1",
+      kind: "SandboxTemplate",
+      metadata: { name: template },
+      spec: { template: { spec: { containers: [{ name: "sandbox", image: "registry.local/e2b-base:1" }] } } },
+    },
+  });
+  cleanups.push(() => custom.deleteClusterCustomObject({ ...templates, name: template }).then(() => {}));
+  await custom.createNamespacedCustomObject({
+    ...POOLS,
+    namespace: ns,
+    body: poolObject(ns, "e2b", 2, { templateName: template }),
+  });
+  await until("2 idle pods", 90_000, async () => {
+    const ps = await pods();
+    return ps.length === 2 && ps.every((p) => phaseOf(p) === "idle" && isReady(p)) ? ps : undefined;
+  });
+});
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c().catch(() => {});
+  deps.history.close();
+});
+
+/** envsOf asks each pod's (fake) envd for its env with the token; the pods that answer. */
+async function envsOf(ps: V1Pod[], token: string): Promise<Record<string, string>[]> {
+  const answers = await Promise.all(
+    ps.map(async (p) => {
+      const res = await fetch(`http://${p.status?.podIP}:${cluster.envdPort}/envs`, {
+        headers: { "x-access-token": token },
+      });
+      return res.ok ? ((await res.json()) as Record<string, string>) : undefined;
+    }),
+  );
+  return answers.filter((a): a is Record<string, string> => a !== undefined);
+}
+
+describe("E2B-compatible API", () => {
+  it("serves the official e2b SDK unmodified: create, getInfo, list, setTimeout, connect, kill", async () => {
+    const { stdout } = await promisify(execFile)(
+      "node_modules/.bin/node",
+      ["test/integration/support/e2b-sdk-flow.ts"],
+      {
+        env: {
+          ...process.env,
+          E2B_API_URL: base,
+          E2B_API_KEY: aliceKey,
+          E2B_TEST_TEMPLATE: template,
+          NODE_EXTRA_CA_CERTS: cluster.caCert,
+        },
+        timeout: 120_000,
+      },
+    );
+    const out = JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as Record<string, unknown>;
+    expect(out.error).toBeUndefined();
+    const created = out.created as { sandboxId: string; envdAccessToken: string };
+    expect(created.sandboxId).toMatch(/^sbx-/);
+    expect(created.envdAccessToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const info = out.info as Record<string, unknown>;
+    expect(info).toMatchObject({
+      sandboxId: created.sandboxId,
+      templateId: template,
+      metadata: { run: "sdk" },
+      state: "running",
+    });
+    const endAt = Date.parse(String(info.endAt));
+    expect(endAt - Date.parse(String(info.startedAt))).toBeGreaterThanOrEqual(119_000);
+    expect(out.listed).toEqual([created.sandboxId]);
+    expect(Date.parse(String(out.afterTimeout))).toBeGreaterThan(endAt);
+    expect(out.connected).toBe(created.sandboxId);
+    expect(out).toMatchObject({ killed: true, killedAgain: false, afterKill: "SandboxNotFoundError" });
+    expect(out.unknownTemplate).toMatch(/not found/);
+    // The claim's env reached the envd of exactly one pod, for the holder of its token only.
+    expect(await envsOf(await pods(), created.envdAccessToken)).toEqual([
+      { GREETING: "hello", SECRET_TOKEN: "s3cr3t" },
+    ]);
+    expect(await envsOf(await pods(), "wrong-token")).toEqual([]);
+    // Released with stop reason Released, and back to idle.
+    await until(
+      "pods idle again",
+      30_000,
+      async () => (await pods()).every((p) => phaseOf(p) === "idle") || undefined,
+    );
+  });
+
+  it("answers in E2B's error shape: 401, 400 naming the field, 404, 501 for pause", async () => {
+    const anonymous = await e2b("GET", "/v2/sandboxes", undefined);
+    expect(anonymous.status).toBe(401);
+    expect(JSON.parse(anonymous.body)).toMatchObject({ code: 401 });
+    const bad = await e2b("POST", "/v2/sandboxes", aliceKey, { templateID: template, timeout: -5 });
+    expect(bad.status).toBe(400);
+    expect(JSON.parse(bad.body)).toMatchObject({ code: 400, message: expect.stringContaining("timeout") });
+    const paused = await e2b("POST", "/v2/sandboxes", aliceKey, { templateID: template, autoPause: true });
+    expect(paused.status).toBe(400);
+    expect(JSON.parse(paused.body).message).toContain("autoPause");
+    const notJson = await e2b("POST", "/v2/sandboxes", aliceKey, "{");
+    expect(notJson.status).toBe(400);
+    expect((await e2b("GET", "/sandboxes/sbx-nothing", aliceKey)).status).toBe(404);
+    expect(JSON.parse((await e2b("DELETE", "/sandboxes/sbx-nothing", aliceKey)).body)).toEqual({
+      code: 404,
+      message: 'sandbox "sbx-nothing" not found',
+    });
+    const pause = await e2b("POST", "/sandboxes/sbx-nothing/pause", aliceKey, {});
+    expect(pause.status).toBe(501);
+    expect(JSON.parse(pause.body)).toMatchObject({ code: 501 });
+    expect(JSON.parse((await e2b("GET", "/v2/sandboxes?state=paused", aliceKey)).body)).toEqual([]);
+    expect((await e2b("GET", "/v2/sandboxes?limit=0", aliceKey)).status).toBe(400);
+  });
+});

@@ -1,0 +1,209 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { type Context, Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { authenticate } from "../functions/api/authenticate.ts";
+import { createSandbox } from "../functions/api/create-sandbox.ts";
+import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
+import type { ApiDeps } from "../functions/api/deps.ts";
+import { findSandbox } from "../functions/api/find-sandbox.ts";
+import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
+import { waitForRunning } from "../functions/api/wait-running.ts";
+import { parseWith } from "../lib/api/parse.ts";
+import {
+  ConnectSandbox,
+  ConnectSandboxV2,
+  NewSandbox,
+  NewSandboxV2,
+  SandboxRefreshRequest,
+  SandboxTimeoutRequest,
+} from "../lib/e2b/schemas.ts";
+import {
+  type E2bSettings,
+  e2bDetail,
+  e2bSandbox,
+  isE2bVisible,
+  TEMPLATE_ID_ANNOTATION,
+} from "../lib/e2b/views.ts";
+import { bearerOrApiKey, type Tenant } from "../lib/sandboxes/api-keys.ts";
+import { CreateSandboxRequest } from "../lib/sandboxes/schemas.ts";
+import { envdAccessToken } from "../lib/sandboxes/sealing.ts";
+import type { TimeoutChange } from "../lib/sandboxes/timeouts.ts";
+import { sandboxView } from "../lib/sandboxes/view.ts";
+import { waitSeconds } from "../lib/sandboxes/wait-seconds.ts";
+import { fail } from "./e2b-fail.ts";
+import { e2bListRoutes } from "./e2b-list.ts";
+
+export type E2bEnv = { Variables: { tenant: Tenant } };
+type C = Context<E2bEnv>;
+
+/** readJson reads an optional JSON body: an empty body is undefined, a malformed one an error. */
+async function readJson(c: C): Promise<{ ok: true; value: unknown } | { ok: false }> {
+  const text = await c.req.text();
+  if (text.trim() === "") return { ok: true, value: undefined };
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false };
+  }
+}
+
+/** parseBody reads and validates a body, or answers E2B's 400 naming the first bad field. */
+async function parseBody<T>(c: C, schema: Parameters<typeof parseWith>[0]): Promise<T | Response> {
+  const body = await readJson(c);
+  if (!body.ok) return fail(c, 400, "the body is not valid JSON");
+  const parsed = parseWith(schema, body.value);
+  if (parsed.ok) return parsed.value as T;
+  return fail(c, 400, parsed.issues.map((i) => `${i.path || "body"}: ${i.message}`).join("; "));
+}
+
+/**
+ * e2bRoutes serve E2B's public control-plane API over the same warm pools (mounted at /e2b, so
+ * E2B_API_URL=https://host/e2b points the official SDK here): X-API-Key (or Bearer) auth with the
+ * same keys as /v1, E2B's bodies, statuses and `{code, message}` errors. A templateID names a
+ * SandboxTemplate (or a pool as namespace/name). Creates wait until the sandbox runs and envd has
+ * its env and token, as E2B's do; pausing and the other features a pool cannot give answer 501.
+ */
+export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
+  const app = new Hono<E2bEnv>();
+  app.use(
+    "*",
+    bodyLimit({ maxSize: 256 * 1024, onError: (c) => fail(c, 413, "request bodies are limited to 256 KiB") }),
+  );
+  app.use("*", async (c, next) => {
+    const key = bearerOrApiKey({
+      authorization: c.req.header("authorization"),
+      "x-api-key": c.req.header("x-api-key"),
+    });
+    const tenant = await authenticate(deps, key);
+    if (!tenant) return fail(c, 401, "Invalid API key: present a valid X-API-Key header");
+    if (!deps.postStart)
+      return fail(c, 501, "the E2B API needs a sealing key on the control plane (AGENTBOX_SEALING_KEY)");
+    c.set("tenant", tenant);
+    return next();
+  });
+  const token = async (id: string) => {
+    const keys = deps.postStart?.keys;
+    if (!keys) throw new Error("no sealing keys"); // unreachable: the middleware answered 501
+    return envdAccessToken(keys, id);
+  };
+  /** find finds the tenant's sandbox as E2B sees it (starting or running), with its view. */
+  const find = async (
+    c: C,
+    id: string,
+  ): Promise<{ pod: V1Pod; view: NonNullable<ReturnType<typeof sandboxView>> } | undefined> => {
+    const pod = await findSandbox(deps, c.get("tenant"), id);
+    const view = pod && sandboxView(pod, deps.now());
+    return pod && view && isE2bVisible(view) ? { pod, view } : undefined;
+  };
+  const notFound = (c: C, id: string) => fail(c, 404, `sandbox "${id}" not found`);
+
+  const create = (schema: typeof NewSandboxV2) => async (c: C) => {
+    const req = await parseBody<v2Body>(c, schema);
+    if (req instanceof Response) return req;
+    const target = req.templateID.includes("/") ? { pool: req.templateID } : { template: req.templateID };
+    const native = parseWith(CreateSandboxRequest, {
+      ...target,
+      timeout: req.timeout,
+      ...(req.metadata ? { metadata: req.metadata } : {}),
+      ...(req.envVars ? { envVars: req.envVars } : {}),
+    });
+    if (!native.ok)
+      return fail(
+        c,
+        400,
+        native.issues
+          .map((i) => `${i.path.replace(/^(pool|template)\b/, "templateID")}: ${i.message}`)
+          .join("; "),
+      );
+    const outcome = await createSandbox(deps, c.get("tenant"), native.value, {
+      envdInit: true,
+      annotations: { [TEMPLATE_ID_ANNOTATION]: req.templateID },
+    });
+    if (!outcome.ok) {
+      if (outcome.reason === "unknown")
+        return fail(
+          c,
+          404,
+          `template "${req.templateID}" not found; yours: ${outcome.choices.join(", ") || "none"}`,
+        );
+      if (outcome.reason === "invalid") return fail(c, 400, outcome.message);
+      c.header("Retry-After", "1");
+      return fail(c, 503, `no idle sandbox for template "${req.templateID}" right now; retry`);
+    }
+    const seconds = waitSeconds(outcome.pool, {});
+    const waited = await waitForRunning(deps, outcome.pod, seconds * 1000);
+    const view = waited.pod && sandboxView(waited.pod, deps.now());
+    if (waited.ok && waited.pod && view)
+      return c.json(e2bSandbox(waited.pod, view, settings, await token(view.sandboxId)), 201);
+    const why = view?.failure ?? view?.detail;
+    const detail = why ? `: ${why.reason}${why.message ? `: ${why.message}` : ""}` : "";
+    if (!waited.ok && waited.reason === "timeout")
+      return fail(c, 504, `sandbox ${outcome.sandbox.sandboxId} did not start within ${seconds} s${detail}`);
+    return fail(c, 500, `sandbox ${outcome.sandbox.sandboxId} failed to start${detail}`);
+  };
+  app.post("/v2/sandboxes", create(NewSandboxV2));
+  app.post("/sandboxes", create(NewSandbox));
+  app.route("/", e2bListRoutes(deps, settings));
+
+  app.get("/sandboxes/:id", async (c) => {
+    const found = await find(c, c.req.param("id"));
+    if (!found) return notFound(c, c.req.param("id"));
+    return c.json(e2bDetail(found.pod, found.view, settings, await token(found.view.sandboxId)));
+  });
+
+  app.delete("/sandboxes/:id", async (c) => {
+    const outcome = await deleteSandbox(deps, c.get("tenant"), c.req.param("id"));
+    return outcome === "released" ? c.body(null, 204) : notFound(c, c.req.param("id"));
+  });
+
+  /** retime applies a lifetime change to a visible sandbox; undefined when there is none. */
+  const retime = async (c: C, change: TimeoutChange) => {
+    const id = c.req.param("id") ?? "";
+    if (!(await find(c, id))) return undefined;
+    const view = await setSandboxTimeouts(deps, c.get("tenant"), id, change);
+    return view && isE2bVisible(view) ? view : undefined;
+  };
+  app.post("/sandboxes/:id/timeout", async (c) => {
+    const req = await parseBody<{ timeout: number }>(c, SandboxTimeoutRequest);
+    if (req instanceof Response) return req;
+    const view = await retime(c, { lifetime: { seconds: req.timeout, mode: "set" } });
+    return view ? c.body(null, 204) : notFound(c, c.req.param("id"));
+  });
+  app.post("/sandboxes/:id/refreshes", async (c) => {
+    const req = await parseBody<{ duration: number }>(c, SandboxRefreshRequest);
+    if (req instanceof Response) return req;
+    const view = await retime(c, { lifetime: { seconds: req.duration, mode: "extend" } });
+    return view ? c.body(null, 204) : notFound(c, c.req.param("id"));
+  });
+
+  const connect = (schema: typeof ConnectSandbox | typeof ConnectSandboxV2) => async (c: C) => {
+    const req = await parseBody<{ timeout: number }>(c, schema);
+    if (req instanceof Response) return req;
+    const view = await retime(c, { lifetime: { seconds: req.timeout, mode: "extend" } });
+    const found = view && (await find(c, view.sandboxId));
+    if (!found) return notFound(c, c.req.param("id") ?? "");
+    return c.json(e2bSandbox(found.pod, found.view, settings, await token(found.view.sandboxId)), 200);
+  };
+  app.post("/sandboxes/:id/connect", connect(ConnectSandbox));
+  app.post("/v2/sandboxes/:id/connect", connect(ConnectSandboxV2));
+
+  // What a warm pool of pods cannot do (yet): E2B's shape, 501.
+  const notImplemented = (what: string) => (c: C) =>
+    fail(
+      c,
+      501,
+      `${what} is not supported by this control plane (agentbox pools run sandboxes in place; they cannot pause)`,
+    );
+  app.post("/sandboxes/:id/pause", notImplemented("pausing a sandbox"));
+  app.post("/sandboxes/:id/resume", notImplemented("resuming a sandbox"));
+  app.post("/sandboxes/:id/snapshots", notImplemented("snapshots"));
+  app.post("/sandboxes/:id/fork", notImplemented("forking a sandbox"));
+  app.put("/sandboxes/:id/network", notImplemented("network rules"));
+  app.get("/sandboxes/:id/metrics", notImplemented("sandbox metrics"));
+  app.get("/sandboxes/:id/logs", notImplemented("sandbox logs"));
+  app.get("/v2/sandboxes/:id/logs", notImplemented("sandbox logs"));
+  app.notFound((c) => fail(c, 404, `no route for ${c.req.method} ${c.req.path}`));
+  return app;
+}
+
+type v2Body = import("valibot").InferOutput<typeof NewSandboxV2>;
