@@ -31,6 +31,8 @@ export interface TestCluster {
   envdPort: number;
   /** postStartDeadlineSeconds: the test host releases sandboxes whose hooks fail this long. */
   postStartDeadlineSeconds: number;
+  /** sealingKey is the test host's, so tests can derive envd tokens and run hooks themselves. */
+  sealingKey: string;
 }
 
 declare module "vitest" {
@@ -70,6 +72,7 @@ export default async function setup(project: TestProject) {
   const functionsToken = randomBytes(16).toString("hex");
   const envd = await startFakeEnvd();
   const postStartDeadlineSeconds = 3;
+  const sealingKey = randomBytes(32).toString("hex");
   // The real host, with two test-only restrictions: no tick (tests drive the steps themselves)
   // and audit-triggered reconciles only for namespaces named audit-*, so background runs never
   // race the tests that count what their own runs did.
@@ -86,7 +89,7 @@ export default async function setup(project: TestProject) {
     },
     tickSeconds: 0,
     tickConcurrency: 4,
-    sealingKey: randomBytes(32).toString("hex"),
+    sealingKey,
     envdPort: envd.port,
     postStartDeadlineSeconds,
     log: logger,
@@ -113,6 +116,7 @@ export default async function setup(project: TestProject) {
     functionsToken,
     envdPort: envd.port,
     postStartDeadlineSeconds,
+    sealingKey,
   });
   return async () => {
     await host.close();

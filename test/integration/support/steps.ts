@@ -8,6 +8,7 @@ import type { SandboxPool } from "../../../lib/api/sandbox-pool.ts";
 import { KubeClient } from "../../../lib/kube/client.ts";
 import type { Log } from "../../../lib/log.ts";
 import { referenceDigestResolver } from "../../../lib/sandbox/digest-resolver.ts";
+import { importSealKeys } from "../../../lib/sandboxes/sealing.ts";
 import { kube, newNamespace } from "./kube.ts";
 
 const quiet: Log = { debug() {}, info() {}, warn() {}, error() {} };
@@ -29,6 +30,22 @@ export function testDeps(): StepDeps & { history: SqliteHistoryStore; clock: { o
     digests: referenceDigestResolver,
     reporter: { controller: "agentbox-functions/test", instance: `test-${process.pid}` },
   };
+}
+
+/**
+ * withPostStart lets testDeps run post-start hooks as the test host does: its sealing key, the
+ * fake envd, its deadline, one quick retry.
+ */
+export async function withPostStart<T extends StepDeps>(deps: T): Promise<T> {
+  const { cluster } = kube();
+  deps.postStart = {
+    keys: await importSealKeys(cluster.sealingKey),
+    fetch: globalThis.fetch,
+    retryDelaysMs: [100],
+    attemptTimeoutMs: 2000,
+    deadlineSeconds: cluster.postStartDeadlineSeconds,
+  };
+  return deps;
 }
 
 function consoleLogger(): Log {
