@@ -1,6 +1,11 @@
 import { hostname } from "node:os";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { Cron } from "croner";
+import {
+  type ActivitySourceConfig,
+  httpActivitySource,
+  sharePulls,
+} from "../../functions/activity-source.ts";
 import type { ApiDeps } from "../../functions/api/deps.ts";
 import type { StepDeps } from "../../functions/deps.ts";
 import { PoolRunner } from "../../functions/pool-runner.ts";
@@ -20,6 +25,8 @@ import { SqliteHistoryStore } from "./sqlite-history.ts";
 
 /** POOL_RUN_INTERVAL_MS spaces one pool's back-to-back whole-pool runs in this process. */
 const POOL_RUN_INTERVAL_MS = 1000;
+/** ACTIVITY_REUSE_MS: pool runs within this long of a pull share its answer (see sharePulls). */
+const ACTIVITY_REUSE_MS = 1000;
 
 export interface HostConfig {
   kubeconfig: KubeConfig;
@@ -46,6 +53,8 @@ export interface HostConfig {
   envdPort?: number;
   /** postStartDeadlineSeconds after the start, sandboxes whose hooks still fail are released (60). */
   postStartDeadlineSeconds?: number;
+  /** The pulled activity source idle-release asks first (none: the last-active annotation only). */
+  activitySource?: ActivitySourceConfig;
   /** onAuditEvents also receives every accepted batch (tests record them). */
   onAuditEvents?: (list: AuditEventList) => void;
 }
@@ -81,6 +90,9 @@ export async function startHost(config: HostConfig): Promise<Host> {
             deadlineSeconds: config.postStartDeadlineSeconds ?? 60,
           },
         }
+      : {}),
+    ...(config.activitySource
+      ? { pullActivity: sharePulls(httpActivitySource(config.activitySource), ACTIVITY_REUSE_MS) }
       : {}),
   };
   const api: ApiDeps = {

@@ -26,9 +26,15 @@ const host = await startHost({
   ...(c.sealingKey ? { sealingKey: c.sealingKey } : {}),
   envdPort: c.envdPort,
   log: logger,
+  ...(c.activitySource ? { activitySource: c.activitySource } : {}),
 });
 logger.info(
-  { server: kubeconfig.getCurrentCluster()?.server, listen: `${c.host}:${c.port}` },
+  {
+    server: kubeconfig.getCurrentCluster()?.server,
+    listen: `${c.host}:${c.port}`,
+    // Only the host: the URL's path or query may carry a credential.
+    activitySource: c.activitySource ? new URL(c.activitySource.url).host : "none",
+  },
   "agentbox-functions started",
 );
 for (const signal of ["SIGINT", "SIGTERM"] as const) {

@@ -15,10 +15,16 @@ import {
   samplesDir,
 } from "../../infra/cluster/install.ts";
 import { up } from "../../infra/cluster/up.ts";
+import { readActivitySource } from "./config.ts";
 import { startHost } from "./host.ts";
 
 const logger = pino({ level: process.env.LOG_LEVEL ?? "info" });
 const name = process.env.AGENTBOX_CLUSTER ?? "dev";
+const activity = readActivitySource(process.env);
+if (!activity.ok) {
+  console.error(`agentbox-functions: invalid configuration:\n- ${activity.errors.join("\n- ")}`);
+  process.exit(2);
+}
 
 const state = await up({
   name,
@@ -51,6 +57,7 @@ const host = await startHost({
   tickConcurrency: 8,
   sealingKey: readFileSync(sealingKeyFile, "utf8").trim(),
   log: logger,
+  ...(activity.value ? { activitySource: activity.value } : {}),
 });
 const baseUrl = `https://127.0.0.1:${state.hostPort}`;
 await registerWebhooks(kc, baseUrl, state.caCert);

@@ -3,15 +3,18 @@ import {
   CLAIMED_AT_ANNOTATION,
   IDLE_TIMEOUT_ANNOTATION,
   LAST_ACTIVE_ANNOTATION,
+  SANDBOX_ID_LABEL,
   SANDBOX_PHASE,
   STARTED_AT_ANNOTATION,
   STOP_REASON,
 } from "../api/keys.ts";
+import { escapePointer, type JsonPatchOp } from "../kube/json-patch.ts";
 import { sandboxPhaseOf } from "../sandbox/inplace-state.ts";
 import { toJsonPatch } from "../sandbox/intent-patch.ts";
 import { releaseIntent } from "../sandbox/release-intent.ts";
-import { parseTime } from "../util/time.ts";
-import { type Action, isTerminating, podTarget } from "./action.ts";
+import { shouldRecordActivity } from "../sandboxes/activity.ts";
+import { parseTime, rfc3339 } from "../util/time.ts";
+import { type Action, isTerminating, podTarget, testVersion } from "./action.ts";
 
 /** lastActiveOf is the latest sign of life: the last-active annotation, else started, else claimed. */
 export function lastActiveOf(pod: V1Pod): Date | undefined {
@@ -22,38 +25,92 @@ export function lastActiveOf(pod: V1Pod): Date | undefined {
   return times.length ? new Date(Math.max(...times.map((t) => t.getTime()))) : undefined;
 }
 
+/** isRunningSandbox: the pod runs a sandbox and is not being deleted, so idleness applies to it. */
+export function isRunningSandbox(pod: V1Pod): boolean {
+  return !isTerminating(pod) && sandboxPhaseOf(pod) === SANDBOX_PHASE.RUNNING;
+}
+
 /**
  * planIdleRelease releases running sandboxes that have been idle longer than their idle-timeout
  * annotation (seconds), with stop reason Released and failure reason IdleTimeout. Activity is read
  * from the last-active annotation (written by POST /v1/activity), falling back to the start and
  * claim times. Sandboxes without an idle timeout run until released.
+ *
+ * `pulled` is a pulled activity source's answer (sandbox id → last active), when one is
+ * configured: a sandbox's activity is then the later of the pulled time and the annotations, and a
+ * pulled time that moved on by the push path's throttle is persisted in the last-active
+ * annotation (so other readers and later runs see it). A sandbox released in this pass gets no
+ * persist: its release already used the later time. Without `pulled` nothing is persisted.
  */
 export function planIdleRelease(
   pods: readonly V1Pod[],
   idleImages: Readonly<Record<string, string>>,
   now: Date,
+  pulled?: ReadonlyMap<string, Date>,
 ): Action[] {
   return pods.flatMap((pod): Action[] => {
-    if (isTerminating(pod) || sandboxPhaseOf(pod) !== SANDBOX_PHASE.RUNNING) return [];
-    const timeout = Number(pod.metadata?.annotations?.[IDLE_TIMEOUT_ANNOTATION]);
-    const last = lastActiveOf(pod);
-    if (!Number.isFinite(timeout) || timeout <= 0 || !last) return [];
-    const idleSeconds = Math.floor((now.getTime() - last.getTime()) / 1000);
-    if (idleSeconds <= timeout) return [];
-    const message = `idle for ${idleSeconds} s (idle timeout ${timeout} s)`;
-    const result = releaseIntent(
-      pod,
-      { idleImages, stopReason: STOP_REASON.RELEASED, failureReason: "IdleTimeout", failureMessage: message },
-      now,
-    );
-    if (!result.ok) return [];
-    return [
-      {
-        target: podTarget(pod),
-        why: `release idle sandbox: ${message}`,
-        write: { op: "patch", patch: toJsonPatch(pod, result.intent) },
-        event: { type: "Normal", reason: "IdleTimeout", action: "Release", note: message },
-      },
-    ];
+    if (!isRunningSandbox(pod)) return [];
+    const reported = pulled?.get(pod.metadata?.labels?.[SANDBOX_ID_LABEL] ?? "");
+    const release = releaseIfIdle(pod, idleImages, later(lastActiveOf(pod), reported), now);
+    if (release) return [release];
+    const persist = reported && recordPulledActivity(pod, reported);
+    return persist ? [persist] : [];
   });
+}
+
+function later(a: Date | undefined, b: Date | undefined): Date | undefined {
+  if (!a || !b) return a ?? b;
+  return a.getTime() >= b.getTime() ? a : b;
+}
+
+function releaseIfIdle(
+  pod: V1Pod,
+  idleImages: Readonly<Record<string, string>>,
+  last: Date | undefined,
+  now: Date,
+): Action | undefined {
+  const timeout = Number(pod.metadata?.annotations?.[IDLE_TIMEOUT_ANNOTATION]);
+  if (!Number.isFinite(timeout) || timeout <= 0 || !last) return undefined;
+  const idleSeconds = Math.floor((now.getTime() - last.getTime()) / 1000);
+  if (idleSeconds <= timeout) return undefined;
+  const message = `idle for ${idleSeconds} s (idle timeout ${timeout} s)`;
+  const result = releaseIntent(
+    pod,
+    { idleImages, stopReason: STOP_REASON.RELEASED, failureReason: "IdleTimeout", failureMessage: message },
+    now,
+  );
+  if (!result.ok) return undefined;
+  return {
+    target: podTarget(pod),
+    why: `release idle sandbox: ${message}`,
+    write: { op: "patch", patch: toJsonPatch(pod, result.intent) },
+    event: { type: "Normal", reason: "IdleTimeout", action: "Release", note: message },
+  };
+}
+
+/**
+ * recordPulledActivity writes a pulled time into the last-active annotation when it moved on by
+ * the throttle (shouldRecordActivity, as POST /v1/activity does), as a JSON Patch that tests the
+ * resourceVersion and the sandbox id, so it never lands on a changed pod or another sandbox.
+ */
+function recordPulledActivity(pod: V1Pod, reported: Date): Action | undefined {
+  const annotations = pod.metadata?.annotations;
+  const time = rfc3339(reported);
+  if (!shouldRecordActivity(annotations?.[LAST_ACTIVE_ANNOTATION], time)) return undefined;
+  const id = pod.metadata?.labels?.[SANDBOX_ID_LABEL] ?? "";
+  const write: JsonPatchOp = annotations
+    ? { op: "add", path: `/metadata/annotations/${escapePointer(LAST_ACTIVE_ANNOTATION)}`, value: time }
+    : { op: "add", path: "/metadata/annotations", value: { [LAST_ACTIVE_ANNOTATION]: time } };
+  return {
+    target: podTarget(pod),
+    why: `record pulled activity: last active ${time}`,
+    write: {
+      op: "patch",
+      patch: [
+        testVersion(pod),
+        { op: "test", path: `/metadata/labels/${escapePointer(SANDBOX_ID_LABEL)}`, value: id },
+        write,
+      ],
+    },
+  };
 }

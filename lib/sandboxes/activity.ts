@@ -1,20 +1,21 @@
 import * as v from "valibot";
+import { issuePath } from "../api/parse.ts";
 import { parseTime, rfc3339 } from "../util/time.ts";
 import { isLabelValue } from "./label-value.ts";
 
 /** ACTIVITY_THROTTLE_SECONDS: a report only rewrites last-active when it moved on this much. */
 export const ACTIVITY_THROTTLE_SECONDS = 30;
 
+const ActivityEntry = {
+  id: v.pipe(v.string(), v.check(isLabelValue, "must be a sandbox id")),
+  lastActive: v.pipe(v.string(), v.isoTimestamp("must be an RFC 3339 time")),
+};
+
 /** ActivityRequest is a proxy's batch of last-active times (POST /v1/activity). */
 export const ActivityRequest = v.strictObject(
   {
     sandboxes: v.pipe(
-      v.array(
-        v.strictObject({
-          id: v.pipe(v.string(), v.check(isLabelValue, "must be a sandbox id")),
-          lastActive: v.pipe(v.string(), v.isoTimestamp("must be an RFC 3339 time")),
-        }),
-      ),
+      v.array(v.strictObject(ActivityEntry)),
       v.minLength(1, "must list at least one sandbox"),
       v.maxLength(1000, "at most 1000 sandboxes per report"),
     ),
@@ -39,8 +40,29 @@ export function shouldRecordActivity(
   return !prev || next.getTime() - prev.getTime() >= throttleSeconds * 1000;
 }
 
+/** MAX_PULLED_SANDBOXES bounds a pulled report: one answer covers every sandbox a proxy serves. */
+export const MAX_PULLED_SANDBOXES = 100_000;
+
+/**
+ * ActivityReport is what a pulled activity source answers (GET, see functions/activity-source.ts):
+ * the push body's shape, but it may be empty (nothing was active), may list up to
+ * MAX_PULLED_SANDBOXES, and other keys are ignored, so a proxy's stats endpoint can carry more.
+ */
+export const ActivityReport = v.object(
+  {
+    sandboxes: v.pipe(
+      v.array(v.object(ActivityEntry)),
+      v.maxLength(MAX_PULLED_SANDBOXES, `at most ${MAX_PULLED_SANDBOXES} sandboxes per report`),
+    ),
+  },
+  "must be a JSON object with a sandboxes list",
+);
+export type ActivityReport = v.InferOutput<typeof ActivityReport>;
+
 /** latestPerSandbox keeps each sandbox's latest valid report time (RFC 3339, whole seconds). */
-export function latestPerSandbox(report: ActivityRequest): Map<string, string> {
+export function latestPerSandbox(report: {
+  sandboxes: readonly { id: string; lastActive: string }[];
+}): Map<string, string> {
   const latest = new Map<string, Date>();
   for (const { id, lastActive } of report.sandboxes) {
     const at = parseTime(lastActive);
@@ -48,4 +70,24 @@ export function latestPerSandbox(report: ActivityRequest): Map<string, string> {
     if (at && (!prev || at > prev)) latest.set(id, at);
   }
   return new Map([...latest].map(([id, at]) => [id, rfc3339(at)]));
+}
+
+/**
+ * parseActivityReport validates a pulled source's JSON body and reduces it to each sandbox's
+ * latest time. A body that does not validate is an error as a whole (never a partial map): the
+ * caller must not mistake a broken source for one that reports no activity.
+ */
+export function parseActivityReport(
+  body: unknown,
+): { ok: true; value: Map<string, Date> } | { ok: false; error: string } {
+  const parsed = v.safeParse(ActivityReport, body);
+  if (!parsed.success) {
+    const issue = parsed.issues[0];
+    const path = issuePath(issue);
+    return { ok: false, error: `invalid activity report: ${path ? `${path}: ` : ""}${issue.message}` };
+  }
+  return {
+    ok: true,
+    value: new Map([...latestPerSandbox(parsed.output)].map(([id, at]) => [id, new Date(at)])),
+  };
 }

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { readHostEnv } from "../../hosts/node/config.ts";
+import { readActivitySource, readHostEnv } from "../../hosts/node/config.ts";
 
 const base = { AGENTBOX_TLS_CERT: "/tls/tls.crt", AGENTBOX_TLS_KEY: "/tls/tls.key" };
 const token = (c: string) => c.repeat(24);
@@ -88,5 +88,55 @@ describe("readHostEnv", () => {
     expect(text).toContain("AGENTBOX_SEALING_KEY: must be at least 32 characters");
     expect(text).toContain("AGENTBOX_ENVD_PORT");
     expect(text).not.toContain("tiny-key");
+  });
+
+  it("reads the optional pulled activity source, its token inline or from a file", () => {
+    const tokens = { AGENTBOX_CALLBACK_TOKEN: token("a"), AGENTBOX_ADMIN_TOKEN: token("b") };
+    const none = readHostEnv({ ...base, ...tokens });
+    expect(none.ok && none.value.activitySource).toBeUndefined();
+    const inline = readHostEnv({
+      ...base,
+      ...tokens,
+      AGENTBOX_ACTIVITY_SOURCE_URL: "http://proxy.agentbox:9090/stats",
+      AGENTBOX_ACTIVITY_SOURCE_TOKEN: "t",
+    });
+    expect(inline.ok && inline.value.activitySource).toEqual({
+      url: "http://proxy.agentbox:9090/stats",
+      token: "t",
+      timeoutMs: 3000,
+    });
+    const dir = mkdtempSync(join(tmpdir(), "cfg-"));
+    writeFileSync(join(dir, "tok"), "from-file\n");
+    expect(
+      readActivitySource({
+        AGENTBOX_ACTIVITY_SOURCE_URL: "https://proxy/stats",
+        AGENTBOX_ACTIVITY_SOURCE_TOKEN_FILE: join(dir, "tok"),
+        AGENTBOX_ACTIVITY_SOURCE_TIMEOUT_SECONDS: "1.5",
+      }),
+    ).toEqual({ ok: true, value: { url: "https://proxy/stats", token: "from-file", timeoutMs: 1500 } });
+  });
+
+  it("names every bad activity source variable without echoing the URL or the token", () => {
+    const bad = readHostEnv({
+      ...base,
+      AGENTBOX_CALLBACK_TOKEN: token("a"),
+      AGENTBOX_ADMIN_TOKEN: token("b"),
+      AGENTBOX_ACTIVITY_SOURCE_URL: "ftp://secret-host/x",
+      AGENTBOX_ACTIVITY_SOURCE_TIMEOUT_SECONDS: "0",
+    });
+    expect(bad.ok ? [] : bad.errors).toEqual([
+      "AGENTBOX_ACTIVITY_SOURCE_URL: must be an http(s) URL",
+      "AGENTBOX_ACTIVITY_SOURCE_TIMEOUT_SECONDS: must be more than 0",
+    ]);
+    expect(readActivitySource({ AGENTBOX_ACTIVITY_SOURCE_TOKEN: "secret-token" })).toEqual({
+      ok: false,
+      errors: ["AGENTBOX_ACTIVITY_SOURCE_TOKEN: needs AGENTBOX_ACTIVITY_SOURCE_URL"],
+    });
+    expect(
+      readActivitySource({
+        AGENTBOX_ACTIVITY_SOURCE_URL: "http://p/",
+        AGENTBOX_ACTIVITY_SOURCE_TOKEN_FILE: "/nope",
+      }),
+    ).toEqual({ ok: false, errors: ["AGENTBOX_ACTIVITY_SOURCE_TOKEN_FILE: cannot read /nope (ENOENT)"] });
   });
 });
