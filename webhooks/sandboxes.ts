@@ -8,6 +8,7 @@ import type { ApiDeps } from "../functions/api/deps.ts";
 import { findSandbox } from "../functions/api/find-sandbox.ts";
 import { listSandboxes } from "../functions/api/list-sandboxes.ts";
 import { recordActivity } from "../functions/api/record-activity.ts";
+import { readTarget } from "../functions/api/resolve-pool.ts";
 import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
 import { type ApiIssue, parseWith } from "../lib/api/parse.ts";
@@ -56,14 +57,18 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
       onError: (c) => send(c, badRequest("request bodies are limited to 256 KiB")),
     }),
   );
-  app.use("*", async (c, next) => {
-    const tenant = await authenticate(
+  const tenantOf = (c: { req: { header: (name: string) => string | undefined } }) =>
+    authenticate(
       deps,
       bearerOrApiKey({
         authorization: c.req.header("authorization"),
         "x-api-key": c.req.header("x-api-key"),
       }),
     );
+  app.use("*", async (c, next) => {
+    // Creates check the key themselves, alongside their first reads (the hot path).
+    if (c.req.method === "POST" && c.req.path.endsWith("/v1/sandboxes")) return next();
+    const tenant = await tenantOf(c);
     if (!tenant) return send(c, unauthorized());
     c.set("tenant", tenant);
     return next();
@@ -72,11 +77,18 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
   app.get("/openapi.json", (c) => c.json(openApiDocument()));
 
   app.post("/sandboxes", async (c) => {
+    // The key check and the target's reads run together; nothing is answered before the key is
+    // known good (an anonymous caller learns nothing, not even whether its body is valid).
+    const tenantP = tenantOf(c);
     const body = await readJson(c.req.raw);
-    if (!body.ok) return send(c, badRequest("the body is not valid JSON"));
-    const req = parseWith(CreateSandboxRequest, body.value);
+    const req = body.ok ? parseWith(CreateSandboxRequest, body.value) : undefined;
+    const reads = req?.ok ? readTarget(deps, req.value) : undefined;
+    reads?.catch(() => {}); // awaited below, or dropped for a 401
+    const tenant = await tenantP;
+    if (!tenant) return send(c, unauthorized());
+    if (!body.ok || !req) return send(c, badRequest("the body is not valid JSON"));
     if (!req.ok) return send(c, invalid("sandbox request", req.issues));
-    const outcome = await createSandbox(deps, c.get("tenant"), req.value);
+    const outcome = await createSandbox(deps, tenant, req.value, {}, reads);
     if (outcome.ok && !req.value.wait) return c.json(outcome.sandbox, 201);
     if (outcome.ok) {
       const seconds = waitSeconds(outcome.pool, req.value);

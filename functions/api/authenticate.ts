@@ -4,8 +4,10 @@ import type { ApiDeps } from "./deps.ts";
 
 /**
  * authenticate maps a presented API key to its tenant by looking its SHA-256 up in the keys
- * Secret, read fresh on every call (a revoked key stops working at once). Only hashes are stored,
- * so the Secret never reveals a usable key; undefined for unknown keys or no Secret.
+ * Secret. It reads the apiserver's watch cache first and, for a key not found there, etcd itself,
+ * so a key created a moment ago works and a revoked key stops working within the cache's lag
+ * (milliseconds). Only hashes are stored, so the Secret never reveals a usable key; undefined for
+ * unknown keys or no Secret.
  */
 export async function authenticate(
   deps: ApiDeps,
@@ -13,12 +15,15 @@ export async function authenticate(
 ): Promise<Tenant | undefined> {
   if (!presented) return undefined;
   const hash = await hashApiKey(presented);
-  try {
-    const secret = await deps.kube.getSecret(deps.apiKeys.namespace, deps.apiKeys.name);
-    const entry = secret.data?.[hash];
-    return entry ? decodeKeyEntry(atob(entry)) : undefined;
-  } catch (e) {
-    if (isNotFound(e)) return undefined;
-    throw e;
-  }
+  const lookup = async (cached: boolean) => {
+    try {
+      const secret = await deps.kube.getSecret(deps.apiKeys.namespace, deps.apiKeys.name, { cached });
+      const entry = secret.data?.[hash];
+      return entry ? decodeKeyEntry(atob(entry)) : undefined;
+    } catch (e) {
+      if (isNotFound(e)) return undefined;
+      throw e;
+    }
+  };
+  return (await lookup(true)) ?? lookup(false);
 }

@@ -13,7 +13,7 @@ import { seal } from "../../lib/sandboxes/sealing.ts";
 import { type SandboxView, sandboxView } from "../../lib/sandboxes/view.ts";
 import { claimSandbox } from "../claim-sandbox.ts";
 import type { ApiDeps } from "./deps.ts";
-import { resolvePool } from "./resolve-pool.ts";
+import { resolvePool, type TargetReads } from "./resolve-pool.ts";
 import { recordDemand, waitForIdle } from "./wait-for-idle.ts";
 
 /** MAX_ATTEMPTS bounds the claim patches one create tries before answering 503. */
@@ -66,8 +66,9 @@ export async function createSandbox(
   tenant: Tenant,
   req: CreateSandboxRequest,
   extras: ClaimExtras = {},
+  reads?: Promise<TargetReads>,
 ): Promise<CreateOutcome> {
-  const resolved = await resolvePool(deps, tenant, req);
+  const resolved = await resolvePool(deps, tenant, req, reads);
   if (!resolved.ok)
     return {
       ok: false,
@@ -108,7 +109,8 @@ export async function createSandbox(
   ];
   let tried = 0;
   candidates: for (const selector of selectors) {
-    const page = await deps.kube.listPods(namespace, selector, { limit: CANDIDATES_PER_LIST });
+    // From the watch cache: a pod claimed since is refused by the claim's resourceVersion test.
+    const page = await deps.kube.listPods(namespace, selector, { limit: CANDIDATES_PER_LIST, cached: true });
     for (const pod of orderCandidates(page.items, now, window, deps.random)) {
       if (tried++ >= MAX_ATTEMPTS) break candidates;
       const result = await claim(pod);

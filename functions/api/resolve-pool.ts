@@ -14,23 +14,62 @@ export type PoolResolution =
   | { ok: true; pool: SandboxPool; template?: SandboxTemplate }
   | { ok: false; what: "pool" | "template"; name: string; choices: string[] };
 
+/** TargetReads are the objects a claim's target names, read before the tenant is known. */
+export interface TargetReads {
+  pool?: SandboxPool;
+  template?: SandboxTemplate;
+  /** templatePools are the pools of a template target (all pools; pickTemplatePool chooses). */
+  templatePools?: SandboxPool[];
+}
+
+/**
+ * cachedThenFresh reads from the apiserver's watch cache and, only when the object is missing
+ * there, once more from etcd: an object created a moment ago is found, and the common case costs
+ * no quorum read.
+ */
+async function cachedThenFresh<T>(read: (opts: { cached?: boolean }) => Promise<T>): Promise<T | undefined> {
+  return (await orMissing(read({ cached: true }))) ?? orMissing(read({}));
+}
+
+/**
+ * readTarget reads what a target names: the pool and its template, or the template and the pools.
+ * It needs no tenant, so the claim path runs it while the API key is being checked.
+ */
+export async function readTarget(
+  deps: ApiDeps,
+  target: { pool?: string; template?: string },
+): Promise<TargetReads> {
+  if (target.pool) {
+    const [namespace = "", name = ""] = target.pool.split("/");
+    const pool = await cachedThenFresh((o) => deps.kube.getPool(namespace, name, o));
+    const templateName = pool?.spec.templateName;
+    const template = templateName
+      ? await cachedThenFresh((o) => deps.kube.getTemplate(templateName, o))
+      : undefined;
+    return { ...(pool ? { pool } : {}), ...(template ? { template } : {}) };
+  }
+  const name = target.template ?? "";
+  const [template, pools] = await Promise.all([
+    cachedThenFresh((o) => deps.kube.getTemplate(name, o)),
+    deps.kube.listPools(),
+  ]);
+  return { ...(template ? { template } : {}), templatePools: pools.items };
+}
+
 /**
  * resolvePool finds the pool a claim targets: `pool` ("namespace/name") directly, or the pool
  * created from `template` with the most idle pods. A pool or template the tenant may not see is
  * reported as unknown, with the pools or templates it may use as choices (read only on this
- * error path).
+ * error path). `reads` may have been started before the tenant was known (see readTarget).
  */
 export async function resolvePool(
   deps: ApiDeps,
   tenant: Tenant,
   target: { pool?: string; template?: string },
+  reads: Promise<TargetReads> = readTarget(deps, target),
 ): Promise<PoolResolution> {
+  const { pool, template, templatePools } = await reads;
   if (target.pool) {
-    const [namespace = "", name = ""] = target.pool.split("/");
-    const pool = await orMissing(deps.kube.getPool(namespace, name));
-    const template = pool?.spec.templateName
-      ? await orMissing(deps.kube.getTemplate(pool.spec.templateName))
-      : undefined;
     if (pool && poolUsableBy(template, tenant)) return { ok: true, pool, ...(template ? { template } : {}) };
     const [pools, templates] = await Promise.all([deps.kube.listPools(), deps.kube.listTemplates()]);
     return {
@@ -41,10 +80,9 @@ export async function resolvePool(
     };
   }
   const name = target.template ?? "";
-  const template = await orMissing(deps.kube.getTemplate(name));
   if (template && poolUsableBy(template, tenant)) {
-    const pool = pickTemplatePool((await deps.kube.listPools()).items, name);
-    if (pool) return { ok: true, pool, template };
+    const chosen = pickTemplatePool(templatePools ?? [], name);
+    if (chosen) return { ok: true, pool: chosen, template };
   }
   const templates = (await deps.kube.listTemplates()).items;
   return { ok: false, what: "template", name, choices: visibleTemplateNames(templates, tenant) };

@@ -39,8 +39,21 @@ const POOLS = "/apis/agents.navix.sh/v1alpha1";
 const enc = encodeURIComponent;
 
 /**
+ * Cached reads pass resourceVersion=0: the apiserver answers from its watch cache instead of a
+ * quorum read of etcd. The answer may be a few milliseconds old, so only reads whose staleness a
+ * precondition catches (or that tolerate it) use it: the claim path's candidate list (a stale pod
+ * fails the claim's resourceVersion test), its pool and template reads, and its API key lookup.
+ */
+export interface ReadOptions {
+  cached?: boolean;
+}
+
+const rv = (opts: ReadOptions | undefined) => (opts?.cached ? { resourceVersion: "0" } : {});
+
+/**
  * KubeClient is the small, typed slice of the Kubernetes API the reconcile steps use. Every call
- * is one request, reads go to the API server (no cache), and every failure is a KubeError.
+ * is one request, reads go to the API server (no client cache; see ReadOptions for the
+ * apiserver's own), and every failure is a KubeError.
  */
 export class KubeClient {
   private readonly transport: KubeTransport;
@@ -65,13 +78,14 @@ export class KubeClient {
   listPods(
     namespace: string | undefined,
     labelSelector: string,
-    page: { limit?: number; continue?: string } = {},
+    page: { limit?: number; continue?: string } & ReadOptions = {},
   ): Promise<ObjectList<V1Pod>> {
     const path = namespace ? `/api/v1/namespaces/${enc(namespace)}/pods` : "/api/v1/pods";
     const query = {
       labelSelector,
       limit: page.limit ? String(page.limit) : undefined,
       continue: page.continue,
+      ...rv(page),
     };
     return this.list(path, query, `list pods in ${namespace ?? "all namespaces"}`);
   }
@@ -123,9 +137,13 @@ export class KubeClient {
     );
   }
 
-  getPool(namespace: string, name: string): Promise<SandboxPool> {
+  getPool(namespace: string, name: string, opts?: ReadOptions): Promise<SandboxPool> {
     return this.call(
-      { method: "GET", path: `${POOLS}/namespaces/${enc(namespace)}/sandboxpools/${enc(name)}` },
+      {
+        method: "GET",
+        path: `${POOLS}/namespaces/${enc(namespace)}/sandboxpools/${enc(name)}`,
+        query: rv(opts),
+      },
       `get pool ${namespace}/${name}`,
     );
   }
@@ -137,17 +155,17 @@ export class KubeClient {
   }
 
   /** getTemplate reads a cluster-scoped SandboxTemplate. */
-  getTemplate(name: string): Promise<SandboxTemplate> {
+  getTemplate(name: string, opts?: ReadOptions): Promise<SandboxTemplate> {
     return this.call(
-      { method: "GET", path: `${POOLS}/sandboxtemplates/${enc(name)}` },
+      { method: "GET", path: `${POOLS}/sandboxtemplates/${enc(name)}`, query: rv(opts) },
       `get template ${name}`,
     );
   }
 
   /** getSecret reads a Secret (data values base64, as stored). */
-  getSecret(namespace: string, name: string): Promise<SecretObject> {
+  getSecret(namespace: string, name: string, opts?: ReadOptions): Promise<SecretObject> {
     return this.call(
-      { method: "GET", path: `/api/v1/namespaces/${enc(namespace)}/secrets/${enc(name)}` },
+      { method: "GET", path: `/api/v1/namespaces/${enc(namespace)}/secrets/${enc(name)}`, query: rv(opts) },
       `get secret ${namespace}/${name}`,
     );
   }

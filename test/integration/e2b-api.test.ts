@@ -41,7 +41,7 @@ beforeAll(async () => {
   await core.createNamespace({ body: { metadata: { name: keys.namespace } } }).catch(() => {});
   aliceKey = await createApiKey(
     { kube: deps.kube, apiKeys: keys, now: () => new Date() },
-    { team: "research", user: "alice" },
+    { team: "research", user: `e2b-${randomBytes(3).toString("hex")}` },
   );
   const templates = { group: "agents.navix.sh", version: "v1alpha1", plural: "sandboxtemplates" };
   await custom.createClusterCustomObject({

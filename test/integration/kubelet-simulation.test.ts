@@ -54,7 +54,7 @@ describe("kwok kubelet simulation", () => {
     );
     expect(pod.spec?.nodeName).toMatch(/^kwok-node-\d+$/);
     expect(pod.status?.phase).toBe("Running");
-    expect(pod.status?.podIP).toMatch(/^10\.244\./);
+    expect(pod.status?.podIP).toMatch(/^127\.32\./);
     const c = status(pod)!;
     expect(c.imageID).toMatch(/^registry\.local\/sandbox\/base@sha256:[0-9a-f]{64}$/);
     expect(c.containerID).toMatch(/^containerd:\/\/[0-9a-f]{64}$/);

@@ -1,0 +1,146 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import { parseWith } from "../../lib/api/parse.ts";
+import {
+  ConnectSandboxV2,
+  ListSandboxesV2Query,
+  metadataQuery,
+  NewSandbox,
+  NewSandboxV2,
+} from "../../lib/e2b/schemas.ts";
+import { e2bListed, e2bSandbox, isE2bVisible } from "../../lib/e2b/views.ts";
+import { envdAccessToken, importSealKeys, seal, unseal } from "../../lib/sandboxes/sealing.ts";
+import { sandboxView } from "../../lib/sandboxes/view.ts";
+
+// E2B's request shapes and views, and the sealing of per-claim secrets, on plain data.
+
+describe("sealing", () => {
+  it("round-trips for the same sandbox only, and never shows the plain text", async () => {
+    const keys = await importSealKeys("k".repeat(32));
+    const sealed = await seal(keys, "sbx-1", '{"TOKEN":"hunter2"}');
+    expect(sealed).toMatch(/^v1\.[A-Za-z0-9_-]+$/);
+    expect(sealed).not.toContain("hunter2");
+    expect(await unseal(keys, "sbx-1", sealed)).toBe('{"TOKEN":"hunter2"}');
+    expect(await unseal(keys, "sbx-2", sealed)).toBeUndefined();
+    expect(await unseal(await importSealKeys("j".repeat(32)), "sbx-1", sealed)).toBeUndefined();
+    const flipped = `${sealed.slice(0, -2)}${sealed.at(-2) === "A" ? "B" : "A"}${sealed.at(-1)}`;
+    expect(await unseal(keys, "sbx-1", flipped)).toBeUndefined();
+    expect(await unseal(keys, "sbx-1", "v1.!!")).toBeUndefined();
+    expect(await unseal(keys, "sbx-1", "plain")).toBeUndefined();
+  });
+
+  it("derives a stable envd token per sandbox and key, and refuses a short secret", async () => {
+    const keys = await importSealKeys("k".repeat(32));
+    const a = await envdAccessToken(keys, "sbx-1");
+    expect(a).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(await envdAccessToken(keys, "sbx-1")).toBe(a);
+    expect(await envdAccessToken(keys, "sbx-2")).not.toBe(a);
+    expect(await envdAccessToken(await importSealKeys("j".repeat(32)), "sbx-1")).not.toBe(a);
+    await expect(importSealKeys("short")).rejects.toThrow(/32 characters/);
+  });
+});
+
+describe("E2B request shapes", () => {
+  it("defaults the lifetime as E2B does (v2 300 s, v1 15 s) and ignores unknown fields", () => {
+    expect(parseWith(NewSandboxV2, { templateID: "base", newField: 1 })).toMatchObject({
+      ok: true,
+      value: { templateID: "base", timeout: 300 },
+    });
+    expect(parseWith(NewSandbox, { templateID: "base" })).toMatchObject({ ok: true, value: { timeout: 15 } });
+    expect(parseWith(ConnectSandboxV2, undefined)).toEqual({ ok: true, value: { timeout: 300 } });
+  });
+
+  it.each<[unknown, string]>([
+    [{}, "templateID"],
+    [{ templateID: "base", timeout: 0 }, "timeout"],
+    [{ templateID: "base", envVars: { "1X": "v" } }, "envVars"],
+    [{ templateID: "base", autoPause: true }, "autoPause"],
+    [{ templateID: "base", volumeMounts: [{ name: "v", path: "/v" }] }, "volumeMounts"],
+    [{ templateID: "base", allow_internet_access: false }, "allow_internet_access"],
+    [{ templateID: "base", autoResume: { enabled: true } }, "autoResume"],
+    [[1], ""],
+  ])("refuses %j naming %s", (input, field) => {
+    const parsed = parseWith(NewSandboxV2, input);
+    expect(parsed.ok).toBe(false);
+    if (!parsed.ok) expect(parsed.issues[0]?.path.startsWith(field)).toBe(true);
+  });
+
+  it("takes what the SDK sends for features left off (null, false, empty)", () => {
+    const sent = {
+      templateID: "base",
+      autoPause: false,
+      mcp: null,
+      network: {},
+      volumeMounts: [],
+      autoResume: null,
+    };
+    expect(parseWith(NewSandboxV2, sent).ok).toBe(true);
+  });
+
+  it("reads list queries: states, limits and the double-encoded metadata filter", () => {
+    expect(parseWith(ListSandboxesV2Query, { state: "running,paused", limit: "5" })).toMatchObject({
+      ok: true,
+      value: { state: ["running", "paused"], limit: 5 },
+    });
+    expect(parseWith(ListSandboxesV2Query, { state: "stopped" }).ok).toBe(false);
+    expect(parseWith(ListSandboxesV2Query, { limit: "101" }).ok).toBe(false);
+    const inner = new URLSearchParams({ [encodeURIComponent("a b")]: encodeURIComponent("x&y") }).toString();
+    expect(metadataQuery(inner)).toEqual({ "a b": "x&y" });
+  });
+});
+
+describe("E2B views", () => {
+  const pod = {
+    metadata: {
+      name: "p-0",
+      namespace: "ns",
+      labels: {
+        "agentbox.navix.sh/sandbox-pool": "p",
+        "agentbox.navix.sh/sandbox-phase": "running",
+        "agentbox.navix.sh/sandbox-id": "sbx-1",
+      },
+      annotations: {
+        "agentbox.navix.sh/sandbox-id": "sbx-1",
+        "agentbox.navix.sh/claimed-at": "2026-11-21T11:00:00Z",
+        "agentbox.navix.sh/end-at": "2026-11-21T11:05:00Z",
+        "agentbox.navix.sh/sandbox-metadata": '{"run":"1"}',
+        "e2b.agentbox.dev/template-id": "base",
+      },
+    },
+    spec: {
+      containers: [{ name: "main", image: "a:1", resources: { limits: { cpu: "1500m", memory: "2Gi" } } }],
+    },
+    status: { phase: "Running" },
+  } as V1Pod;
+  const view = sandboxView(pod, new Date("2026-11-21T11:01:00Z"));
+
+  it("shows a running sandbox as E2B's ListedSandbox, resources rounded up", () => {
+    expect(view && isE2bVisible(view)).toBe(true);
+    if (!view) return;
+    expect(e2bListed(pod, view, { envdVersion: "0.5.7" })).toEqual({
+      templateID: "base",
+      sandboxID: "sbx-1",
+      clientID: "agentbox",
+      startedAt: "2026-11-21T11:00:00Z",
+      endAt: "2026-11-21T11:05:00Z",
+      cpuCount: 2,
+      memoryMB: 2048,
+      diskSizeMB: 0,
+      metadata: { run: "1" },
+      state: "running",
+      envdVersion: "0.5.7",
+    });
+    expect(e2bSandbox(pod, view, { envdVersion: "0.5.7", domain: "sbx.example" }, "tok")).toMatchObject({
+      sandboxID: "sbx-1",
+      envdAccessToken: "tok",
+      domain: "sbx.example",
+    });
+  });
+
+  it("hides stopping sandboxes, as E2B hides killed ones", () => {
+    const stopping = structuredClone(pod);
+    if (stopping.metadata?.labels) stopping.metadata.labels["agentbox.navix.sh/sandbox-phase"] = "stopping";
+    const v = sandboxView(stopping, new Date());
+    expect(v && isE2bVisible(v)).toBe(false);
+  });
+});
