@@ -7,7 +7,7 @@ import { tick } from "../functions/tick.ts";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
 import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
-import { benchHost, percentile, waitFor } from "./support.ts";
+import { benchHost, cpuSeconds, cpuTable, percentile, waitFor } from "./support.ts";
 
 const LATENCY = Number(process.env.LATENCY ?? 200);
 const BURST = Number(process.env.BURST ?? 1000);
@@ -128,6 +128,7 @@ try {
         .body,
     ) as { items: V1Pod[] }
   ).items;
+  let cpu0 = cpuSeconds(state.processes);
   let t0 = performance.now();
   await Promise.all(
     burstPods.map((p) =>
@@ -140,11 +141,14 @@ try {
     ),
   );
   const patchSeconds = (performance.now() - t0) / 1000;
+  const patchCpu = cpuTable("raw PATCH burst: process", cpu0, cpuSeconds(state.processes), patchSeconds);
 
   const patchesBefore = host.api.kube.requests.PATCH;
+  cpu0 = cpuSeconds(state.processes);
   t0 = performance.now();
   const results = await Promise.all(Array.from({ length: BURST }, () => api({ pool: "bench/burst" })));
   const burstSeconds = (performance.now() - t0) / 1000;
+  const claimCpu = cpuTable("claim burst: process", cpu0, cpuSeconds(state.processes), burstSeconds);
   const patches = host.api.kube.requests.PATCH - patchesBefore;
   const created = results.filter((r) => r.status === 201).map((r) => JSON.parse(r.body) as { pod: string });
   const distinctPods = new Set(created.map((c) => c.pod)).size;
@@ -170,6 +174,9 @@ try {
   );
   console.log(
     `| raw merge-PATCH | ${burstPods.length} | | | | ${patchSeconds.toFixed(2)} s | ${(burstPods.length / patchSeconds).toFixed(0)} | |`,
+  );
+  console.log(
+    `\nWhere the CPU went (the bench process also generates the load):\n\n${claimCpu}\n\n${patchCpu}`,
   );
 } finally {
   await down(name, () => {});

@@ -52,3 +52,39 @@ export async function waitFor(check: () => Promise<boolean>, timeoutMs = 120_000
 export function percentile(xs: readonly number[], p: number): number {
   return [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? 0;
 }
+
+/**
+ * cpuSeconds reads the CPU time (user + system) each process has used so far, from
+ * /proc/<pid>/stat (clock ticks of 10 ms); the bench process reports its own as "bench+host".
+ * Two readings around a phase say which process the phase kept busy.
+ */
+export function cpuSeconds(processes: readonly { name: string; pid: number }[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const p of processes) {
+    try {
+      const fields = readFileSync(`/proc/${p.pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+      out[p.name] = (Number(fields[11]) + Number(fields[12])) / 100;
+    } catch {
+      out[p.name] = Number.NaN;
+    }
+  }
+  const self = process.cpuUsage();
+  out["bench+host"] = (self.user + self.system) / 1e6;
+  return out;
+}
+
+/** cpuTable prints the CPU seconds each process used between two cpuSeconds readings. */
+export function cpuTable(
+  title: string,
+  before: Record<string, number>,
+  after: Record<string, number>,
+  wallSeconds: number,
+): string {
+  const rows = Object.keys(after)
+    .map((k) => [k, (after[k] ?? 0) - (before[k] ?? 0)] as const)
+    .sort((a, b) => b[1] - a[1]);
+  const lines = [`| ${title} | CPU s | share of 2 cores |`, "| --- | --- | --- |"];
+  for (const [k, s] of rows)
+    lines.push(`| ${k} | ${s.toFixed(2)} | ${((100 * s) / (2 * wallSeconds)).toFixed(0)} % |`);
+  return lines.join("\n");
+}

@@ -124,10 +124,11 @@ export async function createSandbox(
   // for a pod that becomes idle (a release, a new pod) and race for it.
   await recordDemand(deps, pool, deps.now());
   if (req.waitTimeout) {
+    deps.pending?.enter(pool);
     const pod = await waitForIdle(deps, pool, req.waitTimeout * 1000, async (candidate) => {
       const result = await claim(candidate);
       return result.ok ? result.pod : undefined;
-    });
+    }).finally(() => deps.pending?.leave(pool));
     const view = pod && sandboxView(pod, deps.now());
     if (pod && view) return { ok: true, sandbox: view, pod, pool };
   }

@@ -7,6 +7,7 @@ import {
   sharePulls,
 } from "../../functions/activity-source.ts";
 import type { ApiDeps } from "../../functions/api/deps.ts";
+import { PendingGauge } from "../../functions/api/pending-gauge.ts";
 import type { StepDeps } from "../../functions/deps.ts";
 import { PoolRunner } from "../../functions/pool-runner.ts";
 import { reconcilePod } from "../../functions/reconcile-pod.ts";
@@ -99,6 +100,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     ...deps,
     apiKeys: config.apiKeys ?? { namespace: "agentbox-system", name: "agentbox-api-keys" },
     random: Math.random,
+    pending: new PendingGauge(deps, deps.reporter.instance),
     ...(config.envdPort ? { envdPort: config.envdPort } : {}),
     watch: nodeKubeWatch(config.kubeconfig),
   };
@@ -167,6 +169,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     close: async () => {
       cron?.stop();
       await server.close();
+      await api.pending?.flushed();
       await podRunner.idle();
       await runner.idle();
       history.close();

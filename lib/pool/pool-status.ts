@@ -1,6 +1,7 @@
 // The status of a pool, computed from the pool and its Pods alone. Recomputing from the same
 // state yields the same object (transition times are carried over), so a step writes status
 // only when statusChanged says so, and concurrent runs agree on what to write.
+
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Condition } from "../api/common.ts";
 import {
@@ -13,6 +14,7 @@ import {
 import type { SandboxPool, SandboxPoolPhase, SandboxPoolStatus } from "../api/sandbox-pool.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
 import { rfc3339 } from "../util/time.ts";
+import { pendingRequestsOf } from "./pending-requests.ts";
 import { podFacts } from "./pod-facts.ts";
 
 /** PodCounts are the per-phase replica counts of the status. */
@@ -167,9 +169,11 @@ function mergeConditions(
  * Pending, ScalingUp, ScalingDown, Degraded, Ready, first match wins), per-phase counts of the
  * Pods that are not terminating, the selector string, structured selector and per-phase
  * selectors (all on the pool label), and the Available, Scaling and Degraded conditions with
- * observedGeneration = metadata.generation. Fields it does not own (pendingRequests,
- * autoscaling) are copied from the previous status, so writing the result never erases another
- * writer's bookkeeping. `now` is only used as the transition time of conditions that changed.
+ * observedGeneration = metadata.generation, and pendingRequests, the sum of the fresh counts the
+ * API hosts published on the pool (see pending-requests.ts; absent until first set). The field it does not
+ * own (autoscaling) is copied from the previous status, so writing the result never erases another
+ * writer's bookkeeping. `now` is the transition time of conditions that changed and the clock
+ * that ages the published counts.
  */
 export function computePoolStatus(pool: SandboxPool, pods: readonly V1Pod[], now: Date): SandboxPoolStatus {
   const previous = pool.status ?? {};
@@ -198,7 +202,9 @@ export function computePoolStatus(pool: SandboxPool, pods: readonly V1Pod[], now
       pool.metadata?.generation,
     ),
   };
-  if (previous.pendingRequests !== undefined) status.pendingRequests = previous.pendingRequests;
+  // Written as 0 once it was set (a merge patch cannot drop a field by leaving it out).
+  const pending = pendingRequestsOf(pool, now);
+  if (pending > 0 || previous.pendingRequests !== undefined) status.pendingRequests = pending;
   if (previous.autoscaling !== undefined) status.autoscaling = previous.autoscaling;
   return status;
 }

@@ -23,8 +23,9 @@ export function planStatus(pool: SandboxPool, pods: readonly V1Pod[], now: Date)
         name: pool.metadata?.name ?? "",
       },
       why: `status: ${next.phase} (idle ${next.idleReplicas}, running ${next.runningReplicas}, starting ${next.startingReplicas}, stopping ${next.stoppingReplicas}, failed ${next.failedReplicas})`,
-      // A merge patch without the fields this step does not own (autoscaling, pendingRequests), so
-      // it never turns back a value their writers set after our read.
+      // A merge patch without the field this step does not own (autoscaling), so it never turns
+      // back a value its writer set after our read. pendingRequests is ours: summed from the hosts'
+      // published counts (lib/pool/pending-requests.ts).
       write: { op: "status", status: withoutForeignFields(next) },
       ...(event ? { event } : {}),
     },
@@ -32,6 +33,6 @@ export function planStatus(pool: SandboxPool, pods: readonly V1Pod[], now: Date)
 }
 
 function withoutForeignFields(status: SandboxPoolStatus): SandboxPoolStatus {
-  const { autoscaling: _a, pendingRequests: _p, ...own } = status;
+  const { autoscaling: _a, ...own } = status;
   return own;
 }

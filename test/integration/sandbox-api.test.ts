@@ -265,12 +265,32 @@ describe("sandbox API", () => {
       async () =>
         ((await pods("single"))[0] && phaseOf((await pods("single"))[0]!) === "running") || undefined,
     );
+    // While it waits, the host publishes it, and the pool's status counts it.
+    const getPool = async () =>
+      (await custom.getNamespacedCustomObject({ ...POOLS, namespace: ns, name: "single" })) as {
+        metadata: { annotations?: Record<string, string> };
+        status?: { pendingRequests?: number };
+      };
+    const marks = (p: { metadata: { annotations?: Record<string, string> } }) =>
+      Object.keys(p.metadata.annotations ?? {}).filter((k) =>
+        k.startsWith("pending-requests.agentbox.navix.sh/"),
+      );
+    await until(
+      "pendingRequests 1",
+      30_000,
+      async () => (await getPool()).status?.pendingRequests === 1 || undefined,
+    );
+    expect(marks(await getPool())).toHaveLength(1);
     expect((await api("DELETE", `/sandboxes/${first.sandboxId}`, "alice")).status).toBe(204);
     const second = await waiter;
     expect(second.status).toBe(201);
     const got = JSON.parse(second.body) as { sandboxId: string; pod: string };
     expect(got.pod).toBe(first.pod);
     expect(got.sandboxId).not.toBe(first.sandboxId);
+    await until("pendingRequests gone", 30_000, async () => {
+      const p = await getPool();
+      return ((p.status?.pendingRequests ?? 0) === 0 && marks(p).length === 0) || undefined;
+    });
   });
 
   it("claims racing a scale-down: a pod is either claimed or deleted, never both", async () => {

@@ -213,7 +213,7 @@ describe("computePoolStatus: recomputation", () => {
     expect(statusChanged(first, second)).toBe(true);
   });
 
-  it("keeps fields it does not own and conditions of other types", () => {
+  it("keeps the field it does not own (autoscaling) and conditions of other types", () => {
     const foreign: Condition = {
       type: "example.com/Audited",
       status: "True",
@@ -222,12 +222,10 @@ describe("computePoolStatus: recomputation", () => {
       lastTransitionTime: EARLIER,
     };
     const previous: SandboxPoolStatus = {
-      pendingRequests: 4,
       autoscaling: { lastScaleDownTime: EARLIER, observedGeneration: 6 },
       conditions: [foreign],
     };
     const s = computePoolStatus(pool(1, previous), idle(1), NOW);
-    expect(s.pendingRequests).toBe(4);
     expect(s.autoscaling).toEqual(previous.autoscaling);
     expect(s.conditions?.map((c) => c.type)).toEqual([
       "example.com/Audited",

@@ -333,7 +333,7 @@ describe("planMaterialise", () => {
 });
 
 describe("planStatus", () => {
-  it("writes only a changed status, without the fields other writers own", () => {
+  it("writes only a changed status, without the field another writer owns (autoscaling)", () => {
     const [first] = planStatus(
       pool({}, {}, { pendingRequests: 3, autoscaling: { lastScaleDownTime: "2026-11-21T11:00:00Z" } }),
       [pod("p-0", "idle")],
@@ -342,9 +342,18 @@ describe("planStatus", () => {
     const written = first?.write.op === "status" ? first.write.status : {};
     expect(written.phase).toBe("Ready");
     expect(written).not.toHaveProperty("autoscaling");
-    expect(written).not.toHaveProperty("pendingRequests");
-    const stored = pool({}, {}, { ...written, pendingRequests: 3 });
+    // No host publishes waiting creates any more: the count goes back to 0.
+    expect(written.pendingRequests).toBe(0);
+    const stored = pool({}, {}, { ...written, autoscaling: { lastScaleDownTime: "2026-11-21T11:00:00Z" } });
     expect(planStatus(stored, [pod("p-0", "idle")], NOW)).toEqual([]);
+  });
+
+  it("counts the creates the hosts say are waiting", () => {
+    const waiting = pool({
+      annotations: { "pending-requests.agentbox.navix.sh/host-a": "2 2026-11-21T11:59:58Z" },
+    });
+    const [action] = planStatus(waiting, [pod("p-0", "idle")], NOW);
+    expect(action?.write.op === "status" && action.write.status.pendingRequests).toBe(2);
   });
 });
 

@@ -1,0 +1,58 @@
+// status.pendingRequests counts the creates waiting for an idle pod of a pool. agentbox mirrors an
+// in-process queue; here the waiters are the open requests on each host, so each host publishes
+// its own count in a pool annotation of its own (no host overwrites another's), throttled as
+// agentbox throttles its mirror, and update-status sums the fresh ones.
+import type { SandboxPool } from "../api/sandbox-pool.ts";
+import { parseTime, rfc3339 } from "../util/time.ts";
+
+/** PENDING_REQUESTS_PREFIX prefixes each host's annotation: `<prefix><host id>: "<count> <time>"`. */
+export const PENDING_REQUESTS_PREFIX = "pending-requests.agentbox.navix.sh/";
+/** FLUSH_INTERVAL_MS: a host rewrites its count at most this often, unless it crosses 0/>0. */
+export const FLUSH_INTERVAL_MS = 3000;
+/** FRESH_SECONDS: a host's count older than this is ignored (the host is gone, or stopped writing). */
+export const FRESH_SECONDS = 60;
+
+/** PendingMark is one host's published count and when it was written. */
+export interface PendingMark {
+  count: number;
+  at: Date;
+}
+
+/** encodeMark and decodeMark are the annotation value: "<count> <RFC 3339>". */
+export function encodeMark(mark: PendingMark): string {
+  return `${mark.count} ${rfc3339(mark.at)}`;
+}
+
+export function decodeMark(value: string | undefined): PendingMark | undefined {
+  const [count, time, ...rest] = (value ?? "").split(" ");
+  const at = parseTime(time);
+  const n = Number(count);
+  return rest.length === 0 && at && Number.isInteger(n) && n >= 0 ? { count: n, at } : undefined;
+}
+
+/**
+ * shouldPublish is the throttle: publish when the count crosses the 0/>0 boundary (at once), or
+ * when it moved by at least 20 % and the last write is FLUSH_INTERVAL_MS old; a count of 0 that
+ * was never published needs no write.
+ */
+export function shouldPublish(last: PendingMark | undefined, count: number, now: Date): boolean {
+  if (!last) return count > 0;
+  if ((last.count === 0) !== (count === 0)) return true;
+  if (count === last.count) return false;
+  const moved = Math.abs(count - last.count) >= 0.2 * last.count;
+  return moved && now.getTime() - last.at.getTime() >= FLUSH_INTERVAL_MS;
+}
+
+/**
+ * pendingRequestsOf sums the fresh counts the hosts published on the pool; a mark from the
+ * future (clock skew) counts as fresh.
+ */
+export function pendingRequestsOf(pool: SandboxPool, now: Date): number {
+  let total = 0;
+  for (const [key, value] of Object.entries(pool.metadata?.annotations ?? {})) {
+    if (!key.startsWith(PENDING_REQUESTS_PREFIX)) continue;
+    const mark = decodeMark(value);
+    if (mark && now.getTime() - mark.at.getTime() <= FRESH_SECONDS * 1000) total += mark.count;
+  }
+  return total;
+}
