@@ -1,7 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { CLAIM_SHARD_LABEL, shardOrder } from "../../lib/pool/claim-shards.ts";
+import { candidateSelectors } from "../../lib/pool/claim-shards.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { ENVD_PORT, type PostStartHookAction } from "../../lib/sandbox/post-start-hooks.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
@@ -13,13 +12,11 @@ import { seal } from "../../lib/sandboxes/sealing.ts";
 import { type SandboxView, sandboxView } from "../../lib/sandboxes/view.ts";
 import { claimSandbox } from "../claim-sandbox.ts";
 import type { ApiDeps } from "./deps.ts";
-import { resolvePool, type TargetReads } from "./resolve-pool.ts";
+import { listCandidates, readTarget, resolvePool, type TargetReads } from "./resolve-pool.ts";
 import { recordDemand, waitForIdle } from "./wait-for-idle.ts";
 
 /** MAX_ATTEMPTS bounds the claim patches one create tries before answering 503. */
 const MAX_ATTEMPTS = 48;
-/** CANDIDATES_PER_LIST is how many idle pods one shard list returns (the apiserver's limit). */
-const CANDIDATES_PER_LIST = 8;
 
 export type CreateOutcome =
   | { ok: true; sandbox: SandboxView; pod: V1Pod; pool: SandboxPool }
@@ -68,7 +65,8 @@ export async function createSandbox(
   extras: ClaimExtras = {},
   reads?: Promise<TargetReads>,
 ): Promise<CreateOutcome> {
-  const resolved = await resolvePool(deps, tenant, req, reads);
+  const targetReads = reads ?? readTarget(deps, req);
+  const resolved = await resolvePool(deps, tenant, req, targetReads);
   if (!resolved.ok)
     return {
       ok: false,
@@ -100,18 +98,13 @@ export async function createSandbox(
       ...(req.startupTimeout ? { startupTimeoutSeconds: req.startupTimeout } : {}),
       ...(req.timeout ? { endAt: new Date(deps.now().getTime() + req.timeout * 1000) } : {}),
     });
-  const idle = `${SANDBOX_POOL_LABEL}=${name},${SANDBOX_PHASE_LABEL}=${SANDBOX_PHASE.IDLE}`;
-  // A few idle pods of one shard per list, shards in random order (small lists, and concurrent
-  // creates mostly look at different pods), then pods without a shard label (adopted from agentbox).
-  const selectors = [
-    ...shardOrder(deps.random).map((shard) => `${idle},${CLAIM_SHARD_LABEL}=${shard}`),
-    `${idle},!${CLAIM_SHARD_LABEL}`,
-  ];
+  // A few idle pods of one shard per list (see candidateSelectors); a named pool's first list was
+  // made alongside the pool read (readTarget).
+  const { selectors = candidateSelectors(name, deps.random), firstPage } = await targetReads;
   let tried = 0;
-  candidates: for (const selector of selectors) {
-    // From the watch cache: a pod claimed since is refused by the claim's resourceVersion test.
-    const page = await deps.kube.listPods(namespace, selector, { limit: CANDIDATES_PER_LIST, cached: true });
-    for (const pod of orderCandidates(page.items, now, window, deps.random)) {
+  candidates: for (const [i, selector] of selectors.entries()) {
+    const page = i === 0 && firstPage ? firstPage : await listCandidates(deps, namespace, selector);
+    for (const pod of orderCandidates(page, now, window, deps.random)) {
       if (tried++ >= MAX_ATTEMPTS) break candidates;
       const result = await claim(pod);
       if (result.ok) {

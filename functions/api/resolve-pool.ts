@@ -1,6 +1,8 @@
+import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
+import { candidateSelectors } from "../../lib/pool/claim-shards.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
 import {
   pickTemplatePool,
@@ -14,12 +16,27 @@ export type PoolResolution =
   | { ok: true; pool: SandboxPool; template?: SandboxTemplate }
   | { ok: false; what: "pool" | "template"; name: string; choices: string[] };
 
+/** CANDIDATES_PER_LIST is how many idle pods one shard list asks for (the apiserver's limit). */
+export const CANDIDATES_PER_LIST = 8;
+
 /** TargetReads are the objects a claim's target names, read before the tenant is known. */
 export interface TargetReads {
   pool?: SandboxPool;
   template?: SandboxTemplate;
   /** templatePools are the pools of a template target (all pools; pickTemplatePool chooses). */
   templatePools?: SandboxPool[];
+  /** selectors and firstPage: a pool target's candidate selectors and the first one's idle pods. */
+  selectors?: string[];
+  firstPage?: V1Pod[];
+}
+
+/**
+ * listCandidates lists a few idle pods for one selector from the watch cache: a pod claimed since
+ * is refused by the claim's resourceVersion test, so a stale answer costs a retry, never a
+ * double claim.
+ */
+export async function listCandidates(deps: ApiDeps, namespace: string, selector: string): Promise<V1Pod[]> {
+  return (await deps.kube.listPods(namespace, selector, { limit: CANDIDATES_PER_LIST, cached: true })).items;
 }
 
 /**
@@ -33,7 +50,8 @@ async function cachedThenFresh<T>(read: (opts: { cached?: boolean }) => Promise<
 
 /**
  * readTarget reads what a target names: the pool and its template, or the template and the pools.
- * It needs no tenant, so the claim path runs it while the API key is being checked.
+ * It needs no tenant, so the claim path runs it while the API key is being checked; for a named
+ * pool it lists the first candidates at the same time (used only once the tenant may use it).
  */
 export async function readTarget(
   deps: ApiDeps,
@@ -41,12 +59,21 @@ export async function readTarget(
 ): Promise<TargetReads> {
   if (target.pool) {
     const [namespace = "", name = ""] = target.pool.split("/");
+    const selectors = candidateSelectors(name, deps.random);
+    const first = listCandidates(deps, namespace, selectors[0] ?? "");
+    first.catch(() => {}); // awaited below, unless the pool read fails first
     const pool = await cachedThenFresh((o) => deps.kube.getPool(namespace, name, o));
     const templateName = pool?.spec.templateName;
     const template = templateName
       ? await cachedThenFresh((o) => deps.kube.getTemplate(templateName, o))
       : undefined;
-    return { ...(pool ? { pool } : {}), ...(template ? { template } : {}) };
+    const firstPage = pool ? await first : undefined;
+    return {
+      ...(pool ? { pool } : {}),
+      ...(template ? { template } : {}),
+      selectors,
+      ...(firstPage ? { firstPage } : {}),
+    };
   }
   const name = target.template ?? "";
   const [template, pools] = await Promise.all([

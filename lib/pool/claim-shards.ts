@@ -1,3 +1,5 @@
+import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../api/keys.ts";
+
 /**
  * CLAIM_SHARD_LABEL spreads a pool's pods over CLAIM_SHARDS label values (slot mod CLAIM_SHARDS),
  * so a create can list a few idle pods of one random shard (a small, cheap list) instead of all
@@ -23,4 +25,17 @@ export function shardOrder(random: () => number): string[] {
     [shards[i], shards[j]] = [shards[j] as string, shards[i] as string];
   }
   return shards;
+}
+
+/**
+ * candidateSelectors are the label selectors a create lists idle pods of a pool with, in order:
+ * every shard once, in random order (small lists, and concurrent creates mostly look at different
+ * pods), then pods without a shard label (adopted from agentbox).
+ */
+export function candidateSelectors(pool: string, random: () => number): string[] {
+  const idle = `${SANDBOX_POOL_LABEL}=${pool},${SANDBOX_PHASE_LABEL}=${SANDBOX_PHASE.IDLE}`;
+  return [
+    ...shardOrder(random).map((shard) => `${idle},${CLAIM_SHARD_LABEL}=${shard}`),
+    `${idle},!${CLAIM_SHARD_LABEL}`,
+  ];
 }

@@ -9,7 +9,7 @@ import {
   TEMPLATE_POOL_DOCS_ANNOTATION,
 } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { CLAIM_SHARD_LABEL } from "../../lib/pool/claim-shards.ts";
+import { CLAIM_SHARD_LABEL, CLAIM_SHARDS, candidateSelectors } from "../../lib/pool/claim-shards.ts";
 import { podName } from "../../lib/pool/pod-name.ts";
 import {
   idleImages,
@@ -166,5 +166,17 @@ describe("template sync", () => {
       ),
     ).toEqual({ x: "y" });
     expect(syncLabelsFromTemplate({ a: "1" }, undefined)).toEqual({ a: "1" });
+  });
+});
+
+describe("candidateSelectors", () => {
+  it("lists every shard's idle pods once, in random order, then the unsharded ones", () => {
+    const selectors = candidateSelectors("py", () => 0.5);
+    expect(selectors).toHaveLength(CLAIM_SHARDS + 1);
+    const idle = "agentbox.navix.sh/sandbox-pool=py,agentbox.navix.sh/sandbox-phase=idle";
+    expect(selectors.every((s) => s.startsWith(`${idle},`))).toBe(true);
+    expect(new Set(selectors).size).toBe(CLAIM_SHARDS + 1);
+    expect(selectors.at(-1)).toBe(`${idle},!${CLAIM_SHARD_LABEL}`);
+    expect(candidateSelectors("py", () => 0.1)).not.toEqual(candidateSelectors("py", () => 0.9));
   });
 });
