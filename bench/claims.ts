@@ -11,6 +11,8 @@ import { benchHost, cpuSeconds, cpuTable, percentile, waitFor } from "./support.
 
 const LATENCY = Number(process.env.LATENCY ?? 200);
 const BURST = Number(process.env.BURST ?? 1000);
+/** TTR sequential creates with `wait` per pull delay measure the time to Running. */
+const TTR = Number(process.env.TTR ?? 30);
 const name = `bench-claims-${process.pid}`;
 const log = (line: string) => console.error(`[bench] ${line}`);
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
@@ -57,24 +59,36 @@ try {
     { kube, apiKeys: host.api.apiKeys, now: () => new Date() },
     { team: "bench", user: "bench" },
   );
-  const pool = (poolName: string, replicas: number) => ({
+  const pool = (poolName: string, replicas: number, pullDelay?: string) => ({
     apiVersion: "agents.navix.sh/v1alpha1",
     kind: "SandboxPool",
     metadata: { name: poolName, namespace: "bench" },
     spec: {
       replicas,
       idleImage: "registry.local/sandbox/idle:1",
-      template: { spec: { containers: [{ name: "sandbox", image: "registry.local/sandbox/base:1" }] } },
+      template: {
+        ...(pullDelay ? { metadata: { annotations: { "kwok.agentbox.dev/pull-delay": pullDelay } } } : {}),
+        spec: { containers: [{ name: "sandbox", image: "registry.local/sandbox/base:1" }] },
+      },
     },
   });
   // The latency pool is twice the number of claims, so it is never drained during the run.
-  for (const [p, n] of [
-    ["lat", LATENCY * 2],
-    ["burst", BURST],
+  // Time to Running needs the reconciles (they complete the start), so not with RECONCILE=off.
+  const ttr = off ? 0 : TTR;
+  for (const [p, n, delay] of [
+    ["lat", LATENCY * 2, undefined],
+    ["burst", BURST, undefined],
+    ["ttr0", ttr, undefined],
+    ["ttr300", ttr, "300ms"],
   ] as const) {
-    await apiserver("POST", "/apis/agents.navix.sh/v1alpha1/namespaces/bench/sandboxpools", pool(p, n));
+    if (n > 0)
+      await apiserver(
+        "POST",
+        "/apis/agents.navix.sh/v1alpha1/namespaces/bench/sandboxpools",
+        pool(p, n, delay),
+      );
   }
-  log(`waiting for ${LATENCY * 2 + BURST} idle pods`);
+  log(`waiting for ${LATENCY * 2 + BURST + 2 * ttr} idle pods`);
   const idleCount = async (p: string) => {
     const res = await apiserver(
       "GET",
@@ -87,7 +101,12 @@ try {
   await waitFor(async () => {
     // With RECONCILE=off nothing else moves the pools, so the setup ticks by hand.
     if (process.env.RECONCILE === "off") await tick(host.deps, { periodMs: 0, jitter: 0, concurrency: 4 });
-    return (await idleCount("lat")) === LATENCY * 2 && (await idleCount("burst")) === BURST;
+    return (
+      (await idleCount("lat")) === LATENCY * 2 &&
+      (await idleCount("burst")) === BURST &&
+      (await idleCount("ttr0")) === ttr &&
+      (await idleCount("ttr300")) === ttr
+    );
   }, 300_000);
   await host.runner.idle();
 
@@ -119,6 +138,19 @@ try {
     const r = await api({ pool: "bench/lat" });
     if (r.status !== 201) throw new Error(`claim ${i}: ${r.status} ${r.body}`);
     claimTimes.push(performance.now() - t);
+  }
+
+  // Time to Running: create with `wait` (201 once Running), kwok pull delay 0 and 300 ms; what is
+  // above the delay is the control plane's (claim, kwok's status write, the audit-driven
+  // complete-starting, the watch that answers the waiter).
+  const ttrTimes: Record<string, number[]> = { ttr0: [], ttr300: [] };
+  for (const p of ttr > 0 ? (["ttr0", "ttr300"] as const) : []) {
+    for (let i = 0; i < ttr; i++) {
+      const t = performance.now();
+      const r = await api({ pool: `bench/${p}`, wait: true, startupTimeout: 30 });
+      if (r.status !== 201) throw new Error(`time to running ${p} ${i}: ${r.status} ${r.body}`);
+      ttrTimes[p]?.push(performance.now() - t);
+    }
   }
 
   // Raw PATCH throughput: BURST concurrent merge-patches of distinct pods' annotations.
@@ -165,6 +197,20 @@ try {
     `| POST /v1/sandboxes → 201 | ${pct(claimTimes, 50).toFixed(1)} ms | ${pct(claimTimes, 99).toFixed(1)} ms | ${Math.max(...claimTimes).toFixed(1)} ms |`,
   );
   console.log(`\np50 ratio claim / bare PATCH: ${(pct(claimTimes, 50) / pct(patchTimes, 50)).toFixed(2)}\n`);
+  if (ttr > 0) {
+    console.log("| create with wait → Running | n | p50 | p99 | p50 above the pull delay |");
+    console.log("| --- | --- | --- | --- | --- |");
+    for (const [p, delay] of [
+      ["ttr0", 0],
+      ["ttr300", 300],
+    ] as const) {
+      const xs = ttrTimes[p] ?? [];
+      console.log(
+        `| pull delay ${delay} ms | ${xs.length} | ${pct(xs, 50).toFixed(1)} ms | ${pct(xs, 99).toFixed(1)} ms | ${(pct(xs, 50) - delay).toFixed(1)} ms |`,
+      );
+    }
+    console.log("");
+  }
   console.log(
     "| burst | requests | created | 503 | double claims | wall time | per second | claim patches per claim |",
   );
