@@ -153,4 +153,44 @@ describe("E2B-compatible API", () => {
     expect(JSON.parse((await e2b("GET", "/v2/sandboxes?state=paused", aliceKey)).body)).toEqual([]);
     expect((await e2b("GET", "/v2/sandboxes?limit=0", aliceKey)).status).toBe(400);
   });
+
+  it("answers fuzzed bodies and parameters with a 4xx in E2B's shape, never a 5xx", async () => {
+    const bodies: unknown[] = [
+      "",
+      "null",
+      "[]",
+      "{",
+      { templateID: 7 },
+      { templateID: "" },
+      { templateID: "UPPER case" },
+      { templateID: "a/b/c" },
+      { templateID: template, metadata: { k: 1 } },
+      { templateID: template, envVars: { "": "x" } },
+      { templateID: template, timeout: 1e12 },
+      { templateID: "x".repeat(70_000) },
+    ];
+    for (let i = 0; i < 30; i++) {
+      const random = randomBytes(48).toString("latin1");
+      bodies.push(random, { templateID: random, metadata: { [random.slice(0, 8)]: random } });
+    }
+    const calls: [string, string][] = [
+      ["POST", "/v2/sandboxes"],
+      ["POST", "/sandboxes/sbx-fuzz/timeout"],
+      ["POST", "/sandboxes/sbx-fuzz/refreshes"],
+      ["POST", "/v2/sandboxes/sbx-fuzz/connect"],
+    ];
+    for (const [method, path] of calls) {
+      for (const body of bodies) {
+        const res = await e2b(method, path, aliceKey, body);
+        const what = `${method} ${path} ${JSON.stringify(body).slice(0, 60)} → ${res.status} ${res.body.slice(0, 120)}`;
+        expect(res.status, what).toBeGreaterThanOrEqual(400);
+        expect(res.status, what).toBeLessThan(500);
+        expect(JSON.parse(res.body).code, what).toBe(res.status);
+      }
+    }
+    for (const q of ["?limit=abc", "?state=sleeping", "?startedAfter=yesterday", "?order=up"]) {
+      expect((await e2b("GET", `/v2/sandboxes${q}`, aliceKey)).status).toBe(400);
+    }
+    expect((await e2b("GET", `/sandboxes/${encodeURIComponent("a b,c=d")}`, aliceKey)).status).toBe(404);
+  });
 });
