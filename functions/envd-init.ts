@@ -27,7 +27,11 @@ export async function envdInit(
     const plain = await unseal(deps.keys, id, hook.sealedEnvVars);
     if (plain === undefined)
       return { ok: false, error: "the sealed env vars cannot be opened (sealing key changed?)" };
-    envVars = JSON.parse(plain) as Record<string, string>;
+    try {
+      envVars = JSON.parse(plain) as Record<string, string>;
+    } catch {
+      return { ok: false, error: "the sealed env vars are not JSON" };
+    }
   }
   const accessToken = await envdAccessToken(deps.keys, id);
   const host = ip.includes(":") ? `[${ip}]` : ip;

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import type { ApiDeps } from "../functions/api/deps.ts";
 import { listSandboxes } from "../functions/api/list-sandboxes.ts";
 import { parseWith } from "../lib/api/parse.ts";
+import { issueText, keepListed } from "../lib/e2b/requests.ts";
 import { ListSandboxesV2Query, metadataQuery } from "../lib/e2b/schemas.ts";
 import { type E2bListed, type E2bSettings, e2bListed, isE2bVisible, templateIdOf } from "../lib/e2b/views.ts";
 import type { E2bEnv } from "./e2b.ts";
@@ -32,7 +33,7 @@ export function e2bListRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv
 
   app.get("/v2/sandboxes", async (c) => {
     const q = parseWith(ListSandboxesV2Query, c.req.query());
-    if (!q.ok) return fail(c, 400, q.issues.map((i) => `${i.path}: ${i.message}`).join("; "));
+    if (!q.ok) return fail(c, 400, issueText(q.issues));
     const metadata = readMetadata(q.value.metadata);
     if (!metadata) return fail(c, 400, "metadata: must be a URL-encoded query string (k=v&k2=v2)");
     if (q.value.state && !q.value.state.includes("running")) return c.json([]);
@@ -49,10 +50,8 @@ export function e2bListRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv
       const pods = new Map(page.pods.map((p) => [p.metadata?.name ?? "", p]));
       for (const view of page.sandboxes) {
         const pod = pods.get(view.pod);
-        if (!pod || !isE2bVisible(view)) continue;
-        if (q.value.template && templateIdOf(pod, view) !== q.value.template) continue;
-        if (q.value.startedAfter && (view.claimedAt ?? "") < q.value.startedAfter) continue;
-        listed.push(e2bListed(pod, view, settings));
+        if (pod && keepListed(view, templateIdOf(pod, view), q.value, isE2bVisible(view)))
+          listed.push(e2bListed(pod, view, settings));
       }
       next = page.continue;
       if (!next) break;

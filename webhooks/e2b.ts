@@ -9,6 +9,7 @@ import { findSandbox } from "../functions/api/find-sandbox.ts";
 import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
 import { parseWith } from "../lib/api/parse.ts";
+import { issueText, nativeCreate } from "../lib/e2b/requests.ts";
 import {
   ConnectSandbox,
   ConnectSandboxV2,
@@ -25,10 +26,9 @@ import {
   TEMPLATE_ID_ANNOTATION,
 } from "../lib/e2b/views.ts";
 import { bearerOrApiKey, type Tenant } from "../lib/sandboxes/api-keys.ts";
-import { CreateSandboxRequest } from "../lib/sandboxes/schemas.ts";
 import { envdAccessToken } from "../lib/sandboxes/sealing.ts";
 import type { TimeoutChange } from "../lib/sandboxes/timeouts.ts";
-import { sandboxView } from "../lib/sandboxes/view.ts";
+import { sandboxView, whyNotRunning } from "../lib/sandboxes/view.ts";
 import { waitSeconds } from "../lib/sandboxes/wait-seconds.ts";
 import { fail } from "./e2b-fail.ts";
 import { e2bListRoutes } from "./e2b-list.ts";
@@ -53,7 +53,7 @@ async function parseBody<T>(c: C, schema: Parameters<typeof parseWith>[0]): Prom
   if (!body.ok) return fail(c, 400, "the body is not valid JSON");
   const parsed = parseWith(schema, body.value);
   if (parsed.ok) return parsed.value as T;
-  return fail(c, 400, parsed.issues.map((i) => `${i.path || "body"}: ${i.message}`).join("; "));
+  return fail(c, 400, issueText(parsed.issues));
 }
 
 /**
@@ -100,21 +100,8 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
   const create = (schema: typeof NewSandboxV2) => async (c: C) => {
     const req = await parseBody<v2Body>(c, schema);
     if (req instanceof Response) return req;
-    const target = req.templateID.includes("/") ? { pool: req.templateID } : { template: req.templateID };
-    const native = parseWith(CreateSandboxRequest, {
-      ...target,
-      timeout: req.timeout,
-      ...(req.metadata ? { metadata: req.metadata } : {}),
-      ...(req.envVars ? { envVars: req.envVars } : {}),
-    });
-    if (!native.ok)
-      return fail(
-        c,
-        400,
-        native.issues
-          .map((i) => `${i.path.replace(/^(pool|template)\b/, "templateID")}: ${i.message}`)
-          .join("; "),
-      );
+    const native = nativeCreate(req);
+    if (!native.ok) return fail(c, 400, native.message);
     const outcome = await createSandbox(deps, c.get("tenant"), native.value, {
       envdInit: true,
       annotations: { [TEMPLATE_ID_ANNOTATION]: req.templateID },
@@ -135,8 +122,7 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
     const view = waited.pod && sandboxView(waited.pod, deps.now());
     if (waited.ok && waited.pod && view)
       return c.json(e2bSandbox(waited.pod, view, settings, await token(view.sandboxId)), 201);
-    const why = view?.failure ?? view?.detail;
-    const detail = why ? `: ${why.reason}${why.message ? `: ${why.message}` : ""}` : "";
+    const detail = whyNotRunning(view);
     if (!waited.ok && waited.reason === "timeout")
       return fail(c, 504, `sandbox ${outcome.sandbox.sandboxId} did not start within ${seconds} s${detail}`);
     return fail(c, 500, `sandbox ${outcome.sandbox.sandboxId} failed to start${detail}`);
@@ -157,30 +143,25 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
   });
 
   /** retime applies a lifetime change to a visible sandbox; undefined when there is none. */
-  const retime = async (c: C, change: TimeoutChange) => {
-    const id = c.req.param("id") ?? "";
-    if (!(await find(c, id))) return undefined;
-    const view = await setSandboxTimeouts(deps, c.get("tenant"), id, change);
-    return view && isE2bVisible(view) ? view : undefined;
-  };
+  const retime = (c: C, change: TimeoutChange) =>
+    setSandboxTimeouts(deps, c.get("tenant"), c.req.param("id") ?? "", change, isE2bVisible);
   app.post("/sandboxes/:id/timeout", async (c) => {
     const req = await parseBody<{ timeout: number }>(c, SandboxTimeoutRequest);
     if (req instanceof Response) return req;
-    const view = await retime(c, { lifetime: { seconds: req.timeout, mode: "set" } });
-    return view ? c.body(null, 204) : notFound(c, c.req.param("id"));
+    const changed = await retime(c, { lifetime: { seconds: req.timeout, mode: "set" } });
+    return changed ? c.body(null, 204) : notFound(c, c.req.param("id"));
   });
   app.post("/sandboxes/:id/refreshes", async (c) => {
     const req = await parseBody<{ duration: number }>(c, SandboxRefreshRequest);
     if (req instanceof Response) return req;
-    const view = await retime(c, { lifetime: { seconds: req.duration, mode: "extend" } });
-    return view ? c.body(null, 204) : notFound(c, c.req.param("id"));
+    const changed = await retime(c, { lifetime: { seconds: req.duration, mode: "extend" } });
+    return changed ? c.body(null, 204) : notFound(c, c.req.param("id"));
   });
 
   const connect = (schema: typeof ConnectSandbox | typeof ConnectSandboxV2) => async (c: C) => {
     const req = await parseBody<{ timeout: number }>(c, schema);
     if (req instanceof Response) return req;
-    const view = await retime(c, { lifetime: { seconds: req.timeout, mode: "extend" } });
-    const found = view && (await find(c, view.sandboxId));
+    const found = await retime(c, { lifetime: { seconds: req.timeout, mode: "extend" } });
     if (!found) return notFound(c, c.req.param("id") ?? "");
     return c.json(e2bSandbox(found.pod, found.view, settings, await token(found.view.sandboxId)), 200);
   };

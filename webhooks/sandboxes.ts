@@ -22,7 +22,12 @@ import {
   ListSandboxesQuery,
   TimeoutRequest,
 } from "../lib/sandboxes/schemas.ts";
-import { isMetadataFilterError, parseMetadataFilter, sandboxView } from "../lib/sandboxes/view.ts";
+import {
+  isMetadataFilterError,
+  parseMetadataFilter,
+  sandboxView,
+  whyNotRunning,
+} from "../lib/sandboxes/view.ts";
 import { waitSeconds } from "../lib/sandboxes/wait-seconds.ts";
 
 type Env = { Variables: { tenant: Tenant } };
@@ -96,8 +101,7 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
       const view = waited.pod ? sandboxView(waited.pod, deps.now()) : undefined;
       if (waited.ok && view) return c.json(view, 201);
       const why = waited.ok ? "ended" : waited.reason;
-      const cause = view?.failure ?? view?.detail;
-      const because = cause ? `: ${cause.reason}${cause.message ? `: ${cause.message}` : ""}` : "";
+      const because = whyNotRunning(view);
       return send(
         c,
         notRunning(
@@ -149,11 +153,11 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
     const req = parseWith(TimeoutRequest, body.value);
     if (!req.ok) return send(c, invalid("timeout request", req.issues));
     const { timeout, idleTimeout } = req.value;
-    const view = await setSandboxTimeouts(deps, c.get("tenant"), c.req.param("id"), {
+    const changed = await setSandboxTimeouts(deps, c.get("tenant"), c.req.param("id"), {
       ...(idleTimeout !== undefined ? { idleTimeout } : {}),
       ...(timeout !== undefined ? { lifetime: { seconds: timeout, mode: "set" as const } } : {}),
     });
-    return view ? c.json(view) : send(c, notFound(`no sandbox "${c.req.param("id")}"`));
+    return changed ? c.json(changed.view) : send(c, notFound(`no sandbox "${c.req.param("id")}"`));
   });
 
   app.post("/activity", async (c) => {

@@ -1,3 +1,4 @@
+import type { V1Pod } from "@kubernetes/client-node";
 import { isConflict } from "../../lib/kube/errors.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
 import { type TimeoutChange, timeoutPatch } from "../../lib/sandboxes/timeouts.ts";
@@ -8,26 +9,31 @@ import { findSandbox } from "./find-sandbox.ts";
 /**
  * setSandboxTimeouts moves a sandbox's idle timeout and/or lifetime (see timeoutPatch) with a
  * patch that tests the pod's resourceVersion and sandbox id, re-reading on a lost race. It answers
- * the sandbox as it stands after the change, or undefined when the tenant has no such sandbox.
+ * the sandbox (pod and view) as it stands after the change, or undefined when the tenant has no
+ * such sandbox, or none that `accept`s (then nothing is written: E2B does not retime a sandbox
+ * that is already stopping).
  */
 export async function setSandboxTimeouts(
   deps: ApiDeps,
   tenant: Tenant,
   id: string,
   change: TimeoutChange,
-): Promise<SandboxView | undefined> {
+  accept: (view: SandboxView) => boolean = () => true,
+): Promise<{ pod: V1Pod; view: SandboxView } | undefined> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const pod = await findSandbox(deps, tenant, id);
-    if (!pod) return undefined;
+    const view = pod && sandboxView(pod, deps.now());
+    if (!pod || !view || !accept(view)) return undefined;
     const patch = timeoutPatch(pod, id, change, deps.now());
-    if (patch.length === 0) return sandboxView(pod, deps.now());
+    if (patch.length === 0) return { pod, view };
     try {
       const patched = await deps.kube.patchPod(
         pod.metadata?.namespace ?? "",
         pod.metadata?.name ?? "",
         patch,
       );
-      return sandboxView(patched, deps.now());
+      const after = sandboxView(patched, deps.now());
+      return after ? { pod: patched, view: after } : undefined;
     } catch (e) {
       if (!isConflict(e)) throw e;
     }

@@ -203,3 +203,12 @@ export function isMetadataFilterError(
 ): result is { error: string } {
   return filterErrors.has(result);
 }
+
+/**
+ * whyNotRunning explains a sandbox that did not come up, for an error message: why it ended (the
+ * failure annotations) or what it is stuck on (the detail), as ": Reason: message", else "".
+ */
+export function whyNotRunning(view: SandboxView | undefined): string {
+  const cause = view?.failure ?? view?.detail;
+  return cause ? `: ${cause.reason}${cause.message ? `: ${cause.message}` : ""}` : "";
+}

@@ -1,6 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { parseWith } from "../../lib/api/parse.ts";
+import { keepListed, nativeCreate } from "../../lib/e2b/requests.ts";
 import {
   ConnectSandboxV2,
   ListSandboxesV2Query,
@@ -10,7 +11,7 @@ import {
 } from "../../lib/e2b/schemas.ts";
 import { e2bListed, e2bSandbox, isE2bVisible } from "../../lib/e2b/views.ts";
 import { envdAccessToken, importSealKeys, seal, unseal } from "../../lib/sandboxes/sealing.ts";
-import { sandboxView } from "../../lib/sandboxes/view.ts";
+import { type SandboxView, sandboxView, whyNotRunning } from "../../lib/sandboxes/view.ts";
 
 // E2B's request shapes and views, and the sealing of per-claim secrets, on plain data.
 
@@ -142,5 +143,40 @@ describe("E2B views", () => {
     if (stopping.metadata?.labels) stopping.metadata.labels["agentbox.navix.sh/sandbox-phase"] = "stopping";
     const v = sandboxView(stopping, new Date());
     expect(v && isE2bVisible(v)).toBe(false);
+  });
+});
+
+describe("E2B to native requests", () => {
+  it("maps templateID to a template, or to a pool when it has a slash; timeout is the lifetime", () => {
+    expect(nativeCreate({ templateID: "base", timeout: 300, envVars: { A: "1" } })).toEqual({
+      ok: true,
+      value: { template: "base", timeout: 300, envVars: { A: "1" } },
+    });
+    expect(nativeCreate({ templateID: "team-a/python", timeout: 15 })).toMatchObject({
+      ok: true,
+      value: { pool: "team-a/python" },
+    });
+    expect(nativeCreate({ templateID: "Not A Name", timeout: 15 })).toEqual({
+      ok: false,
+      message: "templateID: must be the name of a SandboxTemplate (lowercase DNS subdomain)",
+    });
+  });
+
+  it("keeps listed sandboxes by visibility, template and start time", () => {
+    const view = { claimedAt: "2026-11-21T11:00:00Z" } as SandboxView;
+    expect(keepListed(view, "base", {}, true)).toBe(true);
+    expect(keepListed(view, "base", {}, false)).toBe(false);
+    expect(keepListed(view, "base", { template: "other" }, true)).toBe(false);
+    expect(keepListed(view, "base", { startedAfter: "2026-11-21T11:00:00.000+00:00" }, true)).toBe(true);
+    expect(keepListed(view, "base", { startedAfter: "2026-11-21T12:00:00+01:00" }, true)).toBe(true);
+    expect(keepListed(view, "base", { startedAfter: "2026-11-21T11:00:01Z" }, true)).toBe(false);
+  });
+
+  it("explains a sandbox that did not come up", () => {
+    expect(whyNotRunning(undefined)).toBe("");
+    const failed = { failure: { reason: "PostStartHookFailed", message: "500" } } as SandboxView;
+    expect(whyNotRunning(failed)).toBe(": PostStartHookFailed: 500");
+    const stuck = { detail: { reason: "ImagePullBackOff", message: "", lastUpdatedTime: "" } } as SandboxView;
+    expect(whyNotRunning(stuck)).toBe(": ImagePullBackOff");
   });
 });

@@ -1,0 +1,51 @@
+// How E2B's requests map onto the native ones: pure, so the routes only do I/O.
+import type { ApiIssue } from "../api/parse.ts";
+import { parseWith } from "../api/parse.ts";
+import { CreateSandboxRequest } from "../sandboxes/schemas.ts";
+import type { SandboxView } from "../sandboxes/view.ts";
+import type { NewSandbox } from "./schemas.ts";
+
+/** issueText joins validation issues into E2B's one-line message, `path: message; …`. */
+export function issueText(issues: readonly ApiIssue[], rename: (path: string) => string = (p) => p): string {
+  return issues.map((i) => `${rename(i.path) || "body"}: ${i.message}`).join("; ");
+}
+
+/**
+ * nativeCreate turns an E2B create into a /v1 create: a templateID with a "/" names a pool
+ * (namespace/name), else a SandboxTemplate; `timeout` is the lifetime. Validation issues name
+ * templateID where the native request would say pool or template.
+ */
+export function nativeCreate(
+  req: NewSandbox,
+): { ok: true; value: CreateSandboxRequest } | { ok: false; message: string } {
+  const target = req.templateID.includes("/") ? { pool: req.templateID } : { template: req.templateID };
+  const native = parseWith(CreateSandboxRequest, {
+    ...target,
+    timeout: req.timeout,
+    ...(req.metadata ? { metadata: req.metadata } : {}),
+    ...(req.envVars ? { envVars: req.envVars } : {}),
+  });
+  if (native.ok) return native;
+  return {
+    ok: false,
+    message: issueText(native.issues, (p) => p.replace(/^(pool|template)\b/, "templateID")),
+  };
+}
+
+/** ListFilter is what E2B's list filters keep beyond the apiserver's selectors. */
+export interface ListFilter {
+  template?: string;
+  startedAfter?: string;
+}
+
+/** keepListed: an E2B list shows a sandbox when it is visible and matches the template and start filters. */
+export function keepListed(
+  view: SandboxView,
+  templateId: string,
+  filter: ListFilter,
+  visible: boolean,
+): boolean {
+  if (!visible) return false;
+  if (filter.template && templateId !== filter.template) return false;
+  return !filter.startedAfter || Date.parse(view.claimedAt ?? "") >= Date.parse(filter.startedAfter);
+}
