@@ -1,24 +1,145 @@
-// The Cloudflare Worker host: the same hono app as the Node host. Issue #5 adds the scheduled
-// ticks, the API-server transport for workerd and the tests inside workerd.
-import { consoleLog } from "../../lib/log.ts";
+// The Cloudflare Worker host: the same hono app and the same steps as the Node host, with the
+// apiserver reached over fetch (a tunnel, or an mTLS binding) and history in D1. `fetch` serves
+// the API, the admission and audit webhooks and the manual triggers; an audit batch's reconciles
+// run after the answer (waitUntil). `scheduled` (cron, per minute) runs the tick.
+import type { ApiDeps } from "../../functions/api/deps.ts";
+import { PendingGauge } from "../../functions/api/pending-gauge.ts";
+import type { StepDeps } from "../../functions/deps.ts";
+import { reconcilePod } from "../../functions/reconcile-pod.ts";
+import { RECONCILE, reconcilePool, STEPS } from "../../functions/reconcile-pool.ts";
+import { tick } from "../../functions/tick.ts";
+import { KubeClient } from "../../lib/kube/client.ts";
+import { fetchKubeTransport, fetchKubeWatch } from "../../lib/kube/fetch-transport.ts";
+import { consoleLog, type Log } from "../../lib/log.ts";
+import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
+import { importSealKeys, type SealKeys } from "../../lib/sandboxes/sealing.ts";
+import { auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
 import { createApp } from "../app.ts";
+import { readWorkerEnv, type WorkerConfig } from "./config.ts";
+import { D1HistoryStore, type D1Like } from "./d1-history.ts";
 
-export interface Env {
-  /** Bearer token the apiserver presents to the admission and audit endpoints (a secret). */
-  CALLBACK_TOKEN: string;
+/** WorkerContext is the part of the Workers ExecutionContext the host uses. */
+interface WorkerContext {
+  waitUntil(promise: Promise<unknown>): void;
 }
 
+/** sealKeys derives the sealing keys once per isolate and secret (derivation, not state). */
+let sealed: { secret: string; keys: Promise<SealKeys> } | undefined;
+function sealKeys(secret: string): Promise<SealKeys> {
+  if (sealed?.secret !== secret) sealed = { secret, keys: importSealKeys(secret) };
+  return sealed.keys;
+}
+
+/** workerDeps builds the steps' and the API's dependencies from the validated configuration. */
+async function workerDeps(config: WorkerConfig, env: Record<string, unknown>, log: Log): Promise<ApiDeps> {
+  const kube = {
+    server: config.KUBE_API_URL,
+    token: config.KUBE_TOKEN,
+    fetch: (i: RequestInfo | URL, r?: RequestInit) => fetch(i, r),
+  };
+  const deps: StepDeps = {
+    kube: new KubeClient(fetchKubeTransport(kube)),
+    history: new D1HistoryStore(env.HISTORY as D1Like),
+    now: () => new Date(),
+    log,
+    digests: referenceDigestResolver,
+    reporter: { controller: "agents.navix.sh/agentbox-functions", instance: "cloudflare-worker" },
+    ...(config.SEALING_KEY
+      ? {
+          postStart: {
+            keys: await sealKeys(config.SEALING_KEY),
+            fetch: (i: RequestInfo | URL, r?: RequestInit) => fetch(i, r),
+            retryDelaysMs: [250, 1000],
+            attemptTimeoutMs: 2000,
+            deadlineSeconds: 60,
+          },
+        }
+      : {}),
+  };
+  return {
+    ...deps,
+    apiKeys: { namespace: "agentbox-system", name: "agentbox-api-keys" },
+    random: Math.random,
+    pending: new PendingGauge(deps, deps.reporter.instance),
+    ...(config.ENVD_PORT ? { envdPort: config.ENVD_PORT } : {}),
+    watch: fetchKubeWatch(kube),
+  };
+}
+
+const misconfigured = (errors: string[]) =>
+  Response.json(
+    { error: { code: "Misconfigured", message: "the Worker is misconfigured", fields: errors } },
+    { status: 500 },
+  );
+
 export default {
-  fetch(request: Request, env: Env): Response | Promise<Response> {
-    if (!env.CALLBACK_TOKEN) {
-      return Response.json(
-        { error: { code: "Misconfigured", message: "the CALLBACK_TOKEN secret is not set" } },
-        { status: 500 },
-      );
+  async fetch(request: Request, env: Record<string, unknown>, ctx: WorkerContext): Promise<Response> {
+    const log = consoleLog({ host: "worker" });
+    const config = readWorkerEnv(env);
+    if (!config.ok) {
+      log.error({ errors: config.errors }, "misconfigured");
+      return misconfigured(config.errors);
     }
-    return createApp({ callbackToken: env.CALLBACK_TOKEN, logger: consoleLog({ host: "worker" }) }).fetch(
-      request,
-      env,
-    );
+    const api = await workerDeps(config.value, env, log);
+    const app = createApp({
+      callbackToken: config.value.CALLBACK_TOKEN,
+      adminToken: config.value.ADMIN_TOKEN,
+      logger: log,
+      api,
+      onAuditEvents: (list) => {
+        // After the 200: each written pod's own steps, then each touched pool once.
+        const pods = auditPodTargets(list.items).map((key) => {
+          const [ns = "", pool = "", pod = ""] = key.split("/");
+          return reconcilePod(api, ns, pool, pod);
+        });
+        const pools = auditTargets(list.items).map((key) => {
+          const [ns = "", name = ""] = key.split("/");
+          return reconcilePool(api, ns, name);
+        });
+        ctx.waitUntil(
+          Promise.allSettled([...pods, ...pools]).then((runs) => {
+            const failed = runs.filter((r) => r.status === "rejected");
+            if (failed.length)
+              log.error({ failed: failed.map((r) => String(r.reason)) }, "audit-triggered runs failed");
+          }),
+        );
+      },
+      functions: {
+        steps: [RECONCILE, ...STEPS.map((s) => s.name)],
+        run: (step, namespace, pool) => reconcilePool(api, namespace, pool, step),
+      },
+    });
+    return app.fetch(request, env, ctx as never);
+  },
+
+  /**
+   * scheduled runs TICK_PASSES passes over every pool, TICK_SPACING_SECONDS apart (Workers cron
+   * fires at most once a minute; 5 passes 10 s apart keep the Node host's 10 s safety net). A pass
+   * that fails logs one error line and fails the invocation: never a silent success.
+   */
+  async scheduled(_event: unknown, env: Record<string, unknown>, _ctx: WorkerContext): Promise<void> {
+    const log = consoleLog({ host: "worker", trigger: "cron" });
+    const config = readWorkerEnv(env);
+    if (!config.ok) {
+      log.error({ errors: config.errors }, "tick failed: misconfigured");
+      throw new Error(`misconfigured: ${config.errors.join("; ")}`);
+    }
+    const deps = await workerDeps(config.value, env, log);
+    const spacingMs = config.value.TICK_SPACING_SECONDS * 1000;
+    for (let pass = 0; pass < config.value.TICK_PASSES; pass++) {
+      if (pass > 0) await new Promise((r) => setTimeout(r, spacingMs));
+      try {
+        const report = await tick(deps, {
+          periodMs: spacingMs,
+          jitter: 0,
+          concurrency: config.value.TICK_CONCURRENCY,
+        });
+        log.info({ pass, ...report }, "tick");
+        if (report.failed > 0) throw new Error(`${report.failed} of ${report.pools} pools failed`);
+      } catch (e) {
+        log.error({ pass, err: String(e) }, "tick failed");
+        throw e;
+      }
+    }
   },
 };

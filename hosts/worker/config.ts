@@ -1,0 +1,58 @@
+import * as v from "valibot";
+import { parseWith } from "../../lib/api/parse.ts";
+
+const Secret = (min: number) => v.pipe(v.string(), v.minLength(min, `must be at least ${min} characters`));
+const Count = (def: string, max: number) =>
+  v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^\d+$/, "must be a whole number"),
+      v.transform(Number),
+      v.minValue(1),
+      v.maxValue(max),
+    ),
+    def,
+  );
+
+/**
+ * WorkerEnv lists the Worker's configuration: vars in wrangler.toml, secrets set with `wrangler
+ * secret put`, and the D1 binding (checked apart: it is an object).
+ */
+const WorkerEnvSchema = v.object({
+  /** KUBE_API_URL: the apiserver through a tunnel with a publicly trusted certificate. */
+  KUBE_API_URL: v.pipe(v.string(), v.url("must be a URL, e.g. https://kube.example.com")),
+  KUBE_TOKEN: Secret(8),
+  CALLBACK_TOKEN: Secret(16),
+  ADMIN_TOKEN: Secret(16),
+  SEALING_KEY: v.optional(Secret(32)),
+  ENVD_PORT: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^\d+$/, "must be a port"),
+      v.transform(Number),
+      v.minValue(1),
+      v.maxValue(65535),
+    ),
+  ),
+  /** TICK_PASSES passes of every pool per cron invocation, TICK_SPACING_SECONDS apart. */
+  TICK_PASSES: Count("1", 12),
+  TICK_SPACING_SECONDS: Count("10", 60),
+  TICK_CONCURRENCY: Count("8", 64),
+});
+export type WorkerConfig = v.InferOutput<typeof WorkerEnvSchema>;
+
+/**
+ * readWorkerEnv validates the Worker's bindings and names every missing or bad one (never echoing
+ * a secret's value), so a misconfigured Worker answers a clear 500 and a failed tick log line.
+ */
+export function readWorkerEnv(
+  env: Record<string, unknown>,
+): { ok: true; value: WorkerConfig } | { ok: false; errors: string[] } {
+  const errors: string[] = [];
+  const history = env.HISTORY as { prepare?: unknown } | undefined;
+  if (!history || typeof history.prepare !== "function")
+    errors.push('HISTORY: a D1 database binding is required ([[d1_databases]] binding = "HISTORY")');
+  const parsed = parseWith(WorkerEnvSchema, env);
+  if (!parsed.ok) errors.push(...parsed.issues.map((i) => `${i.path}: ${i.message}`));
+  return errors.length || !parsed.ok ? { ok: false, errors } : { ok: true, value: parsed.value };
+}
