@@ -31,15 +31,21 @@ export async function readSnapshot(
 
 /**
  * readAllSnapshots reads every pool, every pool pod and (when some pool belongs to an Env) every
- * Env in at most three list requests, grouped per pool. A tick uses it instead of two reads per
+ * Env, of one namespace when given, else of the cluster, in at most three list requests, grouped
+ * per pool. A tick uses it instead of two reads per
  * pool: the apiserver filters label selectors by scanning, so one list of all sandbox pods costs
  * far less than a list per pool. The snapshot is as fresh as the tick, and every write still
  * carries its own precondition.
  */
-export async function readAllSnapshots(kube: KubeClient): Promise<Map<string, PoolSnapshot>> {
-  const pools = (await kube.listPools()).items;
-  const pods = (await kube.listPods(undefined, SANDBOX_POOL_LABEL)).items;
-  const envs = pools.some((p) => p.metadata?.labels?.[ENV_LABEL]) ? (await kube.listEnvs()).items : [];
+export async function readAllSnapshots(
+  kube: KubeClient,
+  namespace?: string,
+): Promise<Map<string, PoolSnapshot>> {
+  const pools = (await kube.listPools(namespace)).items;
+  const pods = (await kube.listPods(namespace, SANDBOX_POOL_LABEL)).items;
+  const envs = pools.some((p) => p.metadata?.labels?.[ENV_LABEL])
+    ? (await kube.listEnvs(namespace)).items
+    : [];
   const snapshots = new Map<string, PoolSnapshot>();
   for (const pool of pools)
     snapshots.set(`${pool.metadata?.namespace}/${pool.metadata?.name}`, { pool, pods: [] });

@@ -11,6 +11,8 @@ export interface TickOptions {
   concurrency: number;
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
+  /** namespace limits the tick to one namespace's pools (a namespace-scoped deployment). */
+  namespace?: string;
   /** run replaces reconcilePool (the Node host routes it through its PoolRunner). */
   run?: (namespace: string, name: string, snapshot: PoolSnapshot) => Promise<PoolReport | undefined>;
 }
@@ -40,7 +42,7 @@ export async function tick(deps: StepDeps, opts: TickOptions): Promise<TickRepor
     opts.run ??
     ((ns: string, name: string, snapshot: PoolSnapshot) =>
       reconcilePool(deps, ns, name, RECONCILE, snapshot));
-  const snapshots = await readAllSnapshots(deps.kube);
+  const snapshots = await readAllSnapshots(deps.kube, opts.namespace);
   const pools = [...snapshots.values()].map((s) => s.pool);
   const limit = pLimit(Math.max(1, opts.concurrency));
   let failed = 0;

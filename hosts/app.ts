@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ApiDeps } from "../functions/api/deps.ts";
 import type { E2bSettings } from "../lib/e2b/views.ts";
+import { ApiServerUnreachable } from "../lib/kube/errors.ts";
 import type { Log } from "../lib/log.ts";
 import { admissionRoutes } from "../webhooks/admission.ts";
 import { type AuditEventList, auditRoutes } from "../webhooks/audit.ts";
@@ -46,6 +47,10 @@ export function createApp(deps: AppDeps): Hono {
   app.onError((err, c) => {
     // Middleware such as bearer auth reject by throwing a response; pass it through.
     if (err instanceof HTTPException) return err.getResponse();
+    if (err instanceof ApiServerUnreachable) {
+      deps.logger.error({ err: err.message }, "API server unreachable");
+      return c.json({ error: { code: "Unavailable", message: err.message } }, 503);
+    }
     deps.logger.error({ err }, "unhandled error");
     return c.json({ error: { code: "Internal", message: "internal error" } }, 500);
   });

@@ -38,6 +38,10 @@ const WorkerEnvSchema = v.object({
   TICK_PASSES: Count("1", 12),
   TICK_SPACING_SECONDS: Count("10", 60),
   TICK_CONCURRENCY: Count("8", 64),
+  /** TICK_NAMESPACE limits the tick to one namespace (a namespace-scoped deployment). */
+  TICK_NAMESPACE: v.optional(
+    v.pipe(v.string(), v.regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a namespace name")),
+  ),
 });
 export type WorkerConfig = v.InferOutput<typeof WorkerEnvSchema>;
 
@@ -52,6 +56,20 @@ export function readWorkerEnv(
   const history = env.HISTORY as { prepare?: unknown } | undefined;
   if (!history || typeof history.prepare !== "function")
     errors.push('HISTORY: a D1 database binding is required ([[d1_databases]] binding = "HISTORY")');
+  const required = {
+    KUBE_API_URL: "var",
+    KUBE_TOKEN: "secret",
+    CALLBACK_TOKEN: "secret",
+    ADMIN_TOKEN: "secret",
+  };
+  for (const [name, kind] of Object.entries(required))
+    if (env[name] === undefined || env[name] === "")
+      errors.push(
+        kind === "secret"
+          ? `${name}: is required (a secret: npx wrangler secret put ${name})`
+          : `${name}: is required (a var in wrangler.toml)`,
+      );
+  if (errors.length) return { ok: false, errors };
   const parsed = parseWith(WorkerEnvSchema, env);
   if (!parsed.ok) errors.push(...parsed.issues.map((i) => `${i.path}: ${i.message}`));
   return errors.length || !parsed.ok ? { ok: false, errors } : { ok: true, value: parsed.value };

@@ -192,8 +192,10 @@ export class KubeClient {
   }
 
   /** listEnvs lists SandboxEnvs in all namespaces. */
-  listEnvs(): Promise<ObjectList<SandboxEnv>> {
-    return this.list(`${POOLS}/sandboxenvs`, {}, "list envs");
+  /** listEnvs lists SandboxEnvs in one namespace, or in all namespaces when namespace is undefined. */
+  listEnvs(namespace?: string): Promise<ObjectList<SandboxEnv>> {
+    const path = namespace ? `${POOLS}/namespaces/${enc(namespace)}/sandboxenvs` : `${POOLS}/sandboxenvs`;
+    return this.list(path, {}, "list envs");
   }
 
   getEnv(namespace: string, name: string): Promise<SandboxEnv> {

@@ -23,6 +23,17 @@ export class KubeError extends Error {
   }
 }
 
+/**
+ * ApiServerUnreachable is a request that never got an answer (network error, timeout): the host
+ * answers 503 and a tick fails loudly, rather than either looking like an empty cluster.
+ */
+export class ApiServerUnreachable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ApiServerUnreachable";
+  }
+}
+
 /** kubeErrorFrom builds a KubeError from a non-2xx response body (a metav1.Status, usually). */
 export function kubeErrorFrom(status: number, body: string, what: string): KubeError {
   let reason =

@@ -2,6 +2,7 @@
 // has no custom CAs or client certificates, so the apiserver is reached through a tunnel with a
 // publicly trusted certificate, or an mTLS certificate binding whose fetcher is passed in).
 // Runtime-neutral: fetch, URL, TextDecoder only.
+import { ApiServerUnreachable } from "./errors.ts";
 import type { KubeRequest, KubeTransport, KubeWatchTransport, WatchEvent } from "./transport.ts";
 
 /** FetchKubeOptions say where the apiserver is and how to reach it. */
@@ -40,7 +41,8 @@ function init(opts: FetchKubeOptions, req: KubeRequest, signal: AbortSignal): Re
 /**
  * fetchKubeTransport sends each request with fetch; statuses and bodies come back as they are,
  * so KubeClient maps 404, 409 and 422 to the same typed errors as in the Node host. A network
- * failure or timeout rejects with a message naming the server, never the token.
+ * failure, a timeout, or a 5xx that is not the apiserver's own (a tunnel or proxy answering for
+ * it) rejects with ApiServerUnreachable, naming the server, never the token.
  */
 export function fetchKubeTransport(opts: FetchKubeOptions): KubeTransport {
   return async (req) => {
@@ -50,10 +52,24 @@ export function fetchKubeTransport(opts: FetchKubeOptions): KubeTransport {
       res = await opts.fetch(requestUrl(opts.server, req), init(opts, req, signal));
     } catch (e) {
       const why = signal.aborted ? "timed out" : (e as Error).message;
-      throw new Error(`cannot reach the API server at ${new URL(opts.server).host}: ${why}`);
+      throw new ApiServerUnreachable(`cannot reach the API server at ${new URL(opts.server).host}: ${why}`);
     }
-    return { status: res.status, body: await res.text() };
+    const body = await res.text();
+    if (res.status >= 500 && !isKubeStatus(body))
+      throw new ApiServerUnreachable(
+        `the API server at ${new URL(opts.server).host} answered ${res.status} without a Kubernetes status (is the tunnel up?)`,
+      );
+    return { status: res.status, body };
   };
+}
+
+/** isKubeStatus: the body is a metav1.Status, i.e. the apiserver itself answered. */
+function isKubeStatus(body: string): boolean {
+  try {
+    return (JSON.parse(body) as { kind?: unknown }).kind === "Status";
+  } catch {
+    return false;
+  }
 }
 
 /**

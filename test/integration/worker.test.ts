@@ -1,0 +1,175 @@
+import type { Miniflare } from "miniflare";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApiKey } from "../../functions/api/create-api-key.ts";
+import { kube, newNamespace, until } from "./support/kube.ts";
+import { isReady, POOLS, phaseOf, poolObject, testDeps } from "./support/steps.ts";
+import { buildWorker, cron, DOWN_HOST, dispatch, startWorker } from "./support/worker.ts";
+
+// The Worker host (hosts/worker/index.ts) bundled by wrangler and run in workerd (Miniflare),
+// against the real local control plane: its outbound requests to the apiserver go through a
+// stand-in for the tunnel, its history is Miniflare's D1 (real SQLite). Its tick is scoped to this
+// file's namespace (TICK_NAMESPACE), so it never touches other files' pools.
+
+const { core, custom, cluster } = kube();
+const deps = testDeps();
+const keys = { namespace: "agentbox-system", name: "agentbox-api-keys" };
+let script: string;
+let ns: string;
+let mf: Miniflare;
+let apiKey: string;
+const cleanups: (() => Promise<void>)[] = [];
+
+const call = (
+  path: string,
+  init: { method?: string; body?: string; key?: string; headers?: Record<string, string> } = {},
+) =>
+  dispatch(mf, path, {
+    ...(init.method ? { method: init.method } : {}),
+    ...(init.body ? { body: init.body } : {}),
+    headers: {
+      "content-type": "application/json",
+      ...(init.key ? { "x-api-key": init.key } : {}),
+      ...init.headers,
+    },
+  });
+const tickOnce = () => cron(mf);
+const pods = async () =>
+  (await core.listNamespacedPod({ namespace: ns, labelSelector: "agentbox.navix.sh/sandbox-pool=w" })).items;
+
+/** tickUntil runs the Worker's cron handler until check holds (the tick is the Worker's reconcile). */
+async function tickUntil<T>(what: string, check: () => Promise<T | undefined | false>): Promise<T> {
+  return until(what, 60_000, async () => {
+    const result = await tickOnce();
+    expect(result.outcome).toBe("ok");
+    return check();
+  });
+}
+
+beforeAll(async () => {
+  script = await buildWorker();
+  const created = await newNamespace(core, "worker");
+  ns = created.ns;
+  cleanups.push(created.cleanup);
+  mf = startWorker(script, cluster, { TICK_NAMESPACE: ns });
+  cleanups.push(() => mf.dispose());
+  await core.createNamespace({ body: { metadata: { name: keys.namespace } } }).catch(() => {});
+  apiKey = await createApiKey(
+    { kube: deps.kube, apiKeys: keys, now: () => new Date() },
+    { team: "edge", user: "worker" },
+  );
+}, 180_000);
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c().catch(() => {});
+  deps.history.close();
+});
+
+describe("the Worker in workerd", () => {
+  it("a scheduled invocation reconciles a pool on the real control plane", async () => {
+    await custom.createNamespacedCustomObject({ ...POOLS, namespace: ns, body: poolObject(ns, "w", 2) });
+    const ready = await tickUntil("2 idle, ready pods and a Ready status", async () => {
+      const ps = await pods();
+      const pool = (await custom.getNamespacedCustomObject({ ...POOLS, namespace: ns, name: "w" })) as {
+        status?: { idleReplicas?: number };
+      };
+      return ps.length === 2 &&
+        ps.every((p) => phaseOf(p) === "idle" && isReady(p)) &&
+        pool.status?.idleReplicas === 2
+        ? ps
+        : undefined;
+    });
+    expect(ready.map((p) => p.metadata?.name).sort()).toEqual(["w-0", "w-1"]);
+  });
+
+  it("serves the admission and audit webhooks, authenticated by the callback token", async () => {
+    const review = {
+      apiVersion: "admission.k8s.io/v1",
+      kind: "AdmissionReview",
+      request: {
+        uid: "u-w",
+        kind: { group: "agents.navix.sh", version: "v1alpha1", kind: "SandboxPool" },
+        operation: "CREATE",
+        object: poolObject(ns, "bad", -1),
+      },
+    };
+    const denied = await call("/admission/validate", {
+      method: "POST",
+      body: JSON.stringify(review),
+      headers: { authorization: `Bearer ${cluster.callbackToken}` },
+    });
+    expect(denied.status).toBe(200);
+    const answer = (await denied.json()) as { response: { allowed: boolean; status?: { message?: string } } };
+    expect(answer.response.allowed).toBe(false);
+    expect(answer.response.status?.message).toContain("spec.replicas");
+    expect((await call("/admission/validate", { method: "POST", body: JSON.stringify(review) })).status).toBe(
+      401,
+    );
+    const audit = await call("/audit", {
+      method: "POST",
+      body: JSON.stringify({ apiVersion: "audit.k8s.io/v1", kind: "EventList", items: [] }),
+      headers: { authorization: `Bearer ${cluster.callbackToken}` },
+    });
+    expect(audit.status).toBe(200);
+  });
+
+  it("claims and releases a sandbox through the API, and the record lands in D1", async () => {
+    const created = await call("/v1/sandboxes", {
+      method: "POST",
+      key: apiKey,
+      body: JSON.stringify({ pool: `${ns}/w` }),
+    });
+    expect(created.status).toBe(201);
+    const sbx = (await created.json()) as { sandboxId: string; phase: string };
+    expect(sbx.phase).toBe("starting");
+    await tickUntil("running", async () => {
+      const view = (await (await call(`/v1/sandboxes/${sbx.sandboxId}`, { key: apiKey })).json()) as {
+        phase?: string;
+      };
+      return view.phase === "running";
+    });
+    expect((await call(`/v1/sandboxes/${sbx.sandboxId}`, { method: "DELETE", key: apiKey })).status).toBe(
+      204,
+    );
+    await tickUntil("the pod idle again", async () => (await pods()).every((p) => phaseOf(p) === "idle"));
+    const history = (await (await call(`/v1/history?namespace=${ns}`, { key: apiKey })).json()) as {
+      records: { sandboxId: string; stopReason: string }[];
+    };
+    expect(history.records).toMatchObject([{ sandboxId: sbx.sandboxId, stopReason: "Released" }]);
+    const d1 = await mf.getD1Database("HISTORY");
+    const row = await d1
+      .prepare("SELECT stop_reason, team FROM sandbox_history WHERE sandbox_id = ?")
+      .bind(sbx.sandboxId)
+      .first();
+    expect(row).toEqual({ stop_reason: "Released", team: "edge" });
+  });
+
+  it("bad configuration gives a clear error and a failed tick, never a silent success", async () => {
+    const missing = startWorker(script, cluster, { KUBE_TOKEN: undefined, TICK_NAMESPACE: ns });
+    const unreachable = startWorker(script, cluster, {
+      KUBE_API_URL: `https://${DOWN_HOST}`,
+      TICK_NAMESPACE: ns,
+    });
+    try {
+      const res = await missing.dispatchFetch("https://worker.test/v1/sandboxes", {
+        headers: { "x-api-key": apiKey },
+      });
+      expect(res.status).toBe(500);
+      const body = (await res.json()) as { error: { code: string; fields: string[] } };
+      expect(body.error.code).toBe("Misconfigured");
+      expect(body.error.fields.join("\n")).toContain("KUBE_TOKEN");
+      expect(JSON.stringify(body)).not.toContain(cluster.callbackToken);
+      expect((await cron(missing)).outcome).not.toBe("ok");
+
+      const down = await unreachable.dispatchFetch("https://worker.test/v1/sandboxes", {
+        headers: { "x-api-key": apiKey },
+      });
+      expect(down.status).toBe(503);
+      expect(((await down.json()) as { error: { message: string } }).error.message).toContain(
+        `the API server at ${DOWN_HOST} answered 500 without a Kubernetes status`,
+      );
+      expect((await cron(unreachable)).outcome).not.toBe("ok");
+    } finally {
+      await missing.dispose();
+      await unreachable.dispose();
+    }
+  });
+});
