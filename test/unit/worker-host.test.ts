@@ -1,0 +1,157 @@
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { readWorkerEnv } from "../../hosts/worker/config.ts";
+import { SCHEMA } from "../../lib/history/sql.ts";
+import { ApiServerUnreachable } from "../../lib/kube/errors.ts";
+import { fetchKubeTransport, fetchKubeWatch, requestUrl } from "../../lib/kube/fetch-transport.ts";
+import type { WatchEvent } from "../../lib/kube/transport.ts";
+
+// The Worker's pieces that need no workerd: configuration, the fetch transport's edge cases (fed
+// by plain fetch functions), the D1 migration and the runtime-neutral rule for lib/functions/webhooks.
+
+const opts = (fetchFn: typeof fetch) => ({
+  server: "https://kube.example.com/",
+  token: "t0ken-secret",
+  fetch: fetchFn,
+});
+
+describe("fetch transport", () => {
+  it("joins server, path and defined query parameters", () => {
+    expect(
+      requestUrl("https://kube.example.com/", {
+        method: "GET",
+        path: "/api/v1/pods",
+        query: { labelSelector: "a=b", limit: undefined },
+      }),
+    ).toBe("https://kube.example.com/api/v1/pods?labelSelector=a%3Db");
+    expect(requestUrl("https://proxy.example/k8s", { method: "GET", path: "/api" }, { watch: "1" })).toBe(
+      "https://proxy.example/k8s/api?watch=1",
+    );
+  });
+
+  it("passes the apiserver's own answers through, with the bearer token and content type", async () => {
+    let seen: RequestInit | undefined;
+    const transport = fetchKubeTransport(
+      opts(async (_url, init) => {
+        seen = init;
+        return new Response('{"kind":"Status","code":500}', { status: 500 });
+      }),
+    );
+    const res = await transport({
+      method: "PATCH",
+      path: "/x",
+      body: [],
+      contentType: "application/json-patch+json",
+    });
+    expect(res).toEqual({ status: 500, body: '{"kind":"Status","code":500}' });
+    expect(seen?.headers).toMatchObject({
+      authorization: "Bearer t0ken-secret",
+      "content-type": "application/json-patch+json",
+    });
+  });
+
+  it("calls a network failure or a proxy's 5xx unreachable, naming the host and never the token", async () => {
+    const refused = fetchKubeTransport(opts(async () => Promise.reject(new TypeError("connection refused"))));
+    await expect(refused({ method: "GET", path: "/api" })).rejects.toThrow(ApiServerUnreachable);
+    await expect(refused({ method: "GET", path: "/api" })).rejects.toThrow(
+      /kube\.example\.com: connection refused/,
+    );
+    const tunnelDown = fetchKubeTransport(
+      opts(async () => new Response("<html>530</html>", { status: 530 })),
+    );
+    const error = await tunnelDown({ method: "GET", path: "/api" }).catch((e: Error) => e);
+    expect(error).toBeInstanceOf(ApiServerUnreachable);
+    expect(String(error)).not.toContain("t0ken");
+  });
+
+  it("streams watch events split across chunks and stops when told", async () => {
+    const lines = [
+      '{"type":"ADDED","object":{"n":1}}\n{"type":"MOD',
+      'IFIED","object":{"n":2}}\n',
+      '{"type":"DELETED","object":{}}\n',
+    ];
+    const body = new ReadableStream({
+      start(c) {
+        for (const l of lines) c.enqueue(new TextEncoder().encode(l));
+        c.close();
+      },
+    });
+    const watch = fetchKubeWatch(opts(async () => new Response(body)));
+    const seen: WatchEvent[] = [];
+    await watch(
+      { method: "GET", path: "/api/v1/pods" },
+      (e) => seen.push(e) === 2,
+      new AbortController().signal,
+    );
+    expect(seen.map((e) => e.type)).toEqual(["ADDED", "MODIFIED"]);
+  });
+});
+
+describe("Worker configuration", () => {
+  const good = {
+    KUBE_API_URL: "https://kube.example.com",
+    KUBE_TOKEN: "token-123456",
+    CALLBACK_TOKEN: "c".repeat(16),
+    ADMIN_TOKEN: "a".repeat(16),
+    HISTORY: { prepare: () => ({}) },
+  };
+
+  it("applies the defaults", () => {
+    expect(readWorkerEnv(good)).toMatchObject({
+      ok: true,
+      value: { TICK_PASSES: 1, TICK_SPACING_SECONDS: 10, TICK_CONCURRENCY: 8 },
+    });
+  });
+
+  it("names every missing binding, and bad values without echoing them", () => {
+    const missing = readWorkerEnv({});
+    expect(missing.ok ? [] : missing.errors).toEqual([
+      'HISTORY: a D1 database binding is required ([[d1_databases]] binding = "HISTORY")',
+      "KUBE_API_URL: is required (a var in wrangler.toml)",
+      "KUBE_TOKEN: is required (a secret: npx wrangler secret put KUBE_TOKEN)",
+      "CALLBACK_TOKEN: is required (a secret: npx wrangler secret put CALLBACK_TOKEN)",
+      "ADMIN_TOKEN: is required (a secret: npx wrangler secret put ADMIN_TOKEN)",
+    ]);
+    const bad = readWorkerEnv({
+      ...good,
+      ADMIN_TOKEN: "short-secret",
+      TICK_PASSES: "99",
+      KUBE_API_URL: "kube",
+    });
+    const text = bad.ok ? "" : bad.errors.join("\n");
+    for (const name of ["ADMIN_TOKEN", "TICK_PASSES", "KUBE_API_URL"]) expect(text).toContain(name);
+    expect(text).not.toContain("short-secret");
+  });
+});
+
+describe("runtime-neutral code and the D1 migration", () => {
+  const files = (dir: string): string[] =>
+    readdirSync(dir).flatMap((f) => {
+      const p = join(dir, f);
+      return statSync(p).isDirectory() ? files(p) : p.endsWith(".ts") ? [p] : [];
+    });
+
+  it("lib/, functions/, webhooks/ and the shared app import no Node-only module (client-node types are fine)", () => {
+    const offenders = [
+      ...["lib", "functions", "webhooks", "hosts/worker"].flatMap(files),
+      "hosts/app.ts",
+    ].filter((f) => {
+      const text = readFileSync(f, "utf8");
+      return /from "node:|require\("node:|^import (?!type )[^;]*from "@kubernetes\/client-node"/m.test(text);
+    });
+    expect(offenders).toEqual([]);
+  });
+
+  it("the D1 migration is the shared history schema", () => {
+    const migration = readFileSync("infra/worker/migrations/0001_sandbox_history.sql", "utf8");
+    const statements = migration
+      .split("\n")
+      .filter((l) => !l.startsWith("--"))
+      .join("\n")
+      .split(";")
+      .map((s) => s.trim())
+      .filter(Boolean);
+    expect(statements).toEqual(SCHEMA.map((s) => s.trim()));
+  });
+});
