@@ -46,12 +46,27 @@ const WorkerEnvSchema = v.object({
 export type WorkerConfig = v.InferOutput<typeof WorkerEnvSchema>;
 
 /**
+ * WorkerBindings is the Worker's env as declared: `Env` is what `npm run worker:types` generates
+ * from wrangler.toml (vars and the D1 binding); secrets and optional vars are added here. Values
+ * are still validated at run time (readWorkerEnv): a declaration is not a deployment.
+ */
+export type WorkerBindings = Env & {
+  KUBE_TOKEN?: string;
+  CALLBACK_TOKEN?: string;
+  ADMIN_TOKEN?: string;
+  SEALING_KEY?: string;
+  ENVD_PORT?: string;
+  TICK_NAMESPACE?: string;
+};
+
+/**
  * readWorkerEnv validates the Worker's bindings and names every missing or bad one (never echoing
  * a secret's value), so a misconfigured Worker answers a clear 500 and a failed tick log line.
  */
 export function readWorkerEnv(
-  env: Record<string, unknown>,
+  bindings: WorkerBindings | Record<string, unknown>,
 ): { ok: true; value: WorkerConfig } | { ok: false; errors: string[] } {
+  const env = bindings as Record<string, unknown>;
   const errors: string[] = [];
   const history = env.HISTORY as { prepare?: unknown } | undefined;
   if (!history || typeof history.prepare !== "function")

@@ -15,7 +15,7 @@ import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
 import { importSealKeys, type SealKeys } from "../../lib/sandboxes/sealing.ts";
 import { auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
 import { createApp } from "../app.ts";
-import { readWorkerEnv, type WorkerConfig } from "./config.ts";
+import { readWorkerEnv, type WorkerBindings, type WorkerConfig } from "./config.ts";
 import { D1HistoryStore, type D1Like } from "./d1-history.ts";
 
 /** WorkerContext is the part of the Workers ExecutionContext the host uses. */
@@ -31,7 +31,7 @@ function sealKeys(secret: string): Promise<SealKeys> {
 }
 
 /** workerDeps builds the steps' and the API's dependencies from the validated configuration. */
-async function workerDeps(config: WorkerConfig, env: Record<string, unknown>, log: Log): Promise<ApiDeps> {
+async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): Promise<ApiDeps> {
   const kube = {
     server: config.KUBE_API_URL,
     token: config.KUBE_TOKEN,
@@ -39,7 +39,7 @@ async function workerDeps(config: WorkerConfig, env: Record<string, unknown>, lo
   };
   const deps: StepDeps = {
     kube: new KubeClient(fetchKubeTransport(kube)),
-    history: new D1HistoryStore(env.HISTORY as D1Like),
+    history: new D1HistoryStore(env.HISTORY as unknown as D1Like),
     now: () => new Date(),
     log,
     digests: referenceDigestResolver,
@@ -73,7 +73,7 @@ const misconfigured = (errors: string[]) =>
   );
 
 export default {
-  async fetch(request: Request, env: Record<string, unknown>, ctx: WorkerContext): Promise<Response> {
+  async fetch(request: Request, env: WorkerBindings, ctx: WorkerContext): Promise<Response> {
     const log = consoleLog({ host: "worker" });
     const config = readWorkerEnv(env);
     if (!config.ok) {
@@ -117,7 +117,7 @@ export default {
    * fires at most once a minute; 5 passes 10 s apart keep the Node host's 10 s safety net). A pass
    * that fails logs one error line and fails the invocation: never a silent success.
    */
-  async scheduled(_event: unknown, env: Record<string, unknown>, _ctx: WorkerContext): Promise<void> {
+  async scheduled(_event: unknown, env: WorkerBindings, _ctx: WorkerContext): Promise<void> {
     const log = consoleLog({ host: "worker", trigger: "cron" });
     const config = readWorkerEnv(env);
     if (!config.ok) {
