@@ -57,6 +57,8 @@ export type WorkerBindings = Env & {
   SEALING_KEY?: string;
   ENVD_PORT?: string;
   TICK_NAMESPACE?: string;
+  /** KUBE_MTLS is an optional [[mtls_certificates]] binding: requests to the apiserver go through it. */
+  KUBE_MTLS?: { fetch: typeof fetch };
 };
 
 /**

@@ -32,11 +32,16 @@ function sealKeys(secret: string): Promise<SealKeys> {
 
 /** workerDeps builds the steps' and the API's dependencies from the validated configuration. */
 async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): Promise<ApiDeps> {
+  // An [[mtls_certificates]] binding (KUBE_MTLS) presents a client certificate; else global fetch.
+  const mtls = env.KUBE_MTLS;
   const kube = {
     server: config.KUBE_API_URL,
     token: config.KUBE_TOKEN,
-    fetch: (i: RequestInfo | URL, r?: RequestInit) => fetch(i, r),
+    fetch: mtls
+      ? (i: RequestInfo | URL, r?: RequestInit) => mtls.fetch(i, r)
+      : (i: RequestInfo | URL, r?: RequestInit) => fetch(i, r),
   };
+
   const deps: StepDeps = {
     kube: new KubeClient(fetchKubeTransport(kube)),
     history: new D1HistoryStore(env.HISTORY as unknown as D1Like),
