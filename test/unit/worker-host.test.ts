@@ -3,7 +3,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readWorkerEnv } from "../../hosts/worker/config.ts";
 import { SCHEMA } from "../../lib/history/sql.ts";
-import { ApiServerUnreachable } from "../../lib/kube/errors.ts";
+import { KubeClient } from "../../lib/kube/client.ts";
+import { ApiServerUnreachable, isConflict, isNotFound, KubeError } from "../../lib/kube/errors.ts";
 import { fetchKubeTransport, fetchKubeWatch, requestUrl } from "../../lib/kube/fetch-transport.ts";
 import type { WatchEvent } from "../../lib/kube/transport.ts";
 
@@ -85,6 +86,35 @@ describe("fetch transport", () => {
       new AbortController().signal,
     );
     expect(seen.map((e) => e.type)).toEqual(["ADDED", "MODIFIED"]);
+  });
+});
+
+describe("typed errors through the fetch transport", () => {
+  const status = (code: number, reason: string, causes?: unknown[], message = reason) =>
+    JSON.stringify({ kind: "Status", code, reason, message, ...(causes ? { details: { causes } } : {}) });
+  // What the apiserver says when a JSON Patch `test` fails.
+  const generic = "the server rejected our request due to an error in our request";
+  const client = (code: number, body: string) =>
+    new KubeClient(fetchKubeTransport(opts(async () => new Response(body, { status: code }))));
+
+  it("maps 404, 409 and a JSON Patch test failure (422 without causes) as the Node host does", async () => {
+    const notFound = await client(404, status(404, "NotFound"))
+      .getPod("ns", "p")
+      .catch((e: unknown) => e);
+    expect(isNotFound(notFound)).toBe(true);
+    const conflict = await client(409, status(409, "Conflict"))
+      .patchPod("ns", "p", [])
+      .catch((e: unknown) => e);
+    expect(isConflict(conflict)).toBe(true);
+    const failedTest = await client(422, status(422, "Invalid", undefined, generic))
+      .patchPod("ns", "p", [])
+      .catch((e: unknown) => e);
+    expect(isConflict(failedTest)).toBe(true);
+    const invalid = await client(422, status(422, "Invalid", [{ field: "spec.x", message: "bad" }], generic))
+      .patchPod("ns", "p", [])
+      .catch((e: unknown) => e);
+    expect(isConflict(invalid)).toBe(false);
+    expect(invalid).toBeInstanceOf(KubeError);
   });
 });
 
