@@ -65,7 +65,9 @@ async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): 
     ...deps,
     apiKeys: { namespace: "agentbox-system", name: "agentbox-api-keys" },
     random: Math.random,
-    pending: new PendingGauge(deps, deps.reporter.instance),
+    // Per request, its own mark: a request is the unit that waits here, so the marks of
+    // concurrent requests (in one isolate or many) add up instead of overwriting each other.
+    pending: new PendingGauge(deps, `worker-${crypto.randomUUID().slice(0, 12)}`),
     ...(config.ENVD_PORT ? { envdPort: config.ENVD_PORT } : {}),
     watch: fetchKubeWatch(kube),
   };
