@@ -98,7 +98,7 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
   const notFound = (c: C, id: string) => fail(c, 404, `sandbox "${id}" not found`);
 
   const create = (schema: typeof NewSandboxV2) => async (c: C) => {
-    const req = await parseBody<v2Body>(c, schema);
+    const req = await parseBody<NewSandbox>(c, schema);
     if (req instanceof Response) return req;
     const native = nativeCreate(req);
     if (!native.ok) return fail(c, 400, native.message);
@@ -186,5 +186,3 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
   app.notFound((c) => fail(c, 404, `no route for ${c.req.method} ${c.req.path}`));
   return app;
 }
-
-type v2Body = import("valibot").InferOutput<typeof NewSandboxV2>;
