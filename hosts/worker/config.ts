@@ -38,6 +38,9 @@ const WorkerEnvSchema = v.object({
   TICK_PASSES: Count("1", 12),
   TICK_SPACING_SECONDS: Count("10", 60),
   TICK_CONCURRENCY: Count("8", 64),
+  /** ACTIVITY_SOURCE_URL: the pulled activity source idle-release asks first (optional). */
+  ACTIVITY_SOURCE_URL: v.optional(v.pipe(v.string(), v.url("must be a URL"))),
+  ACTIVITY_SOURCE_TOKEN: v.optional(v.string()),
   /** TICK_NAMESPACE limits the tick to one namespace (a namespace-scoped deployment). */
   TICK_NAMESPACE: v.optional(
     v.pipe(v.string(), v.regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a namespace name")),
@@ -57,6 +60,8 @@ export type WorkerBindings = Env & {
   SEALING_KEY?: string;
   ENVD_PORT?: string;
   TICK_NAMESPACE?: string;
+  ACTIVITY_SOURCE_URL?: string;
+  ACTIVITY_SOURCE_TOKEN?: string;
   /** KUBE_MTLS is an optional [[mtls_certificates]] binding: requests to the apiserver go through it. */
   KUBE_MTLS?: { fetch: typeof fetch };
 };

@@ -2,6 +2,11 @@
 // apiserver reached over fetch (a tunnel, or an mTLS binding) and history in D1. `fetch` serves
 // the API, the admission and audit webhooks and the manual triggers; an audit batch's reconciles
 // run after the answer (waitUntil). `scheduled` (cron, per minute) runs the tick.
+import {
+  DEFAULT_ACTIVITY_TIMEOUT_MS,
+  httpActivitySource,
+  sharePulls,
+} from "../../functions/activity-source.ts";
 import type { ApiDeps } from "../../functions/api/deps.ts";
 import { PendingGauge } from "../../functions/api/pending-gauge.ts";
 import type { StepDeps } from "../../functions/deps.ts";
@@ -17,6 +22,9 @@ import { auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.
 import { createApp } from "../app.ts";
 import { readWorkerEnv, type WorkerBindings, type WorkerConfig } from "./config.ts";
 import { D1HistoryStore, type D1Like } from "./d1-history.ts";
+
+/** ACTIVITY_REUSE_MS: pool runs within this long of a pull share its answer. */
+const ACTIVITY_REUSE_MS = 1000;
 
 /** WorkerContext is the part of the Workers ExecutionContext the host uses. */
 interface WorkerContext {
@@ -49,6 +57,19 @@ async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): 
     log,
     digests: referenceDigestResolver,
     reporter: { controller: "agents.navix.sh/agentbox-functions", instance: "cloudflare-worker" },
+    // One pull per invocation at most, shared by the pools it reconciles (see sharePulls).
+    ...(config.ACTIVITY_SOURCE_URL
+      ? {
+          pullActivity: sharePulls(
+            httpActivitySource({
+              url: config.ACTIVITY_SOURCE_URL,
+              ...(config.ACTIVITY_SOURCE_TOKEN ? { token: config.ACTIVITY_SOURCE_TOKEN } : {}),
+              timeoutMs: DEFAULT_ACTIVITY_TIMEOUT_MS,
+            }),
+            ACTIVITY_REUSE_MS,
+          ),
+        }
+      : {}),
     ...(config.SEALING_KEY
       ? {
           postStart: {

@@ -148,9 +148,11 @@ describe("Worker configuration", () => {
       ADMIN_TOKEN: "short-secret",
       TICK_PASSES: "99",
       KUBE_API_URL: "kube",
+      ACTIVITY_SOURCE_URL: "proxy stats",
     });
     const text = bad.ok ? "" : bad.errors.join("\n");
-    for (const name of ["ADMIN_TOKEN", "TICK_PASSES", "KUBE_API_URL"]) expect(text).toContain(name);
+    for (const name of ["ADMIN_TOKEN", "TICK_PASSES", "KUBE_API_URL", "ACTIVITY_SOURCE_URL"])
+      expect(text).toContain(name);
     expect(text).not.toContain("short-secret");
   });
 });
