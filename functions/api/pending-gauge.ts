@@ -1,8 +1,8 @@
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { escapePointer } from "../../lib/kube/json-patch.ts";
 import {
   encodeMark,
-  FLUSH_INTERVAL_MS,
+  HEARTBEAT_MS,
+  nextPublishAt,
   PENDING_REQUESTS_PREFIX,
   type PendingMark,
   shouldPublish,
@@ -22,10 +22,11 @@ export function hostKey(instance: string): string {
 /**
  * PendingGauge counts this host's creates waiting for an idle pod, per pool, and publishes the
  * count in the pool's annotation for this host (see lib/pool/pending-requests.ts), throttled: at
- * once when it crosses 0/>0, else at most every 3 s and only for a 20 % move; a deferred move is
- * published by a timer. At 0 the annotation is removed, so keys exist only while requests wait.
- * The counts are a mirror of requests open in this process, never a source of truth: losing them
- * (a crash) loses only waiters that are gone too, and a stale mark ages out of the sum in 60 s.
+ * once when it crosses 0/>0, else at most every 3 s and only for a 20 % move; a held-back move is
+ * published when the interval ends, and a steady count is rewritten every 20 s so it stays fresh.
+ * At 0 the annotation is removed (a merge patch: other keys are never touched). The counts mirror
+ * requests open in this process, never a source of truth: a crash loses only waiters that are
+ * gone too, and update-status removes a mark that stopped being rewritten.
  */
 export class PendingGauge {
   private readonly waiting = new Map<string, { pool: SandboxPool; count: number }>();
@@ -49,7 +50,7 @@ export class PendingGauge {
     this.change(pool, -1);
   }
 
-  /** flushed resolves once every publish started so far is written (tests and shutdown). */
+  /** flushed resolves once every publish started so far is written (shutdown, waitUntil). */
   async flushed(): Promise<void> {
     await Promise.all(this.chains.values());
   }
@@ -62,46 +63,52 @@ export class PendingGauge {
     this.schedule(id);
   }
 
-  /** schedule publishes the pool's count now when the throttle allows, else when it will. */
+  /** schedule publishes the pool's count now when the throttle allows, and arms the next check. */
   private schedule(id: string): void {
     const entry = this.waiting.get(id);
     if (!entry) return;
     const now = this.deps.now();
     const last = this.published.get(id);
-    if (!shouldPublish(last, entry.count, now)) {
-      if (last && entry.count !== last.count && !this.timers.has(id)) {
-        const wait = Math.max(0, last.at.getTime() + FLUSH_INTERVAL_MS - now.getTime());
-        this.timers.set(
-          id,
-          setTimeout(() => {
-            this.timers.delete(id);
-            this.schedule(id);
-          }, wait),
-        );
+    const heartbeat =
+      last !== undefined && entry.count > 0 && now.getTime() - last.at.getTime() >= HEARTBEAT_MS;
+    if (shouldPublish(last, entry.count, now) || heartbeat) {
+      const mark = { count: entry.count, at: now };
+      this.published.set(id, mark);
+      if (mark.count === 0) {
+        this.waiting.delete(id);
+        this.published.delete(id);
       }
-      return;
+      const next = (this.chains.get(id) ?? Promise.resolve()).then(() => this.write(entry.pool, mark));
+      this.chains.set(id, next);
     }
-    const mark = { count: entry.count, at: now };
-    this.published.set(id, mark);
-    if (mark.count === 0) this.waiting.delete(id);
-    const prev = this.chains.get(id) ?? Promise.resolve();
-    const next = prev.then(() => this.write(entry.pool, mark));
-    this.chains.set(id, next);
+    this.arm(id);
+  }
+
+  /** arm sets the one timer per pool for the next time the throttle may publish (or none). */
+  private arm(id: string): void {
+    clearTimeout(this.timers.get(id));
+    this.timers.delete(id);
+    const entry = this.waiting.get(id);
+    const last = this.published.get(id);
+    const at = entry && last ? nextPublishAt(last, entry.count) : undefined;
+    if (!at) return;
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(id);
+        this.schedule(id);
+      },
+      Math.max(1, at.getTime() - this.deps.now().getTime()),
+    );
+    // A Node timer must not keep a stopping process alive (Workers timers have no unref).
+    (timer as { unref?: () => void }).unref?.();
+    this.timers.set(id, timer);
   }
 
   private async write(pool: SandboxPool, mark: PendingMark): Promise<void> {
-    const path = `/metadata/annotations/${escapePointer(this.key)}`;
-    const ops =
-      mark.count === 0
-        ? [{ op: "remove" as const, path }]
-        : [
-            ...(pool.metadata?.annotations
-              ? []
-              : [{ op: "add" as const, path: "/metadata/annotations", value: {} }]),
-            { op: "add" as const, path, value: encodeMark(mark) },
-          ];
     await this.deps.kube
-      .patchPool(pool.metadata?.namespace ?? "", pool.metadata?.name ?? "", ops)
+      .setPoolAnnotations(pool.metadata?.namespace ?? "", pool.metadata?.name ?? "", {
+        [this.key]: mark.count === 0 ? null : encodeMark(mark),
+      })
       .catch((e: unknown) =>
         this.deps.log.debug({ pool: pool.metadata?.name, err: String(e) }, "pending requests not published"),
       );

@@ -1,7 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { LAST_SANDBOX_CREATE_TIME_ANNOTATION, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { escapePointer } from "../../lib/kube/json-patch.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
 import { demandWorthRecording } from "../../lib/sandboxes/demand.ts";
@@ -15,14 +14,10 @@ import type { ApiDeps } from "./deps.ts";
  */
 export async function recordDemand(deps: ApiDeps, pool: SandboxPool, now: Date): Promise<void> {
   if (!demandWorthRecording(pool.metadata?.annotations?.[LAST_SANDBOX_CREATE_TIME_ANNOTATION], now)) return;
-  const path = `/metadata/annotations/${escapePointer(LAST_SANDBOX_CREATE_TIME_ANNOTATION)}`;
   await deps.kube
-    .patchPool(pool.metadata?.namespace ?? "", pool.metadata?.name ?? "", [
-      ...(pool.metadata?.annotations
-        ? []
-        : [{ op: "add" as const, path: "/metadata/annotations", value: {} }]),
-      { op: "add", path, value: rfc3339(now) },
-    ])
+    .setPoolAnnotations(pool.metadata?.namespace ?? "", pool.metadata?.name ?? "", {
+      [LAST_SANDBOX_CREATE_TIME_ANNOTATION]: rfc3339(now),
+    })
     .catch((e: unknown) =>
       deps.log.warn({ pool: pool.metadata?.name, err: String(e) }, "demand not recorded"),
     );

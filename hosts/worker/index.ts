@@ -137,7 +137,10 @@ export default {
         run: (step, namespace, pool) => reconcilePool(api, namespace, pool, step),
       },
     });
-    return app.fetch(request, env, ctx as never);
+    const response = await app.fetch(request, env, ctx as never);
+    // A waiting create's last pending-requests write must outlive the response.
+    if (api.pending) ctx.waitUntil(api.pending.flushed());
+    return response;
   },
 
   /**

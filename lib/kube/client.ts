@@ -205,6 +205,26 @@ export class KubeClient {
     );
   }
 
+  /**
+   * setPoolAnnotations merge-patches a pool's annotations (null removes a key): no read, no
+   * precondition, and no effect on keys it does not name, for annotations each writer owns alone.
+   */
+  setPoolAnnotations(
+    namespace: string,
+    name: string,
+    annotations: Record<string, string | null>,
+  ): Promise<SandboxPool> {
+    return this.call(
+      {
+        method: "PATCH",
+        path: `${POOLS}/namespaces/${enc(namespace)}/sandboxpools/${enc(name)}`,
+        body: { metadata: { annotations } },
+        contentType: "application/merge-patch+json",
+      },
+      `annotate pool ${namespace}/${name}`,
+    );
+  }
+
   patchPool(namespace: string, name: string, ops: JsonPatchOp[]): Promise<SandboxPool> {
     return this.call(
       {

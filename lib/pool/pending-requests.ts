@@ -11,6 +11,8 @@ export const PENDING_REQUESTS_PREFIX = "pending-requests.agentbox.navix.sh/";
 export const FLUSH_INTERVAL_MS = 3000;
 /** FRESH_SECONDS: a host's count older than this is ignored (the host is gone, or stopped writing). */
 export const FRESH_SECONDS = 60;
+/** HEARTBEAT_MS: a host rewrites a steady count this often, so it stays fresh while requests wait. */
+export const HEARTBEAT_MS = 20_000;
 
 /** PendingMark is one host's published count and when it was written. */
 export interface PendingMark {
@@ -41,6 +43,28 @@ export function shouldPublish(last: PendingMark | undefined, count: number, now:
   if (count === last.count) return false;
   const moved = Math.abs(count - last.count) >= 0.2 * last.count;
   return moved && now.getTime() - last.at.getTime() >= FLUSH_INTERVAL_MS;
+}
+
+/**
+ * nextPublishAt is when a count the throttle holds back may be published: the end of the interval
+ * if by then the move is large enough, the heartbeat for a steady count above 0, else never.
+ */
+export function nextPublishAt(last: PendingMark, count: number): Date | undefined {
+  const due = new Date(last.at.getTime() + FLUSH_INTERVAL_MS);
+  if (count !== last.count && shouldPublish(last, count, due)) return due;
+  if (count > 0) return new Date(last.at.getTime() + HEARTBEAT_MS);
+  return undefined;
+}
+
+/** staleMarks are the pool's marks past FRESH_SECONDS (or garbled): update-status removes them. */
+export function staleMarks(pool: SandboxPool, now: Date): string[] {
+  return Object.entries(pool.metadata?.annotations ?? {})
+    .filter(([key, value]) => {
+      if (!key.startsWith(PENDING_REQUESTS_PREFIX)) return false;
+      const mark = decodeMark(value);
+      return !mark || now.getTime() - mark.at.getTime() > FRESH_SECONDS * 1000;
+    })
+    .map(([key]) => key);
 }
 
 /**

@@ -1,5 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxPool, SandboxPoolStatus } from "../api/sandbox-pool.ts";
+import { escapePointer } from "../kube/json-patch.ts";
+import { staleMarks } from "../pool/pending-requests.ts";
 import { phaseTransitionEvent } from "../pool/pool-events.ts";
 import { computePoolStatus, statusChanged } from "../pool/pool-status.ts";
 import type { Action } from "./action.ts";
@@ -9,6 +11,40 @@ import type { Action } from "./action.ts";
  * the stored one (so a pool at rest costs no writes), with an Event when the phase changes.
  */
 export function planStatus(pool: SandboxPool, pods: readonly V1Pod[], now: Date): Action[] {
+  return [...planStatusWrite(pool, pods, now), ...planStaleMarks(pool, now)];
+}
+
+/**
+ * planStaleMarks removes the pending-requests marks no host rewrote for FRESH_SECONDS (a host
+ * that crashed or went away), each tested for the value seen, so a mark rewritten meanwhile stays.
+ */
+function planStaleMarks(pool: SandboxPool, now: Date): Action[] {
+  const stale = staleMarks(pool, now);
+  if (stale.length === 0) return [];
+  const annotations = pool.metadata?.annotations ?? {};
+  return [
+    {
+      target: {
+        kind: "SandboxPool",
+        namespace: pool.metadata?.namespace ?? "",
+        name: pool.metadata?.name ?? "",
+      },
+      why: `remove ${stale.length} stale pending-requests mark(s)`,
+      write: {
+        op: "patch",
+        patch: stale.flatMap((key) => {
+          const path = `/metadata/annotations/${escapePointer(key)}`;
+          return [
+            { op: "test" as const, path, value: annotations[key] },
+            { op: "remove" as const, path },
+          ];
+        }),
+      },
+    },
+  ];
+}
+
+function planStatusWrite(pool: SandboxPool, pods: readonly V1Pod[], now: Date): Action[] {
   const next = computePoolStatus(pool, pods, now);
   if (!statusChanged(pool.status, next)) return [];
   const event = phaseTransitionEvent(pool.status?.phase, next.phase, {

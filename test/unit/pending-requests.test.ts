@@ -1,12 +1,14 @@
-import { describe, expect, it } from "vitest";
-import { hostKey } from "../../functions/api/pending-gauge.ts";
+import { describe, expect, it, vi } from "vitest";
+import { hostKey, PendingGauge } from "../../functions/api/pending-gauge.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import {
   decodeMark,
   encodeMark,
+  nextPublishAt,
   PENDING_REQUESTS_PREFIX,
   pendingRequestsOf,
   shouldPublish,
+  staleMarks,
 } from "../../lib/pool/pending-requests.ts";
 
 // status.pendingRequests: each host's published count of waiting creates, throttled, and summed.
@@ -49,5 +51,69 @@ describe("pending requests", () => {
     expect(hostKey("Pod_Host:8443")).toBe(`${PENDING_REQUESTS_PREFIX}pod_host-8443`);
     expect(hostKey("x".repeat(80)).length).toBe(PENDING_REQUESTS_PREFIX.length + 63);
     expect(hostKey("!!!")).toBe(`${PENDING_REQUESTS_PREFIX}host`);
+  });
+
+  it("arms the next publish only when it can happen: a big enough move, or a heartbeat above 0", () => {
+    const last = { count: 10, at: NOW };
+    expect(nextPublishAt(last, 12)).toEqual(new Date(NOW.getTime() + 3000));
+    // A small move waits for the heartbeat (no timer firing every millisecond in between).
+    expect(nextPublishAt(last, 11)).toEqual(new Date(NOW.getTime() + 20_000));
+    expect(nextPublishAt({ count: 0, at: NOW }, 0)).toBeUndefined();
+  });
+
+  it("finds the marks no host rewrote for a minute, and garbled ones", () => {
+    const pool = {
+      metadata: {
+        annotations: {
+          [`${PENDING_REQUESTS_PREFIX}fresh`]: encodeMark({ count: 1, at: ago(59) }),
+          [`${PENDING_REQUESTS_PREFIX}gone`]: encodeMark({ count: 1, at: ago(61) }),
+          [`${PENDING_REQUESTS_PREFIX}junk`]: "x",
+          other: "1 2020-01-01T00:00:00Z",
+        },
+      },
+    } as unknown as SandboxPool;
+    expect(staleMarks(pool, NOW).sort()).toEqual([
+      `${PENDING_REQUESTS_PREFIX}gone`,
+      `${PENDING_REQUESTS_PREFIX}junk`,
+    ]);
+  });
+});
+
+describe("PendingGauge", () => {
+  it("publishes at once, holds back small moves, heartbeats, and removes its mark at 0", async () => {
+    vi.useFakeTimers({ now: NOW });
+    try {
+      const writes: (string | null)[] = [];
+      const kube = {
+        setPoolAnnotations: async (_ns: string, _name: string, a: Record<string, string | null>) => {
+          writes.push(Object.values(a)[0] ?? null);
+          return {} as SandboxPool;
+        },
+      };
+      const gauge = new PendingGauge(
+        { kube: kube as never, now: () => new Date(), log: { debug() {}, info() {}, warn() {}, error() {} } },
+        "host-a",
+      );
+      const pool = { metadata: { namespace: "ns", name: "p" } } as SandboxPool;
+      for (let i = 0; i < 10; i++) gauge.enter(pool);
+      await gauge.flushed();
+      expect(writes).toEqual(["1 2026-11-21T12:00:00Z"]);
+      await vi.advanceTimersByTimeAsync(3000);
+      await gauge.flushed();
+      expect(writes.at(-1)).toBe("10 2026-11-21T12:00:03Z");
+      gauge.enter(pool); // 11: a 10 % move waits for the heartbeat
+      await vi.advanceTimersByTimeAsync(19_000);
+      expect(writes).toHaveLength(2);
+      expect(vi.getTimerCount()).toBe(1);
+      await vi.advanceTimersByTimeAsync(1000);
+      await gauge.flushed();
+      expect(writes.at(-1)).toBe("11 2026-11-21T12:00:23Z");
+      for (let i = 0; i < 11; i++) gauge.leave(pool);
+      await gauge.flushed();
+      expect(writes.at(-1)).toBeNull();
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -348,6 +348,27 @@ describe("planStatus", () => {
     expect(planStatus(stored, [pod("p-0", "idle")], NOW)).toEqual([]);
   });
 
+  it("removes stale pending-requests marks, testing the value it saw", () => {
+    const key = "pending-requests.agentbox.navix.sh/old-host";
+    const actions = planStatus(
+      pool({ annotations: { [key]: "3 2026-11-21T11:00:00Z" } }),
+      [pod("p-0", "idle")],
+      NOW,
+    );
+    const cleanup = actions.find((a) => a.write.op === "patch");
+    expect(cleanup?.write).toEqual({
+      op: "patch",
+      patch: [
+        {
+          op: "test",
+          path: "/metadata/annotations/pending-requests.agentbox.navix.sh~1old-host",
+          value: "3 2026-11-21T11:00:00Z",
+        },
+        { op: "remove", path: "/metadata/annotations/pending-requests.agentbox.navix.sh~1old-host" },
+      ],
+    });
+  });
+
   it("counts the creates the hosts say are waiting", () => {
     const waiting = pool({
       annotations: { "pending-requests.agentbox.navix.sh/host-a": "2 2026-11-21T11:59:58Z" },
