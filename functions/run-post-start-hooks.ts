@@ -29,7 +29,11 @@ export const runPostStartHooks: Step = {
   name: "run-post-start-hooks",
   plan: async (deps, { pool, pods }) => {
     const pending = pods.filter(hasPendingHooks);
-    const runs = await Promise.all(pending.map((pod) => runHooks(deps, pod)));
+    // One pod's failure is its own: the others' hooks still run and are judged.
+    const settled = await Promise.allSettled(pending.map((pod) => runHooks(deps, pod)));
+    const runs = settled.map(
+      (r): HookRun => (r.status === "fulfilled" ? r.value : { ok: false, error: String(r.reason) }),
+    );
     const deadline = deps.postStart?.deadlineSeconds ?? 0;
     return pending.flatMap((pod, i) =>
       planHookOutcome(

@@ -25,6 +25,7 @@ import {
   isE2bVisible,
   TEMPLATE_ID_ANNOTATION,
 } from "../lib/e2b/views.ts";
+import { ApiServerUnreachable } from "../lib/kube/errors.ts";
 import { bearerOrApiKey, type Tenant } from "../lib/sandboxes/api-keys.ts";
 import { envdAccessToken } from "../lib/sandboxes/sealing.ts";
 import type { TimeoutChange } from "../lib/sandboxes/timeouts.ts";
@@ -34,6 +35,9 @@ import { fail } from "./e2b-fail.ts";
 import { e2bListRoutes } from "./e2b-list.ts";
 
 export type E2bEnv = { Variables: { tenant: Tenant } };
+
+/** MAX_CREATE_WAIT_SECONDS keeps a create's wait under the e2b SDK's 60 s request timeout. */
+const MAX_CREATE_WAIT_SECONDS = 55;
 type C = Context<E2bEnv>;
 
 /** readJson reads an optional JSON body: an empty body is undefined, a malformed one an error. */
@@ -117,11 +121,14 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
       c.header("Retry-After", "1");
       return fail(c, 503, `no idle sandbox for template "${req.templateID}" right now; retry`);
     }
-    const seconds = waitSeconds(outcome.pool, {});
+    // Within the SDK's own 60 s request timeout: past it nobody would learn the sandbox's id.
+    const seconds = Math.min(waitSeconds(outcome.pool, {}), MAX_CREATE_WAIT_SECONDS);
     const waited = await waitForRunning(deps, outcome.pod, seconds * 1000);
     const view = waited.pod && sandboxView(waited.pod, deps.now());
     if (waited.ok && waited.pod && view)
       return c.json(e2bSandbox(waited.pod, view, settings, await token(view.sandboxId)), 201);
+    // A failed E2B create leaves nothing behind: the caller never got the id to release it.
+    await deleteSandbox(deps, c.get("tenant"), outcome.sandbox.sandboxId);
     const detail = whyNotRunning(view);
     if (!waited.ok && waited.reason === "timeout")
       return fail(c, 504, `sandbox ${outcome.sandbox.sandboxId} did not start within ${seconds} s${detail}`);
@@ -183,6 +190,12 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
   app.get("/sandboxes/:id/metrics", notImplemented("sandbox metrics"));
   app.get("/sandboxes/:id/logs", notImplemented("sandbox logs"));
   app.get("/v2/sandboxes/:id/logs", notImplemented("sandbox logs"));
-  app.notFound((c) => fail(c, 404, `no route for ${c.req.method} ${c.req.path}`));
+  // E2B's shape for everything under /e2b, errors included (a mounted app's notFound is not used).
+  app.all("*", (c) => fail(c, 404, `no route for ${c.req.method} ${c.req.path}`));
+  app.onError((err, c) => {
+    if (err instanceof ApiServerUnreachable) return fail(c, 503, err.message);
+    deps.log.error({ err: String(err) }, "unhandled error in the E2B API");
+    return fail(c, 500, "internal error");
+  });
   return app;
 }

@@ -3,6 +3,7 @@
 // features a warm pool cannot give (pausing, volumes, network rules, MCP) are refused by name
 // instead of silently dropped.
 import * as v from "valibot";
+import { MAX_ENV_BYTES } from "../sandboxes/schemas.ts";
 
 const WEEK = 604_800;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -50,7 +51,10 @@ const newSandbox = (defaultTimeout: number) =>
         timeout: v.optional(Seconds(1, WEEK), defaultTimeout),
         metadata: v.optional(StringMap(v.pipe(v.string(), v.minLength(1), v.maxLength(63)), 32)),
         envVars: v.optional(
-          StringMap(v.pipe(v.string(), v.regex(ENV_NAME, "must be an environment variable name")), 100),
+          v.pipe(
+            StringMap(v.pipe(v.string(), v.regex(ENV_NAME, "must be an environment variable name")), 100),
+            v.check((r) => JSON.stringify(r).length <= MAX_ENV_BYTES, "must be at most 32 KiB in all"),
+          ),
         ),
         autoPause: unsupported("autoPause (pausing sandboxes)"),
         autoResume: v.optional(

@@ -54,7 +54,11 @@ export function fetchKubeTransport(opts: FetchKubeOptions): KubeTransport {
       const why = signal.aborted ? "timed out" : (e as Error).message;
       throw new ApiServerUnreachable(`cannot reach the API server at ${new URL(opts.server).host}: ${why}`);
     }
-    const body = await res.text();
+    const body = await res.text().catch((e: unknown) => {
+      throw new ApiServerUnreachable(
+        `the API server at ${new URL(opts.server).host} stopped answering: ${signal.aborted ? "timed out" : String(e)}`,
+      );
+    });
     if (res.status >= 500 && !isKubeStatus(body))
       throw new ApiServerUnreachable(
         `the API server at ${new URL(opts.server).host} answered ${res.status} without a Kubernetes status (is the tunnel up?)`,

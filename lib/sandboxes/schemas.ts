@@ -14,6 +14,8 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const RFC3339 =
   /^(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/;
 const WEEK = 604_800;
+/** MAX_ENV_BYTES bounds a claim's env vars as JSON: sealed, they live in a pod annotation. */
+export const MAX_ENV_BYTES = 32 * 1024;
 
 const notArray = (x: unknown) => !Array.isArray(x);
 
@@ -105,6 +107,10 @@ export const CreateSandboxRequest = v.pipe(
           "must be an object of name → value",
         ),
         maxEntries(100),
+        v.check(
+          (r) => JSON.stringify(r).length <= MAX_ENV_BYTES,
+          "must be at most 32 KiB in all (they travel in a pod annotation)",
+        ),
       ),
     ),
     metadata: v.optional(

@@ -152,6 +152,37 @@ describe("E2B-compatible API", () => {
     expect(JSON.parse(pause.body)).toMatchObject({ code: 501 });
     expect(JSON.parse((await e2b("GET", "/v2/sandboxes?state=paused", aliceKey)).body)).toEqual([]);
     expect((await e2b("GET", "/v2/sandboxes?limit=0", aliceKey)).status).toBe(400);
+    const nowhere = await e2b("GET", "/no/such/route", aliceKey);
+    expect(nowhere.status).toBe(404);
+    expect(JSON.parse(nowhere.body)).toMatchObject({ code: 404 });
+  });
+
+  it("a create that cannot start answers in E2B's shape and leaves no sandbox behind", async () => {
+    const stuck = {
+      ...poolObject(ns, "stuck", 1, { defaultStartupTimeout: "3s" }),
+    };
+    stuck.spec.template.spec.containers[0] = {
+      ...stuck.spec.template.spec.containers[0],
+      image: "registry.invalid/unpullable:1",
+    } as (typeof stuck.spec.template.spec.containers)[0];
+    await custom.createNamespacedCustomObject({ ...POOLS, namespace: ns, body: stuck });
+    const stuckPods = async () =>
+      (await core.listNamespacedPod({ namespace: ns, labelSelector: "agentbox.navix.sh/sandbox-pool=stuck" }))
+        .items;
+    await until("the stuck pool's pod idle", 90_000, async () => {
+      const ps = await stuckPods();
+      return ps.length === 1 && ps.every((p) => phaseOf(p) === "idle" && isReady(p)) ? ps : undefined;
+    });
+    const res = await e2b("POST", "/v2/sandboxes", aliceKey, { templateID: `${ns}/stuck` });
+    expect(res.status).toBe(504);
+    expect(JSON.parse(res.body)).toMatchObject({
+      code: 504,
+      message: expect.stringMatching(/ImagePull|ErrImagePull/),
+    });
+    // Released at once: no sandbox of this tenant is left on the pod.
+    const [pod] = await stuckPods();
+    expect(["stopping", "idle"]).toContain(phaseOf(pod ?? {}));
+    expect(JSON.parse((await e2b("GET", "/v2/sandboxes", aliceKey)).body)).toEqual([]);
   });
 
   it("answers fuzzed bodies and parameters with a 4xx in E2B's shape, never a 5xx", async () => {
