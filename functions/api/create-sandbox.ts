@@ -96,7 +96,7 @@ export async function createSandbox(
       ...(extras.annotations ? { annotations: extras.annotations } : {}),
       ...(req.idleTimeout ? { idleTimeoutSeconds: req.idleTimeout } : {}),
       ...(req.startupTimeout ? { startupTimeoutSeconds: req.startupTimeout } : {}),
-      ...(req.timeout ? { endAt: new Date(deps.now().getTime() + req.timeout * 1000) } : {}),
+      ...(req.timeout ? { lifetimeSeconds: req.timeout } : {}),
     });
   // A few idle pods of one shard per list (see candidateSelectors); a named pool's first list was
   // made alongside the pool read (readTarget).

@@ -102,6 +102,11 @@ export const POST_START_HOOKS_ANNOTATION = "agentbox.navix.sh/post-start-hooks";
  */
 export const END_AT_ANNOTATION = "agentbox.navix.sh/end-at";
 /**
+ * LIFETIME_ANNOTATION holds a starting sandbox's lifetime in seconds, so Starting → Running can
+ * count it from the start (an extension, like end-at); an explicit timeout call removes it.
+ */
+export const LIFETIME_ANNOTATION = "agentbox.navix.sh/lifetime";
+/**
  * SCALE_DOWN_PROTECTED_ANNOTATION marks an Idle Pod chosen for scale-down with the RFC3339 start of
  * its protection window; a claim inside the window cancels the deletion.
  */

@@ -10,6 +10,7 @@ import {
   INPLACE_UPDATE_PHASE,
   INPLACE_UPDATE_STATE_ANNOTATION,
   LAST_ACTIVE_ANNOTATION,
+  LIFETIME_ANNOTATION,
   MANAGED_ANNOTATION_KEYS_ANNOTATION,
   MANAGED_BY_LABEL,
   MANAGED_BY_SANDBOX_API_SERVER,
@@ -48,8 +49,11 @@ export interface ClaimOptions {
   /** Timeouts in seconds, written when > 0 (fractions are dropped). */
   idleTimeoutSeconds?: number;
   startupTimeoutSeconds?: number;
-  /** endAt is the sandbox's lifetime: past it, the sandbox is released (E2B's timeout). */
-  endAt?: Date;
+  /**
+   * lifetimeSeconds is the sandbox's lifetime (E2B's timeout): end-at is claim + lifetime, moved to
+   * start + lifetime when it starts running, so a slow start does not eat it.
+   */
+  lifetimeSeconds?: number;
   /** metadata is the caller's sandbox metadata, stored as JSON when non-empty. */
   metadata?: Readonly<Record<string, string>>;
   /** postStartHooks are run by the controller after Starting → Running; stored as JSON. */
@@ -125,6 +129,8 @@ export function claimIntent(pod: V1Pod, options: ClaimOptions, now: Date): Inten
       };
   const idleTimeout = seconds(options.idleTimeoutSeconds);
   const startupTimeout = seconds(options.startupTimeoutSeconds);
+  // A claim that skips the start (same images) runs at once: its end-at is final.
+  const lifetime = seconds(options.lifetimeSeconds);
   const metadata = options.metadata ?? {};
   const hooks = options.postStartHooks ?? [];
   const setAnnotations: Record<string, string> = {
@@ -133,7 +139,12 @@ export function claimIntent(pod: V1Pod, options: ClaimOptions, now: Date): Inten
     [CLAIMED_AT_ANNOTATION]: at,
     ...(idleTimeout ? { [IDLE_TIMEOUT_ANNOTATION]: idleTimeout } : {}),
     ...(startupTimeout ? { [STARTUP_TIMEOUT_ANNOTATION]: startupTimeout } : {}),
-    ...(options.endAt ? { [END_AT_ANNOTATION]: rfc3339(options.endAt) } : {}),
+    ...(lifetime
+      ? {
+          [LIFETIME_ANNOTATION]: lifetime,
+          [END_AT_ANNOTATION]: rfc3339(new Date(now.getTime() + Number(lifetime) * 1000)),
+        }
+      : {}),
     ...(Object.keys(metadata).length > 0 ? { [SANDBOX_METADATA_ANNOTATION]: JSON.stringify(metadata) } : {}),
     ...(hooks.length > 0 ? { [POST_START_HOOKS_ANNOTATION]: JSON.stringify(hooks) } : {}),
     // Team and user stay until the pod is idle again: the stop record needs them.

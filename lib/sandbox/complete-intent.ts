@@ -4,9 +4,11 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { InplaceUpdateState } from "../api/annotations.ts";
 import {
+  END_AT_ANNOTATION,
   INPLACE_UPDATE_PHASE,
   INPLACE_UPDATE_STATE_ANNOTATION,
   LAST_ACTIVE_ANNOTATION,
+  LIFETIME_ANNOTATION,
   MANAGED_ANNOTATION_KEYS_ANNOTATION,
   MANAGED_LABEL_KEYS_ANNOTATION,
   SANDBOX_PHASE,
@@ -53,6 +55,12 @@ export function completeStartingIntent(pod: V1Pod, now: Date): IntentResult {
     ...completedState(found.state, at),
     stableContainerStatuses: stableContainerStatuses(pod, targetImagesOf(pod, found.state)),
   };
+  // A lifetime counts from the start: end-at becomes now + lifetime (see LIFETIME_ANNOTATION).
+  const lifetime = Number(pod.metadata?.annotations?.[LIFETIME_ANNOTATION]);
+  const endAt: Record<string, string> =
+    Number.isFinite(lifetime) && lifetime > 0
+      ? { [END_AT_ANNOTATION]: rfc3339(new Date(now.getTime() + lifetime * 1000)) }
+      : {};
   return {
     ok: true,
     intent: {
@@ -63,8 +71,10 @@ export function completeStartingIntent(pod: V1Pod, now: Date): IntentResult {
         [STARTED_AT_ANNOTATION]: at,
         [LAST_ACTIVE_ANNOTATION]: at,
         [INPLACE_UPDATE_STATE_ANNOTATION]: encodeInplaceState(state),
+        ...endAt,
       },
-      removeAnnotations: [],
+      removeAnnotations:
+        pod.metadata?.annotations?.[LIFETIME_ANNOTATION] !== undefined ? [LIFETIME_ANNOTATION] : [],
       containerImages: {},
     },
   };

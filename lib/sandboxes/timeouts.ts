@@ -2,7 +2,12 @@
 // lifetime (end-at, E2B's `timeout`). The change is a JSON Patch that also tests the pod's version
 // and sandbox id, so it lands on the sandbox the caller read or not at all.
 import type { V1Pod } from "@kubernetes/client-node";
-import { END_AT_ANNOTATION, IDLE_TIMEOUT_ANNOTATION, SANDBOX_ID_LABEL } from "../api/keys.ts";
+import {
+  END_AT_ANNOTATION,
+  IDLE_TIMEOUT_ANNOTATION,
+  LIFETIME_ANNOTATION,
+  SANDBOX_ID_LABEL,
+} from "../api/keys.ts";
 import { escapePointer, type JsonPatchOp } from "../kube/json-patch.ts";
 import { parseTime, rfc3339 } from "../util/time.ts";
 
@@ -50,6 +55,9 @@ export function timeoutPatch(pod: V1Pod, id: string, change: TimeoutChange, now:
     const endAt = endAtAfter(annotations[END_AT_ANNOTATION], change.lifetime, now);
     if (endAt && endAt !== annotations[END_AT_ANNOTATION])
       ops.push({ op: "add", path: annotationPath(END_AT_ANNOTATION), value: endAt });
+    // An explicit end wins over a lifetime still waiting for the start.
+    if (endAt && annotations[LIFETIME_ANNOTATION] !== undefined)
+      ops.push({ op: "remove", path: annotationPath(LIFETIME_ANNOTATION) });
   }
   if (ops.length === 0) return [];
   return [

@@ -2,6 +2,8 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { LIFETIME_FAILURE_REASON, planLifetimeRelease } from "../../lib/reconcile/lifetime-release.ts";
 import { HOOK_FAILURE_REASON, planHookOutcome } from "../../lib/reconcile/post-start-hooks.ts";
+import { claimIntent } from "../../lib/sandbox/claim-intent.ts";
+import { completeStartingIntent } from "../../lib/sandbox/complete-intent.ts";
 import { hasPendingHooks, readHooks } from "../../lib/sandbox/post-start-hooks.ts";
 import { endAtAfter, timeoutPatch } from "../../lib/sandboxes/timeouts.ts";
 import { sandboxView } from "../../lib/sandboxes/view.ts";
@@ -85,6 +87,48 @@ describe("planLifetimeRelease", () => {
     ["being deleted", running({ [END_AT]: "2026-11-21T11:00:00Z" }, { deleting: true })],
   ])("leaves a sandbox alone: %s", (_, pod) => {
     expect(planLifetimeRelease([pod], IDLE, NOW)).toEqual([]);
+  });
+});
+
+describe("a lifetime counts from the start", () => {
+  it("claim writes end-at = claim + lifetime and keeps the lifetime; Running moves end-at to start + lifetime", () => {
+    const idle = running({}, { phase: "idle" });
+    if (idle.metadata) idle.metadata.annotations = {};
+    const claim = claimIntent(
+      idle,
+      { sandboxId: "sbx-2", containerImages: { main: "agent:2" }, lifetimeSeconds: 60 },
+      NOW,
+    );
+    expect(claim.ok && claim.intent.setAnnotations).toMatchObject({
+      "agentbox.navix.sh/lifetime": "60",
+      [END_AT]: "2026-11-21T12:01:00Z",
+    });
+    const starting = running(
+      { "agentbox.navix.sh/lifetime": "60", [END_AT]: "2026-11-21T12:01:00Z" },
+      { phase: "starting" },
+    );
+    if (starting.metadata?.annotations)
+      starting.metadata.annotations["agentbox.navix.sh/inplace-update-state"] = JSON.stringify({
+        phase: "starting",
+        targetImages: { main: "agent:1" },
+        targetPodPhase: "running",
+        updateTimestamp: "2026-11-21T11:59:50Z",
+        lastContainerStatuses: { main: { containerID: "c1" } },
+      });
+    const later = new Date("2026-11-21T12:00:40Z");
+    const done = completeStartingIntent(starting, later);
+    expect(done.ok && done.intent.setAnnotations[END_AT]).toBe("2026-11-21T12:01:40Z");
+    expect(done.ok && done.intent.removeAnnotations).toEqual(["agentbox.navix.sh/lifetime"]);
+  });
+
+  it("an explicit timeout wins over a lifetime still waiting for the start", () => {
+    const patch = timeoutPatch(
+      running({ "agentbox.navix.sh/lifetime": "60" }, { phase: "starting" }),
+      "sbx-1",
+      { lifetime: { seconds: 10, mode: "set" } },
+      NOW,
+    );
+    expect(patch.at(-1)).toEqual({ op: "remove", path: "/metadata/annotations/agentbox.navix.sh~1lifetime" });
   });
 });
 
