@@ -78,7 +78,9 @@ export async function readTarget(
   const name = target.template ?? "";
   const [template, pools] = await Promise.all([
     cachedThenFresh((o) => deps.kube.getTemplate(name, o)),
-    deps.kube.listPools(),
+    // From the watch cache: the pool choice only needs idle counts, and an unauthenticated caller's
+    // read (this runs alongside the key check) costs no quorum read of every pool.
+    deps.kube.listPools(undefined, { cached: true }),
   ]);
   return { ...(template ? { template } : {}), templatePools: pools.items };
 }
@@ -108,7 +110,10 @@ export async function resolvePool(
   }
   const name = target.template ?? "";
   if (template && poolUsableBy(template, tenant)) {
-    const chosen = pickTemplatePool(templatePools ?? [], name);
+    // The cached list may miss a pool made a moment ago: ask etcd before saying there is none.
+    const chosen =
+      pickTemplatePool(templatePools ?? [], name) ??
+      pickTemplatePool((await deps.kube.listPools()).items, name);
     if (chosen) return { ok: true, pool: chosen, template };
   }
   const templates = (await deps.kube.listTemplates()).items;

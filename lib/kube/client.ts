@@ -149,9 +149,9 @@ export class KubeClient {
   }
 
   /** listPools lists pools in one namespace, or in all namespaces when namespace is undefined. */
-  listPools(namespace?: string): Promise<ObjectList<SandboxPool>> {
+  listPools(namespace?: string, opts?: ReadOptions): Promise<ObjectList<SandboxPool>> {
     const path = namespace ? `${POOLS}/namespaces/${enc(namespace)}/sandboxpools` : `${POOLS}/sandboxpools`;
-    return this.list(path, {}, "list pools");
+    return this.list(path, rv(opts), "list pools");
   }
 
   /** getTemplate reads a cluster-scoped SandboxTemplate. */
