@@ -16,6 +16,9 @@ export interface ActivitySourceConfig {
   timeoutMs: number;
 }
 
+/** ACTIVITY_REUSE_MS: pool runs within this long of a pull share its answer (see sharePulls). */
+export const ACTIVITY_REUSE_MS = 1000;
+
 /** DEFAULT_ACTIVITY_TIMEOUT_MS bounds one pull, body included: a slow source must not hold a run. */
 export const DEFAULT_ACTIVITY_TIMEOUT_MS = 3000;
 

@@ -19,6 +19,14 @@ export interface PostStartDeps {
 import type { PullActivity } from "./activity-source.ts";
 
 /**
+ * postStartDeps is how both hosts run hooks: two retries within a run (envd may still be
+ * starting), 2 s per attempt, and a deadline of 60 s after the start unless told otherwise.
+ */
+export function postStartDeps(keys: SealKeys, fetchFn: typeof fetch, deadlineSeconds = 60): PostStartDeps {
+  return { keys, fetch: fetchFn, retryDelaysMs: [250, 1000], attemptTimeoutMs: 2000, deadlineSeconds };
+}
+
+/**
  * StepDeps is everything a reconcile step touches, passed in explicitly: the API server, the
  * history store, the clock, the log, the image digest resolver and the optional pulled activity
  * source. No module-level state, so both hosts and the tests hand in their own pieces.

@@ -9,7 +9,7 @@ import { findSandbox } from "../functions/api/find-sandbox.ts";
 import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
 import { parseWith } from "../lib/api/parse.ts";
-import { issueText, nativeCreate } from "../lib/e2b/requests.ts";
+import { createWaitSeconds, issueText, nativeCreate } from "../lib/e2b/requests.ts";
 import {
   ConnectSandbox,
   ConnectSandboxV2,
@@ -30,14 +30,11 @@ import { bearerOrApiKey, type Tenant } from "../lib/sandboxes/api-keys.ts";
 import { envdAccessToken } from "../lib/sandboxes/sealing.ts";
 import type { TimeoutChange } from "../lib/sandboxes/timeouts.ts";
 import { sandboxView, whyNotRunning } from "../lib/sandboxes/view.ts";
-import { waitSeconds } from "../lib/sandboxes/wait-seconds.ts";
 import { fail } from "./e2b-fail.ts";
 import { e2bListRoutes } from "./e2b-list.ts";
 
 export type E2bEnv = { Variables: { tenant: Tenant } };
 
-/** MAX_CREATE_WAIT_SECONDS keeps a create's wait under the e2b SDK's 60 s request timeout. */
-const MAX_CREATE_WAIT_SECONDS = 55;
 type C = Context<E2bEnv>;
 
 /** readJson reads an optional JSON body: an empty body is undefined, a malformed one an error. */
@@ -121,8 +118,7 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
       c.header("Retry-After", "1");
       return fail(c, 503, `no idle sandbox for template "${req.templateID}" right now; retry`);
     }
-    // Within the SDK's own 60 s request timeout: past it nobody would learn the sandbox's id.
-    const seconds = Math.min(waitSeconds(outcome.pool, {}), MAX_CREATE_WAIT_SECONDS);
+    const seconds = createWaitSeconds(outcome.pool);
     const waited = await waitForRunning(deps, outcome.pod, seconds * 1000);
     const view = waited.pod && sandboxView(waited.pod, deps.now());
     if (waited.ok && waited.pod && view)

@@ -22,6 +22,7 @@ import {
   ListSandboxesQuery,
   TimeoutRequest,
 } from "../lib/sandboxes/schemas.ts";
+import { timeoutChange } from "../lib/sandboxes/timeouts.ts";
 import {
   isMetadataFilterError,
   parseMetadataFilter,
@@ -152,11 +153,12 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
     if (!body.ok) return send(c, badRequest("the body is not valid JSON"));
     const req = parseWith(TimeoutRequest, body.value);
     if (!req.ok) return send(c, invalid("timeout request", req.issues));
-    const { timeout, idleTimeout } = req.value;
-    const changed = await setSandboxTimeouts(deps, c.get("tenant"), c.req.param("id"), {
-      ...(idleTimeout !== undefined ? { idleTimeout } : {}),
-      ...(timeout !== undefined ? { lifetime: { seconds: timeout, mode: "set" as const } } : {}),
-    });
+    const changed = await setSandboxTimeouts(
+      deps,
+      c.get("tenant"),
+      c.req.param("id"),
+      timeoutChange(req.value),
+    );
     return changed ? c.json(changed.view) : send(c, notFound(`no sandbox "${c.req.param("id")}"`));
   });
 

@@ -2,13 +2,14 @@ import { hostname } from "node:os";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { Cron } from "croner";
 import {
+  ACTIVITY_REUSE_MS,
   type ActivitySourceConfig,
   httpActivitySource,
   sharePulls,
 } from "../../functions/activity-source.ts";
 import type { ApiDeps } from "../../functions/api/deps.ts";
 import { PendingGauge } from "../../functions/api/pending-gauge.ts";
-import type { StepDeps } from "../../functions/deps.ts";
+import { postStartDeps, type StepDeps } from "../../functions/deps.ts";
 import { PoolRunner } from "../../functions/pool-runner.ts";
 import { reconcilePod } from "../../functions/reconcile-pod.ts";
 import { RECONCILE, reconcilePool, STEPS } from "../../functions/reconcile-pool.ts";
@@ -26,8 +27,6 @@ import { SqliteHistoryStore } from "./sqlite-history.ts";
 
 /** POOL_RUN_INTERVAL_MS spaces one pool's back-to-back whole-pool runs in this process. */
 const POOL_RUN_INTERVAL_MS = 1000;
-/** ACTIVITY_REUSE_MS: pool runs within this long of a pull share its answer (see sharePulls). */
-const ACTIVITY_REUSE_MS = 1000;
 
 export interface HostConfig {
   kubeconfig: KubeConfig;
@@ -83,13 +82,11 @@ export async function startHost(config: HostConfig): Promise<Host> {
     reporter: { controller: "agents.navix.sh/agentbox-functions", instance: hostname() },
     ...(config.sealingKey
       ? {
-          postStart: {
-            keys: await importSealKeys(config.sealingKey),
-            fetch: globalThis.fetch,
-            retryDelaysMs: [250, 1000],
-            attemptTimeoutMs: 2000,
-            deadlineSeconds: config.postStartDeadlineSeconds ?? 60,
-          },
+          postStart: postStartDeps(
+            await importSealKeys(config.sealingKey),
+            globalThis.fetch,
+            config.postStartDeadlineSeconds,
+          ),
         }
       : {}),
     ...(config.activitySource

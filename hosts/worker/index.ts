@@ -3,13 +3,14 @@
 // the API, the admission and audit webhooks and the manual triggers; an audit batch's reconciles
 // run after the answer (waitUntil). `scheduled` (cron, per minute) runs the tick.
 import {
+  ACTIVITY_REUSE_MS,
   DEFAULT_ACTIVITY_TIMEOUT_MS,
   httpActivitySource,
   sharePulls,
 } from "../../functions/activity-source.ts";
 import type { ApiDeps } from "../../functions/api/deps.ts";
 import { PendingGauge } from "../../functions/api/pending-gauge.ts";
-import type { StepDeps } from "../../functions/deps.ts";
+import { postStartDeps, type StepDeps } from "../../functions/deps.ts";
 import { reconcilePod } from "../../functions/reconcile-pod.ts";
 import { RECONCILE, reconcilePool, STEPS } from "../../functions/reconcile-pool.ts";
 import { tick } from "../../functions/tick.ts";
@@ -22,9 +23,6 @@ import { auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.
 import { createApp } from "../app.ts";
 import { readWorkerEnv, type WorkerBindings, type WorkerConfig } from "./config.ts";
 import { D1HistoryStore, type D1Like } from "./d1-history.ts";
-
-/** ACTIVITY_REUSE_MS: pool runs within this long of a pull share its answer. */
-const ACTIVITY_REUSE_MS = 1000;
 
 /** WorkerContext is the part of the Workers ExecutionContext the host uses. */
 interface WorkerContext {
@@ -72,13 +70,7 @@ async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): 
       : {}),
     ...(config.SEALING_KEY
       ? {
-          postStart: {
-            keys: await sealKeys(config.SEALING_KEY),
-            fetch: (i: RequestInfo | URL, r?: RequestInit) => fetch(i, r),
-            retryDelaysMs: [250, 1000],
-            attemptTimeoutMs: 2000,
-            deadlineSeconds: 60,
-          },
+          postStart: postStartDeps(await sealKeys(config.SEALING_KEY), (i, r) => fetch(i, r)),
         }
       : {}),
   };

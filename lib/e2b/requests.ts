@@ -1,8 +1,10 @@
 // How E2B's requests map onto the native ones: pure, so the routes only do I/O.
 import type { ApiIssue } from "../api/parse.ts";
 import { parseWith } from "../api/parse.ts";
+import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { CreateSandboxRequest } from "../sandboxes/schemas.ts";
 import type { SandboxView } from "../sandboxes/view.ts";
+import { waitSeconds } from "../sandboxes/wait-seconds.ts";
 import type { NewSandbox } from "./schemas.ts";
 
 /** issueText joins validation issues into E2B's one-line message, `path: message; …`. */
@@ -30,6 +32,17 @@ export function nativeCreate(
     ok: false,
     message: issueText(native.issues, (p) => p.replace(/^(pool|template)\b/, "templateID")),
   };
+}
+
+/** MAX_CREATE_WAIT_SECONDS keeps a create's wait under the e2b SDK's 60 s request timeout. */
+const MAX_CREATE_WAIT_SECONDS = 55;
+
+/**
+ * createWaitSeconds is how long an E2B create waits for Running: the pool's startup timeout, but
+ * never past the SDK's own request timeout (after which nobody would learn the sandbox's id).
+ */
+export function createWaitSeconds(pool: SandboxPool): number {
+  return Math.min(waitSeconds(pool, {}), MAX_CREATE_WAIT_SECONDS);
 }
 
 /** ListFilter is what E2B's list filters keep beyond the apiserver's selectors. */

@@ -19,6 +19,14 @@ export interface TimeoutChange {
   lifetime?: { seconds: number; mode: "set" | "extend" };
 }
 
+/** timeoutChange reads `POST /v1/sandboxes/{id}/timeout`: `timeout` sets the lifetime from now. */
+export function timeoutChange(req: { timeout?: number; idleTimeout?: number }): TimeoutChange {
+  return {
+    ...(req.idleTimeout !== undefined ? { idleTimeout: req.idleTimeout } : {}),
+    ...(req.timeout !== undefined ? { lifetime: { seconds: req.timeout, mode: "set" as const } } : {}),
+  };
+}
+
 const annotationPath = (key: string) => `/metadata/annotations/${escapePointer(key)}`;
 
 /**

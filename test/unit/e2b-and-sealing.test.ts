@@ -1,7 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { parseWith } from "../../lib/api/parse.ts";
-import { keepListed, nativeCreate } from "../../lib/e2b/requests.ts";
+import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { createWaitSeconds, keepListed, nativeCreate } from "../../lib/e2b/requests.ts";
 import {
   ConnectSandboxV2,
   ListSandboxesV2Query,
@@ -160,6 +161,13 @@ describe("E2B to native requests", () => {
       ok: false,
       message: "templateID: must be the name of a SandboxTemplate (lowercase DNS subdomain)",
     });
+  });
+
+  it("an E2B create waits the pool's startup timeout, but never past the SDK's 60 s", () => {
+    const pool = (timeout?: string) => ({ spec: { defaultStartupTimeout: timeout } }) as SandboxPool;
+    expect(createWaitSeconds(pool("30s"))).toBe(30);
+    expect(createWaitSeconds(pool("5m"))).toBe(55);
+    expect(createWaitSeconds(pool())).toBe(55);
   });
 
   it("keeps listed sandboxes by visibility, template and start time", () => {

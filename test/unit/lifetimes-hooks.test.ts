@@ -5,7 +5,7 @@ import { HOOK_FAILURE_REASON, planHookOutcome } from "../../lib/reconcile/post-s
 import { claimIntent } from "../../lib/sandbox/claim-intent.ts";
 import { completeStartingIntent } from "../../lib/sandbox/complete-intent.ts";
 import { hasPendingHooks, readHooks } from "../../lib/sandbox/post-start-hooks.ts";
-import { endAtAfter, timeoutPatch } from "../../lib/sandboxes/timeouts.ts";
+import { endAtAfter, timeoutChange, timeoutPatch } from "../../lib/sandboxes/timeouts.ts";
 import { sandboxView } from "../../lib/sandboxes/view.ts";
 
 // Lifetimes (end-at), timeout changes and post-start hook outcomes, on plain pods with a fixed clock.
@@ -152,6 +152,11 @@ describe("timeoutPatch and endAtAfter", () => {
       "2026-11-21T12:00:10Z",
     );
     expect(endAtAfter(undefined, { seconds: 10, mode: "extend" }, NOW)).toBeUndefined();
+  });
+
+  it("reads the timeout call: timeout sets the lifetime from now, idleTimeout the idle timeout", () => {
+    expect(timeoutChange({ timeout: 60 })).toEqual({ lifetime: { seconds: 60, mode: "set" } });
+    expect(timeoutChange({ idleTimeout: 0 })).toEqual({ idleTimeout: 0 });
   });
 
   it("writes nothing when nothing changes, and removes the idle timeout for 0", () => {
