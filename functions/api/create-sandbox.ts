@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { candidateSelectors } from "../../lib/pool/claim-shards.ts";
+import { candidateSelectors, groupSize, shardOrder } from "../../lib/pool/claim-shards.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { ENVD_PORT, type PostStartHookAction } from "../../lib/sandbox/post-start-hooks.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
@@ -53,10 +53,11 @@ async function postStartHooks(
 }
 
 /**
- * createSandbox claims one idle pod of the target pool for the tenant: it lists a few idle pods
- * of a random claim shard, orders the claimable ones (shuffled, so concurrent creates pick
+ * createSandbox claims one idle pod of the target pool for the tenant: it lists the idle pods of a
+ * random group of claim shards, orders the claimable ones (shuffled, so concurrent creates pick
  * different pods) and tries them one by one with the preconditioned claim patch; a lost race moves
- * on to the next candidate, an exhausted shard to the next shard. Nothing is written unless a claim succeeds, so a failed create leaves every pod idle.
+ * on to the next candidate, an exhausted group to the next, larger one. Nothing is written unless
+ * a claim succeeds, so a failed create leaves every pod idle.
  */
 export async function createSandbox(
   deps: ApiDeps,
@@ -98,12 +99,18 @@ export async function createSandbox(
       ...(req.startupTimeout ? { startupTimeoutSeconds: req.startupTimeout } : {}),
       ...(req.timeout ? { lifetimeSeconds: req.timeout } : {}),
     });
-  // A few idle pods of one shard per list (see candidateSelectors); a named pool's first list was
-  // made alongside the pool read (readTarget).
-  const { selectors = candidateSelectors(name, deps.random), firstPage } = await targetReads;
+  // Idle pods of a random shard group per list, groups sized from the pool's idle count (see
+  // candidateSelectors); a named pool's first shard was listed alongside the pool read (readTarget).
+  const { shards = shardOrder(deps.random), firstPage } = await targetReads;
+  const rest = firstPage ? shards.slice(1) : shards;
+  const selectors = candidateSelectors(name, rest, groupSize(pool.status?.idleReplicas ?? Number.NaN));
+  const pages: (() => Promise<V1Pod[]>)[] = [
+    ...(firstPage ? [async () => firstPage] : []),
+    ...selectors.map((selector) => () => listCandidates(deps, namespace, selector)),
+  ];
   let tried = 0;
-  candidates: for (const [i, selector] of selectors.entries()) {
-    const page = i === 0 && firstPage ? firstPage : await listCandidates(deps, namespace, selector);
+  candidates: for (const list of pages) {
+    const page = await list();
     for (const pod of orderCandidates(page, now, window, deps.random)) {
       if (tried++ >= MAX_ATTEMPTS) break candidates;
       const result = await claim(pod);

@@ -2,7 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
-import { candidateSelectors } from "../../lib/pool/claim-shards.ts";
+import { CANDIDATES_PER_LIST, shardGroupSelector, shardOrder } from "../../lib/pool/claim-shards.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
 import {
   pickTemplatePool,
@@ -16,24 +16,24 @@ export type PoolResolution =
   | { ok: true; pool: SandboxPool; template?: SandboxTemplate }
   | { ok: false; what: "pool" | "template"; name: string; choices: string[] };
 
-/** CANDIDATES_PER_LIST is how many idle pods one shard list asks for (the apiserver's limit). */
-export const CANDIDATES_PER_LIST = 8;
-
 /** TargetReads are the objects a claim's target names, read before the tenant is known. */
 export interface TargetReads {
   pool?: SandboxPool;
   template?: SandboxTemplate;
   /** templatePools are the pools of a template target (all pools; pickTemplatePool chooses). */
   templatePools?: SandboxPool[];
-  /** selectors and firstPage: a pool target's candidate selectors and the first one's idle pods. */
-  selectors?: string[];
+  /**
+   * shards and firstPage: a pool target's shard order (see candidateSelectors) and the idle pods
+   * of its first shard, listed alongside the pool read.
+   */
+  shards?: string[];
   firstPage?: V1Pod[];
 }
 
 /**
- * listCandidates lists a few idle pods for one selector from the watch cache: a pod claimed since
- * is refused by the claim's resourceVersion test, so a stale answer costs a retry, never a
- * double claim.
+ * listCandidates lists up to a page of idle pods for one selector from the watch cache: a pod
+ * claimed since is refused by the claim's resourceVersion test, so a stale answer costs a retry,
+ * never a double claim.
  */
 export async function listCandidates(deps: ApiDeps, namespace: string, selector: string): Promise<V1Pod[]> {
   return (await deps.kube.listPods(namespace, selector, { limit: CANDIDATES_PER_LIST, cached: true })).items;
@@ -59,8 +59,8 @@ export async function readTarget(
 ): Promise<TargetReads> {
   if (target.pool) {
     const [namespace = "", name = ""] = target.pool.split("/");
-    const selectors = candidateSelectors(name, deps.random);
-    const first = listCandidates(deps, namespace, selectors[0] ?? "");
+    const shards = shardOrder(deps.random);
+    const first = listCandidates(deps, namespace, shardGroupSelector(name, shards.slice(0, 1)));
     first.catch(() => {}); // awaited below, unless the pool read fails first
     const pool = await cachedThenFresh((o) => deps.kube.getPool(namespace, name, o));
     const templateName = pool?.spec.templateName;
@@ -71,7 +71,7 @@ export async function readTarget(
     return {
       ...(pool ? { pool } : {}),
       ...(template ? { template } : {}),
-      selectors,
+      shards,
       ...(firstPage ? { firstPage } : {}),
     };
   }

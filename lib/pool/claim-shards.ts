@@ -1,16 +1,24 @@
+// Concurrent creates must not all race for the same few idle pods. Lists served from the
+// apiserver's cache return matches in name order up to `limit`, so creates that list the same
+// selector see the same first pods. Each create therefore lists a random group of shards, sized
+// so that the whole group fits in one page; creates then spread over the whole pool.
 import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../api/keys.ts";
 
 /**
- * CLAIM_SHARD_LABEL spreads a pool's pods over CLAIM_SHARDS label values (slot mod CLAIM_SHARDS),
- * so a create can list a few idle pods of one random shard (a small, cheap list) instead of all
- * of them, and concurrent creates mostly look at different pods. It is this project's own label,
- * not part of the agentbox contract; pods without it (adopted from agentbox) are still found by
- * the unsharded fallback.
+ * CLAIM_SHARD_LABEL spreads a pool's pods over CLAIM_SHARDS label values (slot mod CLAIM_SHARDS).
+ * It is this project's own label, not part of the agentbox contract; pods without it (adopted from
+ * agentbox) or with values of another shard count are found by the final list of every idle pod.
  */
 export const CLAIM_SHARD_LABEL = "agentbox.navix.sh/claim-shard";
 
-/** CLAIM_SHARDS is the number of shards; with 16, a pool of 500 has about 31 pods per shard. */
-export const CLAIM_SHARDS = 16;
+/** CLAIM_SHARDS is the number of shards; a pool of 1,000 has about 16 pods per shard. */
+export const CLAIM_SHARDS = 64;
+
+/** CANDIDATES_PER_LIST is the page size of a candidate list (the apiserver's limit). */
+export const CANDIDATES_PER_LIST = 32;
+
+/** GROUP_TARGET is how many idle pods a shard group should hold: half a page, so pages are rarely cut. */
+export const GROUP_TARGET = 16;
 
 /** shardOf is the shard of a pod slot. */
 export function shardOf(slot: number): string {
@@ -21,21 +29,44 @@ export function shardOf(slot: number): string {
 export function shardOrder(random: () => number): string[] {
   const shards = Array.from({ length: CLAIM_SHARDS }, (_, i) => String(i));
   for (let i = shards.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
+    const j = Math.min(i, Math.floor(random() * (i + 1)));
     [shards[i], shards[j]] = [shards[j] as string, shards[i] as string];
   }
   return shards;
 }
 
+/** idleSelector selects a pool's idle pods. */
+export function idleSelector(pool: string): string {
+  return `${SANDBOX_POOL_LABEL}=${pool},${SANDBOX_PHASE_LABEL}=${SANDBOX_PHASE.IDLE}`;
+}
+
 /**
- * candidateSelectors are the label selectors a create lists idle pods of a pool with, in order:
- * every shard once, in random order (small lists, and concurrent creates mostly look at different
- * pods), then pods without a shard label (adopted from agentbox).
+ * groupSize is how many shards one list covers for a pool with about `idle` idle pods (from its
+ * status): enough for GROUP_TARGET pods, at least one shard, at most all of them.
  */
-export function candidateSelectors(pool: string, random: () => number): string[] {
-  const idle = `${SANDBOX_POOL_LABEL}=${pool},${SANDBOX_PHASE_LABEL}=${SANDBOX_PHASE.IDLE}`;
-  return [
-    ...shardOrder(random).map((shard) => `${idle},${CLAIM_SHARD_LABEL}=${shard}`),
-    `${idle},!${CLAIM_SHARD_LABEL}`,
-  ];
+export function groupSize(idle: number): number {
+  const n =
+    Number.isFinite(idle) && idle > 0 ? Math.ceil((GROUP_TARGET * CLAIM_SHARDS) / idle) : CLAIM_SHARDS;
+  return Math.min(CLAIM_SHARDS, Math.max(1, n));
+}
+
+/**
+ * candidateSelectors are the label selectors a create lists a pool's idle pods with, in order.
+ * `shards` is the shard order (shardOrder) and `first` how many of them the first list covers;
+ * each following list covers twice as many of the rest as the one before, so a pool drained below
+ * its status's count (a burst, a stale status) is searched in a few lists. The last selector takes
+ * every idle pod: pods without a shard label or with another scheme's values, and whatever the
+ * groups' lists were too stale to show.
+ */
+export function candidateSelectors(pool: string, shards: readonly string[], first: number): string[] {
+  const selectors: string[] = [];
+  let size = Math.max(1, first);
+  for (let at = 0; at < shards.length; at += size, size *= 2)
+    selectors.push(shardGroupSelector(pool, shards.slice(at, at + size)));
+  return [...selectors, idleSelector(pool)];
+}
+
+/** shardGroupSelector selects a pool's idle pods in a group of shards. */
+export function shardGroupSelector(pool: string, group: readonly string[]): string {
+  return `${idleSelector(pool)},${CLAIM_SHARD_LABEL} in (${group.join(",")})`;
 }

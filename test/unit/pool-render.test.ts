@@ -9,7 +9,15 @@ import {
   TEMPLATE_POOL_DOCS_ANNOTATION,
 } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { CLAIM_SHARD_LABEL, CLAIM_SHARDS, candidateSelectors } from "../../lib/pool/claim-shards.ts";
+import {
+  CLAIM_SHARD_LABEL,
+  CLAIM_SHARDS,
+  candidateSelectors,
+  GROUP_TARGET,
+  groupSize,
+  shardGroupSelector,
+  shardOrder,
+} from "../../lib/pool/claim-shards.ts";
 import { podName } from "../../lib/pool/pod-name.ts";
 import {
   idleImages,
@@ -68,10 +76,10 @@ describe("renderPod", () => {
       [SANDBOX_POOL_LABEL]: "web",
       [SANDBOX_PHASE_LABEL]: "idle",
       [MANAGED_BY_LABEL]: "sandbox-api-server",
-      // Slot 4 of 16 claim shards.
+      // Slot 4 of 64 claim shards.
       [CLAIM_SHARD_LABEL]: "4",
     });
-    expect(renderPod(pool(), 20).metadata?.labels?.[CLAIM_SHARD_LABEL]).toBe("4");
+    expect(renderPod(pool(), 68).metadata?.labels?.[CLAIM_SHARD_LABEL]).toBe("4");
     expect(pod.metadata?.annotations).toEqual({ note: "kept" });
   });
 
@@ -170,13 +178,36 @@ describe("template sync", () => {
 });
 
 describe("candidateSelectors", () => {
-  it("lists every shard's idle pods once, in random order, then the unsharded ones", () => {
-    const selectors = candidateSelectors("py", () => 0.5);
-    expect(selectors).toHaveLength(CLAIM_SHARDS + 1);
-    const idle = "agentbox.navix.sh/sandbox-pool=py,agentbox.navix.sh/sandbox-phase=idle";
-    expect(selectors.every((s) => s.startsWith(`${idle},`))).toBe(true);
-    expect(new Set(selectors).size).toBe(CLAIM_SHARDS + 1);
-    expect(selectors.at(-1)).toBe(`${idle},!${CLAIM_SHARD_LABEL}`);
-    expect(candidateSelectors("py", () => 0.1)).not.toEqual(candidateSelectors("py", () => 0.9));
+  const idle = "agentbox.navix.sh/sandbox-pool=py,agentbox.navix.sh/sandbox-phase=idle";
+  const groupOf = (selector: string) =>
+    /claim-shard in \(([^)]*)\)/.exec(selector)?.[1]?.split(",").filter(Boolean) ?? [];
+
+  it("covers every shard once, in groups that double from the first size, then every idle pod", () => {
+    const shards = shardOrder(() => 0.5);
+    const selectors = candidateSelectors("py", shards, 3);
+    expect(selectors.every((s) => s.startsWith(idle))).toBe(true);
+    expect(selectors.slice(0, -1).map((s) => groupOf(s).length)).toEqual([3, 6, 12, 24, 19]);
+    expect(selectors.slice(0, -1).flatMap(groupOf)).toEqual(shards);
+    expect(selectors.at(-1)).toBe(idle);
+  });
+
+  it("sizes groups to hold about GROUP_TARGET idle pods: one shard for a big pool, all for a tiny one", () => {
+    expect(groupSize(CLAIM_SHARDS * GROUP_TARGET)).toBe(1);
+    expect(groupSize(1000)).toBe(2);
+    expect(groupSize(100)).toBe(11);
+    expect(groupSize(3)).toBe(CLAIM_SHARDS);
+    // No count yet (a new pool's status) or a drained pool: every shard in one list.
+    expect(groupSize(0)).toBe(CLAIM_SHARDS);
+    expect(groupSize(Number.NaN)).toBe(CLAIM_SHARDS);
+    expect(candidateSelectors("py", shardOrder(Math.random), groupSize(0))).toHaveLength(2);
+  });
+
+  it("draws a different shard order for different random draws, each a permutation", () => {
+    const a = shardOrder(() => 0.1);
+    const b = shardOrder(() => 0.9);
+    expect(a).not.toEqual(b);
+    expect([...a].sort()).toEqual([...b].sort());
+    expect(new Set(a).size).toBe(CLAIM_SHARDS);
+    expect(shardGroupSelector("py", ["7", "42"])).toBe(`${idle},${CLAIM_SHARD_LABEL} in (7,42)`);
   });
 });
