@@ -119,7 +119,7 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
       return fail(c, 503, `no idle sandbox for template "${req.templateID}" right now; retry`);
     }
     const seconds = createWaitSeconds(outcome.pool);
-    const waited = await waitForRunning(deps, outcome.pod, seconds * 1000);
+    const waited = await waitForRunning(deps, outcome.pod, outcome.pool, seconds * 1000);
     const view = waited.pod && sandboxView(waited.pod, deps.now());
     if (waited.ok && waited.pod && view)
       return c.json(e2bSandbox(waited.pod, view, settings, await token(view.sandboxId)), 201);

@@ -1,18 +1,43 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { POST_START_HOOKS_ANNOTATION, SANDBOX_ID_LABEL, SANDBOX_PHASE } from "../../lib/api/keys.ts";
+import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { sandboxPhaseOf } from "../../lib/sandbox/inplace-state.ts";
+import { latestOnly } from "../../lib/util/latest-only.ts";
+import { runPodSteps } from "../reconcile-pod.ts";
 import type { ApiDeps } from "./deps.ts";
 
-export type WaitOutcome =
+/**
+ * WaitTimeline says where a wait went, in ms from its start: when the watch delivered the version
+ * the waiter completed the start from (the kubelet had run the new containers), and when the wait
+ * ended. Operators see it as Server-Timing.
+ */
+export interface WaitTimeline {
+  kubeletMs?: number;
+  endMs: number;
+}
+
+export type WaitOutcome = (
   | { ok: true; pod: V1Pod }
-  | { ok: false; reason: "timeout" | "ended"; pod: V1Pod | undefined };
+  | { ok: false; reason: "timeout" | "ended"; pod: V1Pod | undefined }
+) & { timeline?: WaitTimeline };
 
 /**
  * waitForRunning watches one claimed pod (no polling) from the version the claim wrote until its
- * sandbox is running with its post-start hooks done, or it left the sandbox's path (failed, released, deleted, reclaimed), or
- * timeoutMs passes. Watches the apiserver ends early are resumed from the last version seen.
+ * sandbox is running with its post-start hooks done, or it left the sandbox's path (failed,
+ * released, deleted, reclaimed), or timeoutMs passes. Watches the apiserver ends early are
+ * resumed from the last version seen.
+ *
+ * The waiter also drives its sandbox: each version still on the way runs the per-pod steps
+ * (complete the start, run the hooks) on that version, one run at a time and always on the newest
+ * version seen. The audit-triggered run does the same from a fresh read; whichever writes second
+ * fails its precondition. The waiter saves the start the audit event's trip and two reads (ADR 0010).
  */
-export async function waitForRunning(deps: ApiDeps, claimed: V1Pod, timeoutMs: number): Promise<WaitOutcome> {
+export async function waitForRunning(
+  deps: ApiDeps,
+  claimed: V1Pod,
+  pool: SandboxPool,
+  timeoutMs: number,
+): Promise<WaitOutcome> {
   const id = claimed.metadata?.labels?.[SANDBOX_ID_LABEL];
   const namespace = claimed.metadata?.namespace ?? "";
   const name = claimed.metadata?.name ?? "";
@@ -26,7 +51,21 @@ export async function waitForRunning(deps: ApiDeps, claimed: V1Pod, timeoutMs: n
     if (phase !== SANDBOX_PHASE.STARTING) return { ok: false, reason: "ended", pod };
     return undefined;
   };
+  const t0 = performance.now();
+  let kubeletMs: number | undefined;
+  const advance = latestOnly(async ({ pod, at }: { pod: V1Pod; at: number }) => {
+    try {
+      const report = await runPodSteps(deps, pool, pod);
+      const started = report.steps.some(
+        (s) => s.step === "complete-starting" && s.outcomes.some((o) => o.result === "done"),
+      );
+      if (started) kubeletMs ??= at - t0;
+    } catch (e) {
+      deps.log.warn({ pod: `${namespace}/${name}`, err: String(e) }, "waiter could not advance the sandbox");
+    }
+  });
   outcome = judge(claimed);
+  if (!outcome) advance({ pod: claimed, at: t0 });
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);
   try {
@@ -50,6 +89,7 @@ export async function waitForRunning(deps: ApiDeps, claimed: V1Pod, timeoutMs: n
           }
           last = event.type === "DELETED" ? undefined : pod;
           outcome = judge(last);
+          if (!outcome && last) advance({ pod: last, at: performance.now() });
           return outcome !== undefined;
         },
         controller.signal,
@@ -59,5 +99,6 @@ export async function waitForRunning(deps: ApiDeps, claimed: V1Pod, timeoutMs: n
   } finally {
     clearTimeout(timer);
   }
-  return outcome ?? { ok: false, reason: "timeout", pod: last };
+  const timeline = { ...(kubeletMs === undefined ? {} : { kubeletMs }), endMs: performance.now() - t0 };
+  return { ...(outcome ?? { ok: false, reason: "timeout", pod: last }), timeline };
 }
