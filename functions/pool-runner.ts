@@ -8,9 +8,9 @@ import type { PoolSnapshot } from "./snapshot.ts";
  * restarts and other processes may run the same pool concurrently (the steps are safe for that);
  * a trigger lost here is picked up by the next tick.
  */
-export class PoolRunner {
+export class PoolRunner<Hint = PoolSnapshot> {
   private readonly running = new Map<string, { again: boolean; done: Promise<void> }>();
-  private readonly run: (key: PoolKey, snapshot?: PoolSnapshot) => Promise<unknown>;
+  private readonly run: (key: PoolKey, hint?: Hint) => Promise<unknown>;
   private readonly log: Log;
   private readonly minIntervalMs: number;
 
@@ -18,17 +18,18 @@ export class PoolRunner {
    * minIntervalMs spaces the reruns of one key: a trigger during a run waits until that long
    * after the run started (0: rerun at once). It bounds how often a busy pool is listed whole.
    */
-  constructor(run: (key: PoolKey, snapshot?: PoolSnapshot) => Promise<unknown>, log: Log, minIntervalMs = 0) {
+  constructor(run: (key: PoolKey, hint?: Hint) => Promise<unknown>, log: Log, minIntervalMs = 0) {
     this.run = run;
     this.log = log;
     this.minIntervalMs = minIntervalMs;
   }
 
   /**
-   * trigger starts key's reconcile (from snapshot when the caller just read one, as the tick does),
-   * or asks the running one to go once more when it ends; a rerun always reads afresh.
+   * trigger starts key's reconcile, with the caller's hint for its first run (a snapshot the tick
+   * just read, the version an audit event reported), or asks the running one to go once more when
+   * it ends; a rerun has no hint, so it reads afresh.
    */
-  trigger(key: PoolKey, snapshot?: PoolSnapshot): Promise<void> {
+  trigger(key: PoolKey, hint?: Hint): Promise<void> {
     const current = this.running.get(key);
     if (current) {
       current.again = true;
@@ -37,7 +38,7 @@ export class PoolRunner {
     const entry = { again: false, done: Promise.resolve() };
     entry.done = (async () => {
       try {
-        let first: PoolSnapshot | undefined = snapshot;
+        let first: Hint | undefined = hint;
         do {
           entry.again = false;
           const snap = first;

@@ -108,9 +108,9 @@ export default {
       api,
       onAuditEvents: (list) => {
         // After the 200: each written pod's own steps, then each touched pool once.
-        const pods = auditPodTargets(list.items).map((key) => {
+        const pods = [...auditPodTargets(list.items)].map(([key, target]) => {
           const [ns = "", pool = "", pod = ""] = key.split("/");
-          return reconcilePod(api, ns, pool, pod);
+          return reconcilePod(api, ns, pool, pod, target);
         });
         const pools = auditTargets(list.items).map((key) => {
           const [ns = "", name = ""] = key.split("/");

@@ -11,7 +11,10 @@ export interface AuditEvent {
     apiGroup?: string;
   };
   responseStatus?: { code?: number };
-  responseObject?: { kind?: string; metadata?: { labels?: Record<string, string> } };
+  responseObject?: {
+    kind?: string;
+    metadata?: { labels?: Record<string, string>; resourceVersion?: string };
+  };
   requestObject?: { kind?: string; metadata?: { labels?: Record<string, string> } };
 }
 
@@ -47,12 +50,12 @@ export function auditTargets(events: readonly AuditEvent[]): PoolKey[] {
 export type PodKey = `${string}/${string}/${string}`;
 
 /**
- * auditPodTargets maps one audit batch to the pool pods that were written, each once, so the
- * pod's own transitions (start, stop, failure, deletion) can run on a read of just that pod
- * instead of a list of the whole pool.
+ * auditPodTargets maps one audit batch to the pool pods that were written, each once, with the
+ * version to read them at (see PodTarget), so the pod's own transitions (start, stop, failure,
+ * deletion) can run on a read of just that pod instead of a list of the whole pool.
  */
-export function auditPodTargets(events: readonly AuditEvent[]): PodKey[] {
-  const keys = new Set<PodKey>();
+export function auditPodTargets(events: readonly AuditEvent[]): Map<PodKey, PodTarget> {
+  const targets = new Map<PodKey, PodTarget>();
   for (const e of events) {
     const ref = e.objectRef;
     if (!ref?.namespace || !ref.name || !WRITES.has(e.verb) || ref.resource !== "pods" || ref.apiGroup)
@@ -60,7 +63,33 @@ export function auditPodTargets(events: readonly AuditEvent[]): PodKey[] {
     if ((e.responseStatus?.code ?? 200) >= 400) continue;
     const labels = e.responseObject?.metadata?.labels ?? e.requestObject?.metadata?.labels;
     const pool = labels?.[SANDBOX_POOL_LABEL];
-    if (pool) keys.add(`${ref.namespace}/${pool}/${ref.name}`);
+    if (!pool) continue;
+    const key: PodKey = `${ref.namespace}/${pool}/${ref.name}`;
+    const seen = targets.get(key);
+    const version = e.responseObject?.metadata?.resourceVersion;
+    targets.set(key, { notOlderThan: seen ? newest(seen.notOlderThan, version) : version });
   }
-  return [...keys];
+  return targets;
+}
+
+/**
+ * PodTarget says how fresh a pod run's read must be: at least notOlderThan, the newest version the
+ * batch reported for the pod (the watch cache can serve that read), or, when undefined, a quorum
+ * read of etcd.
+ */
+export interface PodTarget {
+  notOlderThan: string | undefined;
+}
+
+const DECIMAL = /^[1-9][0-9]*$/;
+
+/**
+ * newest is the later of two reported versions. Resource versions are opaque to clients, so two
+ * are ordered only when both are plain decimals (as etcd-backed apiservers write them); anything
+ * else, or a write that reported none, asks for a quorum read. A wrong order could only make a
+ * read staler, never a write wrong (every write is preconditioned), but undefined avoids even that.
+ */
+function newest(a: string | undefined, b: string | undefined): string | undefined {
+  if (a === undefined || b === undefined || !DECIMAL.test(a) || !DECIMAL.test(b)) return undefined;
+  return BigInt(a) >= BigInt(b) ? a : b;
 }

@@ -59,22 +59,57 @@ describe("auditTargets", () => {
 });
 
 describe("auditPodTargets", () => {
+  const write = (
+    verb: string,
+    name: string,
+    pool: string | undefined,
+    code = 200,
+    resourceVersion?: string,
+  ): AuditEvent => ({
+    verb,
+    objectRef: { resource: "pods", namespace: "ns", name },
+    responseStatus: { code },
+    responseObject: {
+      metadata: {
+        labels: pool ? { "agentbox.navix.sh/sandbox-pool": pool } : {},
+        ...(resourceVersion ? { resourceVersion } : {}),
+      },
+    },
+  });
+
   it("names each written pool pod once, with its pool, and skips the rest", () => {
-    const write = (verb: string, name: string, pool: string | undefined, code = 200): AuditEvent => ({
-      verb,
-      objectRef: { resource: "pods", namespace: "ns", name },
-      responseStatus: { code },
-      responseObject: { metadata: { labels: pool ? { "agentbox.navix.sh/sandbox-pool": pool } : {} } },
-    });
-    expect(
-      auditPodTargets([
+    expect([
+      ...auditPodTargets([
         write("patch", "a-0", "a"),
         write("update", "a-0", "a"),
         write("patch", "b-1", "b"),
         write("get", "a-1", "a"),
         write("patch", "x", undefined),
         write("patch", "a-2", "a", 422),
-      ]),
-    ).toEqual(["ns/a/a-0", "ns/b/b-1"]);
+      ]).keys(),
+    ]).toEqual(["ns/a/a-0", "ns/b/b-1"]);
+  });
+
+  it("reads each pod at least at the newest version the batch reported, in whatever order", () => {
+    const targets = auditPodTargets([
+      write("patch", "a-0", "a", 200, "1009"),
+      write("patch", "a-0", "a", 200, "998"),
+      write("patch", "a-1", "a", 200, "1200"),
+    ]);
+    expect(targets.get("ns/a/a-0")).toEqual({ notOlderThan: "1009" });
+    expect(targets.get("ns/a/a-1")).toEqual({ notOlderThan: "1200" });
+  });
+
+  it("asks for a quorum read when a version is missing or cannot be ordered", () => {
+    const targets = auditPodTargets([
+      write("patch", "a-0", "a", 200, "12"),
+      write("patch", "a-0", "a", 200),
+      write("patch", "a-1", "a", 200, "12"),
+      write("patch", "a-1", "a", 200, "opaque-v7"),
+      write("patch", "a-2", "a"),
+    ]);
+    expect(targets.get("ns/a/a-0")).toEqual({ notOlderThan: undefined });
+    expect(targets.get("ns/a/a-1")).toEqual({ notOlderThan: undefined });
+    expect(targets.get("ns/a/a-2")).toEqual({ notOlderThan: undefined });
   });
 });
