@@ -29,10 +29,19 @@ export function startupTimeoutMs(pool: SandboxPool, pod: V1Pod): number | undefi
 }
 
 /**
+ * SLOW_PULL_MS is how long a start may be plainly pulling before the diagnosis says so on the pod.
+ * Every start pulls; writing "Pulling" at once would cost every sandbox one more pod write on its
+ * way to Running, to record that nothing is wrong. The API derives it from the live pod anyway
+ * (sandboxView); the annotation is for starts that are slow or stuck (ADR 0012).
+ */
+export const SLOW_PULL_MS = 5000;
+
+/**
  * planStarting moves each starting pod on: Running once every target container runs its target
  * image in a new container; deleted with a Failed/StartupTimeout record once it outlived its
  * startup timeout (the pool replaces the pod); otherwise its diagnostic annotation is kept
- * current (e.g. ImagePullBackOff), written only when it changed.
+ * current (e.g. ImagePullBackOff at once, Pulling after SLOW_PULL_MS), written only when it
+ * changed.
  */
 export function planStarting(
   pool: SandboxPool,
@@ -77,7 +86,7 @@ export function planStarting(
         },
       ];
     }
-    if (!detail) return [];
+    if (!detail || (detail.reason === "Pulling" && elapsed < SLOW_PULL_MS)) return [];
     const previous = currentDetail(pod);
     if (previous?.reason === detail.reason && previous.message === detail.message) return [];
     const path = `/metadata/annotations/${escapePointer(SANDBOX_STATUS_DETAIL_ANNOTATION)}`;

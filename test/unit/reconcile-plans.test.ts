@@ -7,7 +7,7 @@ import { planFailures } from "../../lib/reconcile/failures.ts";
 import { planFinalizeDeleted } from "../../lib/reconcile/finalize-deleted.ts";
 import { planIdleRelease } from "../../lib/reconcile/idle-release.ts";
 import { planMaterialise } from "../../lib/reconcile/materialise.ts";
-import { planStarting } from "../../lib/reconcile/starting.ts";
+import { planStarting, SLOW_PULL_MS } from "../../lib/reconcile/starting.ts";
 import { planStatus } from "../../lib/reconcile/status.ts";
 import { planStopping } from "../../lib/reconcile/stopping.ts";
 
@@ -252,6 +252,16 @@ describe("planStarting and planStopping", () => {
         NOW,
       ),
     ).toEqual([]);
+  });
+
+  it("notes a plain pull on the pod only once the start is slow", () => {
+    // The fixture's start began at 11:59:00 (its in-place state's updateTimestamp).
+    const claimedAt = new Date("2026-11-21T11:59:00Z").getTime();
+    const pulling = starting({}, { phase: "Running", containerStatuses: [] } as V1Pod["status"]);
+    const soon = new Date(claimedAt + SLOW_PULL_MS - 1000);
+    expect(planStarting(pool(), [pulling], new Map(), soon)).toEqual([]);
+    const slow = new Date(claimedAt + SLOW_PULL_MS + 1000);
+    expect(planStarting(pool(), [pulling], new Map(), slow).map((a) => a.why)).toEqual(["diagnose: Pulling"]);
   });
 
   it("records then idles a stopping pod once the idle image is back", () => {
