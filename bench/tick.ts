@@ -56,7 +56,7 @@ try {
     if (round % 5 === 0 || settled) log(`round ${round}: ${idleReady}/${POOLS * REPLICAS} idle and ready`);
   }
   if (!settled) throw new Error("pools did not settle");
-  await host.runner.idle();
+  await host.reconciler.idle();
   // Two more ticks so every status reflects the settled pods.
   await tick(deps, { periodMs: 0, jitter: 0, concurrency: 16 });
   await tick(deps, { periodMs: 0, jitter: 0, concurrency: 16 });
@@ -95,7 +95,7 @@ try {
         ).length === REPLICAS
       );
     });
-    await host.runner.idle();
+    await host.reconciler.idle();
     const samples: number[] = [];
     for (let i = 0; i < CLAIMS; i++) {
       const pods = (

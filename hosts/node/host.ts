@@ -1,32 +1,19 @@
-import { hostname } from "node:os";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { Cron } from "croner";
-import {
-  ACTIVITY_REUSE_MS,
-  type ActivitySourceConfig,
-  httpActivitySource,
-  sharePulls,
-} from "../../functions/activity-source.ts";
+import type { ActivitySourceConfig } from "../../functions/activity-source.ts";
 import type { ApiDeps } from "../../functions/api/deps.ts";
 import { PendingGauge } from "../../functions/api/pending-gauge.ts";
-import { postStartDeps, type StepDeps } from "../../functions/deps.ts";
-import { PoolRunner } from "../../functions/pool-runner.ts";
-import { reconcilePod } from "../../functions/reconcile-pod.ts";
-import { RECONCILE, reconcilePool, STEPS } from "../../functions/reconcile-pool.ts";
-import { tick } from "../../functions/tick.ts";
-import { KubeClient } from "../../lib/kube/client.ts";
+import type { StepDeps } from "../../functions/deps.ts";
+import { RECONCILE, STEPS } from "../../functions/reconcile-pool.ts";
 import type { Log } from "../../lib/log.ts";
-import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
-import { importSealKeys } from "../../lib/sandboxes/sealing.ts";
 import { auditPodTargets, auditTargets, type PoolKey } from "../../lib/triggers/audit-targets.ts";
 import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
-import { nodeKubeTransport, nodeKubeWatch } from "./kube-transport.ts";
+import { nodeKubeWatch } from "./kube-transport.ts";
+import type { Reconciler } from "./reconciler.ts";
+import { startReconcilerThread } from "./reconciler-worker.ts";
 import { serveHttps } from "./serve.ts";
 import { SqliteHistoryStore } from "./sqlite-history.ts";
-
-/** POOL_RUN_INTERVAL_MS spaces one pool's back-to-back whole-pool runs in this process. */
-const POOL_RUN_INTERVAL_MS = 1000;
+import { nodeStepDeps } from "./step-deps.ts";
 
 export interface HostConfig {
   kubeconfig: KubeConfig;
@@ -60,39 +47,27 @@ export interface HostConfig {
 }
 
 export interface Host {
+  /** deps are the steps' dependencies in the host's own thread (the API's waiting creates use them). */
   deps: StepDeps;
   api: ApiDeps;
-  runner: PoolRunner;
+  /** reconciler runs every other step, in its own thread (ADR 0013). */
+  reconciler: Reconciler;
   close(): Promise<void>;
 }
 
 /**
- * startHost runs the Node host: the HTTPS app (admission, audit, manual triggers), the audit
- * dispatch (each batch's pools reconciled once, after the answer), and the croner tick as the
- * safety net for anything the audit path missed.
+ * startHost runs the Node host: the HTTPS app (admission, audit, API, manual triggers) in this
+ * thread, and the reconciler (audit-triggered runs, the tick, manual runs) in a worker thread of
+ * its own, so a tick over thousands of pods never stalls an API request (ADR 0013).
  */
 export async function startHost(config: HostConfig): Promise<Host> {
   const history = new SqliteHistoryStore(config.historyPath);
-  const deps: StepDeps = {
-    kube: new KubeClient(nodeKubeTransport(config.kubeconfig)),
-    history,
-    now: () => new Date(),
-    log: config.log,
-    digests: referenceDigestResolver,
-    reporter: { controller: "agents.navix.sh/agentbox-functions", instance: hostname() },
-    ...(config.sealingKey
-      ? {
-          postStart: postStartDeps(
-            await importSealKeys(config.sealingKey),
-            globalThis.fetch,
-            config.postStartDeadlineSeconds,
-          ),
-        }
-      : {}),
-    ...(config.activitySource
-      ? { pullActivity: sharePulls(httpActivitySource(config.activitySource), ACTIVITY_REUSE_MS) }
-      : {}),
+  const settings = {
+    ...(config.sealingKey ? { sealingKey: config.sealingKey } : {}),
+    ...(config.postStartDeadlineSeconds ? { postStartDeadlineSeconds: config.postStartDeadlineSeconds } : {}),
+    ...(config.activitySource ? { activitySource: config.activitySource } : {}),
   };
+  const deps = await nodeStepDeps(config.kubeconfig, history, config.log, settings);
   const api: ApiDeps = {
     ...deps,
     apiKeys: config.apiKeys ?? { namespace: "agentbox-system", name: "agentbox-api-keys" },
@@ -101,20 +76,16 @@ export async function startHost(config: HostConfig): Promise<Host> {
     ...(config.envdPort ? { envdPort: config.envdPort } : {}),
     watch: nodeKubeWatch(config.kubeconfig),
   };
-  // Whole-pool runs (pool writes, pod writes, ticks) at most about once a second per pool: each
-  // lists every pod of the pool. A written pod's own transitions run at once on a read of that pod.
-  const runner = new PoolRunner(
-    async (key, snapshot) => {
-      const [ns = "", name = ""] = key.split("/");
-      return reconcilePool(deps, ns, name, RECONCILE, snapshot);
+  const reconciler = await startReconcilerThread(
+    {
+      ...settings,
+      kubeconfig: config.kubeconfig.exportConfig(),
+      historyPath: config.historyPath,
+      tickSeconds: config.tickSeconds,
+      tickConcurrency: config.tickConcurrency,
     },
     config.log,
-    POOL_RUN_INTERVAL_MS,
   );
-  const podRunner = new PoolRunner(async (key) => {
-    const [ns = "", pool = "", pod = ""] = key.split("/");
-    return reconcilePod(deps, ns, pool, pod);
-  }, config.log);
   const filter = config.auditFilter ?? (() => true);
   const app = createApp({
     callbackToken: config.callbackToken,
@@ -122,15 +93,15 @@ export async function startHost(config: HostConfig): Promise<Host> {
     logger: config.log,
     onAuditEvents: (list) => {
       config.onAuditEvents?.(list);
-      for (const key of auditPodTargets(list.items)) {
-        if (filter(key.split("/").slice(0, 2).join("/") as PoolKey)) void podRunner.trigger(key);
-      }
-      for (const key of auditTargets(list.items).filter(filter)) void runner.trigger(key);
+      const pods = [...auditPodTargets(list.items)].filter(([key]) =>
+        filter(key.split("/").slice(0, 2).join("/") as PoolKey),
+      );
+      reconciler.audit(pods, auditTargets(list.items).filter(filter));
     },
     api,
     functions: {
       steps: [RECONCILE, ...STEPS.map((s) => s.name)],
-      run: (step, namespace, pool) => reconcilePool(deps, namespace, pool, step),
+      run: (step, namespace, pool) => reconciler.run(step, namespace, pool),
     },
   });
   const server = await serveHttps(
@@ -139,36 +110,18 @@ export async function startHost(config: HostConfig): Promise<Host> {
     config.listen.certFile,
     config.listen.keyFile,
     config.listen.host,
-  );
-  const periodMs = config.tickSeconds * 1000;
-  const cron =
-    config.tickSeconds > 0
-      ? new Cron("* * * * * *", { interval: config.tickSeconds, protect: true }, async () => {
-          const report = await tick(deps, {
-            periodMs,
-            jitter: 0.2,
-            concurrency: config.tickConcurrency,
-            run: async (ns, name, snapshot) => {
-              await runner.trigger(`${ns}/${name}`, snapshot);
-              return undefined;
-            },
-          }).catch((err: unknown) => {
-            config.log.warn({ err: String(err) }, "tick failed");
-            return undefined;
-          });
-          if (report) config.log.debug({ ...report }, "tick");
-        })
-      : undefined;
+  ).catch(async (e: unknown) => {
+    await reconciler.close();
+    throw e;
+  });
   return {
     deps,
     api,
-    runner,
+    reconciler,
     close: async () => {
-      cron?.stop();
       await server.close();
       await api.pending?.flushed();
-      await podRunner.idle();
-      await runner.idle();
+      await reconciler.close();
       history.close();
     },
   };

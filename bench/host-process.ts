@@ -1,0 +1,59 @@
+// The Node host in a process of its own, for benchmarks that must tell its CPU apart from the
+// load generator's (in production they are different machines). The parent forks it with the
+// cluster name and `on`/`off` for the reconciles, then asks over IPC: "key" (mint an API key),
+// "tick" (one reconcile pass over every pool), "idle" (wait for queued runs), "loop" (the event
+// loop's delay since the last "loop", in ms), "close".
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { createApiKey } from "../functions/api/create-api-key.ts";
+import { tick } from "../functions/tick.ts";
+import { readState } from "../infra/cluster/state.ts";
+import { benchHost } from "./support.ts";
+
+/** HostRequest is what the parent asks; each answer echoes its id. */
+export type HostRequest = { id: number } & (
+  | { op: "key"; team: string; user: string }
+  | { op: "tick" }
+  | { op: "idle" }
+  | { op: "loop" }
+  | { op: "close" }
+);
+
+const [name = "", reconcile = "on"] = process.argv.slice(2);
+const state = readState(name);
+if (!state || !process.send) throw new Error(`host-process: no cluster "${name}", or no IPC channel`);
+const send = (m: unknown) => process.send?.(m);
+const off = reconcile === "off";
+const { host } = await benchHost(state, {
+  tickSeconds: off ? 0 : 5,
+  ...(off ? { auditFilter: () => false } : {}),
+});
+const loop = monitorEventLoopDelay({ resolution: 1 });
+loop.enable();
+process.on("message", async (m: HostRequest) => {
+  try {
+    if (m.op === "key") {
+      const key = await createApiKey(
+        { kube: host.api.kube, apiKeys: host.api.apiKeys, now: () => new Date() },
+        { team: m.team, user: m.user },
+      );
+      send({ id: m.id, key });
+    } else if (m.op === "tick") {
+      await tick(host.deps, { periodMs: 0, jitter: 0, concurrency: 4 });
+      send({ id: m.id });
+    } else if (m.op === "loop") {
+      const ms = (ns: number) => Math.round(ns / 1e4) / 100;
+      send({ id: m.id, p50: ms(loop.percentile(50)), p99: ms(loop.percentile(99)), max: ms(loop.max) });
+      loop.reset();
+    } else if (m.op === "idle") {
+      await host.reconciler.idle();
+      send({ id: m.id });
+    } else {
+      await host.close();
+      send({ id: m.id });
+      process.exit(0);
+    }
+  } catch (e) {
+    send({ id: m.id, error: String(e) });
+  }
+});
+send({ ready: true });

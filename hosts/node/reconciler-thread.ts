@@ -1,0 +1,50 @@
+// The reconciler's worker thread (entry point, started by reconciler-worker.ts): the reconcile
+// steps run here so that parsing a big pod list or planning a thousand pools never holds up the
+// API's event loop (ADR 0013). It builds its own API client and history connection from the
+// settings it was started with, and talks to the host's thread only by messages.
+import { parentPort, workerData } from "node:worker_threads";
+import { KubeConfig } from "@kubernetes/client-node";
+import type { Log } from "../../lib/log.ts";
+import { startReconciler } from "./reconciler.ts";
+import type { FromReconciler, ReconcilerThreadSettings, ToReconciler } from "./reconciler-worker.ts";
+import { SqliteHistoryStore } from "./sqlite-history.ts";
+import { nodeStepDeps } from "./step-deps.ts";
+
+const port = parentPort;
+if (!port) throw new Error("reconciler-thread.ts runs as a worker thread (see reconciler-worker.ts)");
+const post = (m: FromReconciler) => port.postMessage(m);
+
+/** threadLog forwards entries to the host's logger; what cannot be cloned goes as text. */
+const level =
+  (name: "debug" | "info" | "warn" | "error") =>
+  (obj: object, msg?: string): void => {
+    try {
+      post({ op: "log", level: name, obj, ...(msg === undefined ? {} : { msg }) });
+    } catch {
+      post({ op: "log", level: name, obj: { entry: String(obj) }, ...(msg === undefined ? {} : { msg }) });
+    }
+  };
+const log: Log = { debug: level("debug"), info: level("info"), warn: level("warn"), error: level("error") };
+
+const settings = workerData as ReconcilerThreadSettings;
+const kubeconfig = new KubeConfig();
+kubeconfig.loadFromString(settings.kubeconfig);
+const history = new SqliteHistoryStore(settings.historyPath);
+const reconciler = startReconciler(await nodeStepDeps(kubeconfig, history, log, settings), settings);
+
+port.on("message", async (m: ToReconciler) => {
+  if (m.op === "audit") return reconciler.audit(m.pods, m.pools);
+  try {
+    if (m.op === "run")
+      post({ op: "reply", id: m.id, value: await reconciler.run(m.step, m.namespace, m.pool) });
+    else if (m.op === "idle") post({ op: "reply", id: m.id, value: await reconciler.idle() });
+    else {
+      await reconciler.close();
+      history.close();
+      post({ op: "reply", id: m.id, value: undefined });
+    }
+  } catch (e) {
+    post({ op: "reply", id: m.id, error: e instanceof Error ? e.message : String(e) });
+  }
+});
+post({ op: "ready" });

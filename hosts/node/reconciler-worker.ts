@@ -1,0 +1,99 @@
+import { Worker } from "node:worker_threads";
+import type { PoolReport } from "../../functions/reconcile-pool.ts";
+import type { Log } from "../../lib/log.ts";
+import type { PodKey, PodTarget, PoolKey } from "../../lib/triggers/audit-targets.ts";
+import type { Reconciler, ReconcilerOptions } from "./reconciler.ts";
+import type { StepSettings } from "./step-deps.ts";
+
+/** ReconcilerThreadSettings start the reconciler's thread; they cross threads, so plain data only. */
+export interface ReconcilerThreadSettings extends StepSettings, ReconcilerOptions {
+  /** kubeconfig as KubeConfig.exportConfig() writes it (the thread loads its own client). */
+  kubeconfig: string;
+  historyPath: string;
+}
+
+/** ToReconciler is what the host's thread asks the reconciler's; every op but audit is answered. */
+export type ToReconciler =
+  | { op: "audit"; pods: (readonly [PodKey, PodTarget])[]; pools: PoolKey[] }
+  | { op: "run"; id: number; step: string; namespace: string; pool: string }
+  | { op: "idle"; id: number }
+  | { op: "close"; id: number };
+
+/** FromReconciler is what the reconciler's thread sends back. */
+export type FromReconciler =
+  | { op: "ready" }
+  | { op: "log"; level: keyof Log; obj: object; msg?: string }
+  | { op: "reply"; id: number; value: unknown }
+  | { op: "reply"; id: number; error: string };
+
+/** RESTART_DELAY_MS is how long a reconciler thread that died waits before it is started again. */
+const RESTART_DELAY_MS = 1000;
+
+/**
+ * startReconcilerThread runs the reconciler in a worker thread (reconciler-thread.ts) and returns
+ * a Reconciler that talks to it; the thread's log entries go to `log`. A thread that dies is
+ * logged and started again after a second: the runs it had in flight are lost (the next audit
+ * event or tick starts them again; every step is safe to repeat) and calls waiting on it fail.
+ */
+export async function startReconcilerThread(
+  settings: ReconcilerThreadSettings,
+  log: Log,
+): Promise<Reconciler> {
+  const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  let worker: Worker | undefined;
+  let closing = false;
+  let nextId = 0;
+  const spawn = () =>
+    new Promise<void>((resolve, reject) => {
+      const w = new Worker(new URL("./reconciler-thread.ts", import.meta.url), { workerData: settings });
+      let ready = false;
+      w.on("message", (m: FromReconciler) => {
+        if (m.op === "ready") {
+          ready = true;
+          worker = w;
+          return resolve();
+        }
+        if (m.op === "log") return log[m.level](m.obj, m.msg);
+        const call = waiting.get(m.id);
+        waiting.delete(m.id);
+        if ("error" in m) call?.reject(new Error(m.error));
+        else call?.resolve(m.value);
+      });
+      w.on("error", (err) => log.error({ err: String(err) }, "reconciler thread failed"));
+      w.on("exit", (code) => {
+        if (worker === w) worker = undefined;
+        for (const call of waiting.values()) call.reject(new Error(`the reconciler thread exited (${code})`));
+        waiting.clear();
+        if (!ready) return reject(new Error(`the reconciler thread exited (${code}) before it was ready`));
+        if (closing) return;
+        log.error({ code }, "reconciler thread exited; starting it again in 1 s");
+        setTimeout(() => {
+          if (!closing)
+            spawn().catch((err: unknown) => log.error({ err: String(err) }, "reconciler restart failed"));
+        }, RESTART_DELAY_MS);
+      });
+    });
+  await spawn();
+  const ask = <T>(
+    m: { op: "run"; step: string; namespace: string; pool: string } | { op: "idle" | "close" },
+  ) =>
+    new Promise<T>((resolve, reject) => {
+      if (!worker) return reject(new Error("the reconciler thread is restarting"));
+      const id = nextId++;
+      waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      worker.postMessage({ ...m, id } satisfies ToReconciler);
+    });
+  return {
+    // Without a thread (restarting) the batch is dropped: the tick picks up what it would have done.
+    audit: (pods, pools) =>
+      worker?.postMessage({ op: "audit", pods: [...pods], pools: [...pools] } satisfies ToReconciler),
+    run: (step, namespace, pool) => ask<PoolReport>({ op: "run", step, namespace, pool }),
+    idle: () => ask<void>({ op: "idle" }),
+    close: async () => {
+      closing = true;
+      const w = worker;
+      await ask<void>({ op: "close" }).catch(() => {});
+      await w?.terminate();
+    },
+  };
+}

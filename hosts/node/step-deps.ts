@@ -1,0 +1,57 @@
+import { hostname } from "node:os";
+import type { KubeConfig } from "@kubernetes/client-node";
+import {
+  ACTIVITY_REUSE_MS,
+  type ActivitySourceConfig,
+  httpActivitySource,
+  sharePulls,
+} from "../../functions/activity-source.ts";
+import { postStartDeps, type StepDeps } from "../../functions/deps.ts";
+import type { HistoryStore } from "../../lib/history/store.ts";
+import { KubeClient } from "../../lib/kube/client.ts";
+import type { Log } from "../../lib/log.ts";
+import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
+import { importSealKeys } from "../../lib/sandboxes/sealing.ts";
+import { nodeKubeTransport } from "./kube-transport.ts";
+
+/** StepSettings are the Node host's settings the reconcile steps depend on. */
+export interface StepSettings {
+  /** sealingKey (≥ 32 characters) lets post-start hooks open sealed env vars. */
+  sealingKey?: string;
+  /** postStartDeadlineSeconds after the start, sandboxes whose hooks still fail are released (60). */
+  postStartDeadlineSeconds?: number;
+  /** The pulled activity source idle-release asks first (none: the last-active annotation only). */
+  activitySource?: ActivitySourceConfig;
+}
+
+/**
+ * nodeStepDeps is what the steps touch in the Node host, built the same way in each thread that
+ * runs them (the API's thread for waiting creates, the reconciler's for everything else).
+ */
+export async function nodeStepDeps(
+  kubeconfig: KubeConfig,
+  history: HistoryStore,
+  log: Log,
+  settings: StepSettings,
+): Promise<StepDeps> {
+  return {
+    kube: new KubeClient(nodeKubeTransport(kubeconfig)),
+    history,
+    now: () => new Date(),
+    log,
+    digests: referenceDigestResolver,
+    reporter: { controller: "agents.navix.sh/agentbox-functions", instance: hostname() },
+    ...(settings.sealingKey
+      ? {
+          postStart: postStartDeps(
+            await importSealKeys(settings.sealingKey),
+            globalThis.fetch,
+            settings.postStartDeadlineSeconds,
+          ),
+        }
+      : {}),
+    ...(settings.activitySource
+      ? { pullActivity: sharePulls(httpActivitySource(settings.activitySource), ACTIVITY_REUSE_MS) }
+      : {}),
+  };
+}
