@@ -1,5 +1,7 @@
+import { type ChildProcess, execFileSync, fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
+import { Agent, request } from "node:https";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { type HostConfig, startHost } from "../hosts/node/host.ts";
@@ -38,6 +40,51 @@ export async function benchHost(state: ClusterState, options: Partial<HostConfig
   return { kc, host };
 }
 
+/** HostProcess is the Node host running in a child process (bench/host-process.ts). */
+export interface HostProcess {
+  pid: number;
+  /** ask sends one request and resolves with its answer (rejects when the host reports an error). */
+  ask(request: { op: "key"; team: string; user: string }): Promise<{ key: string }>;
+  ask(request: { op: "loop" }): Promise<{ p50: number; p99: number; max: number }>;
+  ask(request: { op: "tick" | "idle" | "close" }): Promise<unknown>;
+}
+
+/**
+ * forkHost starts the Node host for a running benchmark cluster in its own process, with the
+ * audit-triggered reconciles on or off, and resolves once it serves.
+ */
+export async function forkHost(state: ClusterState, reconcile: "on" | "off"): Promise<HostProcess> {
+  // BENCH_HOST_PROFILE=DIR writes the host's V8 CPU profile there when it exits.
+  const profileDir = process.env.BENCH_HOST_PROFILE;
+  const child: ChildProcess = fork(
+    new URL("./host-process.ts", import.meta.url).pathname,
+    [state.name, reconcile],
+    profileDir ? { execArgv: [...process.execArgv, "--cpu-prof", `--cpu-prof-dir=${profileDir}`] } : {},
+  );
+  const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  let nextId = 0;
+  await new Promise<void>((resolve, reject) => {
+    child.once("exit", (code) => reject(new Error(`bench host exited with ${code} before it served`)));
+    child.on("message", (m: { ready?: boolean; id?: number; error?: string }) => {
+      if (m.ready) return resolve();
+      const w = m.id === undefined ? undefined : waiting.get(m.id);
+      if (!w || m.id === undefined) return;
+      waiting.delete(m.id);
+      if (m.error) w.reject(new Error(m.error));
+      else w.resolve(m);
+    });
+  });
+  return {
+    pid: child.pid ?? 0,
+    ask: (request: object) =>
+      new Promise((resolve, reject) => {
+        const id = nextId++;
+        waiting.set(id, { resolve, reject });
+        child.send({ ...request, id });
+      }),
+  } as HostProcess;
+}
+
 /** waitFor polls check (errors count as "not yet") until it holds or the deadline passes. */
 export async function waitFor(check: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -55,10 +102,13 @@ export function percentile(xs: readonly number[], p: number): number {
 
 /**
  * cpuSeconds reads the CPU time (user + system) each process has used so far, from
- * /proc/<pid>/stat (clock ticks of 10 ms); the bench process reports its own as "bench+host".
+ * /proc/<pid>/stat (clock ticks of 10 ms); the bench process reports its own under `self`.
  * Two readings around a phase say which process the phase kept busy.
  */
-export function cpuSeconds(processes: readonly { name: string; pid: number }[]): Record<string, number> {
+export function cpuSeconds(
+  processes: readonly { name: string; pid: number }[],
+  self = "bench+host",
+): Record<string, number> {
   const out: Record<string, number> = {};
   for (const p of processes) {
     try {
@@ -68,8 +118,8 @@ export function cpuSeconds(processes: readonly { name: string; pid: number }[]):
       out[p.name] = Number.NaN;
     }
   }
-  const self = process.cpuUsage();
-  out["bench+host"] = (self.user + self.system) / 1e6;
+  const own = process.cpuUsage();
+  out[self] = (own.user + own.system) / 1e6;
   return out;
 }
 
@@ -86,5 +136,175 @@ export function cpuTable(
   const lines = [`| ${title} | CPU s | share of 2 cores |`, "| --- | --- | --- |"];
   for (const [k, s] of rows)
     lines.push(`| ${k} | ${s.toFixed(2)} | ${((100 * s) / (2 * wallSeconds)).toFixed(0)} % |`);
+  return lines.join("\n");
+}
+
+/** RawResponse is a response as the benchmarks read it: status, headers, text and the raw bytes. */
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  bytes: Buffer;
+}
+
+/** Send issues one HTTPS request (body already encoded) and resolves with the whole response. */
+export type Send = (
+  method: string,
+  path: string,
+  body?: string,
+  headers?: Record<string, string>,
+) => Promise<RawResponse>;
+
+/**
+ * httpsClient sends requests to one base URL over a keep-alive pool, trusting ca, with headers on
+ * every request: the benchmarks' load generator, kept apart from the code under test.
+ */
+export function httpsClient(
+  base: string,
+  ca: Buffer,
+  headers: Record<string, string>,
+  maxSockets = 256,
+): Send {
+  // Idle sockets are dropped after 4 s, before any server here closes them (Node's default is
+  // 5 s), so a burst after a quiet phase never reuses a socket the server is closing.
+  const agent = new Agent({ keepAlive: true, maxSockets, timeout: 4000 });
+  return (method, path, body, extra = {}) =>
+    new Promise((resolve, reject) => {
+      const r = request(
+        `${base}${path}`,
+        { method, ca, agent, headers: { "content-type": "application/json", ...headers, ...extra } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () => {
+            const bytes = Buffer.concat(chunks);
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              body: bytes.toString("utf8"),
+              bytes,
+            });
+          });
+          res.on("error", reject);
+        },
+      );
+      r.on("error", reject);
+      r.end(body);
+    });
+}
+
+/** serverTiming reads a Server-Timing header into name → milliseconds. */
+export function serverTiming(res: RawResponse): Record<string, number> {
+  const header = res.headers["server-timing"];
+  const out: Record<string, number> = {};
+  for (const part of (Array.isArray(header) ? header.join(",") : (header ?? "")).split(",")) {
+    const [name, ...params] = part.trim().split(";");
+    const dur = params.find((p) => p.startsWith("dur="));
+    if (name && dur) out[name] = Number(dur.slice(4));
+  }
+  return out;
+}
+
+/** adminClient reaches a benchmark cluster's apiserver as its admin (system:masters). */
+export function adminClient(state: ClusterState): Send {
+  const token = readFileSync(join(state.dir, "admin-token"), "utf8").trim();
+  return httpsClient(state.server, readFileSync(state.caCert), { authorization: `Bearer ${token}` });
+}
+
+/**
+ * requestCounts reads the apiserver's own request counter (apiserver_request_total) as
+ * "VERB resource[/subresource] code" → count: every client's requests (ours, kwok's, the
+ * controllers'), so two readings around a phase say what the phase cost the apiserver.
+ */
+export async function requestCounts(admin: Send): Promise<Map<string, number>> {
+  const text = (await admin("GET", "/metrics")).body;
+  const counts = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("apiserver_request_total{")) continue;
+    const labels = Object.fromEntries(
+      [...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1] ?? "", m[2] ?? ""] as const),
+    );
+    const value = Number(line.slice(line.lastIndexOf(" ") + 1));
+    const resource = labels.subresource ? `${labels.resource}/${labels.subresource}` : labels.resource;
+    const key = `${labels.verb} ${resource || "(none)"} ${labels.code}`;
+    counts.set(key, (counts.get(key) ?? 0) + value);
+  }
+  return counts;
+}
+
+/**
+ * requestTable prints the requests the apiserver served between two requestCounts readings,
+ * per unit of work (`per`, e.g. per claim), largest first, leaving out what rounds to nothing.
+ */
+export function requestTable(
+  title: string,
+  before: Map<string, number>,
+  after: Map<string, number>,
+  per: number,
+): string {
+  const rows = [...after]
+    .map(([k, v]) => [k, (v - (before.get(k) ?? 0)) / per] as const)
+    .filter(([, v]) => v >= 0.01)
+    .sort((a, b) => b[1] - a[1]);
+  const lines = [`| ${title} | per unit |`, "| --- | --- |"];
+  for (const [k, v] of rows) lines.push(`| ${k} | ${v.toFixed(2)} |`);
+  return lines.join("\n");
+}
+
+/**
+ * PROFILE_BUCKETS name where a kube-apiserver spends CPU, by functions on the stack (summed when
+ * several). Buckets overlap (an update's field tracking is part of the update); each is a share
+ * of all samples.
+ */
+const PROFILE_BUCKETS: readonly [string, string[]][] = [
+  ["writes: GuaranteedUpdate (patch, update)", ["storage/etcd3.(*store).GuaranteedUpdate"]],
+  ["  of which managedFields tracking", ["managedfields/internal.(*FieldManager).Update"]],
+  ["creates", ["handlers.CreateResource.func1"]],
+  ["gets", ["handlers.GetResource.func1"]],
+  ["lists", ["handlers.ListResource.func1"]],
+  ["watch fan-out to watchers", ["cacher.(*cacheWatcher).processInterval"]],
+  ["audit webhook (encode + send)", ["audit/webhook.(*backend).processEvents"]],
+  ["response encoding", ["handlers.transformResponseObject"]],
+  ["TLS reads and writes", ["crypto/tls.(*Conn).Write", "crypto/tls.(*Conn).Read"]],
+  ["garbage collection", ["runtime.gcBgMarkWorker"]],
+];
+
+/**
+ * cpuProfile records the apiserver's CPU profile for `seconds` (Go's pprof endpoint) and writes
+ * it to file; profileSummary then tells which parts of the apiserver the samples fall in.
+ */
+export async function cpuProfile(admin: Send, seconds: number, file: string): Promise<void> {
+  const res = await admin("GET", `/debug/pprof/profile?seconds=${seconds}`);
+  if (res.status !== 200) throw new Error(`pprof: HTTP ${res.status}`);
+  writeFileSync(file, res.bytes);
+}
+
+/** profileSummary buckets a CPU profile with `go tool pprof` (Go builds the control plane, so it is here). */
+export function profileSummary(file: string): string {
+  const top = execFileSync("go", ["tool", "pprof", "-top", "-cum", "-nodecount=2000", file], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "ignore"],
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const sampled = /Total samples = ([\d.]+)(m?)s/.exec(top);
+  const total = Number(sampled?.[1] ?? Number.NaN) * (sampled?.[2] === "m" ? 0.001 : 1);
+  if (!(total > 0)) return "(the profile holds no samples)";
+  // Rows: flat flat% sum% cum cum% function; the first row of a function is its cumulative time.
+  const cum = new Map<string, number>();
+  for (const row of top.split("\n")) {
+    const f = row.trim().split(/\s+/);
+    const name = f.slice(5).join(" ").replace(" (inline)", "");
+    const v = f[3];
+    if (name && v && !cum.has(name)) cum.set(name, Number.parseFloat(v) * (v.endsWith("ms") ? 0.001 : 1));
+  }
+  const seconds = (fn: string) => {
+    for (const [name, v] of cum) if (name.endsWith(fn)) return v;
+    return 0;
+  };
+  const lines = [`| apiserver CPU (profile, ${total.toFixed(1)} s of samples) | share |`, "| --- | --- |"];
+  for (const [label, fns] of PROFILE_BUCKETS) {
+    const sum = fns.reduce((acc, fn) => acc + seconds(fn), 0);
+    lines.push(`| ${label} | ${((100 * sum) / total).toFixed(0)} % |`);
+  }
   return lines.join("\n");
 }

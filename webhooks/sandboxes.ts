@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { endTime, setMetric, startTime, type TimingVariables, timing } from "hono/timing";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { authenticate } from "../functions/api/authenticate.ts";
 import { createSandbox } from "../functions/api/create-sandbox.ts";
@@ -31,7 +32,7 @@ import {
 } from "../lib/sandboxes/view.ts";
 import { waitSeconds } from "../lib/sandboxes/wait-seconds.ts";
 
-type Env = { Variables: { tenant: Tenant } };
+type Env = { Variables: { tenant: Tenant } & TimingVariables };
 
 const send = (
   c: { json: (b: unknown, s: ContentfulStatusCode) => Response },
@@ -56,6 +57,9 @@ const invalid = (what: string, issues: ApiIssue[]) => badRequest(`invalid ${what
  */
 export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
   const app = new Hono<Env>();
+  // Server-Timing on every answer; a create also says how long its key check, target reads and
+  // claim took, so a slow create can be taken apart from the client's side.
+  app.use("*", timing({ totalDescription: "total" }));
   app.use(
     "*",
     bodyLimit({
@@ -85,20 +89,28 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
   app.post("/sandboxes", async (c) => {
     // The key check and the target's reads run together; nothing is answered before the key is
     // known good (an anonymous caller learns nothing, not even whether its body is valid).
-    const tenantP = tenantOf(c);
+    const t0 = performance.now();
+    const since = (t: number) => Math.round((performance.now() - t) * 100) / 100;
+    const tenantP = tenantOf(c).finally(() => setMetric(c, "key", since(t0)));
     const body = await readJson(c.req.raw);
     const req = body.ok ? parseWith(CreateSandboxRequest, body.value) : undefined;
     const reads = req?.ok ? readTarget(deps, req.value) : undefined;
-    reads?.catch(() => {}); // awaited below, or dropped for a 401
+    reads?.then(() => setMetric(c, "target", since(t0))).catch(() => {}); // awaited below, or dropped for a 401
     const tenant = await tenantP;
     if (!tenant) return send(c, unauthorized());
     if (!body.ok || !req) return send(c, badRequest("the body is not valid JSON"));
     if (!req.ok) return send(c, invalid("sandbox request", req.issues));
+    startTime(c, "create");
     const outcome = await createSandbox(deps, tenant, req.value, {}, reads);
+    endTime(c, "create");
     if (outcome.ok && !req.value.wait) return c.json(outcome.sandbox, 201);
     if (outcome.ok) {
       const seconds = waitSeconds(outcome.pool, req.value);
-      const waited = await waitForRunning(deps, outcome.pod, seconds * 1000);
+      const waited = await waitForRunning(deps, outcome.pod, outcome.pool, seconds * 1000);
+      const { kubeletMs, endMs = 0 } = waited.timeline ?? {};
+      // kubelet: until the pod's new containers were seen running; start: the rest of the wait.
+      if (kubeletMs !== undefined) setMetric(c, "kubelet", Math.round(kubeletMs * 100) / 100);
+      setMetric(c, "start", Math.round((endMs - (kubeletMs ?? 0)) * 100) / 100);
       const view = waited.pod ? sandboxView(waited.pod, deps.now()) : undefined;
       if (waited.ok && view) return c.json(view, 201);
       const why = waited.ok ? "ended" : waited.reason;
