@@ -42,11 +42,11 @@ export function idleSelector(pool: string): string {
 
 /**
  * groupSize is how many shards one list covers for a pool with about `idle` idle pods (from its
- * status): enough for GROUP_TARGET pods, at least one shard, at most all of them.
+ * status): the nearest to GROUP_TARGET pods, at least one shard, at most all of them.
  */
 export function groupSize(idle: number): number {
   const n =
-    Number.isFinite(idle) && idle > 0 ? Math.ceil((GROUP_TARGET * CLAIM_SHARDS) / idle) : CLAIM_SHARDS;
+    Number.isFinite(idle) && idle > 0 ? Math.round((GROUP_TARGET * CLAIM_SHARDS) / idle) : CLAIM_SHARDS;
   return Math.min(CLAIM_SHARDS, Math.max(1, n));
 }
 

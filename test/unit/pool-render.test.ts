@@ -193,8 +193,9 @@ describe("candidateSelectors", () => {
 
   it("sizes groups to hold about GROUP_TARGET idle pods: one shard for a big pool, all for a tiny one", () => {
     expect(groupSize(CLAIM_SHARDS * GROUP_TARGET)).toBe(1);
-    expect(groupSize(1000)).toBe(2);
-    expect(groupSize(100)).toBe(11);
+    expect(groupSize(1000)).toBe(1);
+    expect(groupSize(400)).toBe(3);
+    expect(groupSize(100)).toBe(10);
     expect(groupSize(3)).toBe(CLAIM_SHARDS);
     // No count yet (a new pool's status) or a drained pool: every shard in one list.
     expect(groupSize(0)).toBe(CLAIM_SHARDS);
