@@ -3,7 +3,6 @@
 // the whole createSandbox call in-process (no HTTP), and POST /v1/sandboxes over HTTPS.
 // `N=200 npm run bench:stages`.
 import { readFileSync } from "node:fs";
-import { Agent, request } from "node:https";
 import { authenticate } from "../functions/api/authenticate.ts";
 import { createApiKey } from "../functions/api/create-api-key.ts";
 import { createSandbox } from "../functions/api/create-sandbox.ts";
@@ -12,7 +11,7 @@ import { tick } from "../functions/tick.ts";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
 import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
-import { benchHost, percentile, waitFor } from "./support.ts";
+import { adminClient, benchHost, httpsClient, percentile, waitFor } from "./support.ts";
 
 const N = Number(process.env.N ?? 200);
 const name = `bench-stages-${process.pid}`;
@@ -26,37 +25,14 @@ const state = await up({
 try {
   const { host } = await benchHost(state, { tickSeconds: 0, auditFilter: () => false });
   const deps = host.api;
-  const ca = readFileSync(state.caCert);
-  const agent = new Agent({ keepAlive: true });
-  const admin = readFileSync(`${state.dir}/admin-token`, "utf8").trim();
-  const send = (
-    method: string,
-    path: string,
-    body: unknown,
-    headers: Record<string, string>,
-    base = state.server,
-  ) =>
-    new Promise<number>((resolve, reject) => {
-      const r = request(
-        `${base}${path}`,
-        { method, ca, agent, headers: { "content-type": "application/json", ...headers } },
-        (res) => {
-          res.resume();
-          res.on("end", () => resolve(res.statusCode ?? 0));
-        },
-      );
-      r.on("error", reject);
-      r.end(JSON.stringify(body));
-    });
-  const post = (path: string, body: unknown, headers: Record<string, string>, base = state.server) =>
-    send("POST", path, body, headers, base);
-  const mergePatch = (path: string, body: unknown) =>
-    send("PATCH", path, body, {
-      authorization: `Bearer ${admin}`,
-      "content-type": "application/merge-patch+json",
-    });
-  for (const ns of ["agentbox-system", "bench"])
-    await post("/api/v1/namespaces", { metadata: { name: ns } }, { authorization: `Bearer ${admin}` });
+  const admin = adminClient(state);
+  const api = httpsClient(`https://127.0.0.1:${state.hostPort}`, readFileSync(state.caCert), {});
+  const post = async (path: string, body: unknown, headers: Record<string, string> = {}, send = admin) =>
+    (await send("POST", path, JSON.stringify(body), headers)).status;
+  const mergePatch = async (path: string, body: unknown) =>
+    (await admin("PATCH", path, JSON.stringify(body), { "content-type": "application/merge-patch+json" }))
+      .status;
+  for (const ns of ["agentbox-system", "bench"]) await post("/api/v1/namespaces", { metadata: { name: ns } });
   await waitFor(async () => {
     await deps.kube.listPods("bench", "x=y");
     return true;
@@ -65,20 +41,16 @@ try {
     { kube: deps.kube, apiKeys: deps.apiKeys, now: () => new Date() },
     { team: "b", user: "b" },
   );
-  await post(
-    "/apis/agents.navix.sh/v1alpha1/namespaces/bench/sandboxpools",
-    {
-      apiVersion: "agents.navix.sh/v1alpha1",
-      kind: "SandboxPool",
-      metadata: { name: "s", namespace: "bench" },
-      spec: {
-        replicas: 2 * N + 10,
-        idleImage: "registry.local/sandbox/idle:1",
-        template: { spec: { containers: [{ name: "sandbox", image: "registry.local/sandbox/base:1" }] } },
-      },
+  await post("/apis/agents.navix.sh/v1alpha1/namespaces/bench/sandboxpools", {
+    apiVersion: "agents.navix.sh/v1alpha1",
+    kind: "SandboxPool",
+    metadata: { name: "s", namespace: "bench" },
+    spec: {
+      replicas: 2 * N + 10,
+      idleImage: "registry.local/sandbox/idle:1",
+      template: { spec: { containers: [{ name: "sandbox", image: "registry.local/sandbox/base:1" }] } },
     },
-    { authorization: `Bearer ${admin}` },
-  );
+  });
   await waitFor(async () => {
     await tick(host.deps, { periodMs: 0, jitter: 0, concurrency: 4 });
     const pods = await deps.kube.listPods("bench", `${SANDBOX_POOL_LABEL}=s,${SANDBOX_PHASE_LABEL}=idle`);
@@ -101,11 +73,7 @@ try {
   // Pods nobody claims in this run, for the bare pod writes.
   const spare = (await deps.kube.listPods("bench", `${SANDBOX_POOL_LABEL}=s`)).items.slice(-2 * N);
   let next = 0;
-  const cm = await post(
-    "/api/v1/namespaces/bench/configmaps",
-    { metadata: { name: "probe" } },
-    { authorization: `Bearer ${admin}` },
-  );
+  const cm = await post("/api/v1/namespaces/bench/configmaps", { metadata: { name: "probe" } });
   if (cm >= 300) throw new Error(`configmap: ${cm}`);
   const rows: [string, string][] = [
     [
@@ -136,14 +104,7 @@ try {
     ],
     [
       "POST /v1/sandboxes over HTTPS (all of the above + HTTP)",
-      await time(() =>
-        post(
-          "/v1/sandboxes",
-          { pool: "bench/s" },
-          { "x-api-key": key },
-          `https://127.0.0.1:${state.hostPort}`,
-        ),
-      ),
+      await time(() => post("/v1/sandboxes", { pool: "bench/s" }, { "x-api-key": key }, api)),
     ],
   ];
   await host.close();

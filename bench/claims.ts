@@ -42,6 +42,9 @@ try {
   // RECONCILE=off measures the API alone: no tick, no audit-triggered reconciles in the host.
   const reconcile = process.env.RECONCILE === "off" ? "off" : "on";
   const admin = adminClient(state);
+  // The profiler and the request counter get their own connections: behind a burst's queue on
+  // the admin pool, the profile would start after the burst.
+  const observer = adminClient(state);
   for (const ns of ["agentbox-system", "bench"])
     await admin("POST", "/api/v1/namespaces", json({ metadata: { name: ns } }));
   await waitFor(
@@ -194,16 +197,16 @@ try {
   /** burst runs one concurrent phase and records its wall time, CPU, requests and profile. */
   const burst = async <T>(label: string, n: number, profileSeconds: number, run: () => Promise<T>) => {
     const profile = join(tmpdir(), `${name}-${label.replaceAll(" ", "-")}.pprof`);
-    const counts0 = await requestCounts(admin);
+    const counts0 = await requestCounts(observer);
     const cpu0 = cpuSeconds(processes, "load generator");
     const t0 = performance.now();
     const profiled = new Promise((r) => setTimeout(r, PROFILE_DELAY_MS)).then(() =>
-      cpuProfile(admin, profileSeconds, profile),
+      cpuProfile(observer, profileSeconds, profile),
     );
     const result = await run();
     const seconds = (performance.now() - t0) / 1000;
     const cpu = cpuTable(`${label}: process`, cpu0, cpuSeconds(processes, "load generator"), seconds);
-    const requests = requestTable(`${label}: apiserver requests`, counts0, await requestCounts(admin), n);
+    const requests = requestTable(`${label}: apiserver requests`, counts0, await requestCounts(observer), n);
     await profiled;
     return { result, seconds, cpu, requests, profile, summary: profileSummary(profile) };
   };

@@ -47,6 +47,7 @@ export async function startReconcilerThread(
     new Promise<void>((resolve, reject) => {
       const w = new Worker(new URL("./reconciler-thread.ts", import.meta.url), { workerData: settings });
       let ready = false;
+      let failure = "";
       w.on("message", (m: FromReconciler) => {
         if (m.op === "ready") {
           ready = true;
@@ -59,12 +60,20 @@ export async function startReconcilerThread(
         if ("error" in m) call?.reject(new Error(m.error));
         else call?.resolve(m.value);
       });
-      w.on("error", (err) => log.error({ err: String(err) }, "reconciler thread failed"));
+      w.on("error", (err) => {
+        failure = err instanceof Error ? err.message : String(err);
+        log.error({ err: failure }, "reconciler thread failed");
+      });
       w.on("exit", (code) => {
         if (worker === w) worker = undefined;
         for (const call of waiting.values()) call.reject(new Error(`the reconciler thread exited (${code})`));
         waiting.clear();
-        if (!ready) return reject(new Error(`the reconciler thread exited (${code}) before it was ready`));
+        if (!ready)
+          return reject(
+            new Error(
+              `the reconciler thread exited (${code}) before it was ready${failure ? `: ${failure}` : ""}`,
+            ),
+          );
         if (closing) return;
         log.error({ code }, "reconciler thread exited; starting it again in 1 s");
         setTimeout(() => {

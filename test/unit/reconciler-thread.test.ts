@@ -1,0 +1,59 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { KubeConfig } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import { startReconcilerThread } from "../../hosts/node/reconciler-worker.ts";
+import type { Log } from "../../lib/log.ts";
+
+/** A kubeconfig for an apiserver that is not there (port 1 refuses connections). */
+function nowhere(): string {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: "c", server: "https://127.0.0.1:1", skipTLSVerify: true }],
+    users: [{ name: "u", token: "t" }],
+    contexts: [{ name: "x", cluster: "c", user: "u" }],
+    currentContext: "x",
+  });
+  return kc.exportConfig();
+}
+
+function recordingLog() {
+  const entries: { level: string; obj: object; msg?: string }[] = [];
+  const at = (level: string) => (obj: object, msg?: string) => {
+    entries.push({ level, obj, ...(msg === undefined ? {} : { msg }) });
+  };
+  const log: Log = { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+  return { log, entries };
+}
+
+describe("the reconciler thread", () => {
+  it("runs steps in its own thread: errors come back to the caller, logs to the host's logger", async () => {
+    const { log, entries } = recordingLog();
+    const historyPath = join(mkdtempSync(join(tmpdir(), "reconciler-")), "history.sqlite");
+    const reconciler = await startReconcilerThread(
+      { kubeconfig: nowhere(), historyPath, tickSeconds: 0, tickConcurrency: 1 },
+      log,
+    );
+    try {
+      await expect(reconciler.run("reconcile", "ns", "pool")).rejects.toThrow(/127\.0\.0\.1:1|ECONNREFUSED/);
+      // An audit batch is accepted at once; its runs fail in the thread and are logged here.
+      reconciler.audit([["ns/pool/pool-0", { notOlderThan: "12" }]], ["ns/pool"]);
+      await reconciler.idle();
+      expect(entries.some((e) => e.level === "warn" && e.msg === "reconcile failed")).toBe(true);
+    } finally {
+      await reconciler.close();
+    }
+    await expect(reconciler.idle()).rejects.toThrow(/restarting|exited/);
+  });
+
+  it("fails to start, with the reason, when its settings cannot work", async () => {
+    const { log } = recordingLog();
+    await expect(
+      startReconcilerThread(
+        { kubeconfig: "clusters: [", historyPath: ":memory:", tickSeconds: 0, tickConcurrency: 1 },
+        log,
+      ),
+    ).rejects.toThrow(/before it was ready: .+/);
+  });
+});
