@@ -7,7 +7,10 @@ import type { JsonPatchOp } from "./json-patch.ts";
 
 export type { JsonPatchOp } from "./json-patch.ts";
 
+import { getFreshness, listFreshness, type ReadOptions } from "./read-options.ts";
 import type { KubeRequest, KubeTransport } from "./transport.ts";
+
+export type { ReadOptions } from "./read-options.ts";
 
 /** SecretObject is the part of a v1 Secret we read and write. */
 export interface SecretObject {
@@ -37,37 +40,6 @@ export interface EventIntent {
 
 const POOLS = "/apis/agents.navix.sh/v1alpha1";
 const enc = encodeURIComponent;
-
-/**
- * Cached reads are answered from the apiserver's watch cache instead of a quorum read of etcd.
- * The answer may be a few milliseconds old, so only reads whose staleness a precondition catches
- * (or that tolerate it) use it: the claim path's candidate list (a stale pod fails the claim's
- * resourceVersion test), its pool and template reads, and its API key lookup.
- */
-export interface ReadOptions {
-  cached?: boolean;
-  /**
-   * notOlderThan (gets only) reads from the watch cache a version at least this new: as fresh as
-   * a quorum read for a write one has seen reported, without reading etcd. Wins over cached.
-   */
-  notOlderThan?: string;
-}
-
-/**
- * rv makes a get cached: resourceVersion=0 means "any version"; a version means "not older than
- * it" (the watch cache waits until it has that version); both are served from the watch cache.
- */
-const rv = (opts: ReadOptions | undefined) =>
-  opts?.notOlderThan ? { resourceVersion: opts.notOlderThan } : opts?.cached ? { resourceVersion: "0" } : {};
-
-/**
- * listRv makes a list cached. Not resourceVersion=0: for that the apiserver ignores `limit` and
- * returns every match (a claim's "8 idle pods of a shard" came back as all 63 of a 1,000-pod
- * pool, 263 KB, 6.8 ms against 1.5 ms). "Not older than revision 1" is any version too, served
- * from the same cache, and it keeps `limit` (docs/benchmarks.md, candidate lists).
- */
-const listRv = (opts: ReadOptions | undefined) =>
-  opts?.cached ? { resourceVersion: "1", resourceVersionMatch: "NotOlderThan" } : {};
 
 /**
  * KubeClient is the small, typed slice of the Kubernetes API the reconcile steps use. Every call
@@ -105,7 +77,7 @@ export class KubeClient {
       limit: page.limit ? String(page.limit) : undefined,
       continue: page.continue,
       // A continued list carries its version in the token; the apiserver refuses another one.
-      ...(page.continue ? {} : listRv(page)),
+      ...(page.continue ? {} : listFreshness(page)),
     };
     return this.list(path, query, `list pods in ${namespace ?? "all namespaces"}`);
   }
@@ -117,7 +89,11 @@ export class KubeClient {
 
   getPod(namespace: string, name: string, opts?: ReadOptions): Promise<V1Pod> {
     return this.call(
-      { method: "GET", path: `/api/v1/namespaces/${enc(namespace)}/pods/${enc(name)}`, query: rv(opts) },
+      {
+        method: "GET",
+        path: `/api/v1/namespaces/${enc(namespace)}/pods/${enc(name)}`,
+        query: getFreshness(opts),
+      },
       `get pod ${namespace}/${name}`,
     );
   }
@@ -162,7 +138,7 @@ export class KubeClient {
       {
         method: "GET",
         path: `${POOLS}/namespaces/${enc(namespace)}/sandboxpools/${enc(name)}`,
-        query: rv(opts),
+        query: getFreshness(opts),
       },
       `get pool ${namespace}/${name}`,
     );
@@ -171,13 +147,13 @@ export class KubeClient {
   /** listPools lists pools in one namespace, or in all namespaces when namespace is undefined. */
   listPools(namespace?: string, opts?: ReadOptions): Promise<ObjectList<SandboxPool>> {
     const path = namespace ? `${POOLS}/namespaces/${enc(namespace)}/sandboxpools` : `${POOLS}/sandboxpools`;
-    return this.list(path, listRv(opts), "list pools");
+    return this.list(path, listFreshness(opts), "list pools");
   }
 
   /** getTemplate reads a cluster-scoped SandboxTemplate. */
   getTemplate(name: string, opts?: ReadOptions): Promise<SandboxTemplate> {
     return this.call(
-      { method: "GET", path: `${POOLS}/sandboxtemplates/${enc(name)}`, query: rv(opts) },
+      { method: "GET", path: `${POOLS}/sandboxtemplates/${enc(name)}`, query: getFreshness(opts) },
       `get template ${name}`,
     );
   }
@@ -185,7 +161,11 @@ export class KubeClient {
   /** getSecret reads a Secret (data values base64, as stored). */
   getSecret(namespace: string, name: string, opts?: ReadOptions): Promise<SecretObject> {
     return this.call(
-      { method: "GET", path: `/api/v1/namespaces/${enc(namespace)}/secrets/${enc(name)}`, query: rv(opts) },
+      {
+        method: "GET",
+        path: `/api/v1/namespaces/${enc(namespace)}/secrets/${enc(name)}`,
+        query: getFreshness(opts),
+      },
       `get secret ${namespace}/${name}`,
     );
   }
