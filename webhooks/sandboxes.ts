@@ -91,18 +91,30 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
     // known good (an anonymous caller learns nothing, not even whether its body is valid).
     const t0 = performance.now();
     const since = (t: number) => Math.round((performance.now() - t) * 100) / 100;
-    const tenantP = tenantOf(c).finally(() => setMetric(c, "key", since(t0)));
+    // Stage times are reported only to an authenticated caller: an anonymous one must not learn
+    // that its body was valid or how long the target's reads took.
+    const took: { key?: number; target?: number } = {};
+    const tenantP = tenantOf(c).finally(() => {
+      took.key = since(t0);
+    });
     const body = await readJson(c.req.raw);
     const req = body.ok ? parseWith(CreateSandboxRequest, body.value) : undefined;
     const reads = req?.ok ? readTarget(deps, req.value) : undefined;
-    reads?.then(() => setMetric(c, "target", since(t0))).catch(() => {}); // awaited below, or dropped for a 401
+    reads?.then(
+      () => {
+        took.target = since(t0);
+      },
+      () => {}, // awaited below, or dropped for a 401
+    );
     const tenant = await tenantP;
     if (!tenant) return send(c, unauthorized());
+    if (took.key !== undefined) setMetric(c, "key", took.key);
     if (!body.ok || !req) return send(c, badRequest("the body is not valid JSON"));
     if (!req.ok) return send(c, invalid("sandbox request", req.issues));
     startTime(c, "create");
     const outcome = await createSandbox(deps, tenant, req.value, {}, reads);
     endTime(c, "create");
+    if (took.target !== undefined) setMetric(c, "target", took.target);
     if (outcome.ok && !req.value.wait) return c.json(outcome.sandbox, 201);
     if (outcome.ok) {
       const seconds = waitSeconds(outcome.pool, req.value);

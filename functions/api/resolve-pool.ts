@@ -59,6 +59,8 @@ export async function readTarget(
 ): Promise<TargetReads> {
   if (target.pool) {
     const [namespace = "", name = ""] = target.pool.split("/");
+    // One random shard: the pool's idle count, which sizes the later groups, is not known yet. On
+    // a pool of fewer than ~64 idle pods that shard is often empty and the create lists once more.
     const shards = shardOrder(deps.random);
     const first = listCandidates(deps, namespace, shardGroupSelector(name, shards.slice(0, 1)));
     first.catch(() => {}); // awaited below, unless the pool read fails first

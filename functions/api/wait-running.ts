@@ -1,6 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { POST_START_HOOKS_ANNOTATION, SANDBOX_ID_LABEL, SANDBOX_PHASE } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { orMissing } from "../../lib/kube/errors.ts";
 import { sandboxPhaseOf } from "../../lib/sandbox/inplace-state.ts";
 import { latestOnly } from "../../lib/util/latest-only.ts";
 import { runPodSteps } from "../reconcile-pod.ts";
@@ -64,38 +65,53 @@ export async function waitForRunning(
       deps.log.warn({ pod: `${namespace}/${name}`, err: String(e) }, "waiter could not advance the sandbox");
     }
   });
+  const seen = (pod: V1Pod | undefined) => {
+    last = pod;
+    outcome = judge(pod);
+    if (!outcome && pod) advance({ pod, at: performance.now() });
+  };
   outcome = judge(claimed);
   if (!outcome) advance({ pod: claimed, at: t0 });
+  // The version the next watch resumes from: the last event's, bookmarks included (kept apart from
+  // the pods, which the steps may be planning from).
+  let resumeFrom = claimed.metadata?.resourceVersion;
+  let reread = false;
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);
   try {
     while (!outcome && !controller.signal.aborted) {
+      if (reread) {
+        // The watch said it cannot go on from resumeFrom (e.g. 410 Gone): start over from a read.
+        reread = false;
+        seen(await orMissing<V1Pod>(deps.kube.getPod(namespace, name)));
+        resumeFrom = last?.metadata?.resourceVersion;
+        if (outcome || !last) break;
+      }
       await deps.watch(
         {
           method: "GET",
           path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
           query: {
             fieldSelector: `metadata.name=${name}`,
-            resourceVersion: last?.metadata?.resourceVersion,
+            resourceVersion: resumeFrom,
             allowWatchBookmarks: "true",
           },
         },
         (event) => {
-          if (event.type === "ERROR") return true;
-          const pod = event.object as V1Pod;
-          if (event.type === "BOOKMARK") {
-            if (last?.metadata) last.metadata.resourceVersion = pod.metadata?.resourceVersion;
-            return false;
+          if (event.type === "ERROR") {
+            reread = true;
+            return true;
           }
-          last = event.type === "DELETED" ? undefined : pod;
-          outcome = judge(last);
-          if (!outcome && last) advance({ pod: last, at: performance.now() });
+          const pod = event.object as V1Pod;
+          resumeFrom = pod.metadata?.resourceVersion ?? resumeFrom;
+          if (event.type === "BOOKMARK") return false;
+          seen(event.type === "DELETED" ? undefined : pod);
           return outcome !== undefined;
         },
         controller.signal,
       );
-      if (!last) outcome ??= { ok: false, reason: "ended", pod: undefined };
     }
+    if (!last) outcome ??= { ok: false, reason: "ended", pod: undefined };
   } finally {
     clearTimeout(timer);
   }

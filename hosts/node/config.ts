@@ -22,7 +22,14 @@ const ENV = v.object({
   AGENTBOX_TLS_KEY: v.optional(v.string()),
   AGENTBOX_LISTEN_HOST: v.optional(v.string(), "0.0.0.0"),
   AGENTBOX_LISTEN_PORT: v.optional(Port, "8443"),
-  AGENTBOX_HISTORY_PATH: v.optional(v.string(), "/var/lib/agentbox/history.sqlite"),
+  // A file: the API's thread and the reconciler's each open it (":memory:" would give each its own).
+  AGENTBOX_HISTORY_PATH: v.optional(
+    v.pipe(
+      v.string(),
+      v.check((p) => p !== ":memory:", "must be a file: the API and the reconciler thread share it"),
+    ),
+    "/var/lib/agentbox/history.sqlite",
+  ),
   AGENTBOX_TICK_SECONDS: v.optional(Seconds, "10"),
   AGENTBOX_TICK_CONCURRENCY: v.optional(v.pipe(Seconds, v.integer(), v.minValue(1)), "8"),
   AGENTBOX_SEALING_KEY: v.optional(v.pipe(v.string(), v.minLength(32, "must be at least 32 characters"))),

@@ -26,14 +26,21 @@ export type FromReconciler =
   | { op: "reply"; id: number; value: unknown }
   | { op: "reply"; id: number; error: string };
 
-/** RESTART_DELAY_MS is how long a reconciler thread that died waits before it is started again. */
+/**
+ * A reconciler thread that died is started again after RESTART_DELAY_MS, doubling up to
+ * RESTART_DELAY_MAX_MS while restarts keep failing or dying; a thread that stayed up for
+ * STABLE_MS resets the delay.
+ */
 const RESTART_DELAY_MS = 1000;
+const RESTART_DELAY_MAX_MS = 30_000;
+const STABLE_MS = 60_000;
 
 /**
  * startReconcilerThread runs the reconciler in a worker thread (reconciler-thread.ts) and returns
  * a Reconciler that talks to it; the thread's log entries go to `log`. A thread that dies is
- * logged and started again after a second: the runs it had in flight are lost (the next audit
- * event or tick starts them again; every step is safe to repeat) and calls waiting on it fail.
+ * logged and started again, with a growing delay while starts keep failing: the runs it had in
+ * flight are lost (the next audit event or tick starts them again; every step is safe to repeat)
+ * and calls waiting on it fail. Only a thread that cannot start at all fails the host's start.
  */
 export async function startReconcilerThread(
   settings: ReconcilerThreadSettings,
@@ -43,15 +50,32 @@ export async function startReconcilerThread(
   let worker: Worker | undefined;
   let closing = false;
   let nextId = 0;
+  let restartDelay = RESTART_DELAY_MS;
+  // restart starts a new thread after the current delay, and keeps trying while starts fail.
+  const restart = () => {
+    if (closing) return;
+    const delay = restartDelay;
+    restartDelay = Math.min(restartDelay * 2, RESTART_DELAY_MAX_MS);
+    log.error({ delayMs: delay }, "reconciler thread down; starting it again");
+    setTimeout(() => {
+      if (closing) return;
+      spawn().catch((err: unknown) => {
+        log.error({ err: String(err) }, "reconciler restart failed");
+        restart();
+      });
+    }, delay);
+  };
   const spawn = () =>
     new Promise<void>((resolve, reject) => {
       const w = new Worker(new URL("./reconciler-thread.ts", import.meta.url), { workerData: settings });
-      let ready = false;
+      let readyAt: number | undefined;
       let failure = "";
       w.on("message", (m: FromReconciler) => {
         if (m.op === "ready") {
-          ready = true;
-          worker = w;
+          readyAt = Date.now();
+          // Closed while this thread was starting: it must not run (its tick would).
+          if (closing) void w.terminate();
+          else worker = w;
           return resolve();
         }
         if (m.op === "log") return log[m.level](m.obj, m.msg);
@@ -68,18 +92,16 @@ export async function startReconcilerThread(
         if (worker === w) worker = undefined;
         for (const call of waiting.values()) call.reject(new Error(`the reconciler thread exited (${code})`));
         waiting.clear();
-        if (!ready)
+        if (readyAt === undefined)
           return reject(
             new Error(
               `the reconciler thread exited (${code}) before it was ready${failure ? `: ${failure}` : ""}`,
             ),
           );
         if (closing) return;
-        log.error({ code }, "reconciler thread exited; starting it again in 1 s");
-        setTimeout(() => {
-          if (!closing)
-            spawn().catch((err: unknown) => log.error({ err: String(err) }, "reconciler restart failed"));
-        }, RESTART_DELAY_MS);
+        if (Date.now() - readyAt >= STABLE_MS) restartDelay = RESTART_DELAY_MS;
+        log.error({ code }, "reconciler thread exited");
+        restart();
       });
     });
   await spawn();

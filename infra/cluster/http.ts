@@ -1,9 +1,10 @@
 import { readFileSync } from "node:fs";
 import { type RequestOptions, request } from "node:https";
 
-/** HttpsResponse is a status code and the body text. */
+/** HttpsResponse is a status code, the response headers and the body text. */
 export interface HttpsResponse {
   status: number;
+  headers: Record<string, string | string[] | undefined>;
   body: string;
 }
 
@@ -42,7 +43,7 @@ export function httpsRequest(url: string | URL, opts: HttpsRequestOptions = {}):
       res.on("data", (c: string) => {
         body += c;
       });
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
     });
     req.on("timeout", () => req.destroy(new Error(`timeout: ${String(url)}`)));
     req.on("error", reject);

@@ -28,7 +28,9 @@ export const getFreshness = (opts: ReadOptions | undefined) =>
  * listFreshness makes a list cached. Not resourceVersion=0: for that the apiserver ignores `limit` and
  * returns every match (a claim's "8 idle pods of a shard" came back as all 63 of a 1,000-pod
  * pool, 263 KB, 6.8 ms against 1.5 ms). "Not older than revision 1" is any version too, served
- * from the same cache, and it keeps `limit` (docs/benchmarks.md, candidate lists).
+ * from the same cache, and it keeps `limit` (docs/benchmarks.md, candidate lists). That is
+ * kube-apiserver 1.36 as built here; an older one may answer such a list from etcd, which is
+ * still correct, only slower.
  */
 export const listFreshness = (opts: ReadOptions | undefined) =>
   opts?.cached ? { resourceVersion: "1", resourceVersionMatch: "NotOlderThan" } : {};

@@ -74,6 +74,10 @@ describe("sandbox API", () => {
     await readyPool("api", 2);
     const created = await api("POST", "/sandboxes", "alice", { pool: `${ns}/api`, metadata: { run: "7" } });
     expect(created.status).toBe(201);
+    // Server-Timing takes the create apart: the key check, the target's reads, the claim.
+    const timing = String(created.headers["server-timing"]);
+    for (const stage of ["key", "target", "create", "total"])
+      expect(timing).toMatch(new RegExp(`${stage};dur=`));
     const sbx = JSON.parse(created.body) as { sandboxId: string; phase: string; pool: string; team: string };
     expect(sbx).toMatchObject({ phase: "starting", pool: "api", team: "research" });
     const running = await until("running", 30_000, async () => {
@@ -351,6 +355,10 @@ describe("sandbox API", () => {
 
   it("authenticates every request", async () => {
     expect((await api("GET", "/sandboxes", undefined)).status).toBe(401);
+    // An anonymous create learns nothing from the timing: no key or target stage, only the total.
+    const anonymous = await api("POST", "/sandboxes", "abx_not-a-key", { pool: `${ns}/api` });
+    expect(anonymous.status).toBe(401);
+    expect(String(anonymous.headers["server-timing"])).not.toMatch(/key|target|create/);
     expect((await api("GET", "/sandboxes", "abx_not-a-key")).status).toBe(401);
     expect((await api("GET", "/openapi.json", undefined)).status).toBe(401);
     const doc = await api("GET", "/openapi.json", "alice");

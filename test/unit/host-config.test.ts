@@ -28,6 +28,17 @@ describe("readHostEnv", () => {
     });
   });
 
+  it("refuses an in-memory history, which the API and the reconciler thread could not share", () => {
+    const r = readHostEnv({
+      ...base,
+      AGENTBOX_CALLBACK_TOKEN: token("a"),
+      AGENTBOX_ADMIN_TOKEN: token("b"),
+      AGENTBOX_HISTORY_PATH: ":memory:",
+    });
+    expect(r.ok).toBe(false);
+    expect(!r.ok && r.errors.join("\n")).toMatch(/AGENTBOX_HISTORY_PATH: must be a file/);
+  });
+
   it("reads tokens from files and names every bad variable without echoing secrets", () => {
     const dir = mkdtempSync(join(tmpdir(), "cfg-"));
     writeFileSync(join(dir, "cb"), `${token("c")}\n`);

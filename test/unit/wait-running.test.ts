@@ -1,0 +1,90 @@
+// The waiter's handling of watch events, with the watch stream and the one read it may make
+// scripted (this tests our loop, not Kubernetes; the integration tests run it against the real
+// apiserver).
+import type { V1Pod } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import type { ApiDeps } from "../../functions/api/deps.ts";
+import { waitForRunning } from "../../functions/api/wait-running.ts";
+import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { KubeClient } from "../../lib/kube/client.ts";
+import type { KubeRequest, WatchEvent } from "../../lib/kube/transport.ts";
+import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
+
+const pod = (phase: string, resourceVersion: string): V1Pod => ({
+  metadata: {
+    name: "p-0",
+    namespace: "ns",
+    resourceVersion,
+    labels: { "agentbox.navix.sh/sandbox-id": "sbx-1", "agentbox.navix.sh/sandbox-phase": phase },
+  },
+});
+const pool = { metadata: { name: "p", namespace: "ns" }, spec: {} } as unknown as SandboxPool;
+
+/** depsWith scripts one list of events per watch call and answers gets of the pod with `current`. */
+function depsWith(watches: WatchEvent[][], current: V1Pod) {
+  const watched: KubeRequest[] = [];
+  const read: string[] = [];
+  const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+  const deps = {
+    kube: new KubeClient(async (req) => {
+      read.push(`${req.method} ${req.path}`);
+      return { status: 200, body: JSON.stringify(current) };
+    }),
+    now: () => new Date("2026-11-23T12:00:00Z"),
+    log: quiet,
+    digests: referenceDigestResolver,
+    reporter: { controller: "test", instance: "test" },
+    watch: async (req: KubeRequest, onEvent: (e: WatchEvent) => boolean) => {
+      watched.push(req);
+      for (const e of watches.shift() ?? []) if (onEvent(e)) return;
+    },
+  } as unknown as ApiDeps;
+  return { deps, watched, read };
+}
+
+describe("waitForRunning", () => {
+  it("starts over from a read when the watch cannot go on (410 Gone), then resumes from that version", async () => {
+    const gone: WatchEvent = { type: "ERROR", object: { kind: "Status", code: 410, reason: "Expired" } };
+    const { deps, watched, read } = depsWith(
+      [[gone], [{ type: "MODIFIED", object: pod("running", "31") }]],
+      pod("starting", "30"),
+    );
+    const outcome = await waitForRunning(deps, pod("starting", "10"), pool, 5000);
+    expect(outcome.ok).toBe(true);
+    expect(read).toEqual(["GET /api/v1/namespaces/ns/pods/p-0"]);
+    expect(watched.map((w) => w.query?.resourceVersion)).toEqual(["10", "30"]);
+  });
+
+  it("resumes from a bookmark's version and leaves the pods it holds untouched", async () => {
+    const claimed = pod("starting", "10");
+    const { deps, watched } = depsWith(
+      [
+        [{ type: "BOOKMARK", object: { metadata: { resourceVersion: "55" } } }],
+        [{ type: "MODIFIED", object: pod("running", "56") }],
+      ],
+      claimed,
+    );
+    const outcome = await waitForRunning(deps, claimed, pool, 5000);
+    expect(outcome.ok).toBe(true);
+    expect(watched.map((w) => w.query?.resourceVersion)).toEqual(["10", "55"]);
+    expect(claimed.metadata?.resourceVersion).toBe("10");
+  });
+
+  it("ends when the pod is deleted or another sandbox took it", async () => {
+    const deleted = depsWith([[{ type: "DELETED", object: pod("starting", "11") }]], pod("starting", "10"));
+    expect(await waitForRunning(deleted.deps, pod("starting", "10"), pool, 5000)).toMatchObject({
+      ok: false,
+      reason: "ended",
+    });
+    const other = { ...pod("starting", "12") };
+    other.metadata = {
+      ...other.metadata,
+      labels: { ...other.metadata?.labels, "agentbox.navix.sh/sandbox-id": "sbx-2" },
+    };
+    const taken = depsWith([[{ type: "MODIFIED", object: other }]], pod("starting", "10"));
+    expect(await waitForRunning(taken.deps, pod("starting", "10"), pool, 5000)).toMatchObject({
+      ok: false,
+      reason: "ended",
+    });
+  });
+});
