@@ -7,17 +7,14 @@ import { join } from "node:path";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
 import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+import { cpuProfile, profileSummary, requestCounts, requestTable } from "./apiserver-evidence.ts";
 import {
   adminClient,
-  cpuProfile,
   cpuSeconds,
   cpuTable,
   forkHost,
   httpsClient,
   percentile,
-  profileSummary,
-  requestCounts,
-  requestTable,
   serverTiming,
   waitFor,
 } from "./support.ts";
