@@ -2,7 +2,7 @@
 // profile, read over the admin connection (Go's pprof endpoint, bucketed with `go tool pprof`).
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import type { Send } from "./support.ts";
+import { growth, type Send } from "./support.ts";
 
 /**
  * requestCounts reads the apiserver's own request counter (apiserver_request_total) as
@@ -35,10 +35,9 @@ export function requestTable(
   after: Map<string, number>,
   per: number,
 ): string {
-  const rows = [...after]
-    .map(([k, v]) => [k, (v - (before.get(k) ?? 0)) / per] as const)
-    .filter(([, v]) => v >= 0.01)
-    .sort((a, b) => b[1] - a[1]);
+  const rows = growth(before, after)
+    .map(([k, v]) => [k, v / per] as const)
+    .filter(([, v]) => v >= 0.01);
   const lines = [`| ${title} | per unit |`, "| --- | --- |"];
   for (const [k, v] of rows) lines.push(`| ${k} | ${v.toFixed(2)} |`);
   return lines.join("\n");

@@ -123,6 +123,19 @@ export function cpuSeconds(
   return out;
 }
 
+/**
+ * growth is what each counter of two readings grew by, largest first: the rows of the benchmarks'
+ * "what did this phase cost" tables (CPU seconds per process, requests per kind).
+ */
+export function growth(
+  before: ReadonlyMap<string, number>,
+  after: ReadonlyMap<string, number>,
+): [string, number][] {
+  return [...after]
+    .map(([k, v]): [string, number] => [k, v - (before.get(k) ?? 0)])
+    .sort((a, b) => b[1] - a[1]);
+}
+
 /** cpuTable prints the CPU seconds each process used between two cpuSeconds readings. */
 export function cpuTable(
   title: string,
@@ -130,9 +143,7 @@ export function cpuTable(
   after: Record<string, number>,
   wallSeconds: number,
 ): string {
-  const rows = Object.keys(after)
-    .map((k) => [k, (after[k] ?? 0) - (before[k] ?? 0)] as const)
-    .sort((a, b) => b[1] - a[1]);
+  const rows = growth(new Map(Object.entries(before)), new Map(Object.entries(after)));
   const lines = [`| ${title} | CPU s | share of 2 cores |`, "| --- | --- | --- |"];
   for (const [k, s] of rows)
     lines.push(`| ${k} | ${s.toFixed(2)} | ${((100 * s) / (2 * wallSeconds)).toFixed(0)} % |`);

@@ -48,6 +48,9 @@ async function readJson(req: Request): Promise<{ ok: true; value: unknown } | { 
   }
 }
 
+/** hundredths rounds milliseconds for Server-Timing. */
+const hundredths = (ms: number) => Math.round(ms * 100) / 100;
+
 const invalid = (what: string, issues: ApiIssue[]) => badRequest(`invalid ${what}`, issues);
 
 /**
@@ -90,7 +93,7 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
     // The key check and the target's reads run together; nothing is answered before the key is
     // known good (an anonymous caller learns nothing, not even whether its body is valid).
     const t0 = performance.now();
-    const since = (t: number) => Math.round((performance.now() - t) * 100) / 100;
+    const since = (t: number) => hundredths(performance.now() - t);
     // Stage times are reported only to an authenticated caller: an anonymous one must not learn
     // that its body was valid or how long the target's reads took.
     const took: { key?: number; target?: number } = {};
@@ -121,8 +124,8 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
       const waited = await waitForRunning(deps, outcome.pod, outcome.pool, seconds * 1000);
       const { kubeletMs, endMs = 0 } = waited.timeline ?? {};
       // kubelet: until the pod's new containers were seen running; start: the rest of the wait.
-      if (kubeletMs !== undefined) setMetric(c, "kubelet", Math.round(kubeletMs * 100) / 100);
-      setMetric(c, "start", Math.round((endMs - (kubeletMs ?? 0)) * 100) / 100);
+      if (kubeletMs !== undefined) setMetric(c, "kubelet", hundredths(kubeletMs));
+      setMetric(c, "start", hundredths(endMs - (kubeletMs ?? 0)));
       const view = waited.pod ? sandboxView(waited.pod, deps.now()) : undefined;
       if (waited.ok && view) return c.json(view, 201);
       const why = waited.ok ? "ended" : waited.reason;

@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { candidateSelectors, groupSize, shardOrder } from "../../lib/pool/claim-shards.ts";
+import { selectorsAfterFirst, shardOrder } from "../../lib/pool/claim-shards.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { ENVD_PORT, type PostStartHookAction } from "../../lib/sandbox/post-start-hooks.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
@@ -102,8 +102,7 @@ export async function createSandbox(
   // Idle pods of a random shard group per list, groups sized from the pool's idle count (see
   // candidateSelectors); a named pool's first shard was listed alongside the pool read (readTarget).
   const { shards = shardOrder(deps.random), firstPage } = await targetReads;
-  const rest = firstPage ? shards.slice(1) : shards;
-  const selectors = candidateSelectors(name, rest, groupSize(pool.status?.idleReplicas ?? Number.NaN));
+  const selectors = selectorsAfterFirst(name, shards, firstPage !== undefined, pool.status?.idleReplicas);
   const pages: (() => Promise<V1Pod[]>)[] = [
     ...(firstPage ? [async () => firstPage] : []),
     ...selectors.map((selector) => () => listCandidates(deps, namespace, selector)),

@@ -62,12 +62,13 @@ export interface Host {
  */
 export async function startHost(config: HostConfig): Promise<Host> {
   const history = new SqliteHistoryStore(config.historyPath);
-  const settings = {
+  // This thread runs only the steps a waiting create drives (start, hooks); the pulled activity
+  // source serves idle-release, which runs in the reconciler's thread.
+  const hooks = {
     ...(config.sealingKey ? { sealingKey: config.sealingKey } : {}),
     ...(config.postStartDeadlineSeconds ? { postStartDeadlineSeconds: config.postStartDeadlineSeconds } : {}),
-    ...(config.activitySource ? { activitySource: config.activitySource } : {}),
   };
-  const deps = await nodeStepDeps(config.kubeconfig, history, config.log, settings);
+  const deps = await nodeStepDeps(config.kubeconfig, history, config.log, hooks);
   const api: ApiDeps = {
     ...deps,
     apiKeys: config.apiKeys ?? { namespace: "agentbox-system", name: "agentbox-api-keys" },
@@ -78,7 +79,8 @@ export async function startHost(config: HostConfig): Promise<Host> {
   };
   const reconciler = await startReconcilerThread(
     {
-      ...settings,
+      ...hooks,
+      ...(config.activitySource ? { activitySource: config.activitySource } : {}),
       kubeconfig: config.kubeconfig.exportConfig(),
       historyPath: config.historyPath,
       tickSeconds: config.tickSeconds,

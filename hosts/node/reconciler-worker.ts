@@ -14,7 +14,7 @@ export interface ReconcilerThreadSettings extends StepSettings, ReconcilerOption
 
 /** ToReconciler is what the host's thread asks the reconciler's; every op but audit is answered. */
 export type ToReconciler =
-  | { op: "audit"; pods: (readonly [PodKey, PodTarget])[]; pools: PoolKey[] }
+  | { op: "audit"; pods: readonly (readonly [PodKey, PodTarget])[]; pools: readonly PoolKey[] }
   | { op: "run"; id: number; step: string; namespace: string; pool: string }
   | { op: "idle"; id: number }
   | { op: "close"; id: number };
@@ -116,8 +116,7 @@ export async function startReconcilerThread(
     });
   return {
     // Without a thread (restarting) the batch is dropped: the tick picks up what it would have done.
-    audit: (pods, pools) =>
-      worker?.postMessage({ op: "audit", pods: [...pods], pools: [...pools] } satisfies ToReconciler),
+    audit: (pods, pools) => worker?.postMessage({ op: "audit", pods, pools } satisfies ToReconciler),
     run: (step, namespace, pool) => ask<PoolReport>({ op: "run", step, namespace, pool }),
     idle: () => ask<void>({ op: "idle" }),
     close: async () => {

@@ -66,6 +66,24 @@ export function candidateSelectors(pool: string, shards: readonly string[], firs
   return [...selectors, idleSelector(pool)];
 }
 
+/**
+ * selectorsAfterFirst are the selectors a create lists with after its first page: the shards that
+ * page did not cover (the first shard, when it was listed alongside the pool read), in groups sized
+ * from the pool's idle count (status.idleReplicas; an unknown count takes every shard at once).
+ */
+export function selectorsAfterFirst(
+  pool: string,
+  shards: readonly string[],
+  firstListed: boolean,
+  idleReplicas: number | undefined,
+): string[] {
+  return candidateSelectors(
+    pool,
+    firstListed ? shards.slice(1) : shards,
+    groupSize(idleReplicas ?? Number.NaN),
+  );
+}
+
 /** shardGroupSelector selects a pool's idle pods in a group of shards. */
 export function shardGroupSelector(pool: string, group: readonly string[]): string {
   return `${idleSelector(pool)},${CLAIM_SHARD_LABEL} in (${group.join(",")})`;

@@ -6,10 +6,12 @@ import { readActivitySource, readHostEnv } from "../../hosts/node/config.ts";
 
 const base = { AGENTBOX_TLS_CERT: "/tls/tls.crt", AGENTBOX_TLS_KEY: "/tls/tls.key" };
 const token = (c: string) => c.repeat(24);
+/** valid is the least environment `npm run serve` accepts. */
+const valid = { ...base, AGENTBOX_CALLBACK_TOKEN: token("a"), AGENTBOX_ADMIN_TOKEN: token("b") };
 
 describe("readHostEnv", () => {
   it("applies the defaults", () => {
-    const r = readHostEnv({ ...base, AGENTBOX_CALLBACK_TOKEN: token("a"), AGENTBOX_ADMIN_TOKEN: token("b") });
+    const r = readHostEnv(valid);
     expect(r).toEqual({
       ok: true,
       value: {
@@ -30,9 +32,7 @@ describe("readHostEnv", () => {
 
   it("refuses an in-memory history, which the API and the reconciler thread could not share", () => {
     const r = readHostEnv({
-      ...base,
-      AGENTBOX_CALLBACK_TOKEN: token("a"),
-      AGENTBOX_ADMIN_TOKEN: token("b"),
+      ...valid,
       AGENTBOX_HISTORY_PATH: ":memory:",
     });
     expect(r.ok).toBe(false);
@@ -129,9 +129,7 @@ describe("readHostEnv", () => {
 
   it("names every bad activity source variable without echoing the URL or the token", () => {
     const bad = readHostEnv({
-      ...base,
-      AGENTBOX_CALLBACK_TOKEN: token("a"),
-      AGENTBOX_ADMIN_TOKEN: token("b"),
+      ...valid,
       AGENTBOX_ACTIVITY_SOURCE_URL: "ftp://secret-host/x",
       AGENTBOX_ACTIVITY_SOURCE_TIMEOUT_SECONDS: "0",
     });

@@ -15,6 +15,7 @@ import {
   candidateSelectors,
   GROUP_TARGET,
   groupSize,
+  selectorsAfterFirst,
   shardGroupSelector,
   shardOrder,
 } from "../../lib/pool/claim-shards.ts";
@@ -201,6 +202,16 @@ describe("candidateSelectors", () => {
     expect(groupSize(0)).toBe(CLAIM_SHARDS);
     expect(groupSize(Number.NaN)).toBe(CLAIM_SHARDS);
     expect(candidateSelectors("py", shardOrder(Math.random), groupSize(0))).toHaveLength(2);
+  });
+
+  it("after a first page, lists the shards it did not cover, in groups sized from the idle count", () => {
+    const shards = shardOrder(() => 0.3);
+    const afterListed = selectorsAfterFirst("py", shards, true, 1000);
+    expect(afterListed.slice(0, -1).flatMap(groupOf)).toEqual(shards.slice(1));
+    expect(groupOf(afterListed[0] ?? "")).toHaveLength(groupSize(1000));
+    expect(selectorsAfterFirst("py", shards, false, 1000).slice(0, -1).flatMap(groupOf)).toEqual(shards);
+    // No count in the pool's status yet: every shard in one list, then every idle pod.
+    expect(selectorsAfterFirst("py", shards, false, undefined)).toHaveLength(2);
   });
 
   it("draws a different shard order for different random draws, each a permutation", () => {
