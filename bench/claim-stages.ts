@@ -23,7 +23,7 @@ const state = await up({
   log: (l) => console.error(`[bench] ${l}`),
 });
 try {
-  const { host } = await benchHost(state, { tickSeconds: 0, auditFilter: () => false });
+  const { host } = await benchHost(state, { tickSeconds: 0, auditTriggers: false });
   const deps = host.api;
   const admin = adminClient(state);
   const api = httpsClient(`https://127.0.0.1:${state.hostPort}`, readFileSync(state.caCert), {});

@@ -25,7 +25,7 @@ const send = (m: unknown) => process.send?.(m);
 const off = reconcile === "off";
 const { host } = await benchHost(state, {
   tickSeconds: off ? 0 : 5,
-  ...(off ? { auditFilter: () => false } : {}),
+  ...(off ? { auditTriggers: false } : {}),
 });
 const loop = monitorEventLoopDelay({ resolution: 1 });
 loop.enable();

@@ -1,11 +1,17 @@
 #!/usr/bin/env node
 // agentbox: operator CLI. `agentbox reconcile <namespace>/<pool> [--step NAME]` runs the reconcile
-// steps for one pool right here, against the API server of the current kubeconfig (or of the local
-// cluster named by --cluster), and prints what each step did.
+// steps for one pool right here, `agentbox refresh-template <namespace>/<pool>` re-renders a pool
+// from its template, `agentbox reconcile-env <namespace>/<env>` runs an Env's step; each against
+// the API server of the current kubeconfig (or of the local cluster named by --cluster), printing
+// what it did.
 import { parseArgs } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node";
 import { createApiKey } from "../functions/api/create-api-key.ts";
-import { RECONCILE, reconcilePool, STEPS } from "../functions/reconcile-pool.ts";
+import type { StepDeps } from "../functions/deps.ts";
+import type { ActionOutcome } from "../functions/execute.ts";
+import { type EnvReport, reconcileEnv } from "../functions/reconcile-env.ts";
+import { type PoolReport, RECONCILE, reconcilePool, STEP_NAMES } from "../functions/reconcile-pool.ts";
+import { StepRefused } from "../functions/step.ts";
 import { nodeKubeTransport } from "../hosts/node/kube-transport.ts";
 import { SqliteHistoryStore } from "../hosts/node/sqlite-history.ts";
 import { readState } from "../infra/cluster/state.ts";
@@ -14,11 +20,30 @@ import { referenceDigestResolver } from "../lib/sandbox/digest-resolver.ts";
 import { decodeKeyEntry, encodeKeyEntry } from "../lib/sandboxes/api-keys.ts";
 
 const USAGE = `usage: agentbox reconcile <namespace>/<pool> [--step NAME] [--kubeconfig FILE | --cluster NAME] [--history FILE]
+       agentbox refresh-template <namespace>/<pool> [--kubeconfig FILE | --cluster NAME]
+       agentbox reconcile-env <namespace>/<env> [--cluster-id ID] [--kubeconfig FILE | --cluster NAME]
        agentbox api-key create --team TEAM --user USER [--admin] [--keys NAMESPACE/NAME] [--kubeconfig FILE | --cluster NAME]
 
-steps: ${[RECONCILE, ...STEPS.map((s) => s.name)].join(", ")} (default: reconcile = all, in order)
+steps: ${STEP_NAMES.join(", ")} (default: reconcile = all but refresh-template, in order)
+refresh-template re-renders a standalone pool from its template's current revision, its overrides re-applied.
+reconcile-env runs the Env step for the segment --cluster-id (default $AGENTBOX_CLUSTER_ID, else "local").
 The kubeconfig is --kubeconfig, else the local cluster --cluster NAME, else $KUBECONFIG / ~/.kube/config / in-cluster.
 Records go to --history (default: $AGENTBOX_HISTORY_PATH, else the local cluster's history.sqlite).`;
+
+type Values = {
+  step: string;
+  kubeconfig?: string;
+  cluster?: string;
+  history?: string;
+  "cluster-id"?: string;
+  team?: string;
+  user?: string;
+  admin: boolean;
+  keys: string;
+  help?: boolean;
+};
+
+const COMMANDS = new Set(["reconcile", "refresh-template", "reconcile-env"]);
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -28,6 +53,7 @@ async function main(): Promise<number> {
       kubeconfig: { type: "string" },
       cluster: { type: "string" },
       history: { type: "string" },
+      "cluster-id": { type: "string" },
       team: { type: "string" },
       user: { type: "string" },
       admin: { type: "boolean", default: false },
@@ -35,20 +61,20 @@ async function main(): Promise<number> {
       help: { type: "boolean", short: "h" },
     },
   });
-  const [command, target] = positionals;
+  const [command = "", target] = positionals;
   if (command === "api-key" && target === "create") return apiKeyCreate(values);
-  if (values.help || command !== "reconcile" || !target) {
+  if (values.help || !COMMANDS.has(command) || !target) {
     console.error(USAGE);
     return values.help ? 0 : 2;
   }
   const match = /^([a-z0-9-]+)\/([a-z0-9.-]+)$/.exec(target);
   if (!match) {
-    console.error(`error: "${target}" is not <namespace>/<pool>\n\n${USAGE}`);
+    console.error(`error: "${target}" is not <namespace>/<name>\n\n${USAGE}`);
     return 2;
   }
-  const steps = [RECONCILE, ...STEPS.map((s) => s.name)];
-  if (!steps.includes(values.step)) {
-    console.error(`error: no step "${values.step}"; choose one of: ${steps.join(", ")}`);
+  const step = command === "refresh-template" ? "refresh-template" : values.step;
+  if (!STEP_NAMES.includes(step)) {
+    console.error(`error: no step "${step}"; choose one of: ${STEP_NAMES.join(", ")}`);
     return 2;
   }
   const local = values.cluster ? readState(values.cluster) : undefined;
@@ -68,45 +94,60 @@ async function main(): Promise<number> {
     (local ? `${local.dir}/history.sqlite` : "history.sqlite");
   const history = new SqliteHistoryStore(historyPath);
   const log = { debug() {}, info() {}, warn() {}, error() {} };
-  const deps = {
+  const deps: StepDeps = {
     kube: new KubeClient(nodeKubeTransport(kc)),
     history,
     now: () => new Date(),
     log,
     digests: referenceDigestResolver,
     reporter: { controller: "agents.navix.sh/agentbox-cli", instance: "cli" },
+    clusterId: values["cluster-id"] ?? process.env.AGENTBOX_CLUSTER_ID ?? "local",
   };
   try {
-    const [, ns = "", pool = ""] = match;
-    const report = await reconcilePool(deps, ns, pool, values.step);
-    if (!report.found) {
-      console.log(`${report.pool}: no such pool`);
+    const [, ns = "", name = ""] = match;
+    if (command === "reconcile-env") return printEnvReport(await reconcileEnv(deps, ns, name));
+    return printPoolReport(await reconcilePool(deps, ns, name, step));
+  } catch (e) {
+    if (e instanceof StepRefused) {
+      console.error(`refused: ${e.message}`);
       return 1;
     }
-    if (report.steps.length === 0) console.log(`${report.pool}: nothing to do`);
-    for (const s of report.steps) {
-      console.log(`${s.step}:`);
-      for (const o of s.outcomes) {
-        console.log(
-          `  ${o.result.padEnd(8)} ${o.target}  ${o.why}${o.record ? ` [record ${o.record}]` : ""}${o.error ? `: ${o.error}` : ""}`,
-        );
-      }
-    }
-    return report.steps.some((s) => s.outcomes.some((o) => o.result === "error")) ? 1 : 0;
+    throw e;
   } finally {
     history.close();
   }
 }
 
+/** outcomeLine is one write of a report, as the CLI prints it. */
+function outcomeLine(o: ActionOutcome): string {
+  return `  ${o.result.padEnd(8)} ${o.target}  ${o.why}${o.record ? ` [record ${o.record}]` : ""}${o.error ? `: ${o.error}` : ""}`;
+}
+
+function printPoolReport(report: PoolReport): number {
+  if (!report.found) {
+    console.log(`${report.pool}: no such pool`);
+    return 1;
+  }
+  if (report.steps.length === 0) console.log(`${report.pool}: nothing to do`);
+  for (const s of report.steps) {
+    console.log(`${s.step}:`);
+    for (const o of s.outcomes) console.log(outcomeLine(o));
+  }
+  return report.steps.some((s) => s.outcomes.some((o) => o.result === "error")) ? 1 : 0;
+}
+
+function printEnvReport(report: EnvReport): number {
+  if (!report.found) {
+    console.log(`${report.env}: no such SandboxEnv`);
+    return 1;
+  }
+  if (report.outcomes.length === 0) console.log(`${report.env}: nothing to do`);
+  for (const o of report.outcomes) console.log(outcomeLine(o));
+  return report.outcomes.some((o) => o.result === "error") ? 1 : 0;
+}
+
 /** apiKeyCreate mints an API key for a tenant and prints it once (only its hash is stored). */
-async function apiKeyCreate(values: {
-  team?: string;
-  user?: string;
-  admin: boolean;
-  keys: string;
-  kubeconfig?: string;
-  cluster?: string;
-}): Promise<number> {
+async function apiKeyCreate(values: Values): Promise<number> {
   const tenant = {
     team: values.team ?? "",
     user: values.user ?? "",

@@ -46,4 +46,11 @@ export interface StepDeps {
    * decides (functions/activity-source.ts); unset, only the last-active annotation counts.
    */
   pullActivity?: PullActivity;
+  /**
+   * clusterId is the local cluster's ID: the Env step materialises only the Env segments with this
+   * clusterID and never writes another. Unset, the Env step refuses to run (the pool steps run).
+   */
+  clusterId?: string;
+  /** adoptPools lets the tick give every standalone pool a same-named Env (opt-in). */
+  adoptPools?: boolean;
 }

@@ -1,3 +1,7 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { API_VERSION } from "../lib/api/keys.ts";
+import type { SandboxEnv } from "../lib/api/sandbox-env.ts";
+import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
 import { isAlreadyExists, isConflict, isNotFound } from "../lib/kube/errors.ts";
 import type { Action } from "../lib/reconcile/action.ts";
 import type { StepDeps } from "./deps.ts";
@@ -5,6 +9,8 @@ import type { StepDeps } from "./deps.ts";
 /** ActionOutcome is what became of one planned action. */
 export interface ActionOutcome {
   target: string;
+  /** op is the kind of write (create, patch, status, patch-status, delete). */
+  op: Action["write"]["op"];
   why: string;
   result: "done" | "conflict" | "gone" | "exists" | "error";
   record?: "inserted" | "exists";
@@ -23,6 +29,7 @@ export async function execute(deps: StepDeps, actions: readonly Action[]): Promi
     const { kind, namespace, name } = action.target;
     const outcome: ActionOutcome = {
       target: `${kind}/${namespace}/${name}`,
+      op: action.write.op,
       why: action.why,
       result: "done",
     };
@@ -35,7 +42,7 @@ export async function execute(deps: StepDeps, actions: readonly Action[]): Promi
             {
               ...action.event,
               regarding: {
-                apiVersion: kind === "Pod" ? "v1" : "agents.navix.sh/v1alpha1",
+                apiVersion: kind === "Pod" ? "v1" : API_VERSION,
                 kind,
                 namespace,
                 name,
@@ -66,23 +73,34 @@ export async function execute(deps: StepDeps, actions: readonly Action[]): Promi
 
 async function write(deps: StepDeps, action: Action): Promise<void> {
   const { namespace, name, kind } = action.target;
+  const { kube } = deps;
   const w = action.write;
   switch (w.op) {
     case "create":
-      await deps.kube.createPod(namespace, w.object);
+      if (kind === "Pod") await kube.createPod(namespace, w.object as V1Pod);
+      else if (kind === "SandboxPool") await kube.createPool(namespace, w.object as SandboxPool);
+      else await kube.createEnv(namespace, w.object as SandboxEnv);
       return;
     case "patch":
-      if (kind === "Pod") await deps.kube.patchPod(namespace, name, w.patch);
-      else await deps.kube.patchPool(namespace, name, w.patch);
+      if (kind === "Pod") await kube.patchPod(namespace, name, w.patch);
+      else if (kind === "SandboxPool") await kube.patchPool(namespace, name, w.patch);
+      else throw new Error(`execute: cannot patch a ${kind}'s spec`);
       return;
     case "status":
-      await deps.kube.patchPoolStatus(namespace, name, w.status);
+      await kube.patchPoolStatus(namespace, name, w.status);
       return;
-    case "delete":
-      await deps.kube.deletePod(namespace, name, {
+    case "patch-status":
+      await kube.patchEnvStatus(namespace, name, w.patch);
+      return;
+    case "delete": {
+      const preconditions = {
         ...(w.uid ? { uid: w.uid } : {}),
         ...(w.resourceVersion ? { resourceVersion: w.resourceVersion } : {}),
-      });
+      };
+      if (kind === "Pod") await kube.deletePod(namespace, name, preconditions);
+      else if (kind === "SandboxPool") await kube.deletePool(namespace, name, preconditions);
+      else throw new Error(`execute: cannot delete a ${kind}`);
       return;
+    }
   }
 }

@@ -1,22 +1,26 @@
 import { completeStarting } from "./complete-starting.ts";
 import { completeStopping } from "./complete-stopping.ts";
+import { copyTemplate } from "./copy-template.ts";
 import type { StepDeps } from "./deps.ts";
-import { type ActionOutcome, execute } from "./execute.ts";
+import { execute } from "./execute.ts";
 import { finalizeDeleted } from "./finalize-deleted.ts";
 import { handleFailures } from "./handle-failures.ts";
 import { idleRelease } from "./idle-release.ts";
 import { materialisePool } from "./materialise-pool.ts";
+import { refreshTemplate } from "./refresh-template.ts";
 import { releaseExpired } from "./release-expired.ts";
 import { runPostStartHooks } from "./run-post-start-hooks.ts";
 import { type PoolSnapshot, readSnapshot } from "./snapshot.ts";
-import type { Step } from "./step.ts";
+import type { Step, StepResult } from "./step.ts";
 import { updateStatus } from "./update-status.ts";
 
 /**
- * STEPS in the order a full reconcile runs them: records and releases first (they free pods),
- * then transitions, then the pod count, then the status that describes the result.
+ * STEPS in the order a full reconcile runs them: the template copy a pool still lacks (nothing
+ * else may act on a pool without its pod template), records and releases (they free pods), then
+ * transitions, then the pod count, then the status that describes the result.
  */
 export const STEPS: readonly Step[] = [
+  copyTemplate,
   finalizeDeleted,
   handleFailures,
   idleRelease,
@@ -28,14 +32,20 @@ export const STEPS: readonly Step[] = [
   updateStatus,
 ];
 
+/** MANUAL_STEPS run only when an operator names them (never as part of RECONCILE). */
+export const MANUAL_STEPS: readonly Step[] = [refreshTemplate];
+
 /** RECONCILE names the pseudo-step that runs all of STEPS. */
 export const RECONCILE = "reconcile";
+
+/** STEP_NAMES are the names the manual triggers accept: RECONCILE, then every step. */
+export const STEP_NAMES: readonly string[] = [RECONCILE, ...[...STEPS, ...MANUAL_STEPS].map((s) => s.name)];
 
 /** PoolReport says what one run did to a pool. */
 export interface PoolReport {
   pool: string;
   found: boolean;
-  steps: { step: string; outcomes: ActionOutcome[] }[];
+  steps: StepResult[];
 }
 
 /**
@@ -51,13 +61,13 @@ export async function reconcilePool(
   snapshot?: PoolSnapshot,
 ): Promise<PoolReport> {
   const report: PoolReport = { pool: `${namespace}/${name}`, found: false, steps: [] };
-  const steps = only === RECONCILE ? STEPS : STEPS.filter((s) => s.name === only);
+  const steps = only === RECONCILE ? STEPS : [...STEPS, ...MANUAL_STEPS].filter((s) => s.name === only);
   if (steps.length === 0) throw new RangeError(`unknown step "${only}"`);
   const snap = snapshot ?? (await readSnapshot(deps.kube, namespace, name));
   if (!snap) return report;
   report.found = true;
   for (const step of steps) {
-    const outcomes = await execute(deps, await step.plan(deps, snap));
+    const outcomes = await execute(deps, await step.plan(deps, snap, report.steps));
     if (outcomes.length) report.steps.push({ step: step.name, outcomes });
     for (const o of outcomes) {
       if (o.result === "error")

@@ -2,14 +2,23 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { ENV_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
 import type { SandboxEnv } from "../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
+import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
+import type { EnvSnapshot } from "../lib/env/plan-env.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
 import { orMissing } from "../lib/kube/errors.ts";
+import { templateCopyNeeded } from "../lib/template/copy.ts";
+import { envSnapshotsFrom } from "./env-snapshot.ts";
 
 /** PoolSnapshot is one fresh read of a pool, its pods (terminating ones too) and its Env. */
 export interface PoolSnapshot {
   pool: SandboxPool;
   pods: V1Pod[];
   env?: SandboxEnv;
+  /**
+   * template is read only for a pool still waiting for its template copy (templateCopyNeeded):
+   * the template, or null when it does not exist.
+   */
+  template?: SandboxTemplate | null;
 }
 
 /**
@@ -26,38 +35,75 @@ export async function readSnapshot(
   const pods = await kube.listPods(namespace, `${SANDBOX_POOL_LABEL}=${name}`);
   const envName = pool.metadata?.labels?.[ENV_LABEL];
   const env = envName ? await orMissing(kube.getEnv(namespace, envName)) : undefined;
-  return { pool, pods: pods.items, ...(env ? { env } : {}) };
+  const template = templateCopyNeeded(pool)
+    ? ((await orMissing(kube.getTemplate(pool.spec.templateName ?? ""))) ?? null)
+    : undefined;
+  return {
+    pool,
+    pods: pods.items,
+    ...(env ? { env } : {}),
+    ...(template !== undefined ? { template } : {}),
+  };
 }
 
+/** ClusterSnapshot is one tick's read of everything: pools with their pods, and Envs. */
+export interface ClusterSnapshot {
+  /** pools by "namespace/name", each with its pods, its Env and (when it needs a copy) its template. */
+  pools: Map<string, PoolSnapshot>;
+  /** envs are every Env with what its run needs (empty when no local cluster ID is configured). */
+  envs: EnvSnapshot[];
+  /** allEnvs are the Envs as listed, for adoption and the scale-down policy of member pools. */
+  allEnvs: SandboxEnv[];
+}
+
+/** PULL_SECRET_TYPE is the type of the ips-<env> Secrets (seed: a dockerconfigjson Secret). */
+const PULL_SECRET_TYPE = "kubernetes.io/dockerconfigjson";
+
 /**
- * readAllSnapshots reads every pool, every pool pod and (when some pool belongs to an Env) every
- * Env, of one namespace when given, else of the cluster, in at most three list requests, grouped
- * per pool. A tick uses it instead of two reads per
- * pool: the apiserver filters label selectors by scanning, so one list of all sandbox pods costs
- * far less than a list per pool. The snapshot is as fresh as the tick, and every write still
- * carries its own precondition.
+ * readCluster reads every pool, every pool pod and every Env of one namespace when given, else of
+ * the cluster, in a fixed number of list requests (at most five, whatever the number of pools and
+ * Envs): pools, pods and Envs; templates when an Env or a pool waiting for its copy needs them;
+ * the names of the dockerconfigjson Secrets (metadata only) when Envs are reconciled. A tick uses
+ * it instead of reads per pool or Env: the apiserver filters label selectors by scanning, so one
+ * list of all sandbox pods costs far less than a list per pool. The snapshot is as fresh as the
+ * tick, and every write still carries its own precondition.
  */
-export async function readAllSnapshots(
+export async function readCluster(
   kube: KubeClient,
-  namespace?: string,
-): Promise<Map<string, PoolSnapshot>> {
-  const pools = (await kube.listPools(namespace)).items;
-  const pods = (await kube.listPods(namespace, SANDBOX_POOL_LABEL)).items;
-  const envs = pools.some((p) => p.metadata?.labels?.[ENV_LABEL])
-    ? (await kube.listEnvs(namespace)).items
-    : [];
+  namespace: string | undefined,
+  clusterId: string | undefined,
+): Promise<ClusterSnapshot> {
+  const [pools, pods, envs] = await Promise.all([
+    kube.listPools(namespace).then((l) => l.items),
+    kube.listPods(namespace, SANDBOX_POOL_LABEL).then((l) => l.items),
+    kube.listEnvs(namespace).then((l) => l.items),
+  ]);
+  const needTemplates = envs.length > 0 || pools.some(templateCopyNeeded);
+  const reconcileEnvs = clusterId !== undefined && envs.length > 0;
+  const [templateList, secretNames] = await Promise.all([
+    needTemplates ? kube.listTemplates().then((l) => l.items) : Promise.resolve([]),
+    reconcileEnvs ? kube.secretNames(namespace, PULL_SECRET_TYPE) : Promise.resolve([]),
+  ]);
+  const templates = new Map(templateList.map((t) => [t.metadata?.name ?? "", t]));
   const snapshots = new Map<string, PoolSnapshot>();
-  for (const pool of pools)
-    snapshots.set(`${pool.metadata?.namespace}/${pool.metadata?.name}`, { pool, pods: [] });
+  for (const pool of pools) {
+    const snap: PoolSnapshot = { pool, pods: [] };
+    if (templateCopyNeeded(pool)) snap.template = templates.get(pool.spec.templateName ?? "") ?? null;
+    const envName = pool.metadata?.labels?.[ENV_LABEL];
+    const env = envs.find(
+      (e) => e.metadata?.namespace === pool.metadata?.namespace && e.metadata?.name === envName,
+    );
+    if (envName && env) snap.env = env;
+    snapshots.set(`${pool.metadata?.namespace}/${pool.metadata?.name}`, snap);
+  }
   for (const pod of pods) {
     snapshots.get(`${pod.metadata?.namespace}/${pod.metadata?.labels?.[SANDBOX_POOL_LABEL]}`)?.pods.push(pod);
   }
-  for (const snap of snapshots.values()) {
-    const envName = snap.pool.metadata?.labels?.[ENV_LABEL];
-    const env = envs.find(
-      (e) => e.metadata?.namespace === snap.pool.metadata?.namespace && e.metadata?.name === envName,
-    );
-    if (envName && env) snap.env = env;
-  }
-  return snapshots;
+  return {
+    pools: snapshots,
+    envs: reconcileEnvs
+      ? envSnapshotsFrom({ envs, pools, templates, pullSecrets: new Set(secretNames) }, clusterId)
+      : [],
+    allEnvs: envs,
+  };
 }

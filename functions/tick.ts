@@ -1,37 +1,48 @@
 import pLimit from "p-limit";
+import { planAdoption } from "../lib/env/adoption.ts";
+import type { EnvSnapshot } from "../lib/env/plan-env.ts";
 import type { StepDeps } from "./deps.ts";
+import { execute } from "./execute.ts";
+import { type EnvReport, reconcileEnv } from "./reconcile-env.ts";
 import { type PoolReport, RECONCILE, reconcilePool } from "./reconcile-pool.ts";
-import { type PoolSnapshot, readAllSnapshots } from "./snapshot.ts";
+import { type PoolSnapshot, readCluster } from "./snapshot.ts";
 
 export interface TickOptions {
   /** The tick period; each pool's run starts at a random offset in [0, jitter × period). */
   periodMs: number;
   jitter: number;
-  /** At most this many pools reconcile at once. */
+  /** At most this many pools (and Envs) reconcile at once. */
   concurrency: number;
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
-  /** namespace limits the tick to one namespace's pools (a namespace-scoped deployment). */
+  /** namespace limits the tick to one namespace's pools and Envs (a namespace-scoped deployment). */
   namespace?: string;
   /** run replaces reconcilePool (the Node host routes it through its PoolRunner). */
   run?: (namespace: string, name: string, snapshot: PoolSnapshot) => Promise<PoolReport | undefined>;
+  /** runEnv replaces reconcileEnv (the Node host routes it through its runner). */
+  runEnv?: (namespace: string, name: string, snapshot: EnvSnapshot) => Promise<EnvReport | undefined>;
 }
 
-/** TickReport summarises one pass over every pool. */
+/** TickReport summarises one pass over every pool and Env. */
 export interface TickReport {
   pools: number;
+  envs: number;
   failed: number;
   writes: number;
   requests: number;
   ms: number;
+  /** envsSkipped says why the Envs were not reconciled (no local cluster ID), when they were not. */
+  envsSkipped?: string;
 }
 
 /**
- * tick is the safety net behind the audit path: it reads every pool with its pods in a few list
- * requests (readAllSnapshots) and reconciles each pool once from that snapshot.
- * Start offsets are spread over a fifth of the period by default, so a fleet of pools does not hit
- * the API server in lockstep and each pool's effective period varies within ±20 %. The caller
- * (croner in Node, the cron trigger in Workers) prevents overlapping ticks.
+ * tick is the safety net behind the audit path: it reads every pool with its pods, and every Env,
+ * in a few list requests (readCluster), reconciles each pool and each Env once from that
+ * snapshot, and, when the host adopts legacy pools, gives each standalone pool its Env. Start
+ * offsets are spread over a fifth of the period by default, so a fleet does not hit the API
+ * server in lockstep and each object's effective period varies within ±20 %. The caller (croner
+ * in Node, the cron trigger in Workers) prevents overlapping ticks. Without a local cluster ID
+ * the Envs are skipped (the report says why) and the pools still run.
  */
 export async function tick(deps: StepDeps, opts: TickOptions): Promise<TickReport> {
   const started = Date.now();
@@ -42,37 +53,68 @@ export async function tick(deps: StepDeps, opts: TickOptions): Promise<TickRepor
     opts.run ??
     ((ns: string, name: string, snapshot: PoolSnapshot) =>
       reconcilePool(deps, ns, name, RECONCILE, snapshot));
-  const snapshots = await readAllSnapshots(deps.kube, opts.namespace);
-  const pools = [...snapshots.values()].map((s) => s.pool);
+  const runEnv =
+    opts.runEnv ??
+    ((ns: string, name: string, snapshot: EnvSnapshot) => reconcileEnv(deps, ns, name, snapshot));
+  const cluster = await readCluster(deps.kube, opts.namespace, deps.clusterId);
   const limit = pLimit(Math.max(1, opts.concurrency));
   let failed = 0;
   let writes = 0;
-  await Promise.all(
-    pools.map(async (pool) => {
-      // The offset is slept outside the limiter, so waiting never holds a concurrency slot.
-      await sleep(Math.floor(random() * opts.jitter * opts.periodMs));
-      await limit(async () => {
+  const count = (outcomes: readonly { result: string }[]) => {
+    writes += outcomes.filter((o) => o.result === "done").length;
+  };
+  // Each object's offset is slept outside the limiter, so waiting never holds a concurrency slot.
+  const spread = (key: string, work: () => Promise<void>) =>
+    sleep(Math.floor(random() * opts.jitter * opts.periodMs)).then(() =>
+      limit(async () => {
         try {
-          const key = `${pool.metadata?.namespace}/${pool.metadata?.name}`;
-          const report = await run(
-            pool.metadata?.namespace ?? "",
-            pool.metadata?.name ?? "",
-            snapshots.get(key)!,
-          );
-          for (const s of report?.steps ?? []) writes += s.outcomes.filter((o) => o.result === "done").length;
+          await work();
         } catch (e) {
           failed++;
-          deps.log.warn(
-            { pool: `${pool.metadata?.namespace}/${pool.metadata?.name}`, err: String(e) },
-            "tick: reconcile failed",
-          );
+          deps.log.warn({ target: key, err: String(e) }, "tick: reconcile failed");
         }
-      });
+      }),
+    );
+  const pools = [...cluster.pools.entries()].map(([key, snapshot]) =>
+    spread(key, async () => {
+      const report = await run(
+        snapshot.pool.metadata?.namespace ?? "",
+        snapshot.pool.metadata?.name ?? "",
+        snapshot,
+      );
+      for (const s of report?.steps ?? []) count(s.outcomes);
     }),
   );
+  const envs = cluster.envs.map((snapshot) => {
+    const { namespace = "", name = "" } = snapshot.env.metadata ?? {};
+    return spread(`${namespace}/${name}`, async () =>
+      count((await runEnv(namespace, name, snapshot))?.outcomes ?? []),
+    );
+  });
+  if (deps.adoptPools && deps.clusterId) {
+    const adoptions = planAdoption(
+      [...cluster.pools.values()].map((s) => s.pool),
+      cluster.allEnvs,
+      deps.clusterId,
+    );
+    if (adoptions.length) count(await execute(deps, adoptions));
+  }
+  await Promise.all([...pools, ...envs]);
   const requests = Object.entries(deps.kube.requests).reduce(
     (sum, [method, n]) => sum + n - (before[method as keyof typeof before] ?? 0),
     0,
   );
-  return { pools: pools.length, failed, writes, requests, ms: Date.now() - started };
+  return {
+    pools: cluster.pools.size,
+    envs: cluster.envs.length,
+    failed,
+    writes,
+    requests,
+    ms: Date.now() - started,
+    ...(!deps.clusterId && cluster.allEnvs.length > 0
+      ? {
+          envsSkipped: `${cluster.allEnvs.length} SandboxEnv(s) not reconciled: no local cluster ID is configured`,
+        }
+      : {}),
+  };
 }

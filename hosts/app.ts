@@ -1,13 +1,14 @@
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ApiDeps } from "../functions/api/deps.ts";
+import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
 import type { E2bSettings } from "../lib/e2b/views.ts";
 import { ApiServerUnreachable } from "../lib/kube/errors.ts";
 import type { Log } from "../lib/log.ts";
 import { admissionRoutes } from "../webhooks/admission.ts";
 import { type AuditEventList, auditRoutes } from "../webhooks/audit.ts";
 import { e2bRoutes } from "../webhooks/e2b.ts";
-import { functionsRoutes, type StepRunner } from "../webhooks/functions.ts";
+import { type EnvRunner, functionsRoutes, type StepRunner } from "../webhooks/functions.ts";
 import { sandboxRoutes } from "../webhooks/sandboxes.ts";
 
 export interface AppDeps {
@@ -17,7 +18,9 @@ export interface AppDeps {
   onAuditEvents?: (list: AuditEventList) => void;
   /** adminToken and functions enable the manual triggers under /functions. */
   adminToken?: string;
-  functions?: { steps: readonly string[]; run: StepRunner };
+  functions?: { steps: readonly string[]; run: StepRunner; runEnv?: EnvRunner };
+  /** readTemplate lets the defaulting webhook copy a pool's template at creation. */
+  readTemplate?: (name: string) => Promise<SandboxTemplate | undefined>;
   /** api enables the sandbox REST API under /v1, and E2B's API under /e2b. */
   api?: ApiDeps;
   /** e2b is what the E2B API reports of every sandbox (envd version, domain). */

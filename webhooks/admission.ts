@@ -1,8 +1,19 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { parseAdmissionReview } from "../lib/admission/review.ts";
-import { mutateRequest, validateRequest } from "../lib/admission/validate.ts";
+import {
+  type AdmissionRequest,
+  type AdmissionResponseReview,
+  parseAdmissionReview,
+} from "../lib/admission/review.ts";
+import {
+  mutateRequest,
+  type TemplateLookup,
+  templateToCopy,
+  validateRequest,
+} from "../lib/admission/validate.ts";
+import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
 import type { Log } from "../lib/log.ts";
+import { withTimeout } from "../lib/util/with-timeout.ts";
 import { requireToken } from "./require-token.ts";
 
 /** AdmissionDeps are what the admission endpoints need from their host. */
@@ -10,6 +21,37 @@ export interface AdmissionDeps {
   /** The bearer token the apiserver presents (its admission kubeconfig). */
   callbackToken: string;
   logger: Log;
+  /**
+   * readTemplate reads a SandboxTemplate (undefined when it does not exist) so pool creates get
+   * their template copy; without it, the copy-template step makes the copy after the create.
+   */
+  readTemplate?: (name: string) => Promise<SandboxTemplate | undefined>;
+}
+
+/**
+ * TEMPLATE_READ_MS bounds the defaulting webhook's template read well inside the apiserver's
+ * webhook timeout: a slow read leaves the copy to the pool's reconcile rather than failing open late.
+ */
+const TEMPLATE_READ_MS = 3000;
+
+/** lookupTemplate reads the template a pool review needs, as found, missing or unreadable. */
+async function lookupTemplate(
+  deps: AdmissionDeps,
+  req: AdmissionRequest,
+): Promise<TemplateLookup | undefined> {
+  const name = templateToCopy(req);
+  if (name === undefined || !deps.readTemplate) return undefined;
+  try {
+    return {
+      template: (await withTimeout(deps.readTemplate(name), TEMPLATE_READ_MS, "template read")) ?? null,
+    };
+  } catch (e) {
+    deps.logger.warn(
+      { template: name, err: String(e) },
+      "admission: template not read; the pool step copies it",
+    );
+    return { error: e instanceof Error ? e.message : String(e) };
+  }
 }
 
 /**
@@ -42,10 +84,11 @@ export function admissionRoutes(deps: AdmissionDeps): Hono {
         ),
     }),
   );
-  for (const [path, decide] of [
-    ["/validate", validateRequest],
-    ["/mutate", mutateRequest],
-  ] as const) {
+  const decisions: [string, (req: AdmissionRequest) => Promise<AdmissionResponseReview>][] = [
+    ["/validate", async (req) => validateRequest(req)],
+    ["/mutate", async (req) => mutateRequest(req, await lookupTemplate(deps, req))],
+  ];
+  for (const [path, decide] of decisions) {
     app.post(path, async (c) => {
       let body: unknown;
       try {
@@ -67,7 +110,7 @@ export function admissionRoutes(deps: AdmissionDeps): Hono {
         );
       }
       const req = review.value.request;
-      const response = decide(req);
+      const response = await decide(req);
       deps.logger.info(
         {
           webhook: path.slice(1),

@@ -35,6 +35,22 @@ const ENV = v.object({
   AGENTBOX_SEALING_KEY: v.optional(v.pipe(v.string(), v.minLength(32, "must be at least 32 characters"))),
   AGENTBOX_SEALING_KEY_FILE: v.optional(v.string()),
   AGENTBOX_ENVD_PORT: v.optional(Port, "49983"),
+  AGENTBOX_CLUSTER_ID: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(
+        /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/,
+        "must be a cluster ID such as local or eu-west-1",
+      ),
+    ),
+  ),
+  AGENTBOX_ADOPT_POOLS: v.optional(
+    v.pipe(
+      v.picklist(["true", "false"], 'must be "true" or "false"'),
+      v.transform((s) => s === "true"),
+    ),
+    "false",
+  ),
   LOG_LEVEL: v.optional(v.picklist(["debug", "info", "warn", "error"]), "info"),
 });
 
@@ -109,6 +125,10 @@ export interface HostEnv {
   /** sealingKey seals claims' env vars and derives envd tokens; optional (see HostConfig). */
   sealingKey?: string;
   envdPort: number;
+  /** clusterId is the local cluster's ID (the Env step's segment); unset, Envs are not reconciled. */
+  clusterId?: string;
+  /** adoptPools gives every standalone pool a same-named Env (opt-in). */
+  adoptPools: boolean;
   logLevel: string;
   /** activitySource is the optional pulled activity source (readActivitySource). */
   activitySource?: ActivitySourceConfig;
@@ -189,6 +209,8 @@ export function readHostEnv(
       tickConcurrency: e.AGENTBOX_TICK_CONCURRENCY,
       ...(sealingKey ? { sealingKey } : {}),
       envdPort: e.AGENTBOX_ENVD_PORT,
+      ...(e.AGENTBOX_CLUSTER_ID ? { clusterId: e.AGENTBOX_CLUSTER_ID } : {}),
+      adoptPools: e.AGENTBOX_ADOPT_POOLS,
       logLevel: e.LOG_LEVEL,
       ...(activity.value ? { activitySource: activity.value } : {}),
     },

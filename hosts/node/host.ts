@@ -3,9 +3,10 @@ import type { ActivitySourceConfig } from "../../functions/activity-source.ts";
 import type { ApiDeps } from "../../functions/api/deps.ts";
 import { PendingGauge } from "../../functions/api/pending-gauge.ts";
 import type { StepDeps } from "../../functions/deps.ts";
-import { RECONCILE, STEPS } from "../../functions/reconcile-pool.ts";
+import { STEP_NAMES } from "../../functions/reconcile-pool.ts";
+import { orMissing } from "../../lib/kube/errors.ts";
 import type { Log } from "../../lib/log.ts";
-import { auditPodTargets, auditTargets, type PoolKey } from "../../lib/triggers/audit-targets.ts";
+import { auditEnvTargets, auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
 import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
 import { nodeKubeWatch } from "./kube-transport.ts";
@@ -27,8 +28,17 @@ export interface HostConfig {
   tickSeconds: number;
   tickConcurrency: number;
   log: Log;
-  /** auditFilter limits which pools audit events may trigger (all by default). */
-  auditFilter?: (key: PoolKey) => boolean;
+  /**
+   * auditNamespacePrefix limits what audit events may trigger to namespaces with this prefix (all
+   * by default; the integration tests keep background runs out of their own namespaces).
+   */
+  auditNamespacePrefix?: string;
+  /** auditTriggers false: audit events trigger no runs at all (benchmarks of the API alone). */
+  auditTriggers?: boolean;
+  /** clusterId is the local cluster's ID: the Env step materialises that segment only. */
+  clusterId?: string;
+  /** adoptPools gives every standalone pool a same-named Env on the tick (opt-in). */
+  adoptPools?: boolean;
   /** Where the hashed API keys live (default agentbox-system/agentbox-api-keys). */
   apiKeys?: { namespace: string; name: string };
   /**
@@ -85,25 +95,37 @@ export async function startHost(config: HostConfig): Promise<Host> {
       historyPath: config.historyPath,
       tickSeconds: config.tickSeconds,
       tickConcurrency: config.tickConcurrency,
+      ...(config.clusterId ? { clusterId: config.clusterId } : {}),
+      ...(config.adoptPools ? { adoptPools: true } : {}),
+      ...(config.auditNamespacePrefix ? { auditNamespacePrefix: config.auditNamespacePrefix } : {}),
     },
     config.log,
   );
-  const filter = config.auditFilter ?? (() => true);
+  const prefix = config.auditNamespacePrefix ?? "";
+  const inScope = (key: string) => config.auditTriggers !== false && key.startsWith(prefix);
   const app = createApp({
     callbackToken: config.callbackToken,
     adminToken: config.adminToken,
     logger: config.log,
     onAuditEvents: (list) => {
       config.onAuditEvents?.(list);
-      const pods = [...auditPodTargets(list.items)].filter(([key]) =>
-        filter(key.split("/").slice(0, 2).join("/") as PoolKey),
-      );
-      reconciler.audit(pods, auditTargets(list.items).filter(filter));
+      const envs = auditEnvTargets(list.items);
+      reconciler.audit({
+        pods: [...auditPodTargets(list.items)].filter(([key]) => inScope(key)),
+        pools: auditTargets(list.items).filter(inScope),
+        envs: {
+          envs: envs.envs.filter(inScope),
+          pools: envs.pools.filter((p) => inScope(`${p.namespace}/`)),
+          templates: envs.templates,
+        },
+      });
     },
+    readTemplate: (name) => orMissing(deps.kube.getTemplate(name)),
     api,
     functions: {
-      steps: [RECONCILE, ...STEPS.map((s) => s.name)],
+      steps: STEP_NAMES,
       run: (step, namespace, pool) => reconciler.run(step, namespace, pool),
+      runEnv: (namespace, env) => reconciler.runEnv(namespace, env),
     },
   });
   const server = await serveHttps(

@@ -22,7 +22,10 @@ export function nodeKubeTransport(kc: KubeConfig, opts: { maxSockets?: number } 
     const url = new URL(`${server}${req.path}`);
     for (const [k, v] of Object.entries(req.query ?? {}))
       if (v !== undefined && v !== "") url.searchParams.set(k, v);
-    const options: RequestOptions = { method: req.method, headers: { accept: "application/json" } };
+    const options: RequestOptions = {
+      method: req.method,
+      headers: { accept: req.accept ?? "application/json" },
+    };
     await kc.applyToHTTPSOptions(options);
     // applyToHTTPSOptions makes a fresh agent per call; reuse one keep-alive pool instead (the
     // TLS material stays on the request options, which the agent's pool key includes).

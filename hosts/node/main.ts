@@ -25,6 +25,8 @@ const host = await startHost({
   tickConcurrency: c.tickConcurrency,
   ...(c.sealingKey ? { sealingKey: c.sealingKey } : {}),
   envdPort: c.envdPort,
+  ...(c.clusterId ? { clusterId: c.clusterId } : {}),
+  adoptPools: c.adoptPools,
   log: logger,
   ...(c.activitySource ? { activitySource: c.activitySource } : {}),
 });
@@ -32,6 +34,8 @@ logger.info(
   {
     server: kubeconfig.getCurrentCluster()?.server,
     listen: `${c.host}:${c.port}`,
+    clusterId: c.clusterId ?? "none (SandboxEnvs are not reconciled)",
+    adoptPools: c.adoptPools,
     // Only the host: the URL's path or query may carry a credential.
     activitySource: c.activitySource ? new URL(c.activitySource.url).host : "none",
   },

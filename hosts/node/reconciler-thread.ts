@@ -33,10 +33,12 @@ const history = new SqliteHistoryStore(settings.historyPath);
 const reconciler = startReconciler(await nodeStepDeps(kubeconfig, history, log, settings), settings);
 
 port.on("message", async (m: ToReconciler) => {
-  if (m.op === "audit") return reconciler.audit(m.pods, m.pools);
+  if (m.op === "audit") return reconciler.audit(m.work);
   try {
     if (m.op === "run")
       post({ op: "reply", id: m.id, value: await reconciler.run(m.step, m.namespace, m.pool) });
+    else if (m.op === "run-env")
+      post({ op: "reply", id: m.id, value: await reconciler.runEnv(m.namespace, m.env) });
     else if (m.op === "idle") post({ op: "reply", id: m.id, value: await reconciler.idle() });
     else {
       await reconciler.close();
@@ -44,7 +46,13 @@ port.on("message", async (m: ToReconciler) => {
       post({ op: "reply", id: m.id, value: undefined });
     }
   } catch (e) {
-    post({ op: "reply", id: m.id, error: e instanceof Error ? e.message : String(e) });
+    // The error's name crosses too: the manual triggers answer StepRefused and Misconfigured apart.
+    post({
+      op: "reply",
+      id: m.id,
+      error: e instanceof Error ? e.message : String(e),
+      name: e instanceof Error ? e.name : "Error",
+    });
   }
 });
 post({ op: "ready" });

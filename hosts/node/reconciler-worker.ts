@@ -1,8 +1,8 @@
 import { Worker } from "node:worker_threads";
+import type { EnvReport } from "../../functions/reconcile-env.ts";
 import type { PoolReport } from "../../functions/reconcile-pool.ts";
 import type { Log } from "../../lib/log.ts";
-import type { PodKey, PodTarget, PoolKey } from "../../lib/triggers/audit-targets.ts";
-import type { Reconciler, ReconcilerOptions } from "./reconciler.ts";
+import type { AuditWork, Reconciler, ReconcilerOptions } from "./reconciler.ts";
 import type { StepSettings } from "./step-deps.ts";
 
 /** ReconcilerThreadSettings start the reconciler's thread; they cross threads, so plain data only. */
@@ -14,8 +14,9 @@ export interface ReconcilerThreadSettings extends StepSettings, ReconcilerOption
 
 /** ToReconciler is what the host's thread asks the reconciler's; every op but audit is answered. */
 export type ToReconciler =
-  | { op: "audit"; pods: readonly (readonly [PodKey, PodTarget])[]; pools: readonly PoolKey[] }
+  | { op: "audit"; work: AuditWork }
   | { op: "run"; id: number; step: string; namespace: string; pool: string }
+  | { op: "run-env"; id: number; namespace: string; env: string }
   | { op: "idle"; id: number }
   | { op: "close"; id: number };
 
@@ -24,7 +25,7 @@ export type FromReconciler =
   | { op: "ready" }
   | { op: "log"; level: keyof Log; obj: object; msg?: string }
   | { op: "reply"; id: number; value: unknown }
-  | { op: "reply"; id: number; error: string };
+  | { op: "reply"; id: number; error: string; name: string };
 
 /**
  * A reconciler thread that died is started again after RESTART_DELAY_MS, doubling up to
@@ -81,7 +82,7 @@ export async function startReconcilerThread(
         if (m.op === "log") return log[m.level](m.obj, m.msg);
         const call = waiting.get(m.id);
         waiting.delete(m.id);
-        if ("error" in m) call?.reject(new Error(m.error));
+        if ("error" in m) call?.reject(Object.assign(new Error(m.error), { name: m.name }));
         else call?.resolve(m.value);
       });
       w.on("error", (err) => {
@@ -106,7 +107,10 @@ export async function startReconcilerThread(
     });
   await spawn();
   const ask = <T>(
-    m: { op: "run"; step: string; namespace: string; pool: string } | { op: "idle" | "close" },
+    m:
+      | { op: "run"; step: string; namespace: string; pool: string }
+      | { op: "run-env"; namespace: string; env: string }
+      | { op: "idle" | "close" },
   ) =>
     new Promise<T>((resolve, reject) => {
       if (!worker) return reject(new Error("the reconciler thread is restarting"));
@@ -116,8 +120,9 @@ export async function startReconcilerThread(
     });
   return {
     // Without a thread (restarting) the batch is dropped: the tick picks up what it would have done.
-    audit: (pods, pools) => worker?.postMessage({ op: "audit", pods, pools } satisfies ToReconciler),
+    audit: (work) => worker?.postMessage({ op: "audit", work } satisfies ToReconciler),
     run: (step, namespace, pool) => ask<PoolReport>({ op: "run", step, namespace, pool }),
+    runEnv: (namespace, env) => ask<EnvReport>({ op: "run-env", namespace, env }),
     idle: () => ask<void>({ op: "idle" }),
     close: async () => {
       closing = true;

@@ -1,20 +1,32 @@
 import { Cron } from "croner";
 import type { StepDeps } from "../../functions/deps.ts";
+import { envsToRun } from "../../functions/env-triggers.ts";
 import { PoolRunner } from "../../functions/pool-runner.ts";
+import { type EnvReport, reconcileEnv } from "../../functions/reconcile-env.ts";
 import { reconcilePod } from "../../functions/reconcile-pod.ts";
 import { type PoolReport, RECONCILE, reconcilePool } from "../../functions/reconcile-pool.ts";
 import { tick } from "../../functions/tick.ts";
-import type { PodKey, PodTarget, PoolKey } from "../../lib/triggers/audit-targets.ts";
+import type { EnvSnapshot } from "../../lib/env/plan-env.ts";
+import type { EnvAuditTargets, PodKey, PodTarget, PoolKey } from "../../lib/triggers/audit-targets.ts";
 
-/** POOL_RUN_INTERVAL_MS spaces one pool's back-to-back whole-pool runs in this process. */
+/** POOL_RUN_INTERVAL_MS spaces one pool's (or Env's) back-to-back whole runs in this process. */
 const POOL_RUN_INTERVAL_MS = 1000;
+
+/** AuditWork is what one audit batch asks the reconciler to run. */
+export interface AuditWork {
+  pods: readonly (readonly [PodKey, PodTarget])[];
+  pools: readonly PoolKey[];
+  envs: EnvAuditTargets;
+}
 
 /** Reconciler runs the reconcile steps of one Node host: audit-triggered, ticked and manual. */
 export interface Reconciler {
-  /** audit starts the per-pod steps of written pods and the whole runs of touched pools. */
-  audit(pods: readonly (readonly [PodKey, PodTarget])[], pools: readonly PoolKey[]): void;
+  /** audit starts the per-pod steps of written pods and the whole runs of touched pools and Envs. */
+  audit(work: AuditWork): void;
   /** run runs one step (or RECONCILE: all) for a pool now and reports what it did. */
   run(step: string, namespace: string, pool: string): Promise<PoolReport>;
+  /** runEnv runs the Env step for one Env now and reports what it did. */
+  runEnv(namespace: string, env: string): Promise<EnvReport>;
   /** idle resolves when no run is in flight (for shutdown, tests and benchmarks). */
   idle(): Promise<void>;
   close(): Promise<void>;
@@ -24,12 +36,14 @@ export interface ReconcilerOptions {
   /** Tick period in seconds; 0 turns the tick off (audit events and manual triggers only). */
   tickSeconds: number;
   tickConcurrency: number;
+  /** auditNamespacePrefix limits the Envs audit events may run to namespaces with this prefix. */
+  auditNamespacePrefix?: string;
 }
 
 /**
  * startReconciler runs the steps for one host: each written pod on a read of that pod (at once,
- * one run per pod at a time), each touched pool whole (at most about once a second, ADR 0007),
- * and the croner tick as the safety net for anything the audit path missed.
+ * one run per pod at a time), each touched pool and Env whole (at most about once a second each,
+ * ADR 0007), and the croner tick as the safety net for anything the audit path missed.
  */
 export function startReconciler(deps: StepDeps, options: ReconcilerOptions): Reconciler {
   // Whole-pool runs (pool writes, pod writes, ticks) at most about once a second per pool: each
@@ -46,6 +60,16 @@ export function startReconciler(deps: StepDeps, options: ReconcilerOptions): Rec
     const [ns = "", pool = "", pod = ""] = key.split("/");
     return reconcilePod(deps, ns, pool, pod, target);
   }, deps.log);
+  const envs = new PoolRunner<EnvSnapshot>(
+    async (key, snapshot) => {
+      const [ns = "", name = ""] = key.split("/");
+      return reconcileEnv(deps, ns, name, snapshot);
+    },
+    deps.log,
+    POOL_RUN_INTERVAL_MS,
+  );
+  // A host without a cluster ID says once why its Envs stay untouched, not on every tick.
+  let saidEnvsSkipped = false;
   const periodMs = options.tickSeconds * 1000;
   const cron =
     options.tickSeconds > 0
@@ -58,23 +82,48 @@ export function startReconciler(deps: StepDeps, options: ReconcilerOptions): Rec
               await pools.trigger(`${ns}/${name}`, snapshot);
               return undefined;
             },
+            runEnv: async (ns, name, snapshot) => {
+              await envs.trigger(`${ns}/${name}`, snapshot);
+              return undefined;
+            },
           }).catch((err: unknown) => {
             deps.log.warn({ err: String(err) }, "tick failed");
             return undefined;
           });
+          if (report?.envsSkipped && !saidEnvsSkipped) {
+            saidEnvsSkipped = true;
+            deps.log.error(
+              { why: report.envsSkipped },
+              "SandboxEnvs are not reconciled: set AGENTBOX_CLUSTER_ID",
+            );
+          }
           if (report) deps.log.debug({ ...report }, "tick");
         })
       : undefined;
+  const auditEnvs = async (targets: EnvAuditTargets) => {
+    const clusterId = deps.clusterId;
+    if (!clusterId) return;
+    const prefix = options.auditNamespacePrefix ?? "";
+    for (const key of await envsToRun(deps.kube, targets, clusterId))
+      if (key.startsWith(prefix)) void envs.trigger(key);
+  };
   const idle = async () => {
     await pods.idle();
     await pools.idle();
+    await envs.idle();
   };
   return {
-    audit: (podTargets, poolKeys) => {
-      for (const [key, target] of podTargets) void pods.trigger(key, target);
-      for (const key of poolKeys) void pools.trigger(key);
+    audit: (work) => {
+      for (const [key, target] of work.pods) void pods.trigger(key, target);
+      for (const key of work.pools) void pools.trigger(key);
+      const { envs: direct, pools: written, templates } = work.envs;
+      if (direct.length + written.length + templates.length > 0)
+        auditEnvs(work.envs).catch((err: unknown) =>
+          deps.log.warn({ err: String(err) }, "audit: cannot find the Envs to run"),
+        );
     },
     run: (step, namespace, pool) => reconcilePool(deps, namespace, pool, step),
+    runEnv: (namespace, env) => reconcileEnv(deps, namespace, env),
     idle,
     close: async () => {
       cron?.stop();

@@ -56,6 +56,9 @@ const host = await startHost({
   tickSeconds: Number(process.env.AGENTBOX_TICK_SECONDS ?? 10),
   tickConcurrency: 8,
   sealingKey: readFileSync(sealingKeyFile, "utf8").trim(),
+  // The samples' Env segment is "local"; AGENTBOX_CLUSTER_ID names another.
+  clusterId: process.env.AGENTBOX_CLUSTER_ID ?? "local",
+  adoptPools: process.env.AGENTBOX_ADOPT_POOLS === "true",
   log: logger,
   ...(activity.value ? { activitySource: activity.value } : {}),
 });
@@ -63,6 +66,8 @@ const baseUrl = `https://127.0.0.1:${state.hostPort}`;
 await registerWebhooks(kc, baseUrl, state.caCert);
 logger.info({ url: baseUrl }, "host listening; admission webhooks registered");
 
+// The API keys live in agentbox-system (the api-key command and the API read them there).
+await apply(kc, [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "agentbox-system" } }]);
 const samples = readYamlObjects(samplesDir);
 await apply(kc, samples);
 logger.info({ samples: samples.map((s) => `${s.kind}/${s.metadata?.name}`) }, "samples applied");

@@ -22,6 +22,10 @@ export interface StepSettings {
   postStartDeadlineSeconds?: number;
   /** The pulled activity source idle-release asks first (none: the last-active annotation only). */
   activitySource?: ActivitySourceConfig;
+  /** clusterId is the local cluster's ID (the Env step's segment); unset, Envs are not reconciled. */
+  clusterId?: string;
+  /** adoptPools gives every standalone pool a same-named Env (opt-in). */
+  adoptPools?: boolean;
 }
 
 /**
@@ -50,6 +54,8 @@ export async function nodeStepDeps(
           ),
         }
       : {}),
+    ...(settings.clusterId ? { clusterId: settings.clusterId } : {}),
+    ...(settings.adoptPools ? { adoptPools: true } : {}),
     ...(settings.activitySource
       ? { pullActivity: sharePulls(httpActivitySource(settings.activitySource), ACTIVITY_REUSE_MS) }
       : {}),

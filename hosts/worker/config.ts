@@ -41,6 +41,19 @@ const WorkerEnvSchema = v.object({
   /** ACTIVITY_SOURCE_URL: the pulled activity source idle-release asks first (optional). */
   ACTIVITY_SOURCE_URL: v.optional(v.pipe(v.string(), v.url("must be a URL"))),
   ACTIVITY_SOURCE_TOKEN: v.optional(v.string()),
+  /**
+   * CLUSTER_ID is the local cluster's ID: the Env step materialises only the Env segments with
+   * this clusterID. Unset, Envs are not reconciled (the pools are).
+   */
+  CLUSTER_ID: v.optional(v.pipe(v.string(), v.minLength(1, "must not be empty"))),
+  /** ADOPT_POOLS "true" gives every standalone pool a same-named Env on the tick (opt-in). */
+  ADOPT_POOLS: v.optional(
+    v.pipe(
+      v.picklist(["true", "false"], 'must be "true" or "false"'),
+      v.transform((s) => s === "true"),
+    ),
+    "false",
+  ),
   /** TICK_NAMESPACE limits the tick to one namespace (a namespace-scoped deployment). */
   TICK_NAMESPACE: v.optional(
     v.pipe(v.string(), v.regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a namespace name")),
@@ -60,6 +73,8 @@ export type WorkerBindings = Env & {
   SEALING_KEY?: string;
   ENVD_PORT?: string;
   TICK_NAMESPACE?: string;
+  CLUSTER_ID?: string;
+  ADOPT_POOLS?: string;
   ACTIVITY_SOURCE_URL?: string;
   ACTIVITY_SOURCE_TOKEN?: string;
   /** KUBE_MTLS is an optional [[mtls_certificates]] binding: requests to the apiserver go through it. */

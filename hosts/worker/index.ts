@@ -11,15 +11,18 @@ import {
 import type { ApiDeps } from "../../functions/api/deps.ts";
 import { PendingGauge } from "../../functions/api/pending-gauge.ts";
 import { postStartDeps, type StepDeps } from "../../functions/deps.ts";
+import { envsToRun } from "../../functions/env-triggers.ts";
+import { reconcileEnv } from "../../functions/reconcile-env.ts";
 import { reconcilePod } from "../../functions/reconcile-pod.ts";
-import { RECONCILE, reconcilePool, STEPS } from "../../functions/reconcile-pool.ts";
+import { reconcilePool, STEP_NAMES } from "../../functions/reconcile-pool.ts";
 import { tick } from "../../functions/tick.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
+import { orMissing } from "../../lib/kube/errors.ts";
 import { fetchKubeTransport, fetchKubeWatch } from "../../lib/kube/fetch-transport.ts";
 import { consoleLog, type Log } from "../../lib/log.ts";
 import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
 import { importSealKeys, type SealKeys } from "../../lib/sandboxes/sealing.ts";
-import { auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
+import { auditEnvTargets, auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
 import { createApp } from "../app.ts";
 import { readWorkerEnv, type WorkerBindings, type WorkerConfig } from "./config.ts";
 import { D1HistoryStore, type D1Like } from "./d1-history.ts";
@@ -55,6 +58,8 @@ async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): 
     log,
     digests: referenceDigestResolver,
     reporter: { controller: "agents.navix.sh/agentbox-functions", instance: "cloudflare-worker" },
+    ...(config.CLUSTER_ID ? { clusterId: config.CLUSTER_ID } : {}),
+    ...(config.ADOPT_POOLS ? { adoptPools: true } : {}),
     // One pull per invocation at most, shared by the pools it reconciles (see sharePulls).
     ...(config.ACTIVITY_SOURCE_URL
       ? {
@@ -116,8 +121,20 @@ export default {
           const [ns = "", name = ""] = key.split("/");
           return reconcilePool(api, ns, name);
         });
+        const envTargets = auditEnvTargets(list.items);
+        const clusterId = api.clusterId;
+        const envs = clusterId
+          ? envsToRun(api.kube, envTargets, clusterId).then((keys) =>
+              Promise.all(
+                keys.map((key) => {
+                  const [ns = "", name = ""] = key.split("/");
+                  return reconcileEnv(api, ns, name);
+                }),
+              ),
+            )
+          : Promise.resolve([]);
         ctx.waitUntil(
-          Promise.allSettled([...pods, ...pools]).then((runs) => {
+          Promise.allSettled([...pods, ...pools, envs]).then((runs) => {
             const failed = runs.filter((r) => r.status === "rejected");
             if (failed.length)
               log.error({ failed: failed.map((r) => String(r.reason)) }, "audit-triggered runs failed");
@@ -125,9 +142,11 @@ export default {
         );
       },
       functions: {
-        steps: [RECONCILE, ...STEPS.map((s) => s.name)],
+        steps: STEP_NAMES,
         run: (step, namespace, pool) => reconcilePool(api, namespace, pool, step),
+        runEnv: (namespace, env) => reconcileEnv(api, namespace, env),
       },
+      readTemplate: (name) => orMissing(api.kube.getTemplate(name)),
     });
     const response = await app.fetch(request, env, ctx as never);
     // A waiting create's last pending-requests write must outlive the response.
@@ -158,7 +177,10 @@ export default {
           concurrency: config.value.TICK_CONCURRENCY,
         });
         log.info({ pass, ...report }, "tick");
-        if (report.failed > 0) throw new Error(`${report.failed} of ${report.pools} pools failed`);
+        if (report.envsSkipped)
+          log.error({ why: report.envsSkipped }, "SandboxEnvs are not reconciled: set CLUSTER_ID");
+        if (report.failed > 0)
+          throw new Error(`${report.failed} of ${report.pools} pools and ${report.envs} Envs failed`);
       } catch (e) {
         log.error({ pass, err: String(e) }, "tick failed");
         throw e;

@@ -25,8 +25,9 @@ export function writeKubeconfig(
 
 /**
  * AUDIT_POLICY records what the product reacts to: pod and pod-status writes with the response
- * body (the pod's labels name its pool without another read), and writes to our three kinds
- * at Metadata level (the object reference is enough to find the pool).
+ * body (the pod's labels name its pool without another read), writes to our three kinds at
+ * Metadata level (the object reference is enough to find the pool or the Env), and Secret writes
+ * at Metadata level (names only, never data: an ips-<env> pull Secret re-renders its Env).
  */
 export const AUDIT_POLICY = {
   apiVersion: "audit.k8s.io/v1",
@@ -53,6 +54,7 @@ export const AUDIT_POLICY = {
             "sandboxtemplates",
           ],
         },
+        { group: "", resources: ["secrets"] },
       ],
     },
     { level: "None" },

@@ -71,15 +71,24 @@ export function deny(uid: string, kind: string, reasons: ApiIssue[]): AdmissionR
   };
 }
 
-/** patch admits the request with a JSONPatch (base64, as the API requires); none when empty. */
-export function patch(uid: string, ops: JsonPatchOp[]): AdmissionResponseReview {
-  if (ops.length === 0) return allow(uid);
+/**
+ * patch admits the request with a JSONPatch (base64, as the API requires; none when empty) and
+ * optional warnings shown by kubectl.
+ */
+export function patch(uid: string, ops: JsonPatchOp[], warnings: string[] = []): AdmissionResponseReview {
+  if (ops.length === 0) return allow(uid, warnings);
   const bytes = new TextEncoder().encode(JSON.stringify(ops));
   let binary = "";
   for (const b of bytes) binary += String.fromCharCode(b);
   return {
     apiVersion: "admission.k8s.io/v1",
     kind: "AdmissionReview",
-    response: { uid, allowed: true, patchType: "JSONPatch", patch: btoa(binary) },
+    response: {
+      uid,
+      allowed: true,
+      patchType: "JSONPatch",
+      patch: btoa(binary),
+      ...(warnings.length ? { warnings } : {}),
+    },
   };
 }

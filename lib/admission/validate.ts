@@ -1,7 +1,7 @@
 // Validation and defaulting decisions for admission: pure functions from an AdmissionRequest
 // to the review response; webhooks/admission.ts only does the HTTP around them.
 
-import { GROUP, KIND, POOL_TEMPLATE_NAME_ANNOTATION } from "../api/keys.ts";
+import { GROUP, KIND } from "../api/keys.ts";
 import {
   type ApiIssue,
   type ParseResult,
@@ -9,7 +9,9 @@ import {
   parseSandboxPool,
   parseSandboxTemplate,
 } from "../api/parse.ts";
-import { escapePointer } from "../kube/json-patch.ts";
+import type { SandboxPool } from "../api/sandbox-pool.ts";
+import type { SandboxTemplate } from "../api/sandbox-template.ts";
+import { copyTemplate, type PoolLike, templateCopyNeeded, templateCopyOps } from "../template/copy.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
 import { type Check, runChecks } from "./check.ts";
 import { ENV_CHECKS } from "./env-checks.ts";
@@ -66,13 +68,62 @@ export function validateRequest(req: AdmissionRequest): AdmissionResponseReview 
   return issues.length ? deny(req.uid, req.kind.kind, issues) : allow(req.uid);
 }
 
+/** TemplateLookup is the template a pool's defaulting read: found, missing (null), or unreadable. */
+export type TemplateLookup = { template: SandboxTemplate | null } | { error: string };
+
+/**
+ * templateToCopy names the template a pool review needs read, so the webhook reads at most one
+ * (and nothing for any other review): a pool created or updated with a templateName whose copy
+ * it does not carry yet (templateCopyNeeded: not an Env member, copy not recorded).
+ */
+export function templateToCopy(req: AdmissionRequest): string | undefined {
+  if (req.kind.group !== GROUP || req.kind.kind !== KIND.SANDBOX_POOL || !req.object) return undefined;
+  if (req.operation !== "CREATE" && req.operation !== "UPDATE") return undefined;
+  const parsed = parseSandboxPool(req.object);
+  return parsed.ok && templateCopyNeeded(parsed.value) ? parsed.value.spec.templateName : undefined;
+}
+
+/**
+ * templateCopyPatch copies the looked-up template into the pool under review (copyTemplate:
+ * fields the pool leaves unset, labels, annotations, the copy's record), or explains in a
+ * warning why the copy is left to the pool's copy-template step.
+ */
+function templateCopyPatch(
+  obj: Record<string, unknown>,
+  pool: SandboxPool,
+  lookup: TemplateLookup,
+): { ops: JsonPatchOp[]; warnings: string[] } {
+  const name = pool.spec.templateName ?? "";
+  if ("error" in lookup)
+    return {
+      ops: [],
+      warnings: [
+        `SandboxTemplate "${name}" could not be read now (${lookup.error}); the pool's reconcile copies it`,
+      ],
+    };
+  if (!lookup.template)
+    return {
+      ops: [],
+      warnings: [
+        `SandboxTemplate "${name}" does not exist: the pool creates no pods until it does (see its ReplicaFailure condition)`,
+      ],
+    };
+  // The copy is decided on the defaulted pool (so a field equal to the template's once defaulted
+  // is no override) and patched onto the object as submitted.
+  return {
+    ops: templateCopyOps(obj as unknown as PoolLike, copyTemplate(pool, lookup.template)),
+    warnings: [],
+  };
+}
+
 /**
  * mutateRequest decides a mutating review: it adds the schema defaults the object lacks (the
  * CRD's structural defaults normally got there first, so this is usually empty; it matters when
- * the installed CRD is older than this webhook) and, on pool creation, records the source
- * template in the template-name annotation. It never removes or replaces a value.
+ * the installed CRD is older than this webhook) and, for a pool that names a template it has not
+ * copied yet, copies the template in (`lookup` is that template, read by the webhook; see
+ * templateToCopy). It never removes a value the object sets.
  */
-export function mutateRequest(req: AdmissionRequest): AdmissionResponseReview {
+export function mutateRequest(req: AdmissionRequest, lookup?: TemplateLookup): AdmissionResponseReview {
   const rules = rulesFor(req);
   if (!rules || (req.operation !== "CREATE" && req.operation !== "UPDATE") || !req.object)
     return allow(req.uid);
@@ -80,20 +131,7 @@ export function mutateRequest(req: AdmissionRequest): AdmissionResponseReview {
   // An invalid object is the validating webhook's to refuse, with the full list of reasons.
   if (!parsed.ok) return allow(req.uid);
   const ops: JsonPatchOp[] = missingFieldPatch(req.object, parsed.value);
-  const spec = req.object.spec as { templateName?: string } | undefined;
-  const meta = (req.object.metadata ?? {}) as { annotations?: Record<string, string> };
-  if (
-    req.operation === "CREATE" &&
-    req.kind.kind === KIND.SANDBOX_POOL &&
-    spec?.templateName &&
-    !meta.annotations?.[POOL_TEMPLATE_NAME_ANNOTATION]
-  ) {
-    if (!meta.annotations) ops.push({ op: "add", path: "/metadata/annotations", value: {} });
-    ops.push({
-      op: "add",
-      path: `/metadata/annotations/${escapePointer(POOL_TEMPLATE_NAME_ANNOTATION)}`,
-      value: spec.templateName,
-    });
-  }
-  return patch(req.uid, ops);
+  if (!lookup || templateToCopy(req) === undefined) return patch(req.uid, ops);
+  const copy = templateCopyPatch(req.object, parsed.value as SandboxPool, lookup);
+  return patch(req.uid, [...ops, ...copy.ops], copy.warnings);
 }

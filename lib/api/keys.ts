@@ -135,6 +135,13 @@ export const POOL_OVERRIDES_ANNOTATION = "agentbox.navix.sh/overrides";
  */
 export const LAST_SANDBOX_CREATE_TIME_ANNOTATION = "agentbox.navix.sh/last-sandbox-create-time";
 
+/**
+ * ADOPTED_POOL_ANNOTATION is on an Env made by adopting a legacy pool (opt-in): the adopted pool's
+ * uid. The Env step attaches exactly that pool (an extension of agentbox's keys; its poolmigration
+ * package is not specified further).
+ */
+export const ADOPTED_POOL_ANNOTATION = "agentbox.navix.sh/adopted-pool-uid";
+
 // ---------------------------------------------------------------------------------------------
 // Finalizers, owner kinds and derived names.
 

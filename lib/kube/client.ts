@@ -2,7 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../api/sandbox-template.ts";
-import { kubeErrorFrom } from "./errors.ts";
+import { kubeErrorFrom, orMissing } from "./errors.ts";
 import type { JsonPatchOp } from "./json-patch.ts";
 
 export type { JsonPatchOp } from "./json-patch.ts";
@@ -39,6 +39,9 @@ export interface EventIntent {
 }
 
 const POOLS = "/apis/agents.navix.sh/v1alpha1";
+/** METADATA_ONE / METADATA_LIST ask the apiserver for metadata only (PartialObjectMetadata). */
+const METADATA_ONE = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+const METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 const enc = encodeURIComponent;
 
 /**
@@ -83,8 +86,8 @@ export class KubeClient {
   }
 
   /** listTemplates lists the cluster's SandboxTemplates. */
-  listTemplates(): Promise<ObjectList<SandboxTemplate>> {
-    return this.list(`${POOLS}/sandboxtemplates`, {}, "list templates");
+  listTemplates(opts?: ReadOptions): Promise<ObjectList<SandboxTemplate>> {
+    return this.list(`${POOLS}/sandboxtemplates`, listFreshness(opts), "list templates");
   }
 
   getPod(namespace: string, name: string, opts?: ReadOptions): Promise<V1Pod> {
@@ -191,18 +194,92 @@ export class KubeClient {
     );
   }
 
-  /** listEnvs lists SandboxEnvs in all namespaces. */
   /** listEnvs lists SandboxEnvs in one namespace, or in all namespaces when namespace is undefined. */
-  listEnvs(namespace?: string): Promise<ObjectList<SandboxEnv>> {
+  listEnvs(namespace?: string, opts?: ReadOptions): Promise<ObjectList<SandboxEnv>> {
     const path = namespace ? `${POOLS}/namespaces/${enc(namespace)}/sandboxenvs` : `${POOLS}/sandboxenvs`;
-    return this.list(path, {}, "list envs");
+    return this.list(path, listFreshness(opts), "list envs");
   }
 
-  getEnv(namespace: string, name: string): Promise<SandboxEnv> {
+  getEnv(namespace: string, name: string, opts?: ReadOptions): Promise<SandboxEnv> {
     return this.call(
-      { method: "GET", path: `${POOLS}/namespaces/${enc(namespace)}/sandboxenvs/${enc(name)}` },
+      {
+        method: "GET",
+        path: `${POOLS}/namespaces/${enc(namespace)}/sandboxenvs/${enc(name)}`,
+        query: getFreshness(opts),
+      },
       `get env ${namespace}/${name}`,
     );
+  }
+
+  /** createEnv creates a SandboxEnv; AlreadyExists when one of its name is there. */
+  createEnv(namespace: string, env: SandboxEnv): Promise<SandboxEnv> {
+    return this.call(
+      { method: "POST", path: `${POOLS}/namespaces/${enc(namespace)}/sandboxenvs`, body: env },
+      `create env ${namespace}/${env.metadata?.name}`,
+    );
+  }
+
+  /** patchEnvStatus JSON-patches an Env's status subresource (callers test its resourceVersion). */
+  patchEnvStatus(namespace: string, name: string, ops: JsonPatchOp[]): Promise<SandboxEnv> {
+    return this.call(
+      {
+        method: "PATCH",
+        path: `${POOLS}/namespaces/${enc(namespace)}/sandboxenvs/${enc(name)}/status`,
+        body: ops,
+        contentType: "application/json-patch+json",
+      },
+      `patch env status ${namespace}/${name}`,
+    );
+  }
+
+  /** createPool creates a SandboxPool; AlreadyExists when one of its name is there. */
+  createPool(namespace: string, pool: SandboxPool): Promise<SandboxPool> {
+    return this.call(
+      { method: "POST", path: `${POOLS}/namespaces/${enc(namespace)}/sandboxpools`, body: pool },
+      `create pool ${namespace}/${pool.metadata?.name}`,
+    );
+  }
+
+  /** deletePool deletes only the pool it decided on (uid and resourceVersion preconditions). */
+  async deletePool(
+    namespace: string,
+    name: string,
+    preconditions: { uid?: string; resourceVersion?: string },
+  ): Promise<void> {
+    await this.call(
+      {
+        method: "DELETE",
+        path: `${POOLS}/namespaces/${enc(namespace)}/sandboxpools/${enc(name)}`,
+        body: { apiVersion: "v1", kind: "DeleteOptions", preconditions },
+      },
+      `delete pool ${namespace}/${name}`,
+    );
+  }
+
+  /**
+   * secretNames lists the "namespace/name" of the Secrets of one type, in one namespace or all,
+   * as metadata only: the Secrets' data never leaves the apiserver.
+   */
+  async secretNames(namespace: string | undefined, type: string): Promise<string[]> {
+    const path = namespace ? `/api/v1/namespaces/${enc(namespace)}/secrets` : "/api/v1/secrets";
+    const list = await this.call<{ items?: { metadata?: { namespace?: string; name?: string } }[] }>(
+      { method: "GET", path, query: { fieldSelector: `type=${type}` }, accept: METADATA_LIST },
+      `list ${type} secret names`,
+    );
+    return (list.items ?? []).map((s) => `${s.metadata?.namespace}/${s.metadata?.name}`);
+  }
+
+  /** secretExists reads a Secret's metadata only (never its data): true when it exists. */
+  async secretExists(namespace: string, name: string): Promise<boolean> {
+    const read = this.call(
+      {
+        method: "GET",
+        path: `/api/v1/namespaces/${enc(namespace)}/secrets/${enc(name)}`,
+        accept: METADATA_ONE,
+      },
+      `get secret metadata ${namespace}/${name}`,
+    );
+    return (await orMissing(read)) !== undefined;
   }
 
   /**

@@ -30,7 +30,7 @@ function init(opts: FetchKubeOptions, req: KubeRequest, signal: AbortSignal): Re
     method: req.method,
     headers: {
       authorization: `Bearer ${opts.token}`,
-      accept: "application/json",
+      accept: req.accept ?? "application/json",
       ...(req.body !== undefined ? { "content-type": req.contentType ?? "application/json" } : {}),
     },
     ...(req.body !== undefined ? { body: JSON.stringify(req.body) } : {}),

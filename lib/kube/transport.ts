@@ -5,6 +5,11 @@ export interface KubeRequest {
   path: string;
   query?: Record<string, string | undefined>;
   body?: unknown;
+  /**
+   * accept overrides `application/json`, e.g. to ask for metadata only
+   * (PartialObjectMetadata), so a read of Secrets never carries their data.
+   */
+  accept?: string;
   /** Defaults to application/json; patches say which kind they are. */
   contentType?:
     | "application/json"

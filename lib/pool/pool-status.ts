@@ -3,7 +3,6 @@
 // only when statusChanged says so, and concurrent runs agree on what to write.
 
 import type { V1Pod } from "@kubernetes/client-node";
-import type { Condition } from "../api/common.ts";
 import {
   POOL_CONDITION,
   POOL_REASON,
@@ -12,8 +11,8 @@ import {
   SANDBOX_POOL_LABEL,
 } from "../api/keys.ts";
 import type { SandboxPool, SandboxPoolPhase, SandboxPoolStatus } from "../api/sandbox-pool.ts";
+import { type ConditionCore, setConditions } from "../util/conditions.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
-import { rfc3339 } from "../util/time.ts";
 import { pendingRequestsOf } from "./pending-requests.ts";
 import { podFacts } from "./pod-facts.ts";
 
@@ -70,10 +69,12 @@ function poolPhase(pool: SandboxPool, c: PodCounts): SandboxPoolPhase {
   return "Ready";
 }
 
-type ConditionCore = Pick<Condition, "type" | "status" | "reason" | "message">;
-
-/** poolConditions are the Available, Scaling and Degraded conditions for the counts. */
-function poolConditions(replicas: number, c: PodCounts): ConditionCore[] {
+/**
+ * poolConditions are the Available, Scaling and Degraded conditions for the counts; `why`, when
+ * given, says what a scale-up or scale-down is waiting for.
+ */
+function poolConditions(replicas: number, c: PodCounts, why: string | undefined): ConditionCore[] {
+  const waiting = why ? `: ${why}` : "";
   const available = c.idle - c.unavailableIdle;
   const availableCondition: ConditionCore =
     available > 0
@@ -98,14 +99,14 @@ function poolConditions(replicas: number, c: PodCounts): ConditionCore[] {
           type: POOL_CONDITION.SCALING,
           status: "True",
           reason: POOL_REASON.SCALING_UP,
-          message: `scaling up from ${c.total} to ${replicas} replicas`,
+          message: `scaling up from ${c.total} to ${replicas} replicas${waiting}`,
         }
       : c.total > replicas
         ? {
             type: POOL_CONDITION.SCALING,
             status: "True",
             reason: POOL_REASON.SCALING_DOWN,
-            message: `scaling down from ${c.total} to ${replicas} replicas (${c.running} running)`,
+            message: `scaling down from ${c.total} to ${replicas} replicas (${c.running} running)${waiting}`,
           }
         : {
             type: POOL_CONDITION.SCALING,
@@ -136,32 +137,17 @@ function poolConditions(replicas: number, c: PodCounts): ConditionCore[] {
   return [availableCondition, scaling, degraded];
 }
 
+/** REPLICA_FAILURE is the condition type that says why Pods are not created (ReplicaSet's name). */
+export const REPLICA_FAILURE = "ReplicaFailure";
+
 /**
- * mergeConditions sets each computed condition into the previous list like
- * apimeta.SetStatusCondition: lastTransitionTime is kept when the status did not change and
- * becomes `now` when it did; conditions of other types stay, in their order.
+ * PoolStatusContext is what a run knows beyond the pool and its Pods: why Pods are not created
+ * (replicaFailure: set; null: they are, so the condition goes; undefined: unknown this run, so
+ * the stored condition stays) and what a scale-down waits for.
  */
-function mergeConditions(
-  previous: readonly Condition[],
-  computed: readonly ConditionCore[],
-  now: Date,
-  generation: number | undefined,
-): Condition[] {
-  const full = (core: ConditionCore): Condition => {
-    const prev = previous.find((p) => p.type === core.type);
-    const lastTransitionTime = prev && prev.status === core.status ? prev.lastTransitionTime : rfc3339(now);
-    return {
-      ...core,
-      lastTransitionTime,
-      ...(generation === undefined ? {} : { observedGeneration: generation }),
-    };
-  };
-  const out = previous.map((p) => {
-    const core = computed.find((c) => c.type === p.type);
-    return core ? full(core) : p;
-  });
-  for (const core of computed) if (!previous.some((p) => p.type === core.type)) out.push(full(core));
-  return out;
+export interface PoolStatusContext {
+  replicaFailure?: { reason: string; message: string } | null;
+  scaleDownWait?: string;
 }
 
 /**
@@ -175,10 +161,16 @@ function mergeConditions(
  * writer's bookkeeping. `now` is the transition time of conditions that changed and the clock
  * that ages the published counts.
  */
-export function computePoolStatus(pool: SandboxPool, pods: readonly V1Pod[], now: Date): SandboxPoolStatus {
+export function computePoolStatus(
+  pool: SandboxPool,
+  pods: readonly V1Pod[],
+  now: Date,
+  context: PoolStatusContext = {},
+): SandboxPoolStatus {
   const previous = pool.status ?? {};
   const name = pool.metadata?.name ?? "";
   const counts = countPods(pods);
+  const failure = context.replicaFailure ?? undefined;
   const selector = `${SANDBOX_POOL_LABEL}=${name}`;
   const phaseSelectors: Record<string, string> = { all: selector };
   for (const phase of Object.values(SANDBOX_PHASE)) {
@@ -195,11 +187,15 @@ export function computePoolStatus(pool: SandboxPool, pods: readonly V1Pod[], now
     selector,
     labelSelector: { matchLabels: { [SANDBOX_POOL_LABEL]: name } },
     phaseSelectors,
-    conditions: mergeConditions(
+    conditions: setConditions(
       previous.conditions ?? [],
-      poolConditions(pool.spec.replicas, counts),
+      [
+        ...poolConditions(pool.spec.replicas, counts, scalingWait(pool, previous, counts, context)),
+        ...(failure ? [{ type: REPLICA_FAILURE, status: "True" as const, ...failure }] : []),
+      ],
       now,
       pool.metadata?.generation,
+      context.replicaFailure === null ? [REPLICA_FAILURE] : [],
     ),
   };
   // Written as 0 once it was set (a merge patch cannot drop a field by leaving it out).
@@ -207,6 +203,21 @@ export function computePoolStatus(pool: SandboxPool, pods: readonly V1Pod[], now
   if (pending > 0 || previous.pendingRequests !== undefined) status.pendingRequests = pending;
   if (previous.autoscaling !== undefined) status.autoscaling = previous.autoscaling;
   return status;
+}
+
+/**
+ * scalingWait is what the Scaling condition adds while scaling: why Pods are not created (this
+ * run's, else the stored ReplicaFailure's, unless this run cleared it) or what a scale-down waits for.
+ */
+function scalingWait(
+  pool: SandboxPool,
+  previous: SandboxPoolStatus,
+  counts: PodCounts,
+  context: PoolStatusContext,
+): string | undefined {
+  if (counts.total > pool.spec.replicas) return context.scaleDownWait;
+  if (counts.total === pool.spec.replicas || context.replicaFailure === null) return undefined;
+  return (context.replicaFailure ?? previous.conditions?.find((c) => c.type === REPLICA_FAILURE))?.message;
 }
 
 /**

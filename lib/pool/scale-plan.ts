@@ -29,12 +29,24 @@ export type IdleSince = (pod: V1Pod) => Date | undefined;
 const CRD_DEFAULT_SCALE_DOWN_POLICY: PoolScaleDownPolicy = v.parse(PoolScaleDownPolicy, {});
 
 /**
+ * MANUAL_SCALE_DOWN_POLICY governs pools no autoscaling group covers: replicas were lowered by
+ * hand, so the surplus idle Pods go as soon as the protection window (a claim in it still wins)
+ * is over; the idle-time and stabilization gates exist to damp an autoscaler, not an operator.
+ */
+export const MANUAL_SCALE_DOWN_POLICY: PoolScaleDownPolicy = {
+  idleTimeoutSeconds: 0,
+  stabilizationSeconds: 0,
+  protectionWindowSeconds: CRD_DEFAULT_SCALE_DOWN_POLICY.protectionWindowSeconds,
+};
+
+/**
  * scaleDownPolicyFor is the scale-down policy that governs a pool. A SandboxPool has no
  * scale-down policy field of its own: the policy lives on the autoscaling group of the owning
  * SandboxEnv. So a member pool (ENV_LABEL and SCALING_GROUP_LABEL set, the Env passed in and
  * having that group) gets its group's policy, with CRD defaults for any field left out; every
- * other pool (standalone, excluded from autoscaling, Env not found) gets the CRD defaults. The
- * group's `enabled` switch is not consulted: it decides who sets replicas, not how Pods leave.
+ * other pool (standalone, excluded from autoscaling, Env or group not found) is scaled by hand
+ * and gets MANUAL_SCALE_DOWN_POLICY. The group's `enabled` switch is not consulted: it decides
+ * who sets replicas, not how Pods leave.
  */
 export function scaleDownPolicyFor(pool: SandboxPool, env?: SandboxEnv): PoolScaleDownPolicy {
   const labels = pool.metadata?.labels ?? {};
@@ -42,7 +54,8 @@ export function scaleDownPolicyFor(pool: SandboxPool, env?: SandboxEnv): PoolSca
   const groupName = labels[SCALING_GROUP_LABEL];
   const isMember = env !== undefined && envName && groupName && env.metadata?.name === envName;
   const group = isMember ? env.spec.autoscaling?.groups?.find((g) => g.name === groupName) : undefined;
-  const set = Object.entries(group?.scaleDownPolicy ?? {}).filter(([, value]) => typeof value === "number");
+  if (!group) return MANUAL_SCALE_DOWN_POLICY;
+  const set = Object.entries(group.scaleDownPolicy ?? {}).filter(([, value]) => typeof value === "number");
   return { ...CRD_DEFAULT_SCALE_DOWN_POLICY, ...Object.fromEntries(set) };
 }
 
@@ -143,4 +156,51 @@ export function planScale(
     if (garbled && !plan.protect.includes(p.facts.name)) plan.unprotect.push(p.facts.name);
   }
   return plan;
+}
+
+/**
+ * scaleDownWait says what a scale-down is waiting for, from the same inputs as planScale, in
+ * words an operator can act on: marked Pods and when their protection window ends, the next
+ * allowed scale-down (stabilization), idle Pods not idle long enough, sandboxes that must be
+ * released first. Times are absolute, so the text only changes when the situation does.
+ * Undefined when the pool is not above its replicas.
+ */
+export function scaleDownWait(
+  pool: SandboxPool,
+  pods: readonly V1Pod[],
+  now: Date,
+  policy: PoolScaleDownPolicy,
+  lastScaleDownTime: Date | undefined,
+  idleSince: IdleSince,
+): string | undefined {
+  const live = pods.map((pod) => ({ pod, facts: podFacts(pod) })).filter((p) => !p.facts.terminating);
+  const excess = live.length - pool.spec.replicas;
+  if (excess <= 0) return undefined;
+  const idle = live.filter((p) => p.facts.phase === SANDBOX_PHASE.IDLE);
+  const marked = idle.flatMap((p) => (p.facts.scaleDownMarkedAt ? [p.facts.scaleDownMarkedAt] : []));
+  const parts: string[] = [];
+  if (marked.length > 0) {
+    const ends = new Date(
+      Math.max(...marked.map((t) => t.getTime())) + policy.protectionWindowSeconds * 1000,
+    );
+    parts.push(
+      `${marked.length} idle pod(s) marked, deleted once their ${policy.protectionWindowSeconds} s protection window ends (${ends.toISOString()}) unless claimed first`,
+    );
+  }
+  const unmarked = idle.filter((p) => !p.facts.scaleDownMarkedAt);
+  const nextAllowed =
+    lastScaleDownTime && new Date(lastScaleDownTime.getTime() + policy.stabilizationSeconds * 1000);
+  if (unmarked.length > 0 && marked.length < excess && nextAllowed && nextAllowed > now)
+    parts.push(`next scale-down at ${nextAllowed.toISOString()} (scaleDownPolicy.stabilizationSeconds)`);
+  const young = unmarked.filter((p) => {
+    const since = idleSince(p.pod);
+    return !since || secondsBetween(since, now) < policy.idleTimeoutSeconds;
+  });
+  if (young.length > 0 && marked.length < excess)
+    parts.push(
+      `${young.length} idle pod(s) idle for less than ${policy.idleTimeoutSeconds} s (scaleDownPolicy.idleTimeoutSeconds)`,
+    );
+  const busy = excess - idle.length;
+  if (busy > 0) parts.push(`${busy} pod(s) must finish their sandboxes first (only idle pods are removed)`);
+  return parts.length > 0 ? parts.join("; ") : undefined;
 }

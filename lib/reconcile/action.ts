@@ -1,5 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import type { SandboxPoolStatus } from "../api/sandbox-pool.ts";
+import type { SandboxEnv } from "../api/sandbox-env.ts";
+import type { SandboxPool, SandboxPoolStatus } from "../api/sandbox-pool.ts";
 import type { SandboxRecord } from "../history/record.ts";
 import type { JsonPatchOp } from "../kube/json-patch.ts";
 
@@ -19,13 +20,16 @@ export interface ActionEvent {
  * on create), and an optional event.
  */
 export interface Action {
-  target: { kind: "Pod" | "SandboxPool"; namespace: string; name: string };
+  target: { kind: "Pod" | "SandboxPool" | "SandboxEnv"; namespace: string; name: string };
   why: string;
   record?: SandboxRecord;
   write:
-    | { op: "create"; object: V1Pod }
+    | { op: "create"; object: V1Pod | SandboxPool | SandboxEnv }
     | { op: "patch"; patch: JsonPatchOp[] }
+    /** status merge-patches a pool's status: only the fields given change. */
     | { op: "status"; status: SandboxPoolStatus }
+    /** patch-status JSON-patches the status subresource (an Env's, under a resourceVersion test). */
+    | { op: "patch-status"; patch: JsonPatchOp[] }
     | { op: "delete"; uid?: string; resourceVersion?: string };
   event?: ActionEvent;
 }
@@ -33,6 +37,16 @@ export interface Action {
 /** podTarget names a pod as an action target. */
 export function podTarget(pod: V1Pod): Action["target"] {
   return { kind: "Pod", namespace: pod.metadata?.namespace ?? "", name: pod.metadata?.name ?? "" };
+}
+
+/** poolTarget names a pool as an action target. */
+export function poolTarget(pool: SandboxPool): Action["target"] {
+  return { kind: "SandboxPool", namespace: pool.metadata?.namespace ?? "", name: pool.metadata?.name ?? "" };
+}
+
+/** envTarget names an Env as an action target. */
+export function envTarget(env: SandboxEnv): Action["target"] {
+  return { kind: "SandboxEnv", namespace: env.metadata?.namespace ?? "", name: env.metadata?.name ?? "" };
 }
 
 /** guardedDelete deletes exactly the pod version the plan saw (uid and resourceVersion). */

@@ -9,25 +9,23 @@ import {
 } from "../api/keys.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { escapePointer, type JsonPatchOp } from "../kube/json-patch.ts";
+import type { CreationBlock } from "../pool/creation-block.ts";
 import { renderPod } from "../pool/render-pod.ts";
 import { planScale } from "../pool/scale-plan.ts";
 import { podPhaseSince } from "../sandbox/phase-since.ts";
 import { parseTime, rfc3339 } from "../util/time.ts";
-import { type Action, guardedDelete, isTerminating, podTarget, testVersion } from "./action.ts";
+import { type Action, guardedDelete, isTerminating, podTarget, poolTarget, testVersion } from "./action.ts";
 
 const MARK = `/metadata/annotations/${escapePointer(SCALE_DOWN_PROTECTED_ANNOTATION)}`;
 const PHASE_LABEL = `/metadata/labels/${escapePointer(SANDBOX_PHASE_LABEL)}`;
-
-function poolTarget(pool: SandboxPool): Action["target"] {
-  return { kind: "SandboxPool", namespace: pool.metadata?.namespace ?? "", name: pool.metadata?.name ?? "" };
-}
 
 /**
  * planMaterialise makes the pool's pods match spec.replicas and owns the pool's lifecycle:
  * - the pool carries our finalizer, so its deletion waits until every pod (and every record) is
  *   handled; on deletion all pods are deleted and the finalizer goes once none is left;
  * - missing pods are created under deterministic slot names (see lib/pool/pod-name.ts), so
- *   concurrent runs collide instead of overshooting;
+ *   concurrent runs collide instead of overshooting; none while `block` says the pool cannot
+ *   render them (no template copy yet, no usable container);
  * - surplus idle pods are marked, then deleted after the protection window, with the mark and the
  *   idle phase as patch/delete preconditions, so a claim in between always wins;
  * - pods missing the protection finalizer (created by an older controller) get it back.
@@ -37,6 +35,7 @@ export function planMaterialise(
   pods: readonly V1Pod[],
   policy: PoolScaleDownPolicy,
   now: Date,
+  block?: CreationBlock,
 ): Action[] {
   const finalizers = pool.metadata?.finalizers ?? [];
   if (isTerminating(pool)) {
@@ -85,7 +84,7 @@ export function planMaterialise(
   );
   const byName = new Map(pods.map((p) => [p.metadata?.name ?? "", p]));
   const idleTest = { op: "test" as const, path: PHASE_LABEL, value: SANDBOX_PHASE.IDLE };
-  for (const slot of plan.create) {
+  for (const slot of block ? [] : plan.create) {
     const object = renderPod(pool, slot);
     actions.push({
       target: podTarget(object),

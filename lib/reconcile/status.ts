@@ -1,17 +1,89 @@
 import type { V1Pod } from "@kubernetes/client-node";
+import { SANDBOX_PHASE } from "../api/keys.ts";
+import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool, SandboxPoolStatus } from "../api/sandbox-pool.ts";
+import type { SandboxTemplate } from "../api/sandbox-template.ts";
 import { escapePointer } from "../kube/json-patch.ts";
+import { type CreateResults, creationBlock, replicaFailure } from "../pool/creation-block.ts";
 import { staleMarks } from "../pool/pending-requests.ts";
-import { phaseTransitionEvent } from "../pool/pool-events.ts";
-import { computePoolStatus, statusChanged } from "../pool/pool-status.ts";
-import type { Action } from "./action.ts";
+import { podFacts } from "../pool/pod-facts.ts";
+import { type PoolEventIntent, phaseTransitionEvent } from "../pool/pool-events.ts";
+import {
+  computePoolStatus,
+  type PoolStatusContext,
+  REPLICA_FAILURE,
+  statusChanged,
+} from "../pool/pool-status.ts";
+import { scaleDownPolicyFor, scaleDownWait } from "../pool/scale-plan.ts";
+import { podPhaseSince } from "../sandbox/phase-since.ts";
+import { parseTime } from "../util/time.ts";
+import { type Action, poolTarget } from "./action.ts";
+
+/** StatusInputs are what a run knows besides the pool and its pods. */
+export interface StatusInputs {
+  /** template, when the snapshot read it (the pool waits for its copy); null: it does not exist. */
+  template?: SandboxTemplate | null | undefined;
+  env?: SandboxEnv | undefined;
+  /** creates are this run's Pod creates (materialise-pool's outcomes). */
+  creates?: CreateResults;
+}
+
+/**
+ * statusContext is what the status says beyond the counts: why Pods are not created
+ * (ReplicaFailure) and what a scale-down waits for.
+ */
+export function statusContext(
+  pool: SandboxPool,
+  pods: readonly V1Pod[],
+  now: Date,
+  inputs: StatusInputs,
+): PoolStatusContext {
+  const live = pods.filter((p) => !podFacts(p).terminating).length;
+  const failure = replicaFailure(
+    creationBlock(pool, inputs.template),
+    inputs.creates ?? { created: 0 },
+    pool.spec.replicas - live,
+  );
+  const wait = scaleDownWait(
+    pool,
+    pods,
+    now,
+    scaleDownPolicyFor(pool, inputs.env),
+    parseTime(pool.status?.autoscaling?.lastScaleDownTime),
+    (pod) => podPhaseSince(pod, SANDBOX_PHASE.IDLE),
+  );
+  return {
+    ...(failure !== undefined ? { replicaFailure: failure } : {}),
+    ...(wait ? { scaleDownWait: wait } : {}),
+  };
+}
 
 /**
  * planStatus computes the pool's status from its pods and writes it only when it differs from
- * the stored one (so a pool at rest costs no writes), with an Event when the phase changes.
+ * the stored one (so a pool at rest costs no writes), with an Event when Pods cannot be created
+ * (a Warning, whenever the reason or message changes) or else when the phase changes.
  */
-export function planStatus(pool: SandboxPool, pods: readonly V1Pod[], now: Date): Action[] {
-  return [...planStatusWrite(pool, pods, now), ...planStaleMarks(pool, now)];
+export function planStatus(
+  pool: SandboxPool,
+  pods: readonly V1Pod[],
+  now: Date,
+  inputs: StatusInputs = {},
+): Action[] {
+  return [
+    ...planStatusWrite(pool, pods, now, statusContext(pool, pods, now, inputs)),
+    ...planStaleMarks(pool, now),
+  ];
+}
+
+/** failureEvent is the Warning for a new or changed ReplicaFailure condition. */
+function failureEvent(
+  previous: SandboxPoolStatus | undefined,
+  next: SandboxPoolStatus,
+): PoolEventIntent | undefined {
+  const find = (s: SandboxPoolStatus | undefined) => s?.conditions?.find((c) => c.type === REPLICA_FAILURE);
+  const [before, after] = [find(previous), find(next)];
+  if (!after || (before?.reason === after.reason && before.message === after.message)) return undefined;
+  return { type: "Warning", reason: after.reason, action: "CreatePods", note: after.message };
 }
 
 /**
@@ -24,11 +96,7 @@ function planStaleMarks(pool: SandboxPool, now: Date): Action[] {
   const annotations = pool.metadata?.annotations ?? {};
   return [
     {
-      target: {
-        kind: "SandboxPool",
-        namespace: pool.metadata?.namespace ?? "",
-        name: pool.metadata?.name ?? "",
-      },
+      target: poolTarget(pool),
       why: `remove ${stale.length} stale pending-requests mark(s)`,
       write: {
         op: "patch",
@@ -44,20 +112,23 @@ function planStaleMarks(pool: SandboxPool, now: Date): Action[] {
   ];
 }
 
-function planStatusWrite(pool: SandboxPool, pods: readonly V1Pod[], now: Date): Action[] {
-  const next = computePoolStatus(pool, pods, now);
+function planStatusWrite(
+  pool: SandboxPool,
+  pods: readonly V1Pod[],
+  now: Date,
+  context: PoolStatusContext,
+): Action[] {
+  const next = computePoolStatus(pool, pods, now, context);
   if (!statusChanged(pool.status, next)) return [];
-  const event = phaseTransitionEvent(pool.status?.phase, next.phase, {
-    replicas: pool.spec.replicas,
-    status: next,
-  });
+  const event =
+    failureEvent(pool.status, next) ??
+    phaseTransitionEvent(pool.status?.phase, next.phase, {
+      replicas: pool.spec.replicas,
+      status: next,
+    });
   return [
     {
-      target: {
-        kind: "SandboxPool",
-        namespace: pool.metadata?.namespace ?? "",
-        name: pool.metadata?.name ?? "",
-      },
+      target: poolTarget(pool),
       why: `status: ${next.phase} (idle ${next.idleReplicas}, running ${next.runningReplicas}, starting ${next.startingReplicas}, stopping ${next.stoppingReplicas}, failed ${next.failedReplicas})`,
       // A merge patch without the field this step does not own (autoscaling), so it never turns
       // back a value its writer set after our read. pendingRequests is ours: summed from the hosts'

@@ -4,33 +4,11 @@
 // step that runs twice, late, or concurrently with another replica fails instead of acting twice.
 import type { V1Pod } from "@kubernetes/client-node";
 import { SANDBOX_PHASE_LABEL } from "../api/keys.ts";
-import { escapePointer, type JsonPatchOp } from "../kube/json-patch.ts";
+import { escapePointer, type JsonPatchOp, mapOps } from "../kube/json-patch.ts";
 import type { PodIntent } from "./transitions.ts";
 
 /** JsonPatchOperation is the RFC 6902 operation a pod intent renders to. */
 export type JsonPatchOperation = JsonPatchOp;
-
-function mapOps(
-  base: string,
-  current: Readonly<Record<string, string>> | undefined,
-  set: Readonly<Record<string, string>>,
-  remove: readonly string[],
-): JsonPatchOperation[] {
-  const removals = remove.filter((k) => !(k in set) && current !== undefined && k in current);
-  const sets = Object.entries(set).filter(([k, v]) => current?.[k] !== v);
-  if (current === undefined)
-    return sets.length === 0 ? [] : [{ op: "add", path: base, value: Object.fromEntries(sets) }];
-  return [
-    ...removals.map((k): JsonPatchOperation => ({ op: "remove", path: `${base}/${escapePointer(k)}` })),
-    ...sets.map(
-      ([k, v]): JsonPatchOperation => ({
-        op: k in current ? "replace" : "add",
-        path: `${base}/${escapePointer(k)}`,
-        value: v,
-      }),
-    ),
-  ];
-}
 
 /**
  * toJsonPatch renders an intent against the pod it was built from. Operation 1 tests

@@ -1,7 +1,6 @@
 // Which labels and annotations belong to one sandbox's life on a pooled pod. A claim writes them,
 // a release adds the stop metadata, and the return to idle must remove all of them so the next
 // sandbox on the same pod inherits nothing (not even the previous user's team label).
-import type { V1Pod } from "@kubernetes/client-node";
 import {
   CLAIMED_AT_ANNOTATION,
   CONTAINER_ID_ANNOTATION,
@@ -73,7 +72,10 @@ export const RESERVED_KEY_PREFIX = "agentbox.navix.sh/";
  * managedKeys reads a managed-label-keys / managed-annotation-keys annotation: a JSON array of
  * keys, as agentbox writes it. Anything unreadable, and any reserved key, is ignored.
  */
-export function managedKeys(pod: V1Pod, annotation: string): string[] {
+export function managedKeys(
+  pod: { metadata?: { annotations?: Record<string, string> | undefined } | undefined },
+  annotation: string,
+): string[] {
   const raw = pod.metadata?.annotations?.[annotation];
   if (!raw) return [];
   try {

@@ -1,4 +1,4 @@
-import { SANDBOX_POOL_LABEL } from "../api/keys.ts";
+import { GROUP, IMAGE_PULL_SECRET_NAME_PREFIX, RESOURCE, SANDBOX_POOL_LABEL } from "../api/keys.ts";
 
 /** AuditEvent is the part of an audit.k8s.io/v1 Event that maps a change to a pool. */
 export interface AuditEvent {
@@ -92,4 +92,48 @@ const DECIMAL = /^[1-9][0-9]*$/;
 function newest(a: string | undefined, b: string | undefined): string | undefined {
   if (a === undefined || b === undefined || !DECIMAL.test(a) || !DECIMAL.test(b)) return undefined;
   return BigInt(a) >= BigInt(b) ? a : b;
+}
+
+/** EnvKey names an Env as "namespace/name". */
+export type EnvKey = `${string}/${string}`;
+
+/**
+ * EnvAuditTargets are what one audit batch asks of the Env step: Envs to run directly (their
+ * spec changed, or their ips-<env> pull Secret), and pools and templates whose Envs must be
+ * found first (a member pool changed, or the template an Env renders from).
+ */
+export interface EnvAuditTargets {
+  envs: EnvKey[];
+  pools: { namespace: string; name: string }[];
+  templates: string[];
+}
+
+/**
+ * auditEnvTargets maps one audit batch to what the Env step should look at, each once. Writes to
+ * an Env's status are skipped (the Env step writes it, and a status change needs no run; as
+ * upstream watches generation changes only); every pool write counts, status and scale
+ * included, since the Env mirrors pool status and reverts replica changes.
+ */
+export function auditEnvTargets(events: readonly AuditEvent[]): EnvAuditTargets {
+  const envs = new Set<EnvKey>();
+  const pools = new Map<string, { namespace: string; name: string }>();
+  const templates = new Set<string>();
+  for (const e of events) {
+    const ref = e.objectRef;
+    if (!ref?.name || !WRITES.has(e.verb) || (e.responseStatus?.code ?? 200) >= 400) continue;
+    const ours = ref.apiGroup === GROUP;
+    if (ours && ref.resource === RESOURCE.SANDBOX_ENVS && ref.namespace && ref.subresource !== "status")
+      envs.add(`${ref.namespace}/${ref.name}`);
+    else if (ours && ref.resource === RESOURCE.SANDBOX_POOLS && ref.namespace)
+      pools.set(`${ref.namespace}/${ref.name}`, { namespace: ref.namespace, name: ref.name });
+    else if (ours && ref.resource === RESOURCE.SANDBOX_TEMPLATES) templates.add(ref.name);
+    else if (
+      !ref.apiGroup &&
+      ref.resource === "secrets" &&
+      ref.namespace &&
+      ref.name.startsWith(IMAGE_PULL_SECRET_NAME_PREFIX)
+    )
+      envs.add(`${ref.namespace}/${ref.name.slice(IMAGE_PULL_SECRET_NAME_PREFIX.length)}`);
+  }
+  return { envs: [...envs], pools: [...pools.values()], templates: [...templates] };
 }

@@ -93,7 +93,8 @@ export default async function setup(project: TestProject) {
     envdPort: envd.port,
     postStartDeadlineSeconds,
     log: logger,
-    auditFilter: (key) => key.startsWith("audit-"),
+    auditNamespacePrefix: "audit-",
+    clusterId: "local",
     onAuditEvents: (list) => appendFileSync(auditLog, `${JSON.stringify(list)}\n`),
   }).catch((e: unknown) => {
     throw new Error(

@@ -215,7 +215,7 @@ describe("validateRequest", () => {
 describe("mutateRequest", () => {
   const decode = (patch?: string) => (patch ? JSON.parse(atob(patch)) : []);
 
-  it("adds only missing defaults and the template-name annotation on pool creation", () => {
+  it("adds only missing defaults when no template lookup is given", () => {
     const res = mutateRequest(
       request(
         "CREATE",
@@ -228,9 +228,61 @@ describe("mutateRequest", () => {
     expect(decode(res.response.patch)).toEqual([
       { op: "add", path: "/spec/podCreationImagePolicy", value: "IdleImage" },
       { op: "add", path: "/spec/runtimes/0/protocol", value: "TCP" },
-      { op: "add", path: "/metadata/annotations", value: {} },
-      { op: "add", path: "/metadata/annotations/agentbox.navix.sh~1template-name", value: "python" },
     ]);
+  });
+
+  it("copies the template into a pool that names it: unset fields, labels, the copy's record", () => {
+    const stored = {
+      ...template({ version: "v2", idleImage: "idle:2", runtimes: [{ name: "e2b", protocol: "TCP" }] }),
+      metadata: {
+        name: "python",
+        labels: { team: "ml", "agentbox.io/sync-source": "global" },
+        annotations: { "agentbox.navix.sh/docs": "# docs", note: "from template" },
+      },
+    } as never;
+    const submitted = {
+      apiVersion: `${GROUP}/v1alpha1`,
+      kind: "SandboxPool",
+      metadata: { name: "p", namespace: "n", labels: { team: "mine" } },
+      spec: { replicas: 2, templateName: "python", idleImage: "idle:mine" },
+    };
+    const res = mutateRequest(request("CREATE", submitted, undefined, "SandboxPool"), { template: stored });
+    const ops = decode(res.response.patch) as { op: string; path: string; value?: unknown }[];
+    const byPath = Object.fromEntries(ops.map((o) => [o.path, o.value]));
+    expect(byPath["/spec/template"]).toEqual({ spec: { containers: [{ name: "main", image: "img:1" }] } });
+    expect(byPath["/spec/runtimes"]).toEqual([{ name: "e2b", protocol: "TCP" }]);
+    expect(byPath).not.toHaveProperty("/spec/idleImage"); // inline fields win
+    expect(byPath["/metadata/labels/team"]).toBe("ml"); // template labels win, sync-source is not copied
+    expect(byPath).not.toHaveProperty("/metadata/labels/agentbox.io~1sync-source");
+    expect(byPath["/metadata/annotations"]).toEqual({
+      note: "from template",
+      "agentbox.navix.sh/template-name": "python",
+      "agentbox.navix.sh/template-version": "v2",
+      "agentbox.navix.sh/overrides": JSON.stringify({ idleImage: "idle:mine" }),
+    });
+    expect(res.response.warnings).toBeUndefined();
+  });
+
+  it("warns, and leaves the copy to the pool step, when the template is missing or unreadable", () => {
+    const submitted = pool({ templateName: "gone" });
+    delete (submitted.spec as Record<string, unknown>).template;
+    for (const lookup of [{ template: null }, { error: "template read timed out after 3000 ms" }]) {
+      const res = mutateRequest(request("CREATE", submitted, undefined, "SandboxPool"), lookup);
+      expect(res.response.allowed).toBe(true);
+      expect(JSON.stringify(decode(res.response.patch))).not.toContain("template-name");
+      expect(res.response.warnings?.[0]).toMatch(/SandboxTemplate "gone" (does not exist|could not be read)/);
+    }
+  });
+
+  it("never copies into an Env member: its Env renders it", () => {
+    const owned = pool(
+      { templateName: "python" },
+      { ownerReferences: [{ apiVersion: `${GROUP}/v1alpha1`, kind: "SandboxEnv", name: "e", uid: "u1" }] },
+    );
+    const res = mutateRequest(request("CREATE", owned, undefined, "SandboxPool"), {
+      template: template({}) as never,
+    });
+    expect(JSON.stringify(decode(res.response.patch))).not.toContain("template-name");
   });
 
   it("changes nothing on an already defaulted object and leaves invalid ones to validation", () => {

@@ -25,6 +25,7 @@ describe("readHostEnv", () => {
         tickSeconds: 10,
         tickConcurrency: 8,
         envdPort: 49983,
+        adoptPools: false,
         logLevel: "info",
       },
     });

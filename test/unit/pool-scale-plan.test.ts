@@ -215,28 +215,25 @@ describe("scaleDownPolicyFor", () => {
     }) as SandboxEnv;
   const member = pool(1, { [ENV_LABEL]: "e", [SCALING_GROUP_LABEL]: "g" });
   const defaults = { idleTimeoutSeconds: 300, stabilizationSeconds: 60, protectionWindowSeconds: 10 };
+  // Pools no group covers are scaled by hand: only the protection window delays a scale-down.
+  const manual = { idleTimeoutSeconds: 0, stabilizationSeconds: 0, protectionWindowSeconds: 10 };
   const custom = { idleTimeoutSeconds: 30, stabilizationSeconds: 5, protectionWindowSeconds: 2 };
 
   it.each([
-    ["a standalone pool", pool(1), env([{ name: "g", scaleDownPolicy: custom }]), defaults],
-    ["a member without its Env", member, undefined, defaults],
-    [
-      "a member whose Env lacks the group",
-      member,
-      env([{ name: "other", scaleDownPolicy: custom }]),
-      defaults,
-    ],
+    ["a standalone pool", pool(1), env([{ name: "g", scaleDownPolicy: custom }]), manual],
+    ["a member without its Env", member, undefined, manual],
+    ["a member whose Env lacks the group", member, env([{ name: "other", scaleDownPolicy: custom }]), manual],
     [
       "a member of another Env",
       pool(1, { [ENV_LABEL]: "f", [SCALING_GROUP_LABEL]: "g" }),
       env([{ name: "g", scaleDownPolicy: custom }]),
-      defaults,
+      manual,
     ],
     [
       "a member excluded from autoscaling",
       pool(1, { [ENV_LABEL]: "e" }),
       env([{ name: "g", scaleDownPolicy: custom }]),
-      defaults,
+      manual,
     ],
     ["a member of the group", member, env([{ name: "g", scaleDownPolicy: custom }]), custom],
     [

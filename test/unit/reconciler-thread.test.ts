@@ -38,7 +38,11 @@ describe("the reconciler thread", () => {
     try {
       await expect(reconciler.run("reconcile", "ns", "pool")).rejects.toThrow(/127\.0\.0\.1:1|ECONNREFUSED/);
       // An audit batch is accepted at once; its runs fail in the thread and are logged here.
-      reconciler.audit([["ns/pool/pool-0", { notOlderThan: "12" }]], ["ns/pool"]);
+      reconciler.audit({
+        pods: [["ns/pool/pool-0", { notOlderThan: "12" }]],
+        pools: ["ns/pool"],
+        envs: { envs: [], pools: [], templates: [] },
+      });
       await reconciler.idle();
       expect(entries.some((e) => e.level === "warn" && e.msg === "reconcile failed")).toBe(true);
     } finally {

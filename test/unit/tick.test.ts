@@ -4,16 +4,24 @@ import { tick } from "../../functions/tick.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeRequest } from "../../lib/kube/transport.ts";
 
-// The tick's scheduling only (offsets, concurrency, failures). The transport answers the one
-// list call it makes; what reconciling does against Kubernetes is tested in test/integration.
+// The tick's scheduling only (offsets, concurrency, failures). The transport answers the list
+// calls it makes (pools, pods, Envs: none here, so no templates or Secrets are listed); what
+// reconciling does against Kubernetes is tested in test/integration.
 
 function depsWithPools(n: number): StepDeps {
   const transport = async (req: KubeRequest) => {
     const items =
       req.path === "/apis/agents.navix.sh/v1alpha1/sandboxpools"
-        ? Array.from({ length: n }, (_, i) => ({ metadata: { namespace: "ns", name: `p${i}` } }))
+        ? Array.from({ length: n }, (_, i) => ({
+            metadata: { namespace: "ns", name: `p${i}` },
+            spec: { replicas: 0 },
+          }))
         : [];
-    expect(["/apis/agents.navix.sh/v1alpha1/sandboxpools", "/api/v1/pods"]).toContain(req.path);
+    expect([
+      "/apis/agents.navix.sh/v1alpha1/sandboxpools",
+      "/api/v1/pods",
+      "/apis/agents.navix.sh/v1alpha1/sandboxenvs",
+    ]).toContain(req.path);
     return { status: 200, body: JSON.stringify({ items, metadata: { resourceVersion: "1" } }) };
   };
   const quiet = { debug() {}, info() {}, warn() {}, error() {} };
@@ -61,8 +69,9 @@ describe("tick", () => {
     expect(Math.min(...offsets)).toBe(0);
     expect(Math.max(...offsets)).toBe(1800);
     expect(offsets.every((o) => o >= 0 && o < 2000)).toBe(true);
-    // One list of pools and one of all sandbox pods, whatever the number of pools.
-    expect(report.requests).toBe(2);
+    // One list each of pools, sandbox pods and Envs, whatever the number of pools (no Envs and no
+    // pool waiting for a template copy: no list of templates or Secrets).
+    expect(report.requests).toBe(3);
   });
 
   it("counts failed pools and carries on", async () => {

@@ -29,6 +29,7 @@ export function testDeps(): StepDeps & { history: SqliteHistoryStore; clock: { o
     log: process.env.AGENTBOX_TEST_LOG ? consoleLogger() : quiet,
     digests: referenceDigestResolver,
     reporter: { controller: "agentbox-functions/test", instance: `test-${process.pid}` },
+    clusterId: "local",
   };
 }
 

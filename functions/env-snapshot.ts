@@ -1,0 +1,52 @@
+import { envImagePullSecretName } from "../lib/api/keys.ts";
+import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
+import { poolsOfEnv } from "../lib/env/members.ts";
+import type { EnvSnapshot } from "../lib/env/plan-env.ts";
+import type { KubeClient } from "../lib/kube/client.ts";
+import { orMissing } from "../lib/kube/errors.ts";
+
+/**
+ * readEnvSnapshot reads an Env and what its run decides from, straight from the API server: the
+ * Env, then side by side the pools of its namespace, its template and whether its pull Secret
+ * exists (metadata only): four requests. Undefined when the Env does not exist (any more).
+ */
+export async function readEnvSnapshot(
+  kube: KubeClient,
+  namespace: string,
+  name: string,
+  clusterId: string,
+): Promise<EnvSnapshot | undefined> {
+  const env = await orMissing(kube.getEnv(namespace, name));
+  if (!env) return undefined;
+  const templateName = env.spec.templateRef.name;
+  const [pools, template, pullSecret] = await Promise.all([
+    kube.listPools(namespace),
+    templateName ? orMissing(kube.getTemplate(templateName)) : Promise.resolve(undefined),
+    kube.secretExists(namespace, envImagePullSecretName(name)),
+  ]);
+  return { env, pools: poolsOfEnv(env, pools.items, clusterId), template: template ?? null, pullSecret };
+}
+
+/**
+ * envSnapshotsFrom builds every Env's snapshot from lists a tick already made (Envs, pools,
+ * templates, the names of the dockerconfigjson Secrets): no request per Env.
+ */
+export function envSnapshotsFrom(
+  lists: {
+    envs: readonly EnvSnapshot["env"][];
+    pools: readonly EnvSnapshot["pools"][number][];
+    templates: ReadonlyMap<string, SandboxTemplate>;
+    pullSecrets: ReadonlySet<string>;
+  },
+  clusterId: string,
+): EnvSnapshot[] {
+  return lists.envs.map((env) => {
+    const ns = env.metadata?.namespace ?? "";
+    return {
+      env,
+      pools: poolsOfEnv(env, lists.pools, clusterId),
+      template: lists.templates.get(env.spec.templateRef.name) ?? null,
+      pullSecret: lists.pullSecrets.has(`${ns}/${envImagePullSecretName(env.metadata?.name ?? "")}`),
+    };
+  });
+}

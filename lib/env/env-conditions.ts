@@ -1,0 +1,125 @@
+// The Env's three conditions, each with a reason a dashboard can switch on and a message an
+// operator can act on.
+import { ENV_CONDITION } from "../api/keys.ts";
+import type { SandboxEnv } from "../api/sandbox-env.ts";
+import type { ConditionCore } from "../util/conditions.ts";
+import type { MemberReport } from "./env-status.ts";
+
+/** ENV_REASON lists the reasons of the Env conditions. */
+export const ENV_REASON = {
+  ALL_MEMBERS_ACTIVE: "AllMembersActive",
+  MEMBERS_NOT_ACTIVE: "MembersNotActive",
+  NO_MEMBERS: "NoLocalMembers",
+  TEMPLATE_CONSISTENT: "TemplateConsistent",
+  TEMPLATE_NOT_FOUND: "TemplateNotFound",
+  TEMPLATE_MISMATCH: "TemplateMismatch",
+  NO_GROUPS: "NoAutoscalingGroups",
+  DISABLED: "AutoscalingDisabled",
+  AUTOSCALER_NOT_RUNNING: "AutoscalerNotRunning",
+} as const;
+
+/** ready: every local member is Active (an Env without local members is not Ready). */
+function ready(reports: readonly MemberReport[]): ConditionCore {
+  const type = ENV_CONDITION.READY;
+  if (reports.length === 0)
+    return {
+      type,
+      status: "False",
+      reason: ENV_REASON.NO_MEMBERS,
+      message: "no members in this cluster's segment",
+    };
+  const notActive = reports.filter((r) => r.observed.state !== "Active");
+  if (notActive.length === 0)
+    return {
+      type,
+      status: "True",
+      reason: ENV_REASON.ALL_MEMBERS_ACTIVE,
+      message: `all ${reports.length} member(s) are Active`,
+    };
+  return {
+    type,
+    status: "False",
+    reason: ENV_REASON.MEMBERS_NOT_ACTIVE,
+    message: notActive
+      .map((r) => `${r.observed.name}: ${r.observed.state}${r.why ? ` (${r.why})` : ""}`)
+      .join("; "),
+  };
+}
+
+/** templateConsistent: the template exists and every member pool uses it (and the pinned version). */
+function templateConsistent(
+  env: SandboxEnv,
+  reports: readonly MemberReport[],
+  templateFound: boolean,
+): ConditionCore {
+  const type = ENV_CONDITION.TEMPLATE_CONSISTENT;
+  const ref = env.spec.templateRef;
+  const pinned = ref.version ? ` at version "${ref.version}"` : "";
+  if (!ref.name && reports.every((r) => r.observed.state !== "Inconsistent"))
+    return {
+      type,
+      status: "True",
+      reason: ENV_REASON.TEMPLATE_CONSISTENT,
+      message: "the Env names no template; its members are stamped from their spec snapshots",
+    };
+  if (!templateFound)
+    return {
+      type,
+      status: "False",
+      reason: ENV_REASON.TEMPLATE_NOT_FOUND,
+      message: `SandboxTemplate "${ref.name}" does not exist`,
+    };
+  const off = reports.filter((r) => r.observed.state === "Inconsistent");
+  if (off.length === 0)
+    return {
+      type,
+      status: "True",
+      reason: ENV_REASON.TEMPLATE_CONSISTENT,
+      message: `every member pool uses SandboxTemplate "${ref.name}"${pinned}`,
+    };
+  return {
+    type,
+    status: "False",
+    reason: ENV_REASON.TEMPLATE_MISMATCH,
+    message: off.map((r) => `${r.observed.name}: ${r.why ?? "inconsistent"}`).join("; "),
+  };
+}
+
+/**
+ * autoscalingActive: whether the autoscaler manages any group. This control plane does not run the
+ * autoscaler yet, so enabled groups are reported as not acted on, rather than as active.
+ */
+function autoscalingActive(env: SandboxEnv): ConditionCore {
+  const type = ENV_CONDITION.AUTOSCALING_ACTIVE;
+  const groups = env.spec.autoscaling?.groups ?? [];
+  if (groups.length === 0)
+    return {
+      type,
+      status: "False",
+      reason: ENV_REASON.NO_GROUPS,
+      message: "no autoscaling groups; replicas are manual",
+    };
+  const enabled = groups.filter((g) => g.enabled).map((g) => g.name);
+  if (enabled.length === 0)
+    return {
+      type,
+      status: "False",
+      reason: ENV_REASON.DISABLED,
+      message: "every autoscaling group is disabled; replicas are manual",
+    };
+  return {
+    type,
+    status: "False",
+    reason: ENV_REASON.AUTOSCALER_NOT_RUNNING,
+    message: `group(s) ${enabled.join(", ")} are enabled, but this control plane does not autoscale yet; member replicas stay at spec.replicas (else minReplicas)`,
+  };
+}
+
+/** envConditions are the Env's Ready, TemplateConsistent and AutoscalingActive conditions. */
+export function envConditions(
+  env: SandboxEnv,
+  reports: readonly MemberReport[],
+  templateFound: boolean,
+): ConditionCore[] {
+  return [ready(reports), templateConsistent(env, reports, templateFound), autoscalingActive(env)];
+}

@@ -1,0 +1,13 @@
+/**
+ * withTimeout settles like `work`, or rejects with "<what> timed out after <ms> ms" once `ms`
+ * pass first. `work` keeps running (the transports cannot all be cancelled) but its late
+ * rejection stays observed, so it never surfaces as an unhandled rejection.
+ */
+export function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
+  });
+  work.catch(() => {});
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
