@@ -1,4 +1,4 @@
-import { envImagePullSecretName } from "../lib/api/keys.ts";
+import { envImagePullSecretName, IMAGE_PULL_SECRET_TYPE } from "../lib/api/keys.ts";
 import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
 import { poolsOfEnv } from "../lib/env/members.ts";
 import type { EnvSnapshot } from "../lib/env/plan-env.ts";
@@ -8,7 +8,7 @@ import { orMissing } from "../lib/kube/errors.ts";
 /**
  * readEnvSnapshot reads an Env and what its run decides from, straight from the API server: the
  * Env, then side by side the pools of its namespace, its template and whether its pull Secret
- * exists (metadata only): four requests. Undefined when the Env does not exist (any more).
+ * (a dockerconfigjson Secret named ips-<env>) exists, read as metadata only: four requests. Undefined when the Env does not exist (any more).
  */
 export async function readEnvSnapshot(
   kube: KubeClient,
@@ -22,9 +22,14 @@ export async function readEnvSnapshot(
   const [pools, template, pullSecret] = await Promise.all([
     kube.listPools(namespace),
     templateName ? orMissing(kube.getTemplate(templateName)) : Promise.resolve(undefined),
-    kube.secretExists(namespace, envImagePullSecretName(name)),
+    kube.secretNames(namespace, IMAGE_PULL_SECRET_TYPE, envImagePullSecretName(name)),
   ]);
-  return { env, pools: poolsOfEnv(env, pools.items, clusterId), template: template ?? null, pullSecret };
+  return {
+    env,
+    pools: poolsOfEnv(env, pools.items, clusterId),
+    template: template ?? null,
+    pullSecret: pullSecret.length > 0,
+  };
 }
 
 /**

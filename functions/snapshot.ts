@@ -1,5 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { ENV_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+import { ENV_LABEL, IMAGE_PULL_SECRET_TYPE, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
 import type { SandboxEnv } from "../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
@@ -56,9 +56,6 @@ export interface ClusterSnapshot {
   allEnvs: SandboxEnv[];
 }
 
-/** PULL_SECRET_TYPE is the type of the ips-<env> Secrets (seed: a dockerconfigjson Secret). */
-const PULL_SECRET_TYPE = "kubernetes.io/dockerconfigjson";
-
 /**
  * readCluster reads every pool, every pool pod and every Env of one namespace when given, else of
  * the cluster, in a fixed number of list requests (at most five, whatever the number of pools and
@@ -82,7 +79,7 @@ export async function readCluster(
   const reconcileEnvs = clusterId !== undefined && envs.length > 0;
   const [templateList, secretNames] = await Promise.all([
     needTemplates ? kube.listTemplates().then((l) => l.items) : Promise.resolve([]),
-    reconcileEnvs ? kube.secretNames(namespace, PULL_SECRET_TYPE) : Promise.resolve([]),
+    reconcileEnvs ? kube.secretNames(namespace, IMAGE_PULL_SECRET_TYPE) : Promise.resolve([]),
   ]);
   const templates = new Map(templateList.map((t) => [t.metadata?.name ?? "", t]));
   const snapshots = new Map<string, PoolSnapshot>();

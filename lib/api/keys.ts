@@ -157,6 +157,9 @@ export const SANDBOX_ENV_OWNER_KIND = KIND.SANDBOX_ENV;
 /** IMAGE_PULL_SECRET_NAME_PREFIX prefixes the owner's name to name its dockerconfigjson Secret. */
 export const IMAGE_PULL_SECRET_NAME_PREFIX = "ips-";
 
+/** IMAGE_PULL_SECRET_TYPE is the type of the ips-<owner> Secrets (a dockerconfigjson Secret). */
+export const IMAGE_PULL_SECRET_TYPE = "kubernetes.io/dockerconfigjson";
+
 /** envImagePullSecretName is the deterministic name of an Env's image pull Secret ("ips-{env}"). */
 export function envImagePullSecretName(envName: string): string {
   return `${IMAGE_PULL_SECRET_NAME_PREFIX}${envName}`;

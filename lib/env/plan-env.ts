@@ -82,8 +82,9 @@ function updateAction(
   rendered: RenderedMember,
   lastWanted?: number,
 ): Action[] {
-  const adopt = adoptOps(env, pool);
-  if (!adopt && !ownedBy(pool, env)) return [];
+  const owned = ownedBy(pool, env);
+  const adopt = owned ? undefined : adoptOps(env, pool);
+  if (!adopt && !owned) return [];
   const drift = memberDrift(pool, rendered);
   if (!adopt && drift.ops.length === 0) return [];
   const envName = env.metadata?.name ?? "";

@@ -2,7 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../api/sandbox-template.ts";
-import { kubeErrorFrom, orMissing } from "./errors.ts";
+import { kubeErrorFrom } from "./errors.ts";
 import type { JsonPatchOp } from "./json-patch.ts";
 
 export type { JsonPatchOp } from "./json-patch.ts";
@@ -39,8 +39,7 @@ export interface EventIntent {
 }
 
 const POOLS = "/apis/agents.navix.sh/v1alpha1";
-/** METADATA_ONE / METADATA_LIST ask the apiserver for metadata only (PartialObjectMetadata). */
-const METADATA_ONE = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+/** METADATA_LIST asks the apiserver for a list of metadata only (PartialObjectMetadataList). */
 const METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 const enc = encodeURIComponent;
 
@@ -258,28 +257,17 @@ export class KubeClient {
 
   /**
    * secretNames lists the "namespace/name" of the Secrets of one type, in one namespace or all,
-   * as metadata only: the Secrets' data never leaves the apiserver.
+   * optionally only the one of a given name, as metadata only: the Secrets' data never leaves the
+   * apiserver.
    */
-  async secretNames(namespace: string | undefined, type: string): Promise<string[]> {
+  async secretNames(namespace: string | undefined, type: string, name?: string): Promise<string[]> {
     const path = namespace ? `/api/v1/namespaces/${enc(namespace)}/secrets` : "/api/v1/secrets";
+    const fieldSelector = `type=${type}${name ? `,metadata.name=${name}` : ""}`;
     const list = await this.call<{ items?: { metadata?: { namespace?: string; name?: string } }[] }>(
-      { method: "GET", path, query: { fieldSelector: `type=${type}` }, accept: METADATA_LIST },
+      { method: "GET", path, query: { fieldSelector }, accept: METADATA_LIST },
       `list ${type} secret names`,
     );
     return (list.items ?? []).map((s) => `${s.metadata?.namespace}/${s.metadata?.name}`);
-  }
-
-  /** secretExists reads a Secret's metadata only (never its data): true when it exists. */
-  async secretExists(namespace: string, name: string): Promise<boolean> {
-    const read = this.call(
-      {
-        method: "GET",
-        path: `/api/v1/namespaces/${enc(namespace)}/secrets/${enc(name)}`,
-        accept: METADATA_ONE,
-      },
-      `get secret metadata ${namespace}/${name}`,
-    );
-    return (await orMissing(read)) !== undefined;
   }
 
   /**

@@ -1,8 +1,11 @@
 import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
+import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { ENVS, envObject, TEMPLATES, templateObject } from "./support/envs.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, newNamespace, watchPodUntil } from "./support/kube.ts";
 import { isReady, poolObject, testDeps } from "./support/steps.ts";
@@ -24,8 +27,16 @@ beforeAll(async () => {
   manualNs = manual.ns;
   cleanups.push(audit.cleanup, manual.cleanup);
 });
+const template = `trig-${randomBytes(3).toString("hex")}`;
+beforeAll(async () => {
+  await custom.createClusterCustomObject({
+    ...TEMPLATES,
+    body: templateObject(template, "v1", "registry.local/sandbox/python:3.12"),
+  });
+});
 afterAll(async () => {
   for (const c of cleanups) await c();
+  await custom.deleteClusterCustomObject({ ...TEMPLATES, name: template }).catch(() => {});
   deps.history.close();
 });
 
@@ -70,6 +81,36 @@ describe("audit-driven reconcile", () => {
     expect(running.metadata?.annotations?.["agentbox.navix.sh/started-at"]).toBeDefined();
     // The kubelet's pull delay is the floor; the audit path adds the rest.
     expect(elapsed).toBeGreaterThanOrEqual(cluster.pullDelayMs);
+  });
+});
+
+describe("audit-driven Env runs", () => {
+  it("materialises an Env's members, and reverts a kubectl scale on one, from audit events alone", async () => {
+    await custom.createNamespacedCustomObject({
+      ...ENVS,
+      namespace: ns,
+      body: envObject(ns, "audited", template, [{ name: "audited-a", spec: { replicas: 2 } }]),
+    });
+    await untilPods("audited-a", "2 ready idle pods", (ps) => ps.length === 2 && ps.every(isReady));
+    await custom.patchNamespacedCustomObjectScale({
+      ...GV,
+      namespace: ns,
+      name: "audited-a",
+      body: [{ op: "replace", path: "/spec/replicas", value: 5 }],
+    });
+    const deadline = Date.now() + 20_000;
+    let replicas = 5;
+    while (Date.now() < deadline) {
+      const pool = (await custom.getNamespacedCustomObject({
+        ...GV,
+        namespace: ns,
+        name: "audited-a",
+      })) as SandboxPool;
+      replicas = pool.spec.replicas;
+      if (replicas === 2) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(replicas).toBe(2);
   });
 });
 
@@ -127,6 +168,46 @@ describe("manual triggers", () => {
     expect(bad.status).toBe(400);
     const fields = (JSON.parse(bad.body).error.fields as { path: string }[]).map((f) => f.path);
     expect(fields).toEqual(expect.arrayContaining(["namespace", "pool"]));
+  });
+
+  it("runs the Env step over HTTP and from the CLI", async () => {
+    await custom.createNamespacedCustomObject({
+      ...ENVS,
+      namespace: manualNs,
+      body: envObject(manualNs, "manual-env", template, [{ name: "manual-env-a", spec: { replicas: 1 } }]),
+    });
+    const res = await httpsRequest(
+      url(`/reconcile-env?namespace=${manualNs}&env=manual-env`),
+      cluster.caCert,
+      {
+        method: "POST",
+        headers: auth,
+      },
+    );
+    expect(res.status).toBe(200);
+    const body = JSON.parse(res.body) as {
+      report: { found: boolean; outcomes: { op: string; result: string }[] };
+    };
+    expect(body.report.outcomes).toContainEqual(expect.objectContaining({ op: "create", result: "done" }));
+    const bad = await httpsRequest(url(`/reconcile-env?namespace=${manualNs}`), cluster.caCert, {
+      method: "POST",
+      headers: auth,
+    });
+    expect(bad.status).toBe(400);
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [
+        "bin/agentbox.ts",
+        "reconcile-env",
+        `${manualNs}/manual-env`,
+        "--kubeconfig",
+        cluster.kubeconfig,
+        "--history",
+        ":memory:",
+      ],
+      { cwd: new URL("../../", import.meta.url).pathname },
+    );
+    expect(stdout).toMatch(/done\s+SandboxEnv\/.+\/manual-env\s+status: 1 member\(s\)/);
   });
 
   it("the CLI runs the steps and prints what they did", async () => {

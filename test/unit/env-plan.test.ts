@@ -308,6 +308,14 @@ describe("adoption", () => {
     expect(patch.some((o) => o.path.startsWith("/spec"))).toBe(false);
     expect(patch).toContainEqual({ op: "add", path: "/metadata/labels", value: { [ENV_LABEL]: "old" } });
     expect(attach?.event?.reason).toBe("Adopted");
+    // Once attached, the next run adds no second reference.
+    const attached: SandboxPool = {
+      ...legacy,
+      metadata: { ...legacy.metadata, ownerReferences: [envOwnerReference(e, false)] },
+    };
+    expect(planEnv(snap(e, [attached], null), "local", NOW).some((a) => a.why.startsWith("adopt"))).toBe(
+      false,
+    );
   });
 });
 

@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll } from "vitest";
 import type { StepDeps } from "../../../functions/deps.ts";
-import { type PoolReport, reconcilePool } from "../../../functions/reconcile-pool.ts";
+import { reconcilePool } from "../../../functions/reconcile-pool.ts";
 import { nodeKubeTransport } from "../../../hosts/node/kube-transport.ts";
 import { SqliteHistoryStore } from "../../../hosts/node/sqlite-history.ts";
 import type { SandboxPool } from "../../../lib/api/sandbox-pool.ts";
@@ -55,21 +55,19 @@ function consoleLogger(): Log {
 }
 
 /**
- * reconcileUntil plays the tick: it reconciles the pool and checks the condition, again and again,
- * until the condition holds or the deadline passes (then it fails with the last report).
+ * runUntil plays the tick: it runs `run` (a reconcile, a tick) and checks the condition, again and
+ * again, until the condition holds or the deadline passes (then it fails with the last report).
  */
-export async function reconcileUntil<T>(
-  deps: StepDeps,
-  namespace: string,
-  pool: string,
+export async function runUntil<T>(
   what: string,
+  run: () => Promise<unknown>,
   check: () => Promise<T | undefined | false>,
   timeoutMs = 30_000,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
-  let last: PoolReport | undefined;
+  let last: unknown;
   while (Date.now() < deadline) {
-    last = await reconcilePool(deps, namespace, pool);
+    last = await run();
     const value = await check();
     if (value) return value;
     await new Promise((r) => setTimeout(r, 100));
@@ -77,6 +75,18 @@ export async function reconcileUntil<T>(
   throw new Error(
     `timed out after ${timeoutMs} ms waiting for ${what}; last report: ${JSON.stringify(last)}`,
   );
+}
+
+/** reconcileUntil runs one pool's reconcile until the condition holds (see runUntil). */
+export function reconcileUntil<T>(
+  deps: StepDeps,
+  namespace: string,
+  pool: string,
+  what: string,
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 30_000,
+): Promise<T> {
+  return runUntil(what, () => reconcilePool(deps, namespace, pool), check, timeoutMs);
 }
 
 /** poolObject is a minimal valid SandboxPool. */
