@@ -11,34 +11,26 @@ export const templatePodTemplate: Check<SandboxTemplate> = {
 };
 
 /**
- * visibilityRulesWellFormed: rules are ORed and an empty field is a wildcard, so a rule with
- * neither team nor users makes the template public while looking restrictive; blank or
- * repeated names are typos that silently match nobody.
+ * visibilityRulesWellFormed: a rule's user list must not hold blank or repeated names (typos that
+ * silently match nobody, or nothing). As in agentbox, an empty team or user list is a wildcard,
+ * so a rule with neither (`{}`) matches every tenant and is allowed.
  */
 export const visibilityRulesWellFormed: Check<SandboxTemplate> = {
   name: "visibility-rules-well-formed",
   run: (t) =>
     (t.spec.visibility?.rules ?? []).flatMap((rule, ri) => {
       const at = `spec.visibility.rules[${ri}]`;
-      const users = rule.users ?? [];
-      const issues = [];
-      if (rule.team !== undefined && rule.team.trim() === "") {
-        issues.push({ path: `${at}.team`, message: "must not be blank (omit it to match any team)" });
-      }
-      if (!rule.team && users.length === 0) {
-        issues.push({
-          path: at,
-          message:
-            "matches every tenant (no team and no users); remove spec.visibility.rules to make the template public",
-        });
-      }
       const seen = new Set<string>();
-      users.forEach((u, ui) => {
-        if (u.trim() === "") issues.push({ path: `${at}.users[${ui}]`, message: "must not be blank" });
-        else if (seen.has(u)) issues.push({ path: `${at}.users[${ui}]`, message: `duplicate user "${u}"` });
+      return (rule.users ?? []).flatMap((u, ui) => {
+        const issue =
+          u.trim() === ""
+            ? { path: `${at}.users[${ui}]`, message: "must not be blank (an empty list matches any user)" }
+            : seen.has(u)
+              ? { path: `${at}.users[${ui}]`, message: `duplicate user "${u}"` }
+              : undefined;
         seen.add(u);
+        return issue ? [issue] : [];
       });
-      return issues;
     }),
 };
 

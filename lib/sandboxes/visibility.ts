@@ -8,8 +8,8 @@ import type { Tenant } from "./api-keys.ts";
  * templateVisibleTo tells whether a tenant may see a template with this visibility. Admins see
  * every template. No visibility, or no rules, means public. Otherwise the tenant must match at
  * least one rule: its team equals the rule's team (absent or "" matches any team) and its user
- * is among the rule's users (absent or empty list matches any user). Admission rejects a rule
- * with neither team nor users, but one stored earlier still reads as "everyone", as in agentbox.
+ * is among the rule's users (absent or empty list matches any user), so a rule with neither
+ * team nor users matches every tenant, as in agentbox.
  */
 export function templateVisibleTo(visibility: TemplateVisibility | undefined, tenant: Tenant): boolean {
   if (tenant.admin) return true;

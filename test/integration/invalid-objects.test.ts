@@ -195,12 +195,12 @@ const INVALID: {
     field: "spec.templateRef",
   },
   {
-    name: "visibility rule matching everyone",
+    name: "visibility rule naming a blank user",
     kind: "SandboxTemplate",
     change: (o) => {
-      o.spec!.visibility = { rules: [{ team: "research" }, {}] };
+      o.spec!.visibility = { rules: [{ team: "research" }, { users: ["alice", " "] }] };
     },
-    field: "spec.visibility.rules[1]",
+    field: "spec.visibility.rules[1].users[1]",
   },
   {
     name: "runtime port as a string",

@@ -118,6 +118,16 @@ describe("templates fill pools", () => {
     await core.deleteNamespacedResourceQuota({ name: "two-pods", namespace: t.ns });
   });
 
+  it("admits a visibility rule with neither team nor users (it matches everyone, as in agentbox)", async () => {
+    const name = `tmpl-open-${suffix}`;
+    templates.push(name);
+    const body = templateObject(name, "v1", "registry.local/sandbox/python:3.12", {
+      visibility: { rules: [{}, { team: "", users: ["alice"] }] },
+    });
+    const stored = (await custom.createClusterCustomObject({ ...TEMPLATES, body })) as typeof body;
+    expect(stored.spec.visibility).toEqual({ rules: [{}, { team: "", users: ["alice"] }] });
+  });
+
   it("a template change reaches a pool only when it is refreshed on purpose (HTTP and CLI)", async () => {
     const template = `tmpl-r-${suffix}`;
     await createTemplate(template, "v1", "registry.local/sandbox/python:3.12");

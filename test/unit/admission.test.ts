@@ -152,12 +152,15 @@ describe("SandboxPool and SandboxTemplate checks", () => {
   });
 
   it.each([
-    [{ rules: [{}] }, "spec.visibility.rules[0]"],
-    [{ rules: [{ team: " " }] }, "spec.visibility.rules[0].team"],
     [{ rules: [{ team: "t", users: ["a", "a"] }] }, "spec.visibility.rules[0].users[1]"],
     [{ rules: [{ users: [""] }] }, "spec.visibility.rules[0].users[0]"],
   ])("denies malformed visibility %j at %s", (visibility, path) => {
     expect(paths("SandboxTemplate", template({ visibility }))).toContain(path);
+  });
+
+  it("accepts, as the seed does, a rule with neither team nor users and an empty team (wildcards)", () => {
+    expect(paths("SandboxTemplate", template({ visibility: { rules: [{}] } }))).toEqual([]);
+    expect(paths("SandboxTemplate", template({ visibility: { rules: [{ team: "", users: ["u"] }] } }))).toEqual([]);
   });
 
   it("accepts well-formed visibility and an empty rule list (public)", () => {
