@@ -124,7 +124,9 @@ describe("templates fill pools", () => {
     const body = templateObject(name, "v1", "registry.local/sandbox/python:3.12", {
       visibility: { rules: [{}, { team: "", users: ["alice"] }] },
     });
-    const stored = (await custom.createClusterCustomObject({ ...TEMPLATES, body })) as typeof body;
+    const stored = (await custom.createClusterCustomObject({ ...TEMPLATES, body })) as {
+      spec: { visibility?: unknown };
+    };
     expect(stored.spec.visibility).toEqual({ rules: [{}, { team: "", users: ["alice"] }] });
   });
 

@@ -160,7 +160,9 @@ describe("SandboxPool and SandboxTemplate checks", () => {
 
   it("accepts, as the seed does, a rule with neither team nor users and an empty team (wildcards)", () => {
     expect(paths("SandboxTemplate", template({ visibility: { rules: [{}] } }))).toEqual([]);
-    expect(paths("SandboxTemplate", template({ visibility: { rules: [{ team: "", users: ["u"] }] } }))).toEqual([]);
+    expect(
+      paths("SandboxTemplate", template({ visibility: { rules: [{ team: "", users: ["u"] }] } })),
+    ).toEqual([]);
   });
 
   it("accepts well-formed visibility and an empty rule list (public)", () => {
