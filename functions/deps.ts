@@ -1,6 +1,7 @@
 import type { HistoryStore } from "../lib/history/store.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
 import type { Log } from "../lib/log.ts";
+import type { IdleReleaseMode } from "../lib/reconcile/idle-release.ts";
 import type { DigestResolver } from "../lib/sandbox/digest-resolver.ts";
 import type { SealKeys } from "../lib/sandboxes/sealing.ts";
 
@@ -46,6 +47,13 @@ export interface StepDeps {
    * decides (functions/activity-source.ts); unset, only the last-active annotation counts.
    */
   pullActivity?: PullActivity;
+  /**
+   * idleRelease is what counts as activity for idle timeouts (IdleReleaseMode); unset: pulled
+   * when pullActivity is set, else reported.
+   */
+  idleRelease?: IdleReleaseMode;
+  /** noticed holds the one-time warnings this process already logged (say why once, not per run). */
+  noticed?: Set<string>;
   /**
    * clusterId is the local cluster's ID: the Env step materialises only the Env segments with this
    * clusterID and never writes another. Unset, the Env step refuses to run (the pool steps run).

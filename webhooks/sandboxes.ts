@@ -6,7 +6,7 @@ import { authenticate } from "../functions/api/authenticate.ts";
 import { createSandbox } from "../functions/api/create-sandbox.ts";
 import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
 import type { ApiDeps } from "../functions/api/deps.ts";
-import { findSandbox } from "../functions/api/find-sandbox.ts";
+import { getSandbox } from "../functions/api/get-sandbox.ts";
 import { listSandboxes } from "../functions/api/list-sandboxes.ts";
 import { recordActivity } from "../functions/api/record-activity.ts";
 import { readTarget } from "../functions/api/resolve-pool.ts";
@@ -164,8 +164,7 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
   });
 
   app.get("/sandboxes/:id", async (c) => {
-    const pod = await findSandbox(deps, c.get("tenant"), c.req.param("id"));
-    const view = pod && sandboxView(pod, deps.now());
+    const view = await getSandbox(deps, c.get("tenant"), c.req.param("id"));
     return view ? c.json(view) : send(c, notFound(`no sandbox "${c.req.param("id")}"`));
   });
 

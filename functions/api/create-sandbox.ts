@@ -5,6 +5,7 @@ import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { ENVD_PORT, type PostStartHookAction } from "../../lib/sandbox/post-start-hooks.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
 import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
+import { claimTimeouts } from "../../lib/sandboxes/claim-timeouts.ts";
 import { newSandboxId } from "../../lib/sandboxes/ids.ts";
 import { requestedImages } from "../../lib/sandboxes/requested-images.ts";
 import type { CreateSandboxRequest } from "../../lib/sandboxes/schemas.ts";
@@ -86,6 +87,7 @@ export async function createSandbox(
   const sandboxId = newSandboxId();
   const hooks = await postStartHooks(deps, sandboxId, req, extras);
   if (typeof hooks === "string") return { ok: false, reason: "invalid", message: hooks };
+  const timeouts = claimTimeouts(pool, req);
   const claim = (pod: V1Pod) =>
     claimSandbox(deps, pod, {
       sandboxId,
@@ -95,8 +97,7 @@ export async function createSandbox(
       ...(req.metadata ? { metadata: req.metadata } : {}),
       ...(hooks.length > 0 ? { postStartHooks: hooks } : {}),
       ...(extras.annotations ? { annotations: extras.annotations } : {}),
-      ...(req.idleTimeout ? { idleTimeoutSeconds: req.idleTimeout } : {}),
-      ...(req.startupTimeout ? { startupTimeoutSeconds: req.startupTimeout } : {}),
+      ...timeouts,
       ...(req.timeout ? { lifetimeSeconds: req.timeout } : {}),
     });
   // Idle pods of a random shard group per list, groups sized from the pool's idle count (see

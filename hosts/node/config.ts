@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import * as v from "valibot";
 import { type ActivitySourceConfig, DEFAULT_ACTIVITY_TIMEOUT_MS } from "../../functions/activity-source.ts";
 import { parseWith } from "../../lib/api/parse.ts";
+import { IDLE_RELEASE_MODES, type IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 
 const Port = v.pipe(
   v.string(),
@@ -43,6 +44,9 @@ const ENV = v.object({
         "must be a cluster ID such as local or eu-west-1",
       ),
     ),
+  ),
+  AGENTBOX_IDLE_RELEASE: v.optional(
+    v.picklist(IDLE_RELEASE_MODES, `must be one of ${IDLE_RELEASE_MODES.join(", ")}`),
   ),
   AGENTBOX_ADOPT_POOLS: v.optional(
     v.pipe(
@@ -129,6 +133,8 @@ export interface HostEnv {
   clusterId?: string;
   /** adoptPools gives every standalone pool a same-named Env (opt-in). */
   adoptPools: boolean;
+  /** idleRelease is what counts as activity for idle timeouts (see IdleReleaseMode). */
+  idleRelease: IdleReleaseMode;
   logLevel: string;
   /** activitySource is the optional pulled activity source (readActivitySource). */
   activitySource?: ActivitySourceConfig;
@@ -192,6 +198,11 @@ export function readHostEnv(
       );
     }
   }
+  const idleRelease = e.AGENTBOX_IDLE_RELEASE ?? (activity.value ? "pulled" : "reported");
+  if (idleRelease === "pulled" && !activity.value)
+    errors.push(
+      "AGENTBOX_IDLE_RELEASE: pulled needs a pulled activity source (AGENTBOX_ACTIVITY_SOURCE_URL)",
+    );
   if (callbackToken && callbackToken === adminToken)
     errors.push("AGENTBOX_ADMIN_TOKEN: must differ from the callback token");
   if (errors.length) return { ok: false, errors };
@@ -211,6 +222,7 @@ export function readHostEnv(
       envdPort: e.AGENTBOX_ENVD_PORT,
       ...(e.AGENTBOX_CLUSTER_ID ? { clusterId: e.AGENTBOX_CLUSTER_ID } : {}),
       adoptPools: e.AGENTBOX_ADOPT_POOLS,
+      idleRelease,
       logLevel: e.LOG_LEVEL,
       ...(activity.value ? { activitySource: activity.value } : {}),
     },

@@ -6,6 +6,7 @@ import type { StepDeps } from "../../functions/deps.ts";
 import { STEP_NAMES } from "../../functions/reconcile-pool.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
 import type { Log } from "../../lib/log.ts";
+import type { IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { auditEnvTargets, auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
 import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
@@ -39,6 +40,8 @@ export interface HostConfig {
   clusterId?: string;
   /** adoptPools gives every standalone pool a same-named Env on the tick (opt-in). */
   adoptPools?: boolean;
+  /** idleRelease is what counts as activity for idle timeouts (default: pulled with a source, else reported). */
+  idleRelease?: IdleReleaseMode;
   /** Where the hashed API keys live (default agentbox-system/agentbox-api-keys). */
   apiKeys?: { namespace: string; name: string };
   /**
@@ -97,6 +100,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
       tickConcurrency: config.tickConcurrency,
       ...(config.clusterId ? { clusterId: config.clusterId } : {}),
       ...(config.adoptPools ? { adoptPools: true } : {}),
+      ...(config.idleRelease ? { idleRelease: config.idleRelease } : {}),
       ...(config.auditNamespacePrefix ? { auditNamespacePrefix: config.auditNamespacePrefix } : {}),
     },
     config.log,

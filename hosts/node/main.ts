@@ -27,6 +27,7 @@ const host = await startHost({
   envdPort: c.envdPort,
   ...(c.clusterId ? { clusterId: c.clusterId } : {}),
   adoptPools: c.adoptPools,
+  idleRelease: c.idleRelease,
   log: logger,
   ...(c.activitySource ? { activitySource: c.activitySource } : {}),
 });
@@ -36,6 +37,7 @@ logger.info(
     listen: `${c.host}:${c.port}`,
     clusterId: c.clusterId ?? "none (SandboxEnvs are not reconciled)",
     adoptPools: c.adoptPools,
+    idleRelease: c.idleRelease,
     // Only the host: the URL's path or query may carry a credential.
     activitySource: c.activitySource ? new URL(c.activitySource.url).host : "none",
   },

@@ -15,6 +15,7 @@ import {
   samplesDir,
 } from "../../infra/cluster/install.ts";
 import { up } from "../../infra/cluster/up.ts";
+import { IDLE_RELEASE_MODES, type IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { readActivitySource } from "./config.ts";
 import { startHost } from "./host.ts";
 
@@ -23,6 +24,16 @@ const name = process.env.AGENTBOX_CLUSTER ?? "dev";
 const activity = readActivitySource(process.env);
 if (!activity.ok) {
   console.error(`agentbox-functions: invalid configuration:\n- ${activity.errors.join("\n- ")}`);
+  process.exit(2);
+}
+const idleRelease = process.env.AGENTBOX_IDLE_RELEASE ?? (activity.value ? "pulled" : "reported");
+if (
+  !(IDLE_RELEASE_MODES as readonly string[]).includes(idleRelease) ||
+  (idleRelease === "pulled" && !activity.value)
+) {
+  console.error(
+    `agentbox-functions: invalid configuration:\n- AGENTBOX_IDLE_RELEASE: must be one of ${IDLE_RELEASE_MODES.join(", ")} (pulled needs AGENTBOX_ACTIVITY_SOURCE_URL)`,
+  );
   process.exit(2);
 }
 
@@ -59,6 +70,7 @@ const host = await startHost({
   // The samples' Env segment is "local"; AGENTBOX_CLUSTER_ID names another.
   clusterId: process.env.AGENTBOX_CLUSTER_ID ?? "local",
   adoptPools: process.env.AGENTBOX_ADOPT_POOLS === "true",
+  idleRelease: idleRelease as IdleReleaseMode,
   log: logger,
   ...(activity.value ? { activitySource: activity.value } : {}),
 });

@@ -10,6 +10,7 @@ import { postStartDeps, type StepDeps } from "../../functions/deps.ts";
 import type { HistoryStore } from "../../lib/history/store.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { Log } from "../../lib/log.ts";
+import type { IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
 import { importSealKeys } from "../../lib/sandboxes/sealing.ts";
 import { nodeKubeTransport } from "./kube-transport.ts";
@@ -26,6 +27,8 @@ export interface StepSettings {
   clusterId?: string;
   /** adoptPools gives every standalone pool a same-named Env (opt-in). */
   adoptPools?: boolean;
+  /** idleRelease is what counts as activity for idle timeouts (default: pulled with a source, else reported). */
+  idleRelease?: IdleReleaseMode;
 }
 
 /**
@@ -54,6 +57,8 @@ export async function nodeStepDeps(
           ),
         }
       : {}),
+    noticed: new Set<string>(),
+    ...(settings.idleRelease ? { idleRelease: settings.idleRelease } : {}),
     ...(settings.clusterId ? { clusterId: settings.clusterId } : {}),
     ...(settings.adoptPools ? { adoptPools: true } : {}),
     ...(settings.activitySource

@@ -1,5 +1,6 @@
 import * as v from "valibot";
 import { parseWith } from "../../lib/api/parse.ts";
+import { IDLE_RELEASE_MODES } from "../../lib/reconcile/idle-release.ts";
 
 const Secret = (min: number) => v.pipe(v.string(), v.minLength(min, `must be at least ${min} characters`));
 const Count = (def: string, max: number) =>
@@ -46,6 +47,8 @@ const WorkerEnvSchema = v.object({
    * this clusterID. Unset, Envs are not reconciled (the pools are).
    */
   CLUSTER_ID: v.optional(v.pipe(v.string(), v.minLength(1, "must not be empty"))),
+  /** IDLE_RELEASE is what counts as activity for idle timeouts (default: pulled with a source, else reported). */
+  IDLE_RELEASE: v.optional(v.picklist(IDLE_RELEASE_MODES, `must be one of ${IDLE_RELEASE_MODES.join(", ")}`)),
   /** ADOPT_POOLS "true" gives every standalone pool a same-named Env on the tick (opt-in). */
   ADOPT_POOLS: v.optional(
     v.pipe(
@@ -75,6 +78,7 @@ export type WorkerBindings = Env & {
   TICK_NAMESPACE?: string;
   CLUSTER_ID?: string;
   ADOPT_POOLS?: string;
+  IDLE_RELEASE?: string;
   ACTIVITY_SOURCE_URL?: string;
   ACTIVITY_SOURCE_TOKEN?: string;
   /** KUBE_MTLS is an optional [[mtls_certificates]] binding: requests to the apiserver go through it. */
@@ -109,5 +113,7 @@ export function readWorkerEnv(
   if (errors.length) return { ok: false, errors };
   const parsed = parseWith(WorkerEnvSchema, env);
   if (!parsed.ok) errors.push(...parsed.issues.map((i) => `${i.path}: ${i.message}`));
+  if (parsed.ok && parsed.value.IDLE_RELEASE === "pulled" && !parsed.value.ACTIVITY_SOURCE_URL)
+    errors.push("IDLE_RELEASE: pulled needs a pulled activity source (ACTIVITY_SOURCE_URL)");
   return errors.length || !parsed.ok ? { ok: false, errors } : { ok: true, value: parsed.value };
 }

@@ -60,6 +60,8 @@ async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): 
     reporter: { controller: "agents.navix.sh/agentbox-functions", instance: "cloudflare-worker" },
     ...(config.CLUSTER_ID ? { clusterId: config.CLUSTER_ID } : {}),
     ...(config.ADOPT_POOLS ? { adoptPools: true } : {}),
+    ...(config.IDLE_RELEASE ? { idleRelease: config.IDLE_RELEASE } : {}),
+    noticed: new Set<string>(),
     // One pull per invocation at most, shared by the pools it reconciles (see sharePulls).
     ...(config.ACTIVITY_SOURCE_URL
       ? {

@@ -1,4 +1,4 @@
-import type { V1Pod } from "@kubernetes/client-node";
+import type { CoreV1Event, V1Pod } from "@kubernetes/client-node";
 import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../api/sandbox-template.ts";
@@ -312,6 +312,15 @@ export class KubeClient {
         contentType: "application/merge-patch+json",
       },
       `patch pool status ${namespace}/${name}`,
+    );
+  }
+
+  /** listEvents lists core/v1 Events of a namespace matching a field selector. */
+  listEvents(namespace: string, fieldSelector: string): Promise<ObjectList<CoreV1Event>> {
+    return this.list(
+      `/api/v1/namespaces/${enc(namespace)}/events`,
+      { fieldSelector },
+      `list events in ${namespace}`,
     );
   }
 

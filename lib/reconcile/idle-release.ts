@@ -25,6 +25,47 @@ export function lastActiveOf(pod: V1Pod): Date | undefined {
   return times.length ? new Date(Math.max(...times.map((t) => t.getTime()))) : undefined;
 }
 
+/**
+ * IdleReleaseMode says what counts as a sandbox's activity for its idle timeout:
+ * - pulled: the pulled activity source (authoritative: a sandbox it does not report has been idle
+ *   since its start) and the last-active annotation;
+ * - reported: only activity reported through POST /v1/activity (a last-active annotation later
+ *   than the start, which sets it); a sandbox nobody reported on since its start has no activity
+ *   signal and is never released for idleness (upstream: without a last-active source the
+ *   reconciler idles);
+ * - since-start: the last-active annotation, else the start (or claim) time: idle timeouts act
+ *   without any activity source;
+ * - off: no idle releases.
+ */
+export const IDLE_RELEASE_MODES = ["pulled", "reported", "since-start", "off"] as const;
+export type IdleReleaseMode = (typeof IDLE_RELEASE_MODES)[number];
+
+/** hasReportedActivity: the sandbox's last-active is later than its start (which writes it). */
+function hasReportedActivity(pod: V1Pod): boolean {
+  const a = pod.metadata?.annotations ?? {};
+  const last = parseTime(a[LAST_ACTIVE_ANNOTATION]);
+  const start = parseTime(a[STARTED_AT_ANNOTATION]) ?? parseTime(a[CLAIMED_AT_ANNOTATION]);
+  return last !== undefined && (start === undefined || last > start);
+}
+
+/**
+ * reportedOnly keeps, for the reported mode, every pod except the running sandboxes nobody reported
+ * activity for since their start, and counts those of them already past their idle timeout (the
+ * ones since-start would release), so the step can say once why they stay.
+ */
+export function reportedOnly(pods: readonly V1Pod[], now: Date): { pods: V1Pod[]; unreported: number } {
+  let unreported = 0;
+  const kept = pods.filter((pod) => {
+    if (!isRunningSandbox(pod) || hasReportedActivity(pod)) return true;
+    const timeout = Number(pod.metadata?.annotations?.[IDLE_TIMEOUT_ANNOTATION]);
+    const since = lastActiveOf(pod);
+    if (Number.isFinite(timeout) && timeout > 0 && since && now.getTime() - since.getTime() > timeout * 1000)
+      unreported++;
+    return false;
+  });
+  return { pods: kept, unreported };
+}
+
 /** isRunningSandbox: the pod runs a sandbox and is not being deleted, so idleness applies to it. */
 export function isRunningSandbox(pod: V1Pod): boolean {
   return !isTerminating(pod) && sandboxPhaseOf(pod) === SANDBOX_PHASE.RUNNING;

@@ -69,7 +69,8 @@ export function runtimeContainerId(pod: V1Pod, fromStatus = true): string | unde
 
 /**
  * releaseIntent moves a running (or still starting) pod to stopping and swaps its containers
- * back to the pool's idle images. It writes the stop metadata (reason, default Completed;
+ * back to the pool's idle images. It writes the stop metadata (reason, default Completed; a
+ * Released sandbox that was still starting is recorded as Canceled;
  * terminated-at, default now; failure reason/message; exit code), a JSON snapshot of the images
  * that ran and the runtime container id, and removes what only a live sandbox needs (managed-by,
  * the caller's managed labels and annotations, idle timeout, last-active). Identity, owner and
@@ -84,8 +85,12 @@ export function releaseIntent(pod: V1Pod, options: ReleaseOptions, now: Date): I
   if (expect !== SANDBOX_PHASE.RUNNING && expect !== SANDBOX_PHASE.STARTING)
     return fail(`cannot release from ${expect}`);
   if (phase !== expect) return fail(`pod is ${phase ?? "not in a sandbox phase"}, not ${expect}`);
-  const stopReason = options.stopReason ?? STOP_REASON.COMPLETED;
-  if (!STOP_REASONS.has(stopReason)) return fail(`unknown stop reason ${JSON.stringify(stopReason)}`);
+  const asked = options.stopReason ?? STOP_REASON.COMPLETED;
+  if (!STOP_REASONS.has(asked)) return fail(`unknown stop reason ${JSON.stringify(asked)}`);
+  // A sandbox released before it ever ran was canceled (seed: "deleted while Starting"); a
+  // failure stays a failure.
+  const stopReason =
+    asked === STOP_REASON.RELEASED && phase === SANDBOX_PHASE.STARTING ? STOP_REASON.CANCELED : asked;
   if (options.terminatedAt !== undefined && !parseTime(options.terminatedAt))
     return fail(`terminatedAt ${JSON.stringify(options.terminatedAt)} is not an RFC 3339 time`);
   const { exitCode } = options;

@@ -252,7 +252,7 @@ describe("SandboxEnv", () => {
     await createEnv("pull", [member("pull-a", 0)]);
     await reconcileEnv(deps, t.ns, "pull");
     const secrets = (p?: SandboxPool) =>
-      (p?.spec.template?.spec as { imagePullSecrets?: unknown }).imagePullSecrets;
+      (p?.spec.template?.spec as { imagePullSecrets?: unknown } | undefined)?.imagePullSecrets;
     expect(secrets(await findPool("pull-a"))).toBeUndefined();
     await core.createNamespacedSecret({
       namespace: t.ns,

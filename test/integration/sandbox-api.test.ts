@@ -103,6 +103,61 @@ describe("sandbox API", () => {
     expect(idle).toBe(true);
   });
 
+  it("takes the pool's default timeouts, shows the pod's Warning events, and records a release before the start as Canceled", async () => {
+    const [idlePod] = await readyPool("defaults", 1, {
+      defaultIdleTimeout: "15m",
+      defaultStartupTimeout: "90s",
+    });
+    const created = await api("POST", "/sandboxes", "alice", {
+      pool: `${ns}/defaults`,
+      image: "registry.invalid/unpullable:1",
+    });
+    expect(created.status).toBe(201);
+    const sbx = JSON.parse(created.body) as {
+      sandboxId: string;
+      idleTimeoutSeconds?: number;
+      startupTimeoutSeconds?: number;
+    };
+    expect([sbx.idleTimeoutSeconds, sbx.startupTimeoutSeconds]).toEqual([900, 90]);
+    // A kubelet reports a failed pull as a Warning Event about the pod; kwok does not, so the test
+    // posts the event a kubelet would.
+    await core.createNamespacedEvent({
+      namespace: ns,
+      body: {
+        metadata: { name: `${idlePod?.metadata?.name}.pull-failed` },
+        involvedObject: {
+          kind: "Pod",
+          namespace: ns,
+          name: idlePod?.metadata?.name,
+          uid: idlePod?.metadata?.uid,
+        },
+        type: "Warning",
+        reason: "Failed",
+        message: 'Failed to pull image "registry.invalid/unpullable:1": not found',
+        lastTimestamp: new Date(),
+        count: 2,
+        source: { component: "kubelet" },
+      },
+    });
+    const view = JSON.parse((await api("GET", `/sandboxes/${sbx.sandboxId}`, "alice")).body) as {
+      phase: string;
+      detail?: { events?: { reason: string; message: string; count: number }[] };
+    };
+    expect(view.phase).toBe("starting");
+    expect(view.detail?.events).toEqual([
+      expect.objectContaining({ reason: "Failed", count: 2, message: expect.stringContaining("unpullable") }),
+    ]);
+
+    expect((await api("DELETE", `/sandboxes/${sbx.sandboxId}`, "alice")).status).toBe(204);
+    const [record] = await until("the Canceled record", 30_000, async () => {
+      const page = JSON.parse((await api("GET", `/history?pool=defaults&namespace=${ns}`, "alice")).body) as {
+        records: { sandboxId: string; stopReason: string }[];
+      };
+      return page.records.length ? page.records : undefined;
+    });
+    expect(record).toMatchObject({ sandboxId: sbx.sandboxId, stopReason: "Canceled" });
+  });
+
   it("keeps tenants apart: another tenant's sandbox is a 404 everywhere", async () => {
     await readyPool("tenancy", 1);
     const sbx = JSON.parse((await api("POST", "/sandboxes", "alice", { pool: `${ns}/tenancy` })).body) as {
@@ -221,15 +276,18 @@ describe("sandbox API", () => {
     await reconcileUntil(deps, quiet.ns, "idle", "both running", async () =>
       (await list()).every((p) => phaseOf(p) === "running"),
     );
-    // The proxy reports activity for the first one, 110 s from now.
+    // The proxy reports activity for the first one 110 s from now, for the second one 40 s from
+    // now (the default idle-release mode, "reported", releases only sandboxes with activity
+    // reported after their start).
     const active = new Date(Date.now() + 110_000).toISOString();
     const report = await api("POST", "/activity", "alice", {
       sandboxes: [
         { id: ids[0], lastActive: active },
+        { id: ids[1], lastActive: new Date(Date.now() + 40_000).toISOString() },
         { id: "sbx-unknown", lastActive: active },
       ],
     });
-    expect(JSON.parse(report.body)).toEqual({ recorded: 1, unchanged: 0, unknown: ["sbx-unknown"] });
+    expect(JSON.parse(report.body)).toEqual({ recorded: 2, unchanged: 0, unknown: ["sbx-unknown"] });
     const again = await api("POST", "/activity", "alice", {
       sandboxes: [{ id: ids[0], lastActive: active }],
     });

@@ -146,7 +146,7 @@ describe("templates fill pools", () => {
       },
     });
     const image = (p: SandboxPool) =>
-      (p.spec.template?.spec as { containers: { image: string }[] }).containers[0]?.image;
+      (p.spec.template?.spec as { containers: { image: string }[] } | undefined)?.containers[0]?.image;
     const bump = async (version: string, img: string) => {
       const current = (await custom.getClusterCustomObject({ ...TEMPLATES, name: template })) as {
         metadata: { resourceVersion: string };

@@ -26,9 +26,41 @@ describe("readHostEnv", () => {
         tickConcurrency: 8,
         envdPort: 49983,
         adoptPools: false,
+        idleRelease: "reported",
         logLevel: "info",
       },
     });
+  });
+
+  it("reads the cluster ID, adoption and the idle-release mode, naming each bad value", () => {
+    const r = readHostEnv({
+      ...valid,
+      AGENTBOX_CLUSTER_ID: "eu-west-1",
+      AGENTBOX_ADOPT_POOLS: "true",
+      AGENTBOX_IDLE_RELEASE: "since-start",
+    });
+    expect(r.ok && [r.value.clusterId, r.value.adoptPools, r.value.idleRelease]).toEqual([
+      "eu-west-1",
+      true,
+      "since-start",
+    ]);
+    const pulled = readHostEnv({ ...valid, AGENTBOX_ACTIVITY_SOURCE_URL: "https://proxy.local/stats" });
+    expect(pulled.ok && pulled.value.idleRelease).toBe("pulled");
+    const bad = readHostEnv({
+      ...valid,
+      AGENTBOX_CLUSTER_ID: "no spaces",
+      AGENTBOX_ADOPT_POOLS: "yes",
+      AGENTBOX_IDLE_RELEASE: "whenever",
+    });
+    expect(bad.ok ? [] : bad.errors.map((e) => e.split(":")[0])).toEqual([
+      "AGENTBOX_CLUSTER_ID",
+      "AGENTBOX_IDLE_RELEASE",
+      "AGENTBOX_ADOPT_POOLS",
+    ]);
+    const pulledWithout = readHostEnv({ ...valid, AGENTBOX_IDLE_RELEASE: "pulled" });
+    expect(pulledWithout.ok ? [] : pulledWithout.errors).toEqual([
+      "AGENTBOX_IDLE_RELEASE: pulled needs a pulled activity source (AGENTBOX_ACTIVITY_SOURCE_URL)",
+    ]);
   });
 
   it("refuses an in-memory history, which the API and the reconciler thread could not share", () => {

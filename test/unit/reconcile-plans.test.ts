@@ -5,7 +5,7 @@ import { PoolScaleDownPolicy } from "../../lib/api/autoscaling.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { planFailures } from "../../lib/reconcile/failures.ts";
 import { planFinalizeDeleted } from "../../lib/reconcile/finalize-deleted.ts";
-import { planIdleRelease } from "../../lib/reconcile/idle-release.ts";
+import { planIdleRelease, reportedOnly } from "../../lib/reconcile/idle-release.ts";
 import { planMaterialise } from "../../lib/reconcile/materialise.ts";
 import { planStarting, SLOW_PULL_MS } from "../../lib/reconcile/starting.ts";
 import { planStatus } from "../../lib/reconcile/status.ts";
@@ -450,5 +450,35 @@ describe("planIdleRelease", () => {
     expect(
       planIdleRelease([running({ "agentbox.navix.sh/idle-timeout": "3600" })], { main: "idle:1" }, NOW),
     ).toEqual([]);
+  });
+});
+
+describe("reportedOnly (idle-release mode reported)", () => {
+  const sandbox = (name: string, annotations: Record<string, string>): V1Pod => {
+    const p = pod(name, "running", {
+      image: "agent:1",
+      annotations: { ...claimed, "agentbox.navix.sh/idle-timeout": "600", ...annotations },
+    });
+    return p;
+  };
+
+  it("keeps only running sandboxes with reported activity, and counts the silent ones past their timeout", () => {
+    const reported = sandbox("reported", { "agentbox.navix.sh/last-active": "2026-11-21T11:49:00Z" });
+    const silentOld = sandbox("silent-old", { "agentbox.navix.sh/started-at": "2026-11-21T11:00:00Z" });
+    const silentNew = sandbox("silent-new", { "agentbox.navix.sh/started-at": "2026-11-21T11:59:30Z" });
+    // The start writes last-active too: equal to the start, it is no reported activity.
+    const startedOnly = sandbox("started-only", {
+      "agentbox.navix.sh/started-at": "2026-11-21T11:00:00Z",
+      "agentbox.navix.sh/last-active": "2026-11-21T11:00:00Z",
+    });
+    const idle = pod("idle", "idle");
+    const kept = reportedOnly([reported, silentOld, silentNew, startedOnly, idle], NOW);
+    expect(kept.pods.map((p) => p.metadata?.name)).toEqual(["reported", "idle"]);
+    expect(kept.unreported).toBe(2);
+    // The reported one is still released on its own activity; the silent ones never are.
+    expect(planIdleRelease(kept.pods, { main: "idle:1" }, NOW).map((a) => a.target.name)).toEqual([
+      "reported",
+    ]);
+    expect(planIdleRelease([silentOld], { main: "idle:1" }, NOW)).toHaveLength(1); // since-start would
   });
 });

@@ -471,6 +471,20 @@ describe("releaseIntent", () => {
   }
   const idleImages = { main: IDLE_IMAGE };
 
+  it("records a release before the sandbox ever ran as Canceled; a failure then stays Failed", () => {
+    const pod = idlePod();
+    const starting = apply(pod, toJsonPatch(pod, ok(claimIntent(pod, claim, NOW))));
+    const reason = (stopReason: "Released" | "Failed") =>
+      ok(releaseIntent(starting, { idleImages, stopReason }, NOW)).setAnnotations[STOP_REASON_ANNOTATION];
+    expect(reason("Released")).toBe("Canceled");
+    expect(reason("Failed")).toBe("Failed");
+    expect(
+      ok(releaseIntent(runningPod(), { idleImages, stopReason: "Released" }, NOW)).setAnnotations,
+    ).toMatchObject({
+      [STOP_REASON_ANNOTATION]: "Released",
+    });
+  });
+
   it("writes failure metadata and the exit code when given", () => {
     const intent = ok(
       releaseIntent(
