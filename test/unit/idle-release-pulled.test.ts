@@ -188,10 +188,22 @@ describe("the idle-release step", () => {
     expect(warnings[0]).toContain("ns/p");
   });
 
-  it("without a source, or with no running sandbox, plans as before and never pulls", async () => {
-    expect(whys(await idleRelease.plan(deps().d, { pool, pods: [idlePod()] }))).toEqual([
-      "release idle sandbox: idle for 3595 s (idle timeout 600 s)",
-    ]);
+  it("without a source releases only sandboxes with reported activity, saying once why the others stay", async () => {
+    const { d, warnings } = deps();
+    d.noticed = new Set();
+    // idlePod has no activity reported since its start: in the default mode (reported) it stays.
+    expect(await idleRelease.plan(d, { pool, pods: [idlePod()] })).toEqual([]);
+    expect(await idleRelease.plan(d, { pool, pods: [idlePod()] })).toEqual([]);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/no reported activity, so they are not released/);
+    // since-start counts from the start; off releases nothing.
+    expect(
+      whys(await idleRelease.plan({ ...d, idleRelease: "since-start" }, { pool, pods: [idlePod()] })),
+    ).toEqual(["release idle sandbox: idle for 3595 s (idle timeout 600 s)"]);
+    expect(await idleRelease.plan({ ...d, idleRelease: "off" }, { pool, pods: [idlePod()] })).toEqual([]);
+  });
+
+  it("with no running sandbox never pulls", async () => {
     let pulls = 0;
     const { d } = deps(async () => {
       pulls++;
