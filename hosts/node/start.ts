@@ -15,6 +15,7 @@ import {
   samplesDir,
 } from "../../infra/cluster/install.ts";
 import { up } from "../../infra/cluster/up.ts";
+import { startFakeEnvd } from "../../infra/dev/fake-envd.ts";
 import { IDLE_RELEASE_MODES, type IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { readActivitySource } from "./config.ts";
 import { startHost } from "./host.ts";
@@ -58,6 +59,9 @@ const sealingKeyFile = join(state.dir, "sealing-key");
 if (!existsSync(sealingKeyFile))
   writeFileSync(sealingKeyFile, randomBytes(32).toString("hex"), { mode: 0o600 });
 
+// A stand-in for envd in every kwok pod, so post-start hooks (env vars, every E2B create) succeed.
+const envd = await startFakeEnvd();
+
 const host = await startHost({
   kubeconfig: kc,
   callbackToken: readFileSync(state.callbackTokenFile, "utf8").trim(),
@@ -67,6 +71,7 @@ const host = await startHost({
   tickSeconds: Number(process.env.AGENTBOX_TICK_SECONDS ?? 10),
   tickConcurrency: 8,
   sealingKey: readFileSync(sealingKeyFile, "utf8").trim(),
+  envdPort: envd.port,
   // The samples' Env segment is "local"; AGENTBOX_CLUSTER_ID names another.
   clusterId: process.env.AGENTBOX_CLUSTER_ID ?? "local",
   adoptPools: process.env.AGENTBOX_ADOPT_POOLS === "true",
@@ -84,14 +89,31 @@ const samples = readYamlObjects(samplesDir);
 await apply(kc, samples);
 logger.info({ samples: samples.map((s) => `${s.kind}/${s.metadata?.name}`) }, "samples applied");
 
+const ca = state.caCert;
 console.log(`
 agentbox-functions is running against cluster "${name}" (${state.server}).
 
+Look around:
   export KUBECONFIG=${state.kubeconfig}
   kubectl get sandboxtemplates,sandboxpools,sandboxenvs -A     # short names: sbt, sbp, sbe
   kubectl get pods -n agentbox-demo -L agentbox.navix.sh/sandbox-phase
-  npm run agentbox -- reconcile agentbox-demo/python           # run the steps by hand
-  curl --cacert ${state.caCert} -H "Authorization: Bearer $(cat ${adminTokenFile})" \\
+
+Claim a sandbox:
+  1. Make an API key (the sample template is visible to team research):
+       npm run agentbox -- api-key create --team research --user alice --cluster ${name}
+       export AGENTBOX_KEY=<the key it printed>
+  2. With curl (wait: answer once it runs), then release it:
+       curl --cacert ${ca} -H "X-API-Key: $AGENTBOX_KEY" -H 'content-type: application/json' \\
+            -d '{"pool":"agentbox-demo/python","wait":true}' ${baseUrl}/v1/sandboxes
+       curl --cacert ${ca} -H "X-API-Key: $AGENTBOX_KEY" -X DELETE ${baseUrl}/v1/sandboxes/<sandboxId>
+  3. With the e2b SDK, unmodified:
+       E2B_API_URL=${baseUrl}/e2b E2B_API_KEY=$AGENTBOX_KEY NODE_EXTRA_CA_CERTS=${ca} \\
+         npm run -s demo:e2b -- python-3-12
+
+Run the steps by hand:
+  npm run agentbox -- reconcile agentbox-demo/python            # a pool
+  npm run agentbox -- reconcile-env agentbox-demo/python        # an Env
+  curl --cacert ${ca} -H "Authorization: Bearer $(cat ${adminTokenFile})" \\
        -X POST "${baseUrl}/functions/reconcile?namespace=agentbox-demo&pool=python"
 
 Ctrl-C stops this host; npm run cluster -- down stops the cluster.
@@ -100,6 +122,9 @@ Ctrl-C stops this host; npm run cluster -- down stops the cluster.
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
     logger.info({ signal }, "stopping");
-    void host.close().then(() => process.exit(0));
+    void host.close().then(() => {
+      envd.server.close();
+      process.exit(0);
+    });
   });
 }

@@ -9,7 +9,7 @@ import { down } from "../../infra/cluster/down.ts";
 import { installCrds, registerWebhooks } from "../../infra/cluster/install.ts";
 import { clusterDir, readState } from "../../infra/cluster/state.ts";
 import { up } from "../../infra/cluster/up.ts";
-import { startFakeEnvd } from "./support/fake-envd.ts";
+import { startFakeEnvd } from "../../infra/dev/fake-envd.ts";
 
 /** TestCluster is what integration tests learn about the control plane they run against. */
 export interface TestCluster {

@@ -2,7 +2,8 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
 /**
- * FakeEnvd stands in for the envd of every kwok pod: the test cluster gives pods loopback IPs
+ * startFakeEnvd stands in for the envd of every kwok pod (the integration tests, and `npm start`
+ * so the README's E2B journey works on the local cluster): the cluster gives pods loopback IPs
  * (127.32.0.0/16), so one server on 0.0.0.0 receives what the control plane sends to
  * podIP:port, and tells pods apart by the address they were called on. It keeps envd's contract:
  * POST /init sets the env vars and access token; GET /envs answers them to a caller with that
