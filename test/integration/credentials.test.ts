@@ -4,10 +4,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { reconcileEnv } from "../../functions/reconcile-env.ts";
 import { reconcilePool } from "../../functions/reconcile-pool.ts";
+import { tick } from "../../functions/tick.ts";
 import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
 import { apply, readYamlObjects } from "../../infra/cluster/install.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
+import { ENVS, envObject, TEMPLATES, templateObject } from "./support/envs.ts";
 import { kube, newNamespace } from "./support/kube.ts";
 import { poolObject, testDeps } from "./support/steps.ts";
 
@@ -64,6 +67,27 @@ describe("credentials", () => {
     const outcomes = report.steps.flatMap((s) => s.outcomes);
     expect(outcomes.filter((o) => o.result === "error")).toEqual([]);
     expect(outcomes.filter((o) => o.why.startsWith("create pod"))).toHaveLength(2);
+
+    // The Env step and a tick over Envs (templates, the pull Secrets' names) under the same role.
+    const template = `creds-${ns}`;
+    await custom.createClusterCustomObject({
+      ...TEMPLATES,
+      body: templateObject(template, "v1", "python:3"),
+    });
+    await custom.createNamespacedCustomObject({
+      ...ENVS,
+      namespace: ns,
+      body: envObject(ns, "by-token-env", template, [{ name: "by-token-member", spec: { replicas: 1 } }]),
+    });
+    const env = await reconcileEnv({ ...deps, clusterId: "local" }, ns, "by-token-env");
+    expect(env.outcomes.filter((o) => o.result !== "done")).toEqual([]);
+    expect(env.outcomes.map((o) => o.op)).toEqual(["create", "patch-status"]);
+    const ticked = await tick(
+      { ...deps, clusterId: "local" },
+      { namespace: ns, periodMs: 0, jitter: 0, concurrency: 2 },
+    );
+    expect(ticked).toMatchObject({ failed: 0, envs: 1 });
+    await custom.deleteClusterCustomObject({ ...TEMPLATES, name: template });
   });
 
   it("a client certificate signed by the cluster CA, bound to the same role, works too", async () => {
