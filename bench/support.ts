@@ -3,10 +3,13 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { Agent, request } from "node:https";
 import { join } from "node:path";
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import type { StepDeps } from "../functions/deps.ts";
+import { tick } from "../functions/tick.ts";
 import { type HostConfig, startHost } from "../hosts/node/host.ts";
 import { installCrds, registerWebhooks } from "../infra/cluster/install.ts";
 import type { ClusterState } from "../infra/cluster/state.ts";
+import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
 import type { Log } from "../lib/log.ts";
 
 /** quiet is a Log that drops everything (benchmarks report figures, not logs). */
@@ -220,4 +223,86 @@ export function serverTiming(res: RawResponse): Record<string, number> {
 export function adminClient(state: ClusterState): Send {
   const token = readFileSync(join(state.dir, "admin-token"), "utf8").trim();
   return httpsClient(state.server, readFileSync(state.caCert), { authorization: `Bearer ${token}` });
+}
+
+/** fetchJson sends one request to the benchmark cluster's apiserver with the kubeconfig's credentials. */
+export async function fetchJson(kc: KubeConfig, method: string, path: string, body?: unknown) {
+  const { httpsRequest } = await import("../infra/cluster/http.ts");
+  const tls = {};
+  await kc.applyToHTTPSOptions(tls);
+  const res = await httpsRequest(`${kc.getCurrentCluster()!.server}${path}`, {
+    method,
+    tls,
+    headers: { "content-type": "application/json" },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  return { ok: res.status < 300, body: JSON.parse(res.body || "{}") as unknown };
+}
+
+/** benchPool is pool `p<i>` of a benchmark: `replicas` idle pods of a small image, no template. */
+export function benchPool(ns: string, i: number, replicas: number, annotations: Record<string, string> = {}) {
+  return {
+    apiVersion: "agents.navix.sh/v1alpha1",
+    kind: "SandboxPool",
+    metadata: { name: `p${i}`, namespace: ns },
+    spec: {
+      replicas,
+      idleImage: "registry.local/sandbox/idle:1",
+      template: {
+        metadata: { annotations },
+        spec: { containers: [{ name: "sandbox", image: "registry.local/sandbox/base:1" }] },
+      },
+    },
+  };
+}
+
+/** createPools creates pools p0 … p<count-1> in ns. */
+export async function createPools(
+  kc: KubeConfig,
+  ns: string,
+  count: number,
+  replicas: number,
+): Promise<void> {
+  for (let i = 0; i < count; i++)
+    await fetchJson(
+      kc,
+      "POST",
+      `/apis/agents.navix.sh/v1alpha1/namespaces/${ns}/sandboxpools`,
+      benchPool(ns, i, replicas),
+    );
+}
+
+/**
+ * tickUntilSettled runs ticks over ns until `pods` pool pods are idle and Ready and a tick writes
+ * nothing (every status reflects them), logging progress; it fails after 200 ticks.
+ */
+export async function tickUntilSettled(
+  deps: StepDeps,
+  kc: KubeConfig,
+  ns: string,
+  pods: number,
+  log: (line: string) => void,
+): Promise<void> {
+  for (let round = 0; round < 200; round++) {
+    const report = await tick(deps, { namespace: ns, periodMs: 0, jitter: 0, concurrency: 16 });
+    const list = (
+      await fetchJson(kc, "GET", `/api/v1/namespaces/${ns}/pods?labelSelector=${SANDBOX_POOL_LABEL}`)
+    ).body as { items: V1Pod[] };
+    const idleReady = list.items.filter(
+      (p) =>
+        p.metadata?.labels?.[SANDBOX_PHASE_LABEL] === "idle" &&
+        p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
+    ).length;
+    if (round % 5 === 0) log(`round ${round}: ${idleReady}/${pods} idle and ready, ${report.writes} writes`);
+    if (idleReady === pods && report.writes === 0) return;
+  }
+  throw new Error("the pools did not settle");
+}
+
+/** benchNamespace creates a namespace and waits until pods can be made in it (its service account). */
+export async function benchNamespace(kc: KubeConfig, ns: string): Promise<void> {
+  await fetchJson(kc, "POST", "/api/v1/namespaces", { metadata: { name: ns } });
+  await waitFor(
+    async () => (await fetchJson(kc, "GET", `/api/v1/namespaces/${ns}/serviceaccounts/default`)).ok,
+  );
 }

@@ -5,7 +5,16 @@ import { tick } from "../functions/tick.ts";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
 import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
-import { benchHost, percentile, waitFor } from "./support.ts";
+import {
+  benchHost,
+  benchNamespace,
+  benchPool,
+  createPools,
+  fetchJson,
+  percentile,
+  tickUntilSettled,
+  waitFor,
+} from "./support.ts";
 
 const POOLS = Number(process.env.POOLS ?? 200);
 const REPLICAS = Number(process.env.REPLICAS ?? 5);
@@ -18,44 +27,13 @@ try {
   const { kc, host } = await benchHost(state);
   const deps = host.deps;
   const ns = "bench";
-  await fetchJson(kc, "POST", "/api/v1/namespaces", { metadata: { name: ns } });
-  await waitFor(
-    async () => (await fetchJson(kc, "GET", `/api/v1/namespaces/${ns}/serviceaccounts/default`)).ok,
-  );
+  await benchNamespace(kc, ns);
 
-  const pool = (i: number, annotations: Record<string, string> = {}) => ({
-    apiVersion: "agents.navix.sh/v1alpha1",
-    kind: "SandboxPool",
-    metadata: { name: `p${i}`, namespace: ns },
-    spec: {
-      replicas: REPLICAS,
-      idleImage: "registry.local/sandbox/idle:1",
-      template: {
-        metadata: { annotations },
-        spec: { containers: [{ name: "sandbox", image: "registry.local/sandbox/base:1" }] },
-      },
-    },
-  });
   log(`creating ${POOLS} pools x ${REPLICAS} pods`);
   const t0 = Date.now();
-  for (let i = 0; i < POOLS; i++)
-    await fetchJson(kc, "POST", `/apis/agents.navix.sh/v1alpha1/namespaces/${ns}/sandboxpools`, pool(i));
+  await createPools(kc, ns, POOLS, REPLICAS);
   // Materialise through ticks (the audit path runs alongside, as in production).
-  let settled = false;
-  for (let round = 0; round < 200 && !settled; round++) {
-    await tick(deps, { periodMs: 0, jitter: 0, concurrency: 16 });
-    const pods = (
-      await fetchJson(kc, "GET", `/api/v1/namespaces/${ns}/pods?labelSelector=${SANDBOX_POOL_LABEL}`)
-    ).body as { items: V1Pod[] };
-    const idleReady = pods.items.filter(
-      (p) =>
-        p.metadata?.labels?.[SANDBOX_PHASE_LABEL] === "idle" &&
-        p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
-    ).length;
-    settled = idleReady === POOLS * REPLICAS;
-    if (round % 5 === 0 || settled) log(`round ${round}: ${idleReady}/${POOLS * REPLICAS} idle and ready`);
-  }
-  if (!settled) throw new Error("pools did not settle");
+  await tickUntilSettled(deps, kc, ns, POOLS * REPLICAS, log);
   await host.reconciler.idle();
   // Two more ticks so every status reflects the settled pods.
   await tick(deps, { periodMs: 0, jitter: 0, concurrency: 16 });
@@ -75,7 +53,7 @@ try {
       kc,
       "POST",
       `/apis/agents.navix.sh/v1alpha1/namespaces/${ns}/sandboxpools`,
-      pool(poolIndex, { "kwok.agentbox.dev/pull-delay": `${delayMs}ms` }),
+      benchPool(ns, poolIndex, REPLICAS, { "kwok.agentbox.dev/pull-delay": `${delayMs}ms` }),
     );
     const pname = `p${poolIndex}`;
     await waitFor(async () => {
@@ -154,19 +132,6 @@ try {
   }
 } finally {
   await down(name, () => {});
-}
-
-async function fetchJson(kc: KubeConfig, method: string, path: string, body?: unknown) {
-  const { httpsRequest } = await import("../infra/cluster/http.ts");
-  const tls = {};
-  await kc.applyToHTTPSOptions(tls);
-  const res = await httpsRequest(`${kc.getCurrentCluster()!.server}${path}`, {
-    method,
-    tls,
-    headers: { "content-type": "application/json" },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  return { ok: res.status < 300, body: JSON.parse(res.body || "{}") as unknown };
 }
 
 function watchUntilRunning(kc: KubeConfig, ns: string, pod: string): Promise<void> {

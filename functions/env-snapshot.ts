@@ -1,6 +1,6 @@
 import { envImagePullSecretName, IMAGE_PULL_SECRET_TYPE } from "../lib/api/keys.ts";
 import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
-import { poolsOfEnv } from "../lib/env/members.ts";
+import { indexPools, poolsOfEnv } from "../lib/env/members.ts";
 import type { EnvSnapshot } from "../lib/env/plan-env.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
 import { orMissing } from "../lib/kube/errors.ts";
@@ -26,7 +26,7 @@ export async function readEnvSnapshot(
   ]);
   return {
     env,
-    pools: poolsOfEnv(env, pools.items, clusterId),
+    pools: poolsOfEnv(env, indexPools(pools.items), clusterId),
     template: template ?? null,
     pullSecret: pullSecret.length > 0,
   };
@@ -45,11 +45,12 @@ export function envSnapshotsFrom(
   },
   clusterId: string,
 ): EnvSnapshot[] {
+  const index = indexPools(lists.pools);
   return lists.envs.map((env) => {
     const ns = env.metadata?.namespace ?? "";
     return {
       env,
-      pools: poolsOfEnv(env, lists.pools, clusterId),
+      pools: poolsOfEnv(env, index, clusterId),
       template: lists.templates.get(env.spec.templateRef.name) ?? null,
       pullSecret: lists.pullSecrets.has(`${ns}/${envImagePullSecretName(env.metadata?.name ?? "")}`),
     };

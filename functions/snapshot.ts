@@ -82,15 +82,14 @@ export async function readCluster(
     reconcileEnvs ? kube.secretNames(namespace, IMAGE_PULL_SECRET_TYPE) : Promise.resolve([]),
   ]);
   const templates = new Map(templateList.map((t) => [t.metadata?.name ?? "", t]));
+  const envByKey = new Map(envs.map((e) => [`${e.metadata?.namespace}/${e.metadata?.name}`, e]));
   const snapshots = new Map<string, PoolSnapshot>();
   for (const pool of pools) {
     const snap: PoolSnapshot = { pool, pods: [] };
     if (templateCopyNeeded(pool)) snap.template = templates.get(pool.spec.templateName ?? "") ?? null;
     const envName = pool.metadata?.labels?.[ENV_LABEL];
-    const env = envs.find(
-      (e) => e.metadata?.namespace === pool.metadata?.namespace && e.metadata?.name === envName,
-    );
-    if (envName && env) snap.env = env;
+    const env = envName ? envByKey.get(`${pool.metadata?.namespace}/${envName}`) : undefined;
+    if (env) snap.env = env;
     snapshots.set(`${pool.metadata?.namespace}/${pool.metadata?.name}`, snap);
   }
   for (const pod of pods) {

@@ -31,6 +31,8 @@ export interface TickReport {
   writes: number;
   requests: number;
   ms: number;
+  /** readMs is the part of ms spent reading the cluster (the lists), before any run. */
+  readMs: number;
   /** envsSkipped says why the Envs were not reconciled (no local cluster ID), when they were not. */
   envsSkipped?: string;
 }
@@ -57,6 +59,7 @@ export async function tick(deps: StepDeps, opts: TickOptions): Promise<TickRepor
     opts.runEnv ??
     ((ns: string, name: string, snapshot: EnvSnapshot) => reconcileEnv(deps, ns, name, snapshot));
   const cluster = await readCluster(deps.kube, opts.namespace, deps.clusterId);
+  const readMs = Date.now() - started;
   const limit = pLimit(Math.max(1, opts.concurrency));
   let failed = 0;
   let writes = 0;
@@ -111,6 +114,7 @@ export async function tick(deps: StepDeps, opts: TickOptions): Promise<TickRepor
     writes,
     requests,
     ms: Date.now() - started,
+    readMs,
     ...(!deps.clusterId && cluster.allEnvs.length > 0
       ? {
           envsSkipped: `${cluster.allEnvs.length} SandboxEnv(s) not reconciled: no local cluster ID is configured`,

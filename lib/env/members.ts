@@ -36,17 +36,41 @@ export function scalingGroupOf(member: EnvClusterMember): string {
   return member.config?.scalingGroup ?? "";
 }
 
+/** PoolIndex finds pools by "namespace/name" and by the uid of the Env that owns them. */
+export interface PoolIndex {
+  byKey: ReadonlyMap<string, SandboxPool>;
+  byOwner: ReadonlyMap<string, readonly SandboxPool[]>;
+}
+
+/** indexPools indexes pools once, so a tick over many Envs finds each Env's pools in constant time. */
+export function indexPools(pools: readonly SandboxPool[]): PoolIndex {
+  const byKey = new Map<string, SandboxPool>();
+  const byOwner = new Map<string, SandboxPool[]>();
+  for (const pool of pools) {
+    byKey.set(`${pool.metadata?.namespace}/${pool.metadata?.name}`, pool);
+    for (const ref of pool.metadata?.ownerReferences ?? []) {
+      if (ref.kind !== "SandboxEnv") continue;
+      const owned = byOwner.get(ref.uid) ?? [];
+      owned.push(pool);
+      byOwner.set(ref.uid, owned);
+    }
+  }
+  return { byKey, byOwner };
+}
+
 /**
- * poolsOfEnv picks, from the pools of the Env's namespace, the ones its run decides about: those
- * it owns (members, and former members to delete) and those carrying a local member's name (to
- * create, adopt, or report as held by another owner).
+ * poolsOfEnv picks the pools an Env's run decides about: those it owns (members, and former members
+ * to delete) and those carrying a local member's name in its namespace (to create, adopt, or report
+ * as held by another owner).
  */
-export function poolsOfEnv(env: SandboxEnv, pools: readonly SandboxPool[], clusterId: string): SandboxPool[] {
-  const names = new Set(localMembers(env, clusterId).map((m) => m.name));
+export function poolsOfEnv(env: SandboxEnv, index: PoolIndex, clusterId: string): SandboxPool[] {
   const ns = env.metadata?.namespace;
-  return pools.filter(
-    (p) => p.metadata?.namespace === ns && (ownedBy(p, env) || names.has(p.metadata?.name ?? "")),
-  );
+  const out = new Set((index.byOwner.get(env.metadata?.uid ?? "") ?? []).filter((p) => ownedBy(p, env)));
+  for (const m of localMembers(env, clusterId)) {
+    const pool = index.byKey.get(`${ns}/${m.name}`);
+    if (pool) out.add(pool);
+  }
+  return [...out];
 }
 
 /** envsNamingPools lists the Envs (keys "namespace/name") with a local member named like a written pool. */
