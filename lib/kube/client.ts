@@ -21,6 +21,12 @@ export interface SecretObject {
   data?: Record<string, string>;
 }
 
+/** Preconditions make a delete apply only to the object version a step decided on. */
+export interface Preconditions {
+  uid?: string;
+  resourceVersion?: string;
+}
+
 /** ObjectList is a list response: the items and the list's resourceVersion. */
 export interface ObjectList<T> {
   items: T[];
@@ -120,17 +126,10 @@ export class KubeClient {
   }
 
   /** deletePod deletes only the pod version it decided on (uid and resourceVersion preconditions). */
-  async deletePod(
-    namespace: string,
-    name: string,
-    preconditions: { uid?: string; resourceVersion?: string },
-  ): Promise<void> {
-    await this.call(
-      {
-        method: "DELETE",
-        path: `/api/v1/namespaces/${enc(namespace)}/pods/${enc(name)}`,
-        body: { apiVersion: "v1", kind: "DeleteOptions", preconditions },
-      },
+  deletePod(namespace: string, name: string, preconditions: Preconditions): Promise<void> {
+    return this.deleteExactly(
+      `/api/v1/namespaces/${enc(namespace)}/pods/${enc(name)}`,
+      preconditions,
       `delete pod ${namespace}/${name}`,
     );
   }
@@ -240,17 +239,10 @@ export class KubeClient {
   }
 
   /** deletePool deletes only the pool it decided on (uid and resourceVersion preconditions). */
-  async deletePool(
-    namespace: string,
-    name: string,
-    preconditions: { uid?: string; resourceVersion?: string },
-  ): Promise<void> {
-    await this.call(
-      {
-        method: "DELETE",
-        path: `${POOLS}/namespaces/${enc(namespace)}/sandboxpools/${enc(name)}`,
-        body: { apiVersion: "v1", kind: "DeleteOptions", preconditions },
-      },
+  deletePool(namespace: string, name: string, preconditions: Preconditions): Promise<void> {
+    return this.deleteExactly(
+      `${POOLS}/namespaces/${enc(namespace)}/sandboxpools/${enc(name)}`,
+      preconditions,
       `delete pool ${namespace}/${name}`,
     );
   }
@@ -353,6 +345,14 @@ export class KubeClient {
         },
       },
       `create event for ${e.regarding.namespace}/${e.regarding.name}`,
+    );
+  }
+
+  /** deleteExactly deletes an object only if it still is the version decided on (DeleteOptions). */
+  private async deleteExactly(path: string, preconditions: Preconditions, what: string): Promise<void> {
+    await this.call(
+      { method: "DELETE", path, body: { apiVersion: "v1", kind: "DeleteOptions", preconditions } },
+      what,
     );
   }
 

@@ -10,7 +10,7 @@ import { tick } from "../../functions/tick.ts";
 import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
 import { apply, readYamlObjects } from "../../infra/cluster/install.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
-import { ENVS, envObject, TEMPLATES, templateObject } from "./support/envs.ts";
+import { createTemplateAndEnv, TEMPLATES } from "./support/envs.ts";
 import { kube, newNamespace } from "./support/kube.ts";
 import { poolObject, testDeps } from "./support/steps.ts";
 
@@ -70,15 +70,9 @@ describe("credentials", () => {
 
     // The Env step and a tick over Envs (templates, the pull Secrets' names) under the same role.
     const template = `creds-${ns}`;
-    await custom.createClusterCustomObject({
-      ...TEMPLATES,
-      body: templateObject(template, "v1", "python:3"),
-    });
-    await custom.createNamespacedCustomObject({
-      ...ENVS,
-      namespace: ns,
-      body: envObject(ns, "by-token-env", template, [{ name: "by-token-member", spec: { replicas: 1 } }]),
-    });
+    await createTemplateAndEnv(ns, template, "by-token-env", [
+      { name: "by-token-member", spec: { replicas: 1 } },
+    ]);
     const env = await reconcileEnv({ ...deps, clusterId: "local" }, ns, "by-token-env");
     expect(env.outcomes.filter((o) => o.result !== "done")).toEqual([]);
     expect(env.outcomes.map((o) => o.op)).toEqual(["create", "patch-status"]);

@@ -22,7 +22,13 @@ async function createTemplate(name: string, version: string, image: string) {
   templates.push(name);
   await custom.createClusterCustomObject({ ...TEMPLATES, body: templateObject(name, version, image) });
 }
-const templateOnly = (name: string, template: string, replicas: number) =>
+/** namingTemplate creates a pool that names `template` and sets only `spec` besides. */
+const namingTemplate = (
+  name: string,
+  template: string,
+  replicas: number,
+  spec: Record<string, unknown> = {},
+) =>
   custom.createNamespacedCustomObject({
     group: "agents.navix.sh",
     version: "v1alpha1",
@@ -32,7 +38,7 @@ const templateOnly = (name: string, template: string, replicas: number) =>
       apiVersion: "agents.navix.sh/v1alpha1",
       kind: "SandboxPool",
       metadata: { name },
-      spec: { replicas, templateName: template },
+      spec: { replicas, templateName: template, ...spec },
     },
   });
 const condition = (pool: SandboxPool, type: string) => pool.status?.conditions?.find((c) => c.type === type);
@@ -46,7 +52,7 @@ describe("templates fill pools", () => {
   it("a pool naming only its template is filled at creation and gets working pods", async () => {
     const template = `tmpl-a-${suffix}`;
     await createTemplate(template, "v1", "registry.local/sandbox/python:3.12");
-    await templateOnly("only-template", template, 2);
+    await namingTemplate("only-template", template, 2);
     const stored = await t.getPool("only-template");
     expect(stored.spec.template).toEqual(
       templateObject(template, "v1", "registry.local/sandbox/python:3.12").spec.template,
@@ -67,7 +73,7 @@ describe("templates fill pools", () => {
 
   it("a pool whose template is missing creates no pods and says why; the template's arrival fills it", async () => {
     const template = `tmpl-late-${suffix}`;
-    await templateOnly("waiting", template, 2);
+    await namingTemplate("waiting", template, 2);
     await reconcileUntil(deps, t.ns, "waiting", "the ReplicaFailure condition", async () => {
       const pool = await t.getPool("waiting");
       return condition(pool, "ReplicaFailure")?.reason === "TemplateNotFound";
@@ -133,18 +139,7 @@ describe("templates fill pools", () => {
   it("a template change reaches a pool only when it is refreshed on purpose (HTTP and CLI)", async () => {
     const template = `tmpl-r-${suffix}`;
     await createTemplate(template, "v1", "registry.local/sandbox/python:3.12");
-    await custom.createNamespacedCustomObject({
-      group: "agents.navix.sh",
-      version: "v1alpha1",
-      plural: "sandboxpools",
-      namespace: t.ns,
-      body: {
-        apiVersion: "agents.navix.sh/v1alpha1",
-        kind: "SandboxPool",
-        metadata: { name: "refreshed" },
-        spec: { replicas: 0, templateName: template, idleImage: "registry.local/sandbox/idle:mine" },
-      },
-    });
+    await namingTemplate("refreshed", template, 0, { idleImage: "registry.local/sandbox/idle:mine" });
     const image = (p: SandboxPool) =>
       (p.spec.template?.spec as { containers: { image: string }[] } | undefined)?.containers[0]?.image;
     const bump = async (version: string, img: string) => {

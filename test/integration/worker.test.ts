@@ -1,6 +1,8 @@
 import type { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
+import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
+import { createTemplateAndEnv, ENVS, TEMPLATES } from "./support/envs.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
 import { isReady, POOLS, phaseOf, poolObject, testDeps } from "./support/steps.ts";
 import { buildWorker, cron, DOWN_HOST, dispatch, startWorker } from "./support/worker.ts";
@@ -50,7 +52,7 @@ beforeAll(async () => {
   const created = await newNamespace(core, "worker");
   ns = created.ns;
   cleanups.push(created.cleanup);
-  mf = startWorker(script, cluster, { TICK_NAMESPACE: ns });
+  mf = startWorker(script, cluster, { TICK_NAMESPACE: ns, CLUSTER_ID: "local" });
   cleanups.push(() => mf.dispose());
   await core.createNamespace({ body: { metadata: { name: keys.namespace } } }).catch(() => {});
   apiKey = await createApiKey(
@@ -58,7 +60,9 @@ beforeAll(async () => {
     { team: "edge", user: "worker" },
   );
 }, 180_000);
+const template = `worker-tmpl-${process.pid}`;
 afterAll(async () => {
+  await custom.deleteClusterCustomObject({ ...TEMPLATES, name: template }).catch(() => {});
   for (const c of cleanups.reverse()) await c().catch(() => {});
   deps.history.close();
 });
@@ -78,6 +82,46 @@ describe("the Worker in workerd", () => {
         : undefined;
     });
     expect(ready.map((p) => p.metadata?.name).sort()).toEqual(["w-0", "w-1"]);
+  });
+
+  it("a scheduled invocation materialises an Env's member pool (CLUSTER_ID), which /functions runs too", async () => {
+    await createTemplateAndEnv(ns, template, "edge", [{ name: "edge-a", spec: { replicas: 1 } }]);
+    await tickUntil("the Env Ready with its member's pod", async () => {
+      const env = (await custom.getNamespacedCustomObject({
+        ...ENVS,
+        namespace: ns,
+        name: "edge",
+      })) as SandboxEnv;
+      return (
+        env.status?.conditions?.find((c) => c.type === "Ready")?.status === "True" &&
+        env.status.idleReplicas === 1
+      );
+    });
+    const manual = await call(`/functions/reconcile-env?namespace=${ns}&env=edge`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${cluster.functionsToken}` },
+    });
+    expect(manual.status).toBe(200);
+    expect(((await manual.json()) as { report: { found: boolean } }).report.found).toBe(true);
+
+    // Without CLUSTER_ID the Env step refuses, naming the setting; the pools still tick.
+    const noId = startWorker(script, cluster, { TICK_NAMESPACE: ns });
+    try {
+      const refused = await noId.dispatchFetch(
+        `https://worker.test/functions/reconcile-env?namespace=${ns}&env=edge`,
+        {
+          method: "POST",
+          headers: { authorization: `Bearer ${cluster.functionsToken}` },
+        },
+      );
+      expect(refused.status).toBe(500);
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(
+        /CLUSTER_ID on the Worker/,
+      );
+      expect((await cron(noId)).outcome).toBe("ok");
+    } finally {
+      await noId.dispose();
+    }
   });
 
   it("serves the admission and audit webhooks, authenticated by the callback token", async () => {

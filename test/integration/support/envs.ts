@@ -51,6 +51,25 @@ export function envObject(
 }
 
 /**
+ * createTemplateAndEnv creates a template running `image` and, in namespace, an Env of it whose
+ * local segment lists `members`.
+ */
+export async function createTemplateAndEnv(
+  namespace: string,
+  template: string,
+  env: string,
+  members: Record<string, unknown>[],
+): Promise<void> {
+  const { custom } = kube();
+  await custom.createClusterCustomObject({ ...TEMPLATES, body: templateObject(template, "v1", "python:3") });
+  await custom.createNamespacedCustomObject({
+    ...ENVS,
+    namespace,
+    body: envObject(namespace, env, template, members),
+  });
+}
+
+/**
  * tickUntil plays the host's tick over one namespace (pools and Envs, as the real tick runs them)
  * until the condition holds (see runUntil).
  */
