@@ -66,7 +66,9 @@ try {
   console.log(
     `\n## Tick with Envs: ${ENVS} Envs x 1 member x ${REPLICAS} pods (${ENVS * REPLICAS} kwok pods)\n`,
   );
-  console.log("| tick at rest | median wall time | of which reading | each run | API requests | writes (max) |");
+  console.log(
+    "| tick at rest | median wall time | of which reading | each run | API requests | writes (max) |",
+  );
   console.log("| --- | --- | --- | --- | --- | --- |");
   console.log(row("pools only, before any Env existed", before));
   console.log(row(`pools and ${envs.items.length} Envs`, envTicks));
