@@ -17,6 +17,7 @@ import {
   tickUntil,
 } from "./support/envs.ts";
 import { kube } from "./support/kube.ts";
+import { type Obj, Samples } from "./support/samples.ts";
 import { isReady, POOLS, phaseOf, poolTest } from "./support/steps.ts";
 
 // SandboxEnvs on the real control plane: the Env step materialises, keeps and removes its member
@@ -114,6 +115,29 @@ describe("SandboxEnv", () => {
       return row?.Idle === 5 ? row : undefined;
     });
     expect(columns).toMatchObject({ Desired: 5, Idle: 5 });
+  });
+
+  it("the sample Env (infra/samples) yields its member pool, Ready with its minReplicas", async () => {
+    const samples = new Samples(custom, t.ns);
+    const { SandboxTemplate: sampleTemplate, SandboxEnv: sampleEnv } = samples.byKind();
+    try {
+      await samples.create(sampleTemplate as Obj);
+      await samples.create(sampleEnv as Obj);
+      await tickUntil(deps, t.ns, "python-small Ready", async () => readyIdle(await pods("python-small"), 1));
+      const env = await tickUntil(deps, t.ns, "the sample Env Ready", async () => {
+        const e = await getEnv("python");
+        return e.status?.conditions?.find((c) => c.type === "Ready")?.status === "True" ? e : undefined;
+      });
+      expect(env.status).toMatchObject({
+        memberCount: 1,
+        desiredReplicas: 1,
+        idleReplicas: 1,
+        runningReplicas: 0,
+      });
+      expect(((await findPool("python-small")) as SandboxPool).spec.defaultIdleTimeout).toBe("15m");
+    } finally {
+      await samples.cleanup();
+    }
   });
 
   it("reverts drift on a member pool (kubectl scale included), while a standalone pool's scale is honoured", async () => {
