@@ -59,7 +59,7 @@ export interface ClusterSnapshot {
 /**
  * readCluster reads every pool, every pool pod and every Env of one namespace when given, else of
  * the cluster, in a fixed number of list requests (at most five, whatever the number of pools and
- * Envs): pools, pods and Envs; templates when an Env or a pool waiting for its copy needs them;
+ * Envs): pools, pods and Envs; templates when Envs are reconciled or a pool waits for its copy;
  * the names of the dockerconfigjson Secrets (metadata only) when Envs are reconciled. A tick uses
  * it instead of reads per pool or Env: the apiserver filters label selectors by scanning, so one
  * list of all sandbox pods costs far less than a list per pool. The snapshot is as fresh as the
@@ -75,8 +75,8 @@ export async function readCluster(
     kube.listPods(namespace, SANDBOX_POOL_LABEL).then((l) => l.items),
     kube.listEnvs(namespace).then((l) => l.items),
   ]);
-  const needTemplates = envs.length > 0 || pools.some(templateCopyNeeded);
   const reconcileEnvs = clusterId !== undefined && envs.length > 0;
+  const needTemplates = reconcileEnvs || pools.some(templateCopyNeeded);
   const [templateList, secretNames] = await Promise.all([
     needTemplates ? kube.listTemplates().then((l) => l.items) : Promise.resolve([]),
     reconcileEnvs ? kube.secretNames(namespace, IMAGE_PULL_SECRET_TYPE) : Promise.resolve([]),

@@ -2,7 +2,11 @@ import { readFileSync } from "node:fs";
 import * as v from "valibot";
 import { type ActivitySourceConfig, DEFAULT_ACTIVITY_TIMEOUT_MS } from "../../functions/activity-source.ts";
 import { parseWith } from "../../lib/api/parse.ts";
-import { IDLE_RELEASE_MODES, type IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
+import {
+  IDLE_RELEASE_MODES,
+  type IdleReleaseMode,
+  idleReleaseMode,
+} from "../../lib/reconcile/idle-release.ts";
 
 const Port = v.pipe(
   v.string(),
@@ -12,6 +16,11 @@ const Port = v.pipe(
   v.maxValue(65535),
 );
 const Seconds = v.pipe(v.string(), v.transform(Number), v.number("must be a number"), v.minValue(0));
+
+/** IdleReleaseSetting is an optional idle-release mode (see IdleReleaseMode). */
+export const IdleReleaseSetting = v.optional(
+  v.picklist(IDLE_RELEASE_MODES, `must be one of ${IDLE_RELEASE_MODES.join(", ")}`),
+);
 
 /** ENV lists the Node host's settings; tokens may come inline or from files (Secret mounts). */
 const ENV = v.object({
@@ -45,9 +54,7 @@ const ENV = v.object({
       ),
     ),
   ),
-  AGENTBOX_IDLE_RELEASE: v.optional(
-    v.picklist(IDLE_RELEASE_MODES, `must be one of ${IDLE_RELEASE_MODES.join(", ")}`),
-  ),
+  AGENTBOX_IDLE_RELEASE: IdleReleaseSetting,
   AGENTBOX_ADOPT_POOLS: v.optional(
     v.pipe(
       v.picklist(["true", "false"], 'must be "true" or "false"'),
@@ -198,11 +205,12 @@ export function readHostEnv(
       );
     }
   }
-  const idleRelease = e.AGENTBOX_IDLE_RELEASE ?? (activity.value ? "pulled" : "reported");
-  if (idleRelease === "pulled" && !activity.value)
-    errors.push(
-      "AGENTBOX_IDLE_RELEASE: pulled needs a pulled activity source (AGENTBOX_ACTIVITY_SOURCE_URL)",
-    );
+  const idle = idleReleaseMode(
+    e.AGENTBOX_IDLE_RELEASE,
+    activity.value !== undefined,
+    "AGENTBOX_ACTIVITY_SOURCE_URL",
+  );
+  if (!idle.ok) errors.push(`AGENTBOX_IDLE_RELEASE: ${idle.error}`);
   if (callbackToken && callbackToken === adminToken)
     errors.push("AGENTBOX_ADMIN_TOKEN: must differ from the callback token");
   if (errors.length) return { ok: false, errors };
@@ -222,7 +230,7 @@ export function readHostEnv(
       envdPort: e.AGENTBOX_ENVD_PORT,
       ...(e.AGENTBOX_CLUSTER_ID ? { clusterId: e.AGENTBOX_CLUSTER_ID } : {}),
       adoptPools: e.AGENTBOX_ADOPT_POOLS,
-      idleRelease,
+      idleRelease: idle.ok ? idle.mode : "off",
       logLevel: e.LOG_LEVEL,
       ...(activity.value ? { activitySource: activity.value } : {}),
     },

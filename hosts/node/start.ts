@@ -7,6 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
+import * as v from "valibot";
 import {
   apply,
   installCrds,
@@ -16,8 +17,8 @@ import {
 } from "../../infra/cluster/install.ts";
 import { up } from "../../infra/cluster/up.ts";
 import { startFakeEnvd } from "../../infra/dev/fake-envd.ts";
-import { IDLE_RELEASE_MODES, type IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
-import { readActivitySource } from "./config.ts";
+import { idleReleaseMode } from "../../lib/reconcile/idle-release.ts";
+import { IdleReleaseSetting, readActivitySource } from "./config.ts";
 import { startHost } from "./host.ts";
 
 const logger = pino({ level: process.env.LOG_LEVEL ?? "info" });
@@ -27,14 +28,12 @@ if (!activity.ok) {
   console.error(`agentbox-functions: invalid configuration:\n- ${activity.errors.join("\n- ")}`);
   process.exit(2);
 }
-const idleRelease = process.env.AGENTBOX_IDLE_RELEASE ?? (activity.value ? "pulled" : "reported");
-if (
-  !(IDLE_RELEASE_MODES as readonly string[]).includes(idleRelease) ||
-  (idleRelease === "pulled" && !activity.value)
-) {
-  console.error(
-    `agentbox-functions: invalid configuration:\n- AGENTBOX_IDLE_RELEASE: must be one of ${IDLE_RELEASE_MODES.join(", ")} (pulled needs AGENTBOX_ACTIVITY_SOURCE_URL)`,
-  );
+const idleSetting = v.safeParse(IdleReleaseSetting, process.env.AGENTBOX_IDLE_RELEASE);
+const idleRelease = idleSetting.success
+  ? idleReleaseMode(idleSetting.output, activity.value !== undefined, "AGENTBOX_ACTIVITY_SOURCE_URL")
+  : { ok: false as const, error: idleSetting.issues[0]?.message ?? "invalid" };
+if (!idleRelease.ok) {
+  console.error(`agentbox-functions: invalid configuration:\n- AGENTBOX_IDLE_RELEASE: ${idleRelease.error}`);
   process.exit(2);
 }
 
@@ -75,7 +74,7 @@ const host = await startHost({
   // The samples' Env segment is "local"; AGENTBOX_CLUSTER_ID names another.
   clusterId: process.env.AGENTBOX_CLUSTER_ID ?? "local",
   adoptPools: process.env.AGENTBOX_ADOPT_POOLS === "true",
-  idleRelease: idleRelease as IdleReleaseMode,
+  idleRelease: idleRelease.mode,
   log: logger,
   ...(activity.value ? { activitySource: activity.value } : {}),
 });

@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { parseWith } from "../../lib/api/parse.ts";
-import { IDLE_RELEASE_MODES } from "../../lib/reconcile/idle-release.ts";
+import { IDLE_RELEASE_MODES, idleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 
 const Secret = (min: number) => v.pipe(v.string(), v.minLength(min, `must be at least ${min} characters`));
 const Count = (def: string, max: number) =>
@@ -113,7 +113,13 @@ export function readWorkerEnv(
   if (errors.length) return { ok: false, errors };
   const parsed = parseWith(WorkerEnvSchema, env);
   if (!parsed.ok) errors.push(...parsed.issues.map((i) => `${i.path}: ${i.message}`));
-  if (parsed.ok && parsed.value.IDLE_RELEASE === "pulled" && !parsed.value.ACTIVITY_SOURCE_URL)
-    errors.push("IDLE_RELEASE: pulled needs a pulled activity source (ACTIVITY_SOURCE_URL)");
+  const idle =
+    parsed.ok &&
+    idleReleaseMode(
+      parsed.value.IDLE_RELEASE,
+      parsed.value.ACTIVITY_SOURCE_URL !== undefined,
+      "ACTIVITY_SOURCE_URL",
+    );
+  if (idle && !idle.ok) errors.push(`IDLE_RELEASE: ${idle.error}`);
   return errors.length || !parsed.ok ? { ok: false, errors } : { ok: true, value: parsed.value };
 }

@@ -49,6 +49,22 @@ function hasReportedActivity(pod: V1Pod): boolean {
 }
 
 /**
+ * idleReleaseMode resolves a host's configured mode (`setting`, validated by the host's schema)
+ * against whether it has a pulled activity source: unset means pulled with a source, else
+ * reported; pulled without a source is an error naming the variable that lacks one.
+ */
+export function idleReleaseMode(
+  setting: IdleReleaseMode | undefined,
+  hasSource: boolean,
+  sourceVariable: string,
+): { ok: true; mode: IdleReleaseMode } | { ok: false; error: string } {
+  const mode = setting ?? (hasSource ? "pulled" : "reported");
+  if (mode === "pulled" && !hasSource)
+    return { ok: false, error: `pulled needs a pulled activity source (${sourceVariable})` };
+  return { ok: true, mode };
+}
+
+/**
  * reportedOnly keeps, for the reported mode, every pod except the running sandboxes nobody reported
  * activity for since their start, and counts those of them already past their idle timeout (the
  * ones since-start would release), so the step can say once why they stay.

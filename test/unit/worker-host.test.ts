@@ -134,6 +134,21 @@ describe("Worker configuration", () => {
     });
   });
 
+  it("reads the cluster ID, adoption and the idle-release mode, and refuses pulled without a source", () => {
+    expect(
+      readWorkerEnv({ ...good, CLUSTER_ID: "eu-1", ADOPT_POOLS: "true", IDLE_RELEASE: "off" }),
+    ).toMatchObject({
+      ok: true,
+      value: { CLUSTER_ID: "eu-1", ADOPT_POOLS: true, IDLE_RELEASE: "off" },
+    });
+    const pulled = readWorkerEnv({ ...good, IDLE_RELEASE: "pulled" });
+    expect(pulled.ok ? [] : pulled.errors).toEqual([
+      "IDLE_RELEASE: pulled needs a pulled activity source (ACTIVITY_SOURCE_URL)",
+    ]);
+    const bad = readWorkerEnv({ ...good, ADOPT_POOLS: "yes", IDLE_RELEASE: "sometimes" });
+    expect(bad.ok ? [] : bad.errors.map((e) => e.split(":")[0])).toEqual(["IDLE_RELEASE", "ADOPT_POOLS"]);
+  });
+
   it("names every missing binding, and bad values without echoing them", () => {
     const missing = readWorkerEnv({});
     expect(missing.ok ? [] : missing.errors).toEqual([
