@@ -11,7 +11,7 @@ import type { StepDeps } from "../functions/deps.ts";
 import type { ActionOutcome } from "../functions/execute.ts";
 import { type EnvReport, reconcileEnv } from "../functions/reconcile-env.ts";
 import { type PoolReport, RECONCILE, reconcilePool, STEP_NAMES } from "../functions/reconcile-pool.ts";
-import { StepRefused } from "../functions/step.ts";
+import { Misconfigured, StepRefused } from "../functions/step.ts";
 import { nodeKubeTransport } from "../hosts/node/kube-transport.ts";
 import { SqliteHistoryStore } from "../hosts/node/sqlite-history.ts";
 import { readState } from "../infra/cluster/state.ts";
@@ -26,7 +26,7 @@ const USAGE = `usage: agentbox reconcile <namespace>/<pool> [--step NAME] [--kub
 
 steps: ${STEP_NAMES.join(", ")} (default: reconcile = all but refresh-template, in order)
 refresh-template re-renders a standalone pool from its template's current revision, its overrides re-applied.
-reconcile-env runs the Env step for the segment --cluster-id (default $AGENTBOX_CLUSTER_ID, else "local").
+reconcile-env runs the Env step for the segment --cluster-id (default $AGENTBOX_CLUSTER_ID; with --cluster, "local").
 The kubeconfig is --kubeconfig, else the local cluster --cluster NAME, else $KUBECONFIG / ~/.kube/config / in-cluster.
 Records go to --history (default: $AGENTBOX_HISTORY_PATH, else the local cluster's history.sqlite).`;
 
@@ -88,6 +88,7 @@ async function main(): Promise<number> {
   if (values.kubeconfig) kc.loadFromFile(values.kubeconfig);
   else if (local) kc.loadFromFile(local.kubeconfig);
   else kc.loadFromDefault();
+  const clusterId = values["cluster-id"] ?? process.env.AGENTBOX_CLUSTER_ID ?? (local ? "local" : undefined);
   const historyPath =
     values.history ??
     process.env.AGENTBOX_HISTORY_PATH ??
@@ -101,16 +102,17 @@ async function main(): Promise<number> {
     log,
     digests: referenceDigestResolver,
     reporter: { controller: "agents.navix.sh/agentbox-cli", instance: "cli" },
-    clusterId: values["cluster-id"] ?? process.env.AGENTBOX_CLUSTER_ID ?? "local",
+    // The local cluster (npm start) is segment "local"; anywhere else the ID must be said.
+    ...(clusterId ? { clusterId } : {}),
   };
   try {
     const [, ns = "", name = ""] = match;
     if (command === "reconcile-env") return printEnvReport(await reconcileEnv(deps, ns, name));
     return printPoolReport(await reconcilePool(deps, ns, name, step));
   } catch (e) {
-    if (e instanceof StepRefused) {
-      console.error(`refused: ${e.message}`);
-      return 1;
+    if (e instanceof StepRefused || e instanceof Misconfigured) {
+      console.error(`${e instanceof StepRefused ? "refused" : "misconfigured"}: ${e.message}`);
+      return e instanceof StepRefused ? 1 : 2;
     }
     throw e;
   } finally {

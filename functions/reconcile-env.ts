@@ -21,8 +21,8 @@ export function clusterIdOf(deps: StepDeps): string {
 }
 
 /**
- * reconcileEnv runs the Env step: read the Env fresh (or take the snapshot a tick just read),
- * decide with planEnv (members created, drift patched back, removed members deleted, status
+ * reconcileEnv runs the Env step: read the Env fresh (or take the snapshot a tick just read, and
+ * read afresh when that plans a pool write), decide with planEnv (members created, drift patched back, removed members deleted, status
  * written when changed) and apply the writes, each under its own precondition.
  */
 export async function reconcileEnv(
@@ -33,10 +33,20 @@ export async function reconcileEnv(
 ): Promise<EnvReport> {
   const clusterId = clusterIdOf(deps);
   const report: EnvReport = { env: `${namespace}/${name}`, found: false, outcomes: [] };
-  const snap = snapshot ?? (await readEnvSnapshot(deps.kube, namespace, name, clusterId));
+  const read = () => readEnvSnapshot(deps.kube, namespace, name, clusterId);
+  let snap = snapshot ?? (await read());
   if (!snap) return report;
+  let actions = planEnv(snap, clusterId, deps.now());
+  // A tick's snapshot may be seconds old when its run starts, and a pool create, patch or delete
+  // is checked against the pool only, never against the Env it was decided from: decide those
+  // on a fresh read (an Env at rest plans none, so the tick still reads nothing per Env).
+  if (snapshot && actions.some((a) => a.target.kind === "SandboxPool")) {
+    snap = await read();
+    if (!snap) return report;
+    actions = planEnv(snap, clusterId, deps.now());
+  }
   report.found = true;
-  report.outcomes = await execute(deps, planEnv(snap, clusterId, deps.now()));
+  report.outcomes = await execute(deps, actions);
   for (const o of report.outcomes) {
     if (o.result === "error") deps.log.warn({ env: report.env, target: o.target, err: o.error }, o.why);
     else if (o.result === "done") deps.log.info({ env: report.env, target: o.target }, o.why);

@@ -20,6 +20,13 @@ function createResults(earlier: readonly StepResult[] = []): CreateResults {
  */
 export const updateStatus: Step = {
   name: "update-status",
-  plan: async (deps, { pool, pods, env, template }, earlier) =>
-    planStatus(pool, pods, deps.now(), { template, env, creates: createResults(earlier) }),
+  plan: async (deps, { pool, pods, env, template }, earlier = []) =>
+    planStatus(pool, pods, deps.now(), {
+      template,
+      env,
+      creates: createResults(earlier),
+      templateCopied: earlier.some(
+        (s) => s.step === "copy-template" && s.outcomes.some((o) => o.result === "done"),
+      ),
+    }),
 };

@@ -120,7 +120,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
         envs: {
           envs: envs.envs.filter(inScope),
           pools: envs.pools.filter((p) => inScope(`${p.namespace}/`)),
-          templates: envs.templates,
+          templates: config.auditTriggers === false ? [] : envs.templates,
         },
       });
     },

@@ -28,9 +28,25 @@ export interface MemberReport {
   why?: string;
 }
 
+/**
+ * firstContainerResources reads the first container's resources from a pod template, which the
+ * CRD keeps unvalidated: quantities written as JSON numbers (`cpu: 0.5`, valid in a Pod) become
+ * strings, as the Env status schema wants them, and anything else is left out.
+ */
 function firstContainerResources(spec: { template?: Record<string, unknown> | undefined } | undefined) {
   const podSpec = spec?.template?.spec as { containers?: { resources?: unknown }[] } | undefined;
-  return podSpec?.containers?.[0]?.resources as V1ResourceRequirements | undefined;
+  const raw = podSpec?.containers?.[0]?.resources;
+  if (typeof raw !== "object" || raw === null) return undefined;
+  const out: Record<string, Record<string, string>> = {};
+  for (const part of ["limits", "requests"] as const) {
+    const quantities = (raw as Record<string, unknown>)[part];
+    if (typeof quantities !== "object" || quantities === null) continue;
+    const kept = Object.entries(quantities).filter(
+      (e): e is [string, string | number] => typeof e[1] === "string" || typeof e[1] === "number",
+    );
+    if (kept.length) out[part] = Object.fromEntries(kept.map(([k, q]) => [k, String(q)]));
+  }
+  return Object.keys(out).length ? (out as V1ResourceRequirements) : undefined;
 }
 
 /**

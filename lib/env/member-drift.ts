@@ -1,7 +1,11 @@
 // How a live member pool differs from what its Env renders, as one JSON Patch. Only what the Env
 // owns is compared: the owned spec fields, and the labels and annotations it stamps (keys it
 // stamped before and no longer renders are removed; anyone else's keys are left alone).
-import { MANAGED_ANNOTATION_KEYS_ANNOTATION, MANAGED_LABEL_KEYS_ANNOTATION } from "../api/keys.ts";
+import {
+  MANAGED_ANNOTATION_KEYS_ANNOTATION,
+  MANAGED_LABEL_KEYS_ANNOTATION,
+  SCALING_GROUP_LABEL,
+} from "../api/keys.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { fieldOps, type JsonPatchOp, mapOps } from "../kube/json-patch.ts";
 import { managedKeys } from "../sandbox/lifecycle-keys.ts";
@@ -36,12 +40,12 @@ export function memberDrift(live: SandboxPool, rendered: RenderedMember): Member
     rendered.owned,
     jsonEqual,
   );
-  const labels = mapOps(
-    "/metadata/labels",
-    live.metadata?.labels,
-    rendered.labels,
-    rendered.complete ? dropped(live, MANAGED_LABEL_KEYS_ANNOTATION, rendered.labels) : [],
-  );
+  // The scaling-group label goes with the member's group (a reserved key, never in managed keys).
+  const identity = SCALING_GROUP_LABEL in rendered.labels ? [] : [SCALING_GROUP_LABEL];
+  const labels = mapOps("/metadata/labels", live.metadata?.labels, rendered.labels, [
+    ...identity,
+    ...(rendered.complete ? dropped(live, MANAGED_LABEL_KEYS_ANNOTATION, rendered.labels) : []),
+  ]);
   const annotations = mapOps(
     "/metadata/annotations",
     live.metadata?.annotations,

@@ -157,8 +157,8 @@ function statusAction(
 /**
  * planEnv is one Env run over the local cluster segment (clusterId): each member rendered
  * (renderMember), its pool created when missing, patched when it drifted (memberDrift), left
- * alone when another owner has it; owned pools that are no longer members deleted (the pool
- * steps record their sandboxes); the status written when it changed. An Env being deleted gets
+ * alone when another owner has it; owned pools that are no longer members of a segment that
+ * still exists deleted (the pool steps record their sandboxes); the status written when it changed. An Env being deleted gets
  * no writes: garbage collection deletes its pools through their owner references.
  */
 export function planEnv(snapshot: EnvSnapshot, clusterId: string, now: Date): Action[] {
@@ -181,9 +181,14 @@ export function planEnv(snapshot: EnvSnapshot, clusterId: string, now: Date): Ac
     if (isTerminating(pool)) return [];
     return updateAction(env, pool, rendered, lastWanted.get(rendered.name));
   });
+  // Without a segment for this cluster the Env says nothing about its pools here (a wrong
+  // cluster ID must never read as "every member removed"): only a listed segment removes.
   const names = new Set(members.map((m) => m.name));
-  const removals = pools
-    .filter((p) => ownedBy(p, env) && !isTerminating(p) && !names.has(p.metadata?.name ?? ""))
-    .map((p) => deleteAction(env, p));
+  const hasSegment = env.spec.clusters?.some((c) => c.clusterID === clusterId) ?? false;
+  const removals = hasSegment
+    ? pools
+        .filter((p) => ownedBy(p, env) && !isTerminating(p) && !names.has(p.metadata?.name ?? ""))
+        .map((p) => deleteAction(env, p))
+    : [];
   return [...writes, ...removals, ...statusAction(env, views, template !== null, clusterId, now)];
 }

@@ -26,6 +26,11 @@ export interface StatusInputs {
   env?: SandboxEnv | undefined;
   /** creates are this run's Pod creates (materialise-pool's outcomes). */
   creates?: CreateResults;
+  /**
+   * templateCopied: this run wrote the pool's template copy, so the snapshot's "copy needed" is
+   * already stale; pods follow on the next run and the stored condition stays until then.
+   */
+  templateCopied?: boolean;
 }
 
 /**
@@ -40,7 +45,7 @@ export function statusContext(
 ): PoolStatusContext {
   const live = pods.filter((p) => !podFacts(p).terminating).length;
   const failure = replicaFailure(
-    creationBlock(pool, inputs.template),
+    inputs.templateCopied ? undefined : creationBlock(pool, inputs.template),
     inputs.creates ?? { created: 0 },
     pool.spec.replicas - live,
   );

@@ -121,12 +121,15 @@ function eventTime(event: CoreV1Event): Date | undefined {
 /**
  * withWarningEvents attaches the pod's Warning events to a detail, newest first. Only events
  * about this pod count: involvedObject kind Pod, same name and namespace, and same uid when both
- * sides have one (a deleted pod's events outlive it under the same name).
+ * sides have one (a deleted pod's events outlive it under the same name); with `since` (the
+ * sandbox's claim), only events last seen since then, as a pooled pod keeps its name and uid
+ * from one sandbox to the next.
  */
 export function withWarningEvents(
   detail: SandboxStatusDetail,
   pod: V1Pod,
   events: readonly CoreV1Event[],
+  since?: Date,
 ): SandboxStatusDetailWithEvents {
   const { name, namespace, uid } = pod.metadata ?? {};
   const mine = events.filter((e) => {
@@ -136,7 +139,9 @@ export function withWarningEvents(
     if (namespace && eventNamespace && eventNamespace !== namespace) return false;
     return !(uid && ref.uid && ref.uid !== uid);
   });
-  const timed = mine.map((e) => ({ e, ms: eventTime(e)?.getTime() }));
+  const timed = mine
+    .map((e) => ({ e, ms: eventTime(e)?.getTime() }))
+    .filter(({ ms }) => since === undefined || ms === undefined || ms >= since.getTime());
   // Newest first; events without any time last, keeping their order.
   timed.sort((a, b) => (a.ms === b.ms ? 0 : a.ms === undefined ? 1 : b.ms === undefined ? -1 : b.ms - a.ms));
   return {

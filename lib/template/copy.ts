@@ -80,12 +80,22 @@ function recorded(
 /**
  * copyTemplate fills a pool from its template: every embedded field the pool leaves unset comes
  * from the template, a field the pool sets stays (inline fields win), and the ones that differ
- * from the template's are its overrides. The template's labels and annotations are synced onto
+ * from the template's are its overrides. A pool that already records the copy of another
+ * template (its templateName was changed) is rebuilt from the new template and its recorded
+ * overrides instead, so the old template's fields do not pass for its own. The template's labels and annotations are synced onto
  * the pool (template values win; sync-source, docs and pool-docs are never copied) and the copy
  * is recorded: template-name, template-version (the template's spec.version now, "" when it has
  * none) and overrides.
  */
 export function copyTemplate(pool: PoolLike, template: SandboxTemplate): TemplateCopy {
+  // A pool switched to another template carries the old template's copy: what is its own are
+  // the recorded overrides, not every field, so it is rebuilt as a refresh would.
+  const annotations = pool.metadata?.annotations ?? {};
+  const recordedName = annotations[POOL_TEMPLATE_NAME_ANNOTATION];
+  if (recordedName && recordedName !== pool.spec.templateName && annotations[POOL_OVERRIDES_ANNOTATION]) {
+    const rebuilt = refreshFromTemplate(pool, template);
+    if (rebuilt.ok) return rebuilt.copy;
+  }
   const own = embeddedOf(pool.spec);
   const theirs = embeddedOf(template.spec);
   const overrides: Record<string, unknown> = {};

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import { reconcileEnv } from "../../functions/reconcile-env.ts";
 import { reconcilePool } from "../../functions/reconcile-pool.ts";
+import { readCluster } from "../../functions/snapshot.ts";
 import { tick } from "../../functions/tick.ts";
 import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
@@ -217,6 +218,21 @@ describe("SandboxEnv", () => {
       sandboxId: "sbx-keep-a",
       poolName: "keep-a",
     });
+  });
+
+  it("a tick's stale Env snapshot never deletes a member that is back in the Env", async () => {
+    await createEnv("stale", [member("stale-a", 1)]);
+    await tickUntil(deps, t.ns, "stale-a Ready", async () => readyIdle(await pods("stale-a"), 1));
+    await patchEnv("stale", [{ op: "remove", path: "/spec/clusters/0/members/0" }]);
+    // The tick read the Env while the member was out...
+    const cluster = await readCluster(deps.kube, t.ns, "local");
+    const snapshot = cluster.envs.find((e) => e.env.metadata?.name === "stale");
+    expect(snapshot?.env.spec.clusters?.[0]?.members ?? []).toEqual([]);
+    // ...the member is back before its run starts: the run re-reads and keeps the pool.
+    await patchEnv("stale", [{ op: "add", path: "/spec/clusters/0/members/-", value: member("stale-a", 1) }]);
+    const report = await reconcileEnv(deps, t.ns, "stale", snapshot);
+    expect(report.outcomes.filter((o) => o.op === "delete")).toEqual([]);
+    expect(((await findPool("stale-a")) as SandboxPool).metadata?.deletionTimestamp).toBeUndefined();
   });
 
   it("two racing Env runs make each write once", async () => {

@@ -200,6 +200,8 @@ describe("manual triggers", () => {
         "bin/agentbox.ts",
         "reconcile-env",
         `${manualNs}/manual-env`,
+        "--cluster-id",
+        "local",
         "--kubeconfig",
         cluster.kubeconfig,
         "--history",

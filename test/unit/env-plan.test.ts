@@ -183,6 +183,15 @@ describe("planEnv", () => {
     expect(planEnv(snap(deleting, [former]), "local", NOW)).toEqual([]);
   });
 
+  it("deletes nothing when the Env has no segment for this cluster (a wrong cluster ID)", () => {
+    const e = env(local("a"));
+    const pool = memberPool(e, "a");
+    expect(planEnv(snap(e, [pool]), "eu-west-1", NOW).some((a) => a.write.op === "delete")).toBe(false);
+    // The same Env with its local segment emptied on purpose does remove the pool.
+    const emptied = { ...e, spec: { ...e.spec, clusters: [{ clusterID: "local", members: [] }] } };
+    expect(planEnv(snap(emptied, [pool]), "local", NOW).some((a) => a.write.op === "delete")).toBe(true);
+  });
+
   it("creates nothing without the template, and says why in the status", () => {
     const e = env(local("a"));
     const actions = planEnv(snap(e, [], null), "local", NOW);

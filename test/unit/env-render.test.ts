@@ -205,6 +205,21 @@ describe("memberDrift", () => {
     expect(drift.ops).not.toContainEqual({ op: "remove", path: "/metadata/labels/other" });
   });
 
+  it("removes the scaling-group label once the member leaves its group", () => {
+    const ungrouped = renderMember(
+      env(),
+      member({
+        spec: { replicas: 2, podCreationImagePolicy: "IdleImage" },
+        config: { scalingGroup: "", labels: { team: "ml" } },
+      }),
+      { template: TEMPLATE, pullSecret: false },
+    );
+    expect(memberDrift(live(), ungrouped).ops).toContainEqual({
+      op: "remove",
+      path: "/metadata/labels/agentbox.navix.sh~1scaling-group",
+    });
+  });
+
   it("leaves the template fields and stamped keys alone when the render is incomplete", () => {
     const incomplete = renderMember(
       env(),

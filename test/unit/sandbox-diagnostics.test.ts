@@ -222,4 +222,13 @@ describe("withWarningEvents", () => {
   it("no events: an empty list", () => {
     expect(withWarningEvents(detail, target, [])).toEqual({ ...detail, events: [] });
   });
+
+  it("drops events from before the sandbox's claim: a pooled pod keeps its name and uid", () => {
+    const since = new Date("2026-05-10T11:15:00Z");
+    expect(withWarningEvents(detail, target, events, since).events.map((e) => e.reason)).toEqual([
+      "Newest",
+      "Series",
+      "Untimed",
+    ]);
+  });
 });

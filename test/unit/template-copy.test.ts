@@ -75,6 +75,26 @@ describe("copyTemplate", () => {
     expect(copy.annotations[POOL_TEMPLATE_VERSION_ANNOTATION]).toBe("");
   });
 
+  it("rebuilds a pool switched to another template from the new one and its recorded overrides", () => {
+    const copiedFromA = pool(
+      { templateName: "node", template: containers("python:3.12"), idleImage: "idle:mine", runtimes: [] },
+      recorded("v1", { idleImage: "idle:mine" }),
+    );
+    const b = template("v7", { template: containers("node:22") });
+    b.metadata = { ...b.metadata, name: "node" };
+    const copy = copyTemplate(copiedFromA, b);
+    expect(copy.embedded).toEqual({
+      template: containers("node:22"),
+      idleImage: "idle:mine",
+      runtimes: [{ name: "e2b", port: 49983, protocol: "TCP" }],
+    });
+    expect(copy.annotations).toMatchObject({
+      [POOL_TEMPLATE_NAME_ANNOTATION]: "node",
+      [POOL_TEMPLATE_VERSION_ANNOTATION]: "v7",
+      [POOL_OVERRIDES_ANNOTATION]: JSON.stringify({ idleImage: "idle:mine" }),
+    });
+  });
+
   it("patches only what differs, and nothing once the pool is the copy", () => {
     const p = pool({ idleImage: "idle:mine" });
     const copy = copyTemplate(p, template("v1"));
