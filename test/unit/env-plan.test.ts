@@ -1,4 +1,6 @@
+import * as v from "valibot";
 import { describe, expect, it } from "vitest";
+import { EnvAutoscalingGroup } from "../../lib/api/autoscaling.ts";
 import { ADOPTED_POOL_ANNOTATION, ENV_LABEL } from "../../lib/api/keys.ts";
 import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
@@ -207,29 +209,13 @@ describe("planEnv", () => {
   });
 
   it("marks a member Saturated from its pool's last scale-up attempt, until the group's cooldown ends", () => {
-    const e = env(local("a"), {
-      autoscaling: {
-        groups: [
-          {
-            name: "default",
-            enabled: true,
-            minReplicas: 0,
-            scaleUpPolicy: {
-              mode: "Default",
-              cooldownSeconds: 30,
-              idleThresholdSeconds: 30,
-              idleZeroQuietWindowSeconds: 300,
-              saturationCooldownSeconds: 120,
-            },
-            scaleDownPolicy: {
-              idleTimeoutSeconds: 300,
-              stabilizationSeconds: 60,
-              protectionWindowSeconds: 10,
-            },
-          },
-        ],
-      },
+    // The group as the apiserver stores it: every policy field defaulted.
+    const group = v.parse(EnvAutoscalingGroup, {
+      name: "default",
+      enabled: true,
+      scaleUpPolicy: { saturationCooldownSeconds: 120 },
     });
+    const e = env(local("a"), { autoscaling: { groups: [group] } });
     const pool = memberPool(e, "a", {
       autoscaling: {
         lastScaleUpAttemptTime: "2026-11-23T11:59:00Z",
