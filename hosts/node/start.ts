@@ -110,8 +110,8 @@ Claim a sandbox:
          npm run -s demo:e2b -- python-3-12
 
 Run the steps by hand:
-  npm run agentbox -- reconcile agentbox-demo/python            # a pool
-  npm run agentbox -- reconcile-env agentbox-demo/python        # an Env
+  npm run agentbox -- reconcile agentbox-demo/python --cluster ${name}        # a pool
+  npm run agentbox -- reconcile-env agentbox-demo/python --cluster ${name}    # an Env (segment "local")
   curl --cacert ${ca} -H "Authorization: Bearer $(cat ${adminTokenFile})" \\
        -X POST "${baseUrl}/functions/reconcile?namespace=agentbox-demo&pool=python"
 
