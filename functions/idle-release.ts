@@ -1,5 +1,10 @@
 import { idleImages } from "../lib/pool/render-pod.ts";
-import { isRunningSandbox, planIdleRelease, reportedOnly } from "../lib/reconcile/idle-release.ts";
+import {
+  idleReleaseMode,
+  isRunningSandbox,
+  planIdleRelease,
+  reportedOnly,
+} from "../lib/reconcile/idle-release.ts";
 import type { Step } from "./step.ts";
 
 /**
@@ -13,7 +18,9 @@ import type { Step } from "./step.ts";
 export const idleRelease: Step = {
   name: "idle-release",
   plan: async (deps, { pool, pods }) => {
-    const mode = deps.idleRelease ?? (deps.pullActivity ? "pulled" : "reported");
+    // The hosts refuse "pulled" without a source at start; should one get here, nothing pulled counts.
+    const resolved = idleReleaseMode(deps.idleRelease, deps.pullActivity !== undefined, "pullActivity");
+    const mode = resolved.ok ? resolved.mode : "reported";
     if (mode === "off") return [];
     if (mode === "reported") {
       const kept = reportedOnly(pods, deps.now());

@@ -1,7 +1,12 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ApiextensionsV1Api, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import {
+  ApiextensionsV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesObject,
+} from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { renderWebhookConfigs } from "../webhooks/render.ts";
 import { serverSideApply } from "./apply.ts";
@@ -26,7 +31,11 @@ export async function apply(kc: KubeConfig, objects: KubernetesObject[]): Promis
   await serverSideApply(kc, objects, FIELD_MANAGER);
 }
 
-/** installCrds applies crds/*.yaml and waits until the apiserver serves every one of them. */
+/**
+ * installCrds applies crds/*.yaml and waits until the apiserver serves every one of them:
+ * Established, and a list answered (right after establishment the watch cache may still answer
+ * "429 storage is (re)initializing").
+ */
 export async function installCrds(kc: KubeConfig): Promise<string[]> {
   const crds = readYamlObjects(join(ROOT, "crds"));
   await apply(kc, crds);
@@ -36,6 +45,21 @@ export async function installCrds(kc: KubeConfig): Promise<string[]> {
     for (const name of names) {
       const crd = await ext.readCustomResourceDefinition({ name });
       if (!crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) return false;
+    }
+    return true;
+  });
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  await waitFor("CRDs served", 30_000, async () => {
+    for (const crd of crds as {
+      spec: { group: string; names: { plural: string }; versions: { name: string }[] };
+    }[]) {
+      const { group, names: n, versions } = crd.spec;
+      await custom.listClusterCustomObject({
+        group,
+        version: versions[0]?.name ?? "",
+        plural: n.plural,
+        limit: 1,
+      });
     }
     return true;
   });

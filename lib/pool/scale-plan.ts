@@ -7,6 +7,8 @@ import { PoolScaleDownPolicy } from "../api/autoscaling.ts";
 import { ENV_LABEL, SANDBOX_PHASE, SCALING_GROUP_LABEL } from "../api/keys.ts";
 import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
+import { podPhaseSince } from "../sandbox/phase-since.ts";
+import { parseTime } from "../util/time.ts";
 import { podFacts } from "./pod-facts.ts";
 import { podName } from "./pod-name.ts";
 
@@ -24,6 +26,21 @@ export interface ScalePlan {
 
 /** IdleSince tells when a Pod last became idle (undefined when unknown: never a candidate). */
 export type IdleSince = (pod: V1Pod) => Date | undefined;
+
+/** idleSinceOf is when a Pod last became idle, as the sandbox lifecycle records it. */
+export const idleSinceOf: IdleSince = (pod) => podPhaseSince(pod, SANDBOX_PHASE.IDLE);
+
+/** lastScaleDownOf is when the pool last scaled down (what stabilizationSeconds counts from). */
+export function lastScaleDownOf(pool: SandboxPool): Date | undefined {
+  return parseTime(pool.status?.autoscaling?.lastScaleDownTime);
+}
+
+/** podSets sorts a pool's Pods once: all of them, those not terminating, and the idle ones among those. */
+function podSets(pods: readonly V1Pod[]) {
+  const all = pods.map((pod) => ({ pod, facts: podFacts(pod) }));
+  const live = all.filter((p) => !p.facts.terminating);
+  return { all, live, idle: live.filter((p) => p.facts.phase === SANDBOX_PHASE.IDLE) };
+}
 
 /** CRD_DEFAULT_SCALE_DOWN_POLICY is PoolScaleDownPolicy with every CRD default (300/60/10). */
 const CRD_DEFAULT_SCALE_DOWN_POLICY: PoolScaleDownPolicy = v.parse(PoolScaleDownPolicy, {});
@@ -105,9 +122,7 @@ export function planScale(
   const plan: ScalePlan = { create: [], protect: [], unprotect: [], delete: [] };
   const poolName = pool.metadata?.name ?? "";
   const replicas = pool.spec.replicas;
-  const all = pods.map((pod) => ({ pod, facts: podFacts(pod) }));
-  const live = all.filter((p) => !p.facts.terminating);
-  const idle = live.filter((p) => p.facts.phase === SANDBOX_PHASE.IDLE);
+  const { all, live, idle } = podSets(pods);
   const count = live.length;
 
   if (count <= replicas) {
@@ -173,10 +188,9 @@ export function scaleDownWait(
   lastScaleDownTime: Date | undefined,
   idleSince: IdleSince,
 ): string | undefined {
-  const live = pods.map((pod) => ({ pod, facts: podFacts(pod) })).filter((p) => !p.facts.terminating);
+  const { live, idle } = podSets(pods);
   const excess = live.length - pool.spec.replicas;
   if (excess <= 0) return undefined;
-  const idle = live.filter((p) => p.facts.phase === SANDBOX_PHASE.IDLE);
   const marked = idle.flatMap((p) => (p.facts.scaleDownMarkedAt ? [p.facts.scaleDownMarkedAt] : []));
   const parts: string[] = [];
   if (marked.length > 0) {

@@ -11,9 +11,8 @@ import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { escapePointer, type JsonPatchOp } from "../kube/json-patch.ts";
 import type { CreationBlock } from "../pool/creation-block.ts";
 import { renderPod } from "../pool/render-pod.ts";
-import { planScale } from "../pool/scale-plan.ts";
-import { podPhaseSince } from "../sandbox/phase-since.ts";
-import { parseTime, rfc3339 } from "../util/time.ts";
+import { idleSinceOf, lastScaleDownOf, planScale } from "../pool/scale-plan.ts";
+import { rfc3339 } from "../util/time.ts";
 import { type Action, guardedDelete, isTerminating, podTarget, poolTarget, testVersion } from "./action.ts";
 
 const MARK = `/metadata/annotations/${escapePointer(SCALE_DOWN_PROTECTED_ANNOTATION)}`;
@@ -78,10 +77,7 @@ export function planMaterialise(
       },
     });
   }
-  const lastScaleDown = parseTime(pool.status?.autoscaling?.lastScaleDownTime);
-  const plan = planScale(pool, pods, now, policy, lastScaleDown, (pod) =>
-    podPhaseSince(pod, SANDBOX_PHASE.IDLE),
-  );
+  const plan = planScale(pool, pods, now, policy, lastScaleDownOf(pool), idleSinceOf);
   const byName = new Map(pods.map((p) => [p.metadata?.name ?? "", p]));
   const idleTest = { op: "test" as const, path: PHASE_LABEL, value: SANDBOX_PHASE.IDLE };
   for (const slot of block ? [] : plan.create) {

@@ -1,5 +1,4 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { SANDBOX_PHASE } from "../api/keys.ts";
 import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool, SandboxPoolStatus } from "../api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../api/sandbox-template.ts";
@@ -14,9 +13,7 @@ import {
   REPLICA_FAILURE,
   statusChanged,
 } from "../pool/pool-status.ts";
-import { scaleDownPolicyFor, scaleDownWait } from "../pool/scale-plan.ts";
-import { podPhaseSince } from "../sandbox/phase-since.ts";
-import { parseTime } from "../util/time.ts";
+import { idleSinceOf, lastScaleDownOf, scaleDownPolicyFor, scaleDownWait } from "../pool/scale-plan.ts";
 import { type Action, poolTarget } from "./action.ts";
 
 /** StatusInputs are what a run knows besides the pool and its pods. */
@@ -54,8 +51,8 @@ export function statusContext(
     pods,
     now,
     scaleDownPolicyFor(pool, inputs.env),
-    parseTime(pool.status?.autoscaling?.lastScaleDownTime),
-    (pod) => podPhaseSince(pod, SANDBOX_PHASE.IDLE),
+    lastScaleDownOf(pool),
+    idleSinceOf,
   );
   return {
     ...(failure !== undefined ? { replicaFailure: failure } : {}),

@@ -318,7 +318,7 @@ describe("SandboxEnv", () => {
     expect(report.requests).toBe(5);
   });
 
-  it("never creates or writes through a member pool's own steps (the pool steps do not undo the Env)", async () => {
+  it("the copy-template step leaves an Env member alone (its Env renders it)", async () => {
     await createEnv("steps", [member("steps-a", 1)]);
     await reconcileEnv(deps, t.ns, "steps");
     await reconcilePool(deps, t.ns, "steps-a");

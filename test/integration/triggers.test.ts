@@ -7,7 +7,7 @@ import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { ENVS, envObject, TEMPLATES, templateObject } from "./support/envs.ts";
 import { httpsRequest } from "./support/http.ts";
-import { kube, newNamespace, watchPodUntil } from "./support/kube.ts";
+import { kube, newNamespace, until, watchPodUntil } from "./support/kube.ts";
 import { isReady, poolObject, testDeps } from "./support/steps.ts";
 
 // The triggers of the Node host run by the global setup: audit events (for audit-* namespaces),
@@ -98,19 +98,15 @@ describe("audit-driven Env runs", () => {
       name: "audited-a",
       body: [{ op: "replace", path: "/spec/replicas", value: 5 }],
     });
-    const deadline = Date.now() + 20_000;
-    let replicas = 5;
-    while (Date.now() < deadline) {
+    // The Env's audit-triggered run puts the member's replicas back.
+    await until("the kubectl scale reverted", 20_000, async () => {
       const pool = (await custom.getNamespacedCustomObject({
         ...GV,
         namespace: ns,
         name: "audited-a",
       })) as SandboxPool;
-      replicas = pool.spec.replicas;
-      if (replicas === 2) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(replicas).toBe(2);
+      return pool.spec.replicas === 2;
+    });
   });
 });
 
