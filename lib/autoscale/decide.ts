@@ -1,0 +1,280 @@
+// One autoscaling decision for one Env group, from what its members' pools and Pods show at `now`:
+// the replicas each member should have and each pool's autoscaler bookkeeping. Pure: the step
+// that calls it reads, decides and writes, so a repeated or late run decides from what it reads.
+import type { EnvAutoscalingGroup, PoolAutoScalingStatus } from "../api/autoscaling.ts";
+import { jsonEqual } from "../util/deep-equal.ts";
+import { parseTime, rfc3339 } from "../util/time.ts";
+import type { MemberLoad } from "./member-load.ts";
+import {
+  byScaleUpOrder,
+  effectiveScaleDownPriority,
+  type GroupPolicies,
+  groupPolicies,
+  growth,
+} from "./policies.ts";
+
+/** GroupSnapshot is one group's spec and its members (all of them, pools missing or not). */
+export interface GroupSnapshot {
+  group: EnvAutoscalingGroup;
+  members: MemberLoad[];
+}
+
+/** SCALE_REASON says why a member's replicas moved. */
+export const SCALE_REASON = {
+  /** REACTIVE: creates are waiting that no idle, resetting or ordered Pod will serve. */
+  REACTIVE: "Reactive",
+  /** IDLE_ZERO: the group had no idle Pod for idleThresholdSeconds while creates kept coming. */
+  IDLE_ZERO: "IdleZero",
+  BELOW_MIN: "BelowMinReplicas",
+  ABOVE_MAX: "AboveMaxReplicas",
+  /** IDLE_TIMEOUT: Pods stayed idle for idleTimeoutSeconds. */
+  IDLE_TIMEOUT: "IdleTimeout",
+} as const;
+export type ScaleReason = (typeof SCALE_REASON)[keyof typeof SCALE_REASON];
+
+/** ScaleChange is one member's replicas moving, with why. */
+export interface ScaleChange {
+  member: string;
+  direction: "up" | "down";
+  reason: ScaleReason;
+  from: number;
+  to: number;
+}
+
+/** GroupDecision is what one run should write for a group; empty when nothing changes. */
+export interface GroupDecision {
+  group: string;
+  /** replicas: the new replicas of each member whose replicas change. */
+  replicas: Map<string, number>;
+  /** autoscaling: the next status.autoscaling of each pool whose block changes. */
+  autoscaling: Map<string, PoolAutoScalingStatus>;
+  changes: ScaleChange[];
+}
+
+const seconds = (from: Date, to: Date) => (to.getTime() - from.getTime()) / 1000;
+
+/** latest is the latest of some stored times, undefined when none is readable. */
+function latest(values: readonly unknown[]): Date | undefined {
+  const times = values.flatMap((t) => parseTime(t) ?? []);
+  return times.length ? new Date(Math.max(...times.map((t) => t.getTime()))) : undefined;
+}
+
+/** Run is one decision's working state: targets and bookkeeping, changed in place. */
+class Run {
+  readonly target: Map<string, number>;
+  readonly book: Map<string, PoolAutoScalingStatus>;
+  readonly changes: ScaleChange[] = [];
+  readonly nowText: string;
+
+  readonly p: GroupPolicies;
+  readonly members: readonly MemberLoad[];
+  readonly now: Date;
+
+  constructor(p: GroupPolicies, members: readonly MemberLoad[], now: Date) {
+    this.p = p;
+    this.members = members;
+    this.now = now;
+    this.target = new Map(members.map((m) => [m.name, m.desired]));
+    this.book = new Map(this.live.map((m) => [m.name, { ...m.autoscaling }]));
+    this.nowText = rfc3339(now);
+  }
+
+  get live(): MemberLoad[] {
+    return this.members.filter((m) => m.pool !== undefined);
+  }
+
+  get total(): number {
+    return [...this.target.values()].reduce((a, b) => a + b, 0);
+  }
+
+  of(m: MemberLoad): number {
+    return this.target.get(m.name) ?? m.desired;
+  }
+
+  move(m: MemberLoad, to: number, reason: ScaleReason): void {
+    const from = this.of(m);
+    if (to === from) return;
+    this.target.set(m.name, to);
+    const book = this.book.get(m.name);
+    if (book && to > from) book.lastScaleUpTime = this.nowText;
+    if (book && to < from) book.lastScaleDownTime = this.nowText;
+    const earlier = this.changes.find((c) => c.member === m.name);
+    if (earlier) Object.assign(earlier, { to, reason, direction: to > earlier.from ? "up" : "down" });
+    else this.changes.push({ member: m.name, direction: to > from ? "up" : "down", reason, from, to });
+  }
+
+  /** saturated: the member's last probe saturated it and saturationCooldownSeconds has not passed. */
+  saturated(m: MemberLoad): boolean {
+    const book = m.autoscaling;
+    const result = book?.lastScaleUpAttemptResult;
+    const at = parseTime(book?.lastScaleUpAttemptTime);
+    if (!at || !result || result === "Enough") return false;
+    return seconds(at, this.now) < this.p.scaleUp.saturationCooldownSeconds;
+  }
+
+  /** unmet is the member's waiting creates nothing already there or ordered will serve. */
+  unmet(m: MemberLoad): number {
+    const orderedNow = Math.max(0, this.of(m) - m.existing);
+    return Math.max(0, m.pending - m.idle.length - m.stopping - orderedNow);
+  }
+
+  /**
+   * grow adds up to `amount` replicas: first to the members whose creates wait (up to their
+   * unmet demand), then by scale-up order, each member filled to its maxReplicas before the next.
+   * A member is probed once before it grows; a saturated one is neither probed nor grown.
+   */
+  grow(amount: number, reason: ScaleReason): void {
+    const ceiling = this.p.maxReplicas;
+    let room = ceiling === undefined ? amount : Math.min(amount, ceiling - this.total);
+    if (room <= 0) return;
+    const probed = new Map<string, boolean>();
+    const admits = (m: MemberLoad): boolean => {
+      const known = probed.get(m.name);
+      if (known !== undefined) return known;
+      const book = this.book.get(m.name);
+      if (!book || this.saturated(m)) return false;
+      book.lastScaleUpAttemptTime = this.nowText;
+      book.lastScaleUpAttemptResult = m.probe.result;
+      if (m.probe.result === "Enough") delete book.scaleUpErrorMessage;
+      else book.scaleUpErrorMessage = m.probe.message;
+      probed.set(m.name, m.probe.result === "Enough");
+      return m.probe.result === "Enough";
+    };
+    const order = [...this.live].sort(byScaleUpOrder);
+    const waiting = order.filter((m) => this.unmet(m) > 0);
+    for (const [members, share] of [
+      [waiting, (m: MemberLoad) => this.unmet(m)],
+      [order, () => Number.POSITIVE_INFINITY],
+    ] as const) {
+      for (const m of members) {
+        if (room <= 0) return;
+        const headroom = (m.config?.maxReplicas ?? Number.POSITIVE_INFINITY) - this.of(m);
+        const add = Math.min(room, share(m), headroom);
+        if (add <= 0 || !admits(m)) continue;
+        this.move(m, this.of(m) + add, reason);
+        room -= add;
+      }
+    }
+  }
+
+  /**
+   * shrink removes up to `amount` replicas, highest scale-down priority first (ties: the member
+   * with the oldest idle Pod, then name), never below a member's minReplicas. With `removable`,
+   * a member gives up at most that many (its Pods idle long enough); without, any replicas.
+   */
+  shrink(amount: number, reason: ScaleReason, removable?: (m: MemberLoad) => number): void {
+    let left = amount;
+    const oldest = (m: MemberLoad) =>
+      Math.min(...m.idle.map((pod) => pod.since?.getTime() ?? Number.POSITIVE_INFINITY));
+    const order = [...this.live].sort(
+      (a, b) =>
+        effectiveScaleDownPriority(b.config) - effectiveScaleDownPriority(a.config) ||
+        oldest(a) - oldest(b) ||
+        (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+    );
+    for (const m of order) {
+      if (left <= 0) return;
+      const floor = m.config?.minReplicas ?? 0;
+      const take = Math.min(left, this.of(m) - floor, removable ? removable(m) : left);
+      if (take <= 0) continue;
+      this.move(m, this.of(m) - take, reason);
+      left -= take;
+    }
+  }
+
+  /** idleCandidates: the member's Pods idle for idleTimeoutSeconds not already on their way out. */
+  idleCandidates(m: MemberLoad): number {
+    const timeout = this.p.scaleDown.idleTimeoutSeconds;
+    const old = m.idle.filter((pod) => pod.since && seconds(pod.since, this.now) >= timeout).length;
+    return Math.max(0, old - Math.max(0, m.existing - this.of(m)));
+  }
+
+  /** proactiveDue: no idle Pod group-wide for idleThresholdSeconds, creates recent, cooled down. */
+  proactiveDue(): boolean {
+    const { idleThresholdSeconds, idleZeroQuietWindowSeconds, cooldownSeconds } = this.p.scaleUp;
+    const live = this.live;
+    if (idleThresholdSeconds === 0 || live.length === 0) return false;
+    if (live.some((m) => m.idle.length > 0 || this.of(m) > m.existing)) return false;
+    const zeroSince = latest(live.map((m) => this.book.get(m.name)?.idleZeroSince));
+    if (!zeroSince || seconds(zeroSince, this.now) < idleThresholdSeconds) return false;
+    const lastCreate = latest(live.map((m) => m.lastCreate));
+    if (
+      idleZeroQuietWindowSeconds > 0 &&
+      (!lastCreate || seconds(lastCreate, this.now) > idleZeroQuietWindowSeconds)
+    )
+      return false;
+    const lastUp = latest(live.map((m) => m.autoscaling?.lastScaleUpTime));
+    return !lastUp || seconds(lastUp, this.now) >= cooldownSeconds;
+  }
+
+  /** stable: stabilizationSeconds have passed since the group's last scale-down. */
+  stable(): boolean {
+    const lastDown = latest(this.live.map((m) => m.autoscaling?.lastScaleDownTime));
+    return !lastDown || seconds(lastDown, this.now) >= this.p.scaleDown.stabilizationSeconds;
+  }
+}
+
+/**
+ * decide runs the autoscaler over one group. A disabled group gets nothing. Otherwise, in order:
+ *
+ * - bookkeeping: idleZeroSince starts when a pool has no idle Pod and is cleared when it has one;
+ * - bounds: each member is brought within its own min/max, then the group's sum within the
+ *   group's min/max (these bypass every gate);
+ * - reactive scale-up, when creates wait that no idle, resetting or ordered Pod will serve: the
+ *   larger of the mode's growth and that demand, ignoring cooldown and the quiet window;
+ * - proactive scale-up (the mode's growth), when the group had no idle Pod for
+ *   idleThresholdSeconds, nothing is on its way, a create was seen within
+ *   idleZeroQuietWindowSeconds, and cooldownSeconds passed since the last scale-up;
+ * - scale-down, when nobody waits and stabilizationSeconds passed since the last one: by the
+ *   Pods idle for idleTimeoutSeconds, never below the members' and the group's minimums.
+ *
+ * Every scale-up is an attempt recorded on the pool it probed (time, result, message); a pool
+ * whose probe says Insufficient or Failed is saturated for saturationCooldownSeconds: not probed,
+ * not grown, and its share goes to the next member.
+ */
+export function decide(snapshot: GroupSnapshot, now: Date): GroupDecision {
+  const p = groupPolicies(snapshot.group);
+  const decision: GroupDecision = { group: p.name, replicas: new Map(), autoscaling: new Map(), changes: [] };
+  if (!p.enabled) return decision;
+  const run = new Run(p, snapshot.members, now);
+  for (const m of run.live) {
+    const book = run.book.get(m.name);
+    if (!book) continue;
+    if (m.idle.length > 0) delete book.idleZeroSince;
+    else book.idleZeroSince ??= run.nowText;
+  }
+  for (const m of run.live) {
+    const { minReplicas = 0, maxReplicas } = m.config ?? {};
+    if (run.of(m) < minReplicas) run.move(m, minReplicas, SCALE_REASON.BELOW_MIN);
+    if (maxReplicas !== undefined && run.of(m) > maxReplicas)
+      run.move(m, maxReplicas, SCALE_REASON.ABOVE_MAX);
+  }
+  const demand = run.live.reduce((sum, m) => sum + run.unmet(m), 0);
+  if (run.total < p.minReplicas) run.grow(p.minReplicas - run.total, SCALE_REASON.BELOW_MIN);
+  else if (p.maxReplicas !== undefined && run.total > p.maxReplicas)
+    run.shrink(run.total - p.maxReplicas, SCALE_REASON.ABOVE_MAX);
+  else if (demand > 0)
+    run.grow(Math.max(growth(p.scaleUp.mode, run.total, p.maxReplicas), demand), SCALE_REASON.REACTIVE);
+  else if (run.proactiveDue())
+    run.grow(growth(p.scaleUp.mode, run.total, p.maxReplicas), SCALE_REASON.IDLE_ZERO);
+  else if (run.live.every((m) => m.pending === 0) && run.stable())
+    run.shrink(run.total - p.minReplicas, SCALE_REASON.IDLE_TIMEOUT, (m) => run.idleCandidates(m));
+
+  for (const m of snapshot.members) {
+    const to = run.of(m);
+    if (to !== m.desired) decision.replicas.set(m.name, to);
+  }
+  for (const m of run.live) {
+    const next = run.book.get(m.name) ?? {};
+    const { observedGeneration: _, ...before } = m.autoscaling ?? {};
+    const { observedGeneration: __, ...after } = next;
+    if (m.autoscaling !== undefined && jsonEqual(before, after)) continue;
+    const generation = m.pool?.metadata?.generation;
+    decision.autoscaling.set(m.name, {
+      ...after,
+      ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    });
+  }
+  decision.changes = run.changes;
+  return decision;
+}

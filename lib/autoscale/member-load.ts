@@ -1,0 +1,76 @@
+// What the autoscaler reads about one member of a group, taken from the member, its pool and the
+// pool's Pods: counts, demand, idle times and the autoscaler's own bookkeeping.
+import type { V1Pod } from "@kubernetes/client-node";
+import type { PoolAutoScalingStatus } from "../api/autoscaling.ts";
+import { LAST_SANDBOX_CREATE_TIME_ANNOTATION, SANDBOX_PHASE } from "../api/keys.ts";
+import type { EnvClusterMember, EnvClusterMemberConfig } from "../api/sandbox-env.ts";
+import type { SandboxPool } from "../api/sandbox-pool.ts";
+import { memberReplicas } from "../env/members.ts";
+import { pendingRequestsOf } from "../pool/pending-requests.ts";
+import { podFacts } from "../pool/pod-facts.ts";
+import { idleSinceOf } from "../pool/scale-plan.ts";
+import { isTerminating } from "../reconcile/action.ts";
+import { parseTime } from "../util/time.ts";
+import { type ProbeResult, probe } from "./probe.ts";
+
+/** IdlePod is one idle Pod and when it became idle (undefined: unknown, never a candidate). */
+export interface IdlePod {
+  name: string;
+  since: Date | undefined;
+}
+
+/** MemberLoad is one member as the autoscaler sees it. */
+export interface MemberLoad {
+  name: string;
+  clusterId: string;
+  config?: EnvClusterMemberConfig | undefined;
+  /** desired is the member's replicas on the Env (what the autoscaler writes). */
+  desired: number;
+  /** pool is the live member pool; undefined when it is missing or being deleted (not scaled). */
+  pool?: SandboxPool | undefined;
+  /** existing counts the pool's Pods not being deleted, in any phase. */
+  existing: number;
+  /** idle lists the idle Pods not being deleted. */
+  idle: IdlePod[];
+  /** stopping counts Pods being reset to idle (they serve the next claim). */
+  stopping: number;
+  /** pending is the creates waiting on this pool, summed from the hosts' fresh marks. */
+  pending: number;
+  /** lastCreate is the pool's last-sandbox-create-time, when readable. */
+  lastCreate: Date | undefined;
+  /** autoscaling is the pool's stored status.autoscaling. */
+  autoscaling: PoolAutoScalingStatus | undefined;
+  /** probe says whether the cluster would take more of this pool's Pods. */
+  probe: ProbeResult;
+}
+
+/**
+ * loadMember reads one member for the autoscaler from the member on the Env, its pool (undefined
+ * when missing) and the pool's Pods.
+ */
+export function loadMember(
+  member: EnvClusterMember,
+  clusterId: string,
+  pool: SandboxPool | undefined,
+  pods: readonly V1Pod[],
+  now: Date,
+): MemberLoad {
+  const live = pool && !isTerminating(pool) ? pool : undefined;
+  const facts = pods.map((pod) => ({ pod, facts: podFacts(pod) })).filter((p) => !p.facts.terminating);
+  return {
+    name: member.name,
+    clusterId,
+    config: member.config,
+    desired: memberReplicas(member),
+    pool: live,
+    existing: facts.length,
+    idle: facts
+      .filter((p) => p.facts.phase === SANDBOX_PHASE.IDLE)
+      .map((p) => ({ name: p.facts.name, since: idleSinceOf(p.pod) })),
+    stopping: facts.filter((p) => p.facts.phase === SANDBOX_PHASE.STOPPING).length,
+    pending: live ? pendingRequestsOf(live, now) : 0,
+    lastCreate: parseTime(live?.metadata?.annotations?.[LAST_SANDBOX_CREATE_TIME_ANNOTATION]),
+    autoscaling: live?.status?.autoscaling,
+    probe: live ? probe(live, pods) : { result: "Enough" },
+  };
+}
