@@ -1,5 +1,7 @@
-import { envImagePullSecretName, IMAGE_PULL_SECRET_TYPE } from "../lib/api/keys.ts";
+import type { V1Pod } from "@kubernetes/client-node";
+import { envImagePullSecretName, IMAGE_PULL_SECRET_TYPE, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
 import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
+import { autoscaledMembers } from "../lib/autoscale/plan-autoscale.ts";
 import { indexPools, poolsOfEnv } from "../lib/env/members.ts";
 import type { EnvSnapshot } from "../lib/env/plan-env.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
@@ -8,7 +10,9 @@ import { orMissing } from "../lib/kube/errors.ts";
 /**
  * readEnvSnapshot reads an Env and what its run decides from, straight from the API server: the
  * Env, then side by side the pools of its namespace, its template and whether its pull Secret
- * (a dockerconfigjson Secret named ips-<env>) exists, read as metadata only: four requests. Undefined when the Env does not exist (any more).
+ * (a dockerconfigjson Secret named ips-<env>) exists, read as metadata only, and, when the Env
+ * autoscales members, their Pods (one list): four or five requests. Undefined when the Env does
+ * not exist (any more).
  */
 export async function readEnvSnapshot(
   kube: KubeClient,
@@ -19,22 +23,28 @@ export async function readEnvSnapshot(
   const env = await orMissing(kube.getEnv(namespace, name));
   if (!env) return undefined;
   const templateName = env.spec.templateRef.name;
-  const [pools, template, pullSecret] = await Promise.all([
+  const scaled = autoscaledMembers(env, clusterId);
+  const [pools, template, pullSecret, pods] = await Promise.all([
     kube.listPools(namespace),
     templateName ? orMissing(kube.getTemplate(templateName)) : Promise.resolve(undefined),
     kube.secretNames(namespace, IMAGE_PULL_SECRET_TYPE, envImagePullSecretName(name)),
+    scaled.length > 0
+      ? kube.listPods(namespace, `${SANDBOX_POOL_LABEL} in (${scaled.join(",")})`).then((l) => l.items)
+      : Promise.resolve([]),
   ]);
   return {
     env,
     pools: poolsOfEnv(env, indexPools(pools.items), clusterId),
     template: template ?? null,
     pullSecret: pullSecret.length > 0,
+    pods,
   };
 }
 
 /**
  * envSnapshotsFrom builds every Env's snapshot from lists a tick already made (Envs, pools,
- * templates, the names of the dockerconfigjson Secrets): no request per Env.
+ * templates, the names of the dockerconfigjson Secrets, the pool Pods by "namespace/pool"): no
+ * request per Env.
  */
 export function envSnapshotsFrom(
   lists: {
@@ -42,6 +52,7 @@ export function envSnapshotsFrom(
     pools: readonly EnvSnapshot["pools"][number][];
     templates: ReadonlyMap<string, SandboxTemplate>;
     pullSecrets: ReadonlySet<string>;
+    podsByPool: ReadonlyMap<string, readonly V1Pod[]>;
   },
   clusterId: string,
 ): EnvSnapshot[] {
@@ -53,6 +64,7 @@ export function envSnapshotsFrom(
       pools: poolsOfEnv(env, index, clusterId),
       template: lists.templates.get(env.spec.templateRef.name) ?? null,
       pullSecret: lists.pullSecrets.has(`${ns}/${envImagePullSecretName(env.metadata?.name ?? "")}`),
+      pods: autoscaledMembers(env, clusterId).flatMap((m) => lists.podsByPool.get(`${ns}/${m}`) ?? []),
     };
   });
 }

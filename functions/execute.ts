@@ -25,73 +25,81 @@ export interface ActionOutcome {
  */
 export async function execute(deps: StepDeps, actions: readonly Action[]): Promise<ActionOutcome[]> {
   const outcomes: ActionOutcome[] = [];
-  for (const action of actions) {
-    const { kind, namespace, name } = action.target;
-    const outcome: ActionOutcome = {
-      target: `${kind}/${namespace}/${name}`,
-      op: action.write.op,
-      why: action.why,
-      result: "done",
-    };
-    try {
-      if (action.record) outcome.record = await deps.history.put(action.record);
-      await write(deps, action);
-      if (action.event) {
-        await deps.kube
-          .createEvent(
-            {
-              ...action.event,
-              regarding: {
-                apiVersion: kind === "Pod" ? "v1" : API_VERSION,
-                kind,
-                namespace,
-                name,
-              },
-            },
-            deps.now(),
-            deps.reporter.controller,
-            deps.reporter.instance,
-          )
-          .catch((e: unknown) =>
-            deps.log.warn({ target: outcome.target, err: String(e) }, "event not recorded"),
-          );
-      }
-    } catch (e) {
-      outcome.result = isAlreadyExists(e)
-        ? "exists"
-        : isConflict(e)
-          ? "conflict"
-          : isNotFound(e)
-            ? "gone"
-            : "error";
-      if (outcome.result === "error") outcome.error = String(e);
-    }
-    outcomes.push(outcome);
-  }
+  for (const action of actions) outcomes.push((await executeOne(deps, action)).outcome);
   return outcomes;
 }
 
-async function write(deps: StepDeps, action: Action): Promise<void> {
+/**
+ * executeOne applies one action as execute does, and also hands back the object the apiserver
+ * answered a successful write with (a step that writes again in the same run starts from it).
+ */
+export async function executeOne(
+  deps: StepDeps,
+  action: Action,
+): Promise<{ outcome: ActionOutcome; written?: unknown }> {
+  const { kind, namespace, name } = action.target;
+  const outcome: ActionOutcome = {
+    target: `${kind}/${namespace}/${name}`,
+    op: action.write.op,
+    why: action.why,
+    result: "done",
+  };
+  let written: unknown;
+  try {
+    if (action.record) outcome.record = await deps.history.put(action.record);
+    written = await write(deps, action);
+    if (action.event) {
+      await deps.kube
+        .createEvent(
+          {
+            ...action.event,
+            regarding: {
+              apiVersion: kind === "Pod" ? "v1" : API_VERSION,
+              kind,
+              namespace,
+              name,
+            },
+          },
+          deps.now(),
+          deps.reporter.controller,
+          deps.reporter.instance,
+        )
+        .catch((e: unknown) =>
+          deps.log.warn({ target: outcome.target, err: String(e) }, "event not recorded"),
+        );
+    }
+  } catch (e) {
+    outcome.result = isAlreadyExists(e)
+      ? "exists"
+      : isConflict(e)
+        ? "conflict"
+        : isNotFound(e)
+          ? "gone"
+          : "error";
+    if (outcome.result === "error") outcome.error = String(e);
+  }
+  return outcome.result === "done" && written !== undefined ? { outcome, written } : { outcome };
+}
+
+async function write(deps: StepDeps, action: Action): Promise<unknown> {
   const { namespace, name, kind } = action.target;
   const { kube } = deps;
   const w = action.write;
   switch (w.op) {
     case "create":
-      if (kind === "Pod") await kube.createPod(namespace, w.object as V1Pod);
-      else if (kind === "SandboxPool") await kube.createPool(namespace, w.object as SandboxPool);
-      else await kube.createEnv(namespace, w.object as SandboxEnv);
-      return;
+      if (kind === "Pod") return kube.createPod(namespace, w.object as V1Pod);
+      if (kind === "SandboxPool") return kube.createPool(namespace, w.object as SandboxPool);
+      return kube.createEnv(namespace, w.object as SandboxEnv);
     case "patch":
-      if (kind === "Pod") await kube.patchPod(namespace, name, w.patch);
-      else if (kind === "SandboxPool") await kube.patchPool(namespace, name, w.patch);
-      else throw new Error(`execute: cannot patch a ${kind}'s spec`);
-      return;
+      if (kind === "Pod") return kube.patchPod(namespace, name, w.patch);
+      if (kind === "SandboxPool") return kube.patchPool(namespace, name, w.patch);
+      return kube.patchEnv(namespace, name, w.patch);
     case "status":
-      await kube.patchPoolStatus(namespace, name, w.status);
-      return;
+      return kube.patchPoolStatus(namespace, name, w.status);
     case "patch-status":
-      await kube.patchEnvStatus(namespace, name, w.patch);
-      return;
+      if (kind === "SandboxPool") return kube.patchPoolStatusOps(namespace, name, w.patch);
+      if (kind === "SandboxEnv") return kube.patchEnvStatus(namespace, name, w.patch);
+      throw new Error(`execute: cannot JSON-patch a ${kind}'s status`);
     case "delete": {
       const preconditions = {
         ...(w.uid ? { uid: w.uid } : {}),
@@ -100,7 +108,7 @@ async function write(deps: StepDeps, action: Action): Promise<void> {
       if (kind === "Pod") await kube.deletePod(namespace, name, preconditions);
       else if (kind === "SandboxPool") await kube.deletePool(namespace, name, preconditions);
       else throw new Error(`execute: cannot delete a ${kind}`);
-      return;
+      return undefined;
     }
   }
 }

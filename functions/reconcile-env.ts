@@ -1,4 +1,6 @@
+import { planAutoscale } from "../lib/autoscale/plan-autoscale.ts";
 import { type EnvSnapshot, planEnv } from "../lib/env/plan-env.ts";
+import { autoscaleEnv } from "./autoscale-env.ts";
 import type { StepDeps } from "./deps.ts";
 import { readEnvSnapshot } from "./env-snapshot.ts";
 import { type ActionOutcome, execute } from "./execute.ts";
@@ -21,9 +23,12 @@ export function clusterIdOf(deps: StepDeps): string {
 }
 
 /**
- * reconcileEnv runs the Env step: read the Env fresh (or take the snapshot a tick just read, and
- * read afresh when that plans a pool write), decide with planEnv (members created, drift patched back, removed members deleted, status
- * written when changed) and apply the writes, each under its own precondition.
+ * reconcileEnv runs an Env's two steps on one read: the autoscaler (autoscaleEnv: member replicas
+ * on the Env, bookkeeping on the pools), then materialisation from the Env as the autoscaler left
+ * it (planEnv: members created, drift patched back, so new replicas reach the pools in the same
+ * run; removed members deleted; status written when changed), each write under its own
+ * precondition. A tick's snapshot is taken as read while it plans nothing but the Env status;
+ * anything more is decided on a fresh read.
  */
 export async function reconcileEnv(
   deps: StepDeps,
@@ -33,23 +38,30 @@ export async function reconcileEnv(
 ): Promise<EnvReport> {
   const clusterId = clusterIdOf(deps);
   const report: EnvReport = { env: `${namespace}/${name}`, found: false, outcomes: [] };
-  const read = () => readEnvSnapshot(deps.kube, namespace, name, clusterId);
-  let snap = snapshot ?? (await read());
+  let snap = snapshot ?? (await readEnvSnapshot(deps.kube, namespace, name, clusterId));
+  // A tick's snapshot may be seconds old when its run starts, and a pool write is checked against
+  // the pool only, never against the Env it was decided from: decide those on a fresh read (an
+  // Env at rest plans none, so the tick still reads nothing per Env).
+  if (snap && snapshot && plansMoreThanStatus(snap, clusterId, deps.now()))
+    snap = await readEnvSnapshot(deps.kube, namespace, name, clusterId);
   if (!snap) return report;
-  let actions = planEnv(snap, clusterId, deps.now());
-  // A tick's snapshot may be seconds old when its run starts, and a pool create, patch or delete
-  // is checked against the pool only, never against the Env it was decided from: decide those
-  // on a fresh read (an Env at rest plans none, so the tick still reads nothing per Env).
-  if (snapshot && actions.some((a) => a.target.kind === "SandboxPool")) {
-    snap = await read();
-    if (!snap) return report;
-    actions = planEnv(snap, clusterId, deps.now());
-  }
   report.found = true;
-  report.outcomes = await execute(deps, actions);
+  const scaled = await autoscaleEnv(deps, snap, clusterId);
+  report.outcomes.push(...scaled.outcomes);
+  if (scaled.env) {
+    const actions = planEnv({ ...snap, env: scaled.env }, clusterId, deps.now());
+    report.outcomes.push(...(await execute(deps, actions)));
+  }
   for (const o of report.outcomes) {
     if (o.result === "error") deps.log.warn({ env: report.env, target: o.target, err: o.error }, o.why);
     else if (o.result === "done") deps.log.info({ env: report.env, target: o.target }, o.why);
   }
   return report;
+}
+
+/** plansMoreThanStatus: the autoscaler or the Env step would write something besides the Env status. */
+function plansMoreThanStatus(snap: EnvSnapshot, clusterId: string, now: Date): boolean {
+  const scale = planAutoscale(snap, clusterId, now);
+  if (scale.envWrite || scale.poolWrites.length > 0) return true;
+  return planEnv(snap, clusterId, now).some((a) => a.target.kind === "SandboxPool");
 }

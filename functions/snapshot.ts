@@ -98,7 +98,16 @@ export async function readCluster(
   return {
     pools: snapshots,
     envs: reconcileEnvs
-      ? envSnapshotsFrom({ envs, pools, templates, pullSecrets: new Set(secretNames) }, clusterId)
+      ? envSnapshotsFrom(
+          {
+            envs,
+            pools,
+            templates,
+            pullSecrets: new Set(secretNames),
+            podsByPool: new Map([...snapshots].map(([key, snap]) => [key, snap.pods])),
+          },
+          clusterId,
+        )
       : [],
     allEnvs: envs,
   };

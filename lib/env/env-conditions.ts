@@ -15,7 +15,7 @@ export const ENV_REASON = {
   TEMPLATE_MISMATCH: "TemplateMismatch",
   NO_GROUPS: "NoAutoscalingGroups",
   DISABLED: "AutoscalingDisabled",
-  AUTOSCALER_NOT_RUNNING: "AutoscalerNotRunning",
+  AUTOSCALING: "GroupsAutoscaled",
 } as const;
 
 /** ready: every local member is Active (an Env without local members is not Ready). */
@@ -86,8 +86,8 @@ function templateConsistent(
 }
 
 /**
- * autoscalingActive: whether the autoscaler manages any group. This control plane does not run the
- * autoscaler yet, so enabled groups are reported as not acted on, rather than as active.
+ * autoscalingActive: whether the autoscaler manages any group (it writes those members' replicas;
+ * the others stay where users set them).
  */
 function autoscalingActive(env: SandboxEnv): ConditionCore {
   const type = ENV_CONDITION.AUTOSCALING_ACTIVE;
@@ -109,9 +109,9 @@ function autoscalingActive(env: SandboxEnv): ConditionCore {
     };
   return {
     type,
-    status: "False",
-    reason: ENV_REASON.AUTOSCALER_NOT_RUNNING,
-    message: `group(s) ${enabled.join(", ")} are enabled, but this control plane does not autoscale yet; member replicas stay at spec.replicas (else minReplicas)`,
+    status: "True",
+    reason: ENV_REASON.AUTOSCALING,
+    message: `group(s) ${enabled.join(", ")} are autoscaled: the autoscaler sets their members' spec.replicas`,
   };
 }
 

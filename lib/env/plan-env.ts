@@ -2,6 +2,7 @@
 // patch the ones that drifted, delete the ones no longer listed, and write the status once,
 // only when it changed. Every write carries its precondition (a deterministic name, a
 // resourceVersion test, a uid), so racing runs each make a write at most once.
+import type { V1Pod } from "@kubernetes/client-node";
 import { ADOPTED_POOL_ANNOTATION } from "../api/keys.ts";
 import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
@@ -24,6 +25,8 @@ export interface EnvSnapshot {
   template: SandboxTemplate | null;
   /** pullSecret: the Secret ips-<env> exists in the Env's namespace. */
   pullSecret: boolean;
+  /** pods are the Pods of the members the autoscaler manages ([] when it manages none). */
+  pods: V1Pod[];
 }
 
 /** newMemberPool is the pool object a create sends: the render, owned (controlling) by the Env. */

@@ -46,13 +46,9 @@ export class KubeClient extends CoreApi {
   }
 
   patchPool(namespace: string, name: string, ops: JsonPatchOp[]): Promise<SandboxPool> {
-    return this.call(
-      {
-        method: "PATCH",
-        path: `${POOLS}/namespaces/${enc(namespace)}/sandboxpools/${enc(name)}`,
-        body: ops,
-        contentType: "application/json-patch+json",
-      },
+    return this.jsonPatch(
+      `${POOLS}/namespaces/${enc(namespace)}/sandboxpools/${enc(name)}`,
+      ops,
       `patch pool ${namespace}/${name}`,
     );
   }
@@ -83,6 +79,15 @@ export class KubeClient extends CoreApi {
         contentType: "application/merge-patch+json",
       },
       `annotate pool ${namespace}/${name}`,
+    );
+  }
+
+  /** patchPoolStatusOps JSON-patches a pool's status subresource (callers put their tests first). */
+  patchPoolStatusOps(namespace: string, name: string, ops: JsonPatchOp[]): Promise<SandboxPool> {
+    return this.jsonPatch(
+      `${POOLS}/namespaces/${enc(namespace)}/sandboxpools/${enc(name)}/status`,
+      ops,
+      `patch pool status ${namespace}/${name}`,
     );
   }
 
@@ -137,16 +142,25 @@ export class KubeClient extends CoreApi {
     );
   }
 
+  /** patchEnv JSON-patches an Env (callers test its resourceVersion). */
+  patchEnv(namespace: string, name: string, ops: JsonPatchOp[]): Promise<SandboxEnv> {
+    return this.jsonPatch(
+      `${POOLS}/namespaces/${enc(namespace)}/sandboxenvs/${enc(name)}`,
+      ops,
+      `patch env ${namespace}/${name}`,
+    );
+  }
+
   /** patchEnvStatus JSON-patches an Env's status subresource (callers test its resourceVersion). */
   patchEnvStatus(namespace: string, name: string, ops: JsonPatchOp[]): Promise<SandboxEnv> {
-    return this.call(
-      {
-        method: "PATCH",
-        path: `${POOLS}/namespaces/${enc(namespace)}/sandboxenvs/${enc(name)}/status`,
-        body: ops,
-        contentType: "application/json-patch+json",
-      },
+    return this.jsonPatch(
+      `${POOLS}/namespaces/${enc(namespace)}/sandboxenvs/${enc(name)}/status`,
+      ops,
       `patch env status ${namespace}/${name}`,
     );
+  }
+
+  private jsonPatch<T>(path: string, ops: JsonPatchOp[], what: string): Promise<T> {
+    return this.call({ method: "PATCH", path, body: ops, contentType: "application/json-patch+json" }, what);
   }
 }

@@ -8,7 +8,6 @@ import { ENV_LABEL, SANDBOX_PHASE, SCALING_GROUP_LABEL } from "../api/keys.ts";
 import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { podPhaseSince } from "../sandbox/phase-since.ts";
-import { parseTime } from "../util/time.ts";
 import { podFacts } from "./pod-facts.ts";
 import { podName } from "./pod-name.ts";
 
@@ -30,11 +29,6 @@ export type IdleSince = (pod: V1Pod) => Date | undefined;
 /** idleSinceOf is when a Pod last became idle, as the sandbox lifecycle records it. */
 export const idleSinceOf: IdleSince = (pod) => podPhaseSince(pod, SANDBOX_PHASE.IDLE);
 
-/** lastScaleDownOf is when the pool last scaled down (what stabilizationSeconds counts from). */
-export function lastScaleDownOf(pool: SandboxPool): Date | undefined {
-  return parseTime(pool.status?.autoscaling?.lastScaleDownTime);
-}
-
 /** podSets sorts a pool's Pods once: all of them, those not terminating, and the idle ones among those. */
 function podSets(pods: readonly V1Pod[]) {
   const all = pods.map((pod) => ({ pod, facts: podFacts(pod) }));
@@ -48,7 +42,7 @@ const CRD_DEFAULT_SCALE_DOWN_POLICY: PoolScaleDownPolicy = v.parse(PoolScaleDown
 /**
  * MANUAL_SCALE_DOWN_POLICY governs pools no autoscaling group covers: replicas were lowered by
  * hand, so the surplus idle Pods go as soon as the protection window (a claim in it still wins)
- * is over; the idle-time and stabilization gates exist to damp an autoscaler, not an operator.
+ * is over; the idle-time gate exists to damp an autoscaler, not an operator.
  */
 export const MANUAL_SCALE_DOWN_POLICY: PoolScaleDownPolicy = {
   idleTimeoutSeconds: 0,
@@ -99,24 +93,22 @@ function byTimeThenName(a: { at: Date; name: string }, b: { at: Date; name: stri
  *   starting, running, stopping and failed Pods are never deleted to shrink (the pool stays
  *   above replicas until sandboxes are released). Removal is two-phase so a claim can still win:
  *   the plan marks (protect) as many idle Pods as the excess not yet covered by marks, choosing
- *   Pods idle for at least policy.idleTimeoutSeconds, longest idle first, and only once
- *   policy.stabilizationSeconds have passed since lastScaleDownTime; a mark older than
+ *   Pods idle for at least policy.idleTimeoutSeconds, longest idle first; a mark older than
  *   policy.protectionWindowSeconds turns into a delete. Marks beyond the excess (newest first)
- *   are removed.
+ *   are removed. stabilizationSeconds is not applied here: it spaces the autoscaler's decisions
+ *   to lower replicas (lib/autoscale/decide.ts), not the removal of Pods already decided on.
  * - count ≤ replicas: every mark on an idle Pod is removed (replicas went back up).
  *
  * A marked Pod that got claimed is not idle any more, so it is simply not considered (the claim
  * clears the mark); a delete must still carry preconditions, as the Pod may be claimed between
  * this read and the delete. idleSince comes from the caller (the sandbox lifecycle code knows
  * when a Pod last became idle); a Pod whose idle time is unknown is never marked.
- * lastScaleDownTime is the last time this pool scaled down, when known.
  */
 export function planScale(
   pool: SandboxPool,
   pods: readonly V1Pod[],
   now: Date,
   policy: PoolScaleDownPolicy,
-  lastScaleDownTime: Date | undefined,
   idleSince: IdleSince,
 ): ScalePlan {
   const plan: ScalePlan = { create: [], protect: [], unprotect: [], delete: [] };
@@ -149,9 +141,7 @@ export function planScale(
     .map((m) => m.name);
 
   const wanted = excess - kept.length;
-  const stable =
-    lastScaleDownTime === undefined || secondsBetween(lastScaleDownTime, now) >= policy.stabilizationSeconds;
-  if (wanted > 0 && stable) {
+  if (wanted > 0) {
     const candidates: { at: Date; name: string }[] = [];
     for (const p of idle) {
       if (p.facts.scaleDownMarkedAt !== undefined) continue;
@@ -176,7 +166,7 @@ export function planScale(
 /**
  * scaleDownWait says what a scale-down is waiting for, from the same inputs as planScale, in
  * words an operator can act on: marked Pods and when their protection window ends, the next
- * allowed scale-down (stabilization), idle Pods not idle long enough, sandboxes that must be
+ * idle Pods not idle long enough, sandboxes that must be
  * released first. Times are absolute, so the text only changes when the situation does.
  * Undefined when the pool is not above its replicas.
  */
@@ -185,7 +175,6 @@ export function scaleDownWait(
   pods: readonly V1Pod[],
   now: Date,
   policy: PoolScaleDownPolicy,
-  lastScaleDownTime: Date | undefined,
   idleSince: IdleSince,
 ): string | undefined {
   const { live, idle } = podSets(pods);
@@ -202,10 +191,6 @@ export function scaleDownWait(
     );
   }
   const unmarked = idle.filter((p) => !p.facts.scaleDownMarkedAt);
-  const nextAllowed =
-    lastScaleDownTime && new Date(lastScaleDownTime.getTime() + policy.stabilizationSeconds * 1000);
-  if (unmarked.length > 0 && marked.length < excess && nextAllowed && nextAllowed > now)
-    parts.push(`next scale-down at ${nextAllowed.toISOString()} (scaleDownPolicy.stabilizationSeconds)`);
   const young = unmarked.filter((p) => {
     const since = idleSince(p.pod);
     return !since || secondsBetween(since, now) < policy.idleTimeoutSeconds;

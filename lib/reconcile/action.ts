@@ -28,7 +28,7 @@ export interface Action {
     | { op: "patch"; patch: JsonPatchOp[] }
     /** status merge-patches a pool's status: only the fields given change. */
     | { op: "status"; status: SandboxPoolStatus }
-    /** patch-status JSON-patches the status subresource (an Env's, under a resourceVersion test). */
+    /** patch-status JSON-patches the status subresource (an Env's or a pool's, its tests first). */
     | { op: "patch-status"; patch: JsonPatchOp[] }
     | { op: "delete"; uid?: string; resourceVersion?: string };
   event?: ActionEvent;

@@ -11,7 +11,7 @@ import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { escapePointer, type JsonPatchOp } from "../kube/json-patch.ts";
 import type { CreationBlock } from "../pool/creation-block.ts";
 import { renderPod } from "../pool/render-pod.ts";
-import { idleSinceOf, lastScaleDownOf, planScale } from "../pool/scale-plan.ts";
+import { idleSinceOf, planScale } from "../pool/scale-plan.ts";
 import { rfc3339 } from "../util/time.ts";
 import { type Action, guardedDelete, isTerminating, podTarget, poolTarget, testVersion } from "./action.ts";
 
@@ -77,7 +77,7 @@ export function planMaterialise(
       },
     });
   }
-  const plan = planScale(pool, pods, now, policy, lastScaleDownOf(pool), idleSinceOf);
+  const plan = planScale(pool, pods, now, policy, idleSinceOf);
   const byName = new Map(pods.map((p) => [p.metadata?.name ?? "", p]));
   const idleTest = { op: "test" as const, path: PHASE_LABEL, value: SANDBOX_PHASE.IDLE };
   for (const slot of block ? [] : plan.create) {
@@ -124,18 +124,6 @@ export function planMaterialise(
         why: "scale down: delete marked idle pod",
         write: guardedDelete(pod),
       });
-  }
-  if (plan.delete.length > 0) {
-    // status.autoscaling.lastScaleDownTime is what scaleDownPolicy.stabilizationSeconds counts
-    // from; the merge patch touches only that field, so the status step's fields stay as they are.
-    actions.push({
-      target: poolTarget(pool),
-      why: "record the scale-down time",
-      write: {
-        op: "status",
-        status: { autoscaling: { ...pool.status?.autoscaling, lastScaleDownTime: rfc3339(now) } },
-      },
-    });
   }
   return actions;
 }

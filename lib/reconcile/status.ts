@@ -13,7 +13,7 @@ import {
   REPLICA_FAILURE,
   statusChanged,
 } from "../pool/pool-status.ts";
-import { idleSinceOf, lastScaleDownOf, scaleDownPolicyFor, scaleDownWait } from "../pool/scale-plan.ts";
+import { idleSinceOf, scaleDownPolicyFor, scaleDownWait } from "../pool/scale-plan.ts";
 import { type Action, poolTarget } from "./action.ts";
 
 /** StatusInputs are what a run knows besides the pool and its pods. */
@@ -46,14 +46,7 @@ export function statusContext(
     inputs.creates ?? { created: 0 },
     pool.spec.replicas - live,
   );
-  const wait = scaleDownWait(
-    pool,
-    pods,
-    now,
-    scaleDownPolicyFor(pool, inputs.env),
-    lastScaleDownOf(pool),
-    idleSinceOf,
-  );
+  const wait = scaleDownWait(pool, pods, now, scaleDownPolicyFor(pool, inputs.env), idleSinceOf);
   return {
     ...(failure !== undefined ? { replicaFailure: failure } : {}),
     ...(wait ? { scaleDownWait: wait } : {}),

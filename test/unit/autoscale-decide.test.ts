@@ -24,7 +24,7 @@ function member(
     stopping?: number;
     pending?: number;
     lastCreateAgo?: number;
-    config?: EnvClusterMemberConfig;
+    config?: Partial<EnvClusterMemberConfig>;
     autoscaling?: PoolAutoScalingStatus;
     probe?: ProbeResult;
     missing?: boolean;
@@ -35,7 +35,7 @@ function member(
   return {
     name,
     clusterId: "local",
-    config: o.config,
+    config: o.config && { scalingGroup: "default", ...o.config },
     desired,
     pool: o.missing ? undefined : { metadata: { name, generation: 7 }, spec: { replicas: desired } as never },
     existing: o.existing ?? desired,

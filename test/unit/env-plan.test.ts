@@ -71,6 +71,7 @@ const snap = (
   pools,
   template,
   pullSecret: false,
+  pods: [],
 });
 
 const ops = (actions: Action[]) => actions.map((a) => `${a.write.op} ${a.target.kind}/${a.target.name}`);
@@ -227,9 +228,10 @@ describe("planEnv", () => {
       state: "Saturated",
       saturatedUntil: "2026-11-23T12:01:00Z",
     });
-    expect(status?.conditions?.find((c) => c.type === "AutoscalingActive")?.reason).toBe(
-      "AutoscalerNotRunning",
-    );
+    expect(status?.conditions?.find((c) => c.type === "AutoscalingActive")).toMatchObject({
+      status: "True",
+      reason: "GroupsAutoscaled",
+    });
     const after = settle(e, planEnv(snap(e, [pool]), "local", LATER)).status;
     expect(after?.clusters?.[0]?.observedMembers?.[0]?.state).toBe("Active");
   });

@@ -55,8 +55,8 @@ function pool(replicas: number, labels: Record<string, string> = {}): SandboxPoo
   };
 }
 
-const plan = (replicas: number, pods: V1Pod[], last?: Date, policy = POLICY) =>
-  planScale(pool(replicas), pods, NOW, policy, last, idleSince);
+const plan = (replicas: number, pods: V1Pod[], policy = POLICY) =>
+  planScale(pool(replicas), pods, NOW, policy, idleSince);
 
 describe("planScale: scale up", () => {
   it.each([
@@ -149,17 +149,10 @@ describe("planScale: scale down", () => {
     expect(plan(2, pods)).toEqual({ create: [], protect: [], unprotect: ["web-1"], delete: ["web-0"] });
   });
 
-  it("waits stabilizationSeconds after the last scale-down before new marks, not before deletes", () => {
-    const pods = [
-      pod("web-0", { idleFor: 900, markedFor: 20 }),
-      pod("web-1", { idleFor: 900 }),
-      pod("web-2"),
-    ];
-    const recent = new Date(NOW.getTime() - 59_000);
-    expect(plan(1, pods, recent)).toEqual({ create: [], protect: [], unprotect: [], delete: ["web-0"] });
-    const settled = new Date(NOW.getTime() - 60_000);
-    expect(plan(1, pods, settled).protect).toEqual(["web-1"]);
-    expect(plan(1, pods, undefined).protect).toEqual(["web-1"]);
+  it("leaves stabilizationSeconds to the autoscaler: marks right after a recent scale-down", () => {
+    const pods = [pod("web-0", { idleFor: 900 }), pod("web-1"), pod("web-2")];
+    const withRecentScaleDown = { ...POLICY, stabilizationSeconds: 3600 };
+    expect(plan(2, pods, withRecentScaleDown).protect).toEqual(["web-0"]);
   });
 
   it("ignores a marked Pod that was claimed: it is not idle, so neither kept nor deleted", () => {
@@ -191,7 +184,7 @@ describe("planScale: scale down", () => {
   it("respects idleTimeoutSeconds and protectionWindowSeconds from the policy", () => {
     const pods = [pod("web-0", { idleFor: 20 }), pod("web-1", { idleFor: 40, markedFor: 1 })];
     const quick = { idleTimeoutSeconds: 10, stabilizationSeconds: 0, protectionWindowSeconds: 0 };
-    expect(plan(0, pods, NOW, quick)).toEqual({
+    expect(plan(0, pods, quick)).toEqual({
       create: [],
       protect: ["web-0"],
       unprotect: [],

@@ -326,19 +326,12 @@ describe("planMaterialise", () => {
     });
   });
 
-  it("deletes marked idle pods after the window and records the scale-down time", () => {
+  it("deletes marked idle pods after the window, and leaves status.autoscaling to the autoscaler", () => {
     const marked = pod("p-1", "idle", {
       annotations: { "agentbox.navix.sh/scale-down-protected": "2026-11-21T11:00:00Z" },
     });
     const actions = planMaterialise(pool({}, { replicas: 1 }), [pod("p-0", "idle"), marked], policy, NOW);
-    expect(actions.map((a) => a.why)).toEqual([
-      "scale down: delete marked idle pod",
-      "record the scale-down time",
-    ]);
-    expect(actions[1]!.write).toEqual({
-      op: "status",
-      status: { autoscaling: { lastScaleDownTime: "2026-11-21T12:00:00Z" } },
-    });
+    expect(actions.map((a) => a.why)).toEqual(["scale down: delete marked idle pod"]);
   });
 });
 

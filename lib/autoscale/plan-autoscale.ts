@@ -1,0 +1,160 @@
+// One Env run's autoscaler writes: the decision of every enabled group in the local segment turned
+// into one replicas patch on the Env (under its resourceVersion) and one status.autoscaling patch
+// per pool that changed (under the block as read). The Env patch goes first and the pool patches
+// only after it landed (see ADR 0017), so two racing runs never both scale.
+import type { V1Pod } from "@kubernetes/client-node";
+import type { PoolAutoScalingStatus } from "../api/autoscaling.ts";
+import { SANDBOX_POOL_LABEL } from "../api/keys.ts";
+import type { SandboxEnv } from "../api/sandbox-env.ts";
+import type { SandboxPool } from "../api/sandbox-pool.ts";
+import { localMembers, scalingGroupOf } from "../env/members.ts";
+import type { JsonPatchOp } from "../kube/json-patch.ts";
+import { type Action, envTarget, isTerminating, poolTarget, testVersion } from "../reconcile/action.ts";
+import { decide, type ScaleChange } from "./decide.ts";
+import { loadMember } from "./member-load.ts";
+
+/** AutoscaleInput is what the autoscaler reads: the Env, its pools and their Pods. */
+export interface AutoscaleInput {
+  env: SandboxEnv;
+  pools: readonly SandboxPool[];
+  pods: readonly V1Pod[];
+}
+
+/** GroupChange is one member's replicas move, with its group. */
+export type GroupChange = ScaleChange & { group: string };
+
+/** AutoscalePlan is the Env write first, then the pool writes, and what moved. */
+export interface AutoscalePlan {
+  /** envWrite patches the members' replicas; undefined when none changes. */
+  envWrite?: Action;
+  /** poolWrites patch status.autoscaling; applied only when envWrite (if any) landed. */
+  poolWrites: Action[];
+  changes: GroupChange[];
+}
+
+/** enabledGroups: the names of the Env's enabled autoscaling groups. */
+export function enabledGroups(env: SandboxEnv): Set<string> {
+  return new Set((env.spec.autoscaling?.groups ?? []).filter((g) => g.enabled).map((g) => g.name));
+}
+
+/** autoscaledMembers: the names of the local members in an enabled group (whose Pods the autoscaler reads). */
+export function autoscaledMembers(env: SandboxEnv, clusterId: string): string[] {
+  const enabled = enabledGroups(env);
+  return localMembers(env, clusterId)
+    .filter((m) => enabled.has(scalingGroupOf(m)))
+    .map((m) => m.name);
+}
+
+function replicasOps(
+  env: SandboxEnv,
+  clusterId: string,
+  replicas: ReadonlyMap<string, number>,
+): JsonPatchOp[] {
+  const c = env.spec.clusters?.findIndex((s) => s.clusterID === clusterId) ?? -1;
+  const members = localMembers(env, clusterId);
+  return members.flatMap((m, j): JsonPatchOp[] => {
+    const value = replicas.get(m.name);
+    if (value === undefined || c < 0) return [];
+    const base = `/spec/clusters/${c}/members/${j}`;
+    return m.spec
+      ? [{ op: "add", path: `${base}/spec/replicas`, value }]
+      : [{ op: "add", path: `${base}/spec`, value: { replicas: value } }];
+  });
+}
+
+function envAction(env: SandboxEnv, ops: JsonPatchOp[], changes: readonly GroupChange[]): Action {
+  const text = changes.map((c) => `${c.member} ${c.from}→${c.to} (${c.group}: ${c.reason})`).join(", ");
+  const up = changes.some((c) => c.direction === "up");
+  const down = changes.some((c) => c.direction === "down");
+  return {
+    target: envTarget(env),
+    why: `autoscale: ${text}`,
+    write: { op: "patch", patch: [testVersion(env), ...ops] },
+    event: {
+      type: "Normal",
+      reason: up && down ? "Rescaled" : up ? "ScaledUp" : "ScaledDown",
+      action: "Scale",
+      note: `autoscaler: ${text}`,
+    },
+  };
+}
+
+/**
+ * bookAction writes a pool's status.autoscaling (null removes it). Its precondition is the block
+ * as read (and the pool's uid), not the pool's resourceVersion: the pool step rewrites the rest of
+ * the status on every Pod transition, and that must not make the autoscaler's bookkeeping lose.
+ */
+function bookAction(pool: SandboxPool, next: PoolAutoScalingStatus | null): Action {
+  const before = pool.status?.autoscaling;
+  const saturatedNow =
+    next?.lastScaleUpAttemptResult !== undefined &&
+    next.lastScaleUpAttemptResult !== "Enough" &&
+    next.lastScaleUpAttemptTime !== before?.lastScaleUpAttemptTime;
+  const path = "/status/autoscaling";
+  const guard: JsonPatchOp[] = [
+    { op: "test", path: "/metadata/uid", value: pool.metadata?.uid ?? "" },
+    ...(before !== undefined ? [{ op: "test" as const, path, value: before }] : []),
+  ];
+  const ops: JsonPatchOp[] =
+    next === null
+      ? [{ op: "remove", path }]
+      : pool.status
+        ? [{ op: "add", path, value: next }]
+        : [{ op: "add", path: "/status", value: { autoscaling: next } }];
+  return {
+    target: poolTarget(pool),
+    why: next === null ? "not autoscaled: remove status.autoscaling" : "autoscaler bookkeeping",
+    write: { op: "patch-status", patch: [...guard, ...ops] },
+    ...(saturatedNow
+      ? {
+          event: {
+            type: "Warning" as const,
+            reason: `ScaleUp${next?.lastScaleUpAttemptResult}`,
+            action: "Scale",
+            note: `scale-up held back for saturationCooldownSeconds: ${next?.scaleUpErrorMessage ?? ""}`,
+          },
+        }
+      : {}),
+  };
+}
+
+/**
+ * planAutoscale decides every enabled group of the Env's local segment (decide) and plans the
+ * writes. Pools of local members outside an enabled group lose a stale status.autoscaling (the
+ * block is the autoscaler's and says nothing when it does not run). An Env being deleted gets none.
+ */
+export function planAutoscale(input: AutoscaleInput, clusterId: string, now: Date): AutoscalePlan {
+  const { env, pools, pods } = input;
+  const plan: AutoscalePlan = { poolWrites: [], changes: [] };
+  if (isTerminating(env)) return plan;
+  const poolByName = new Map(pools.map((p) => [p.metadata?.name ?? "", p]));
+  const podsByPool = new Map<string, V1Pod[]>();
+  for (const pod of pods) {
+    const name = pod.metadata?.labels?.[SANDBOX_POOL_LABEL] ?? "";
+    podsByPool.set(name, [...(podsByPool.get(name) ?? []), pod]);
+  }
+  const members = localMembers(env, clusterId);
+  const enabled = enabledGroups(env);
+  const replicas = new Map<string, number>();
+  for (const group of env.spec.autoscaling?.groups ?? []) {
+    if (!enabled.has(group.name)) continue;
+    const loads = members
+      .filter((m) => scalingGroupOf(m) === group.name)
+      .map((m) => loadMember(m, clusterId, poolByName.get(m.name), podsByPool.get(m.name) ?? [], now));
+    const decision = decide({ group, members: loads }, now);
+    for (const [name, value] of decision.replicas) replicas.set(name, value);
+    plan.changes.push(...decision.changes.map((c) => ({ ...c, group: group.name })));
+    for (const [name, next] of decision.autoscaling) {
+      const pool = poolByName.get(name);
+      if (pool) plan.poolWrites.push(bookAction(pool, next));
+    }
+  }
+  for (const m of members) {
+    const pool = poolByName.get(m.name);
+    if (pool && !isTerminating(pool) && !enabled.has(scalingGroupOf(m)) && pool.status?.autoscaling)
+      plan.poolWrites.push(bookAction(pool, null));
+  }
+  const ops = replicasOps(env, clusterId, replicas);
+  if (ops.length > 0) plan.envWrite = envAction(env, ops, plan.changes);
+  return plan;
+}
