@@ -1,8 +1,9 @@
 import type { SandboxEnv } from "../lib/api/sandbox-env.ts";
+import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
 import { type GroupChange, planAutoscale } from "../lib/autoscale/plan-autoscale.ts";
 import type { EnvSnapshot } from "../lib/env/plan-env.ts";
 import type { StepDeps } from "./deps.ts";
-import { type ActionOutcome, execute, executeOne } from "./execute.ts";
+import { type ActionOutcome, executeOne } from "./execute.ts";
 
 /** AutoscaleReport says what one autoscaler run did, and the Env to go on from. */
 export interface AutoscaleReport {
@@ -10,6 +11,8 @@ export interface AutoscaleReport {
   changes: GroupChange[];
   /** env is the Env after the run's replicas patch; undefined when that patch lost a race. */
   env: SandboxEnv | undefined;
+  /** pools are the snapshot's pools, each as its bookkeeping write left it. */
+  pools: SandboxPool[];
 }
 
 /**
@@ -24,13 +27,21 @@ export async function autoscaleEnv(
   clusterId: string,
 ): Promise<AutoscaleReport> {
   const plan = planAutoscale(snap, clusterId, deps.now());
-  const report: AutoscaleReport = { outcomes: [], changes: plan.changes, env: snap.env };
+  const report: AutoscaleReport = { outcomes: [], changes: plan.changes, env: snap.env, pools: snap.pools };
   if (plan.envWrite) {
     const { outcome, written } = await executeOne(deps, plan.envWrite);
     report.outcomes.push(outcome);
     if (outcome.result !== "done") return { ...report, env: undefined };
     report.env = (written as SandboxEnv | undefined) ?? snap.env;
   }
-  report.outcomes.push(...(await execute(deps, plan.poolWrites)));
+  // Each bookkeeping write moves its pool's resourceVersion: the Env step's patches in the same
+  // run must be tested against the pool as written, not as read.
+  const written = new Map<string, SandboxPool>();
+  for (const action of plan.poolWrites) {
+    const result = await executeOne(deps, action);
+    report.outcomes.push(result.outcome);
+    if (result.written) written.set(action.target.name, result.written as SandboxPool);
+  }
+  report.pools = snap.pools.map((p) => written.get(p.metadata?.name ?? "") ?? p);
   return report;
 }

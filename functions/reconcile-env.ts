@@ -49,7 +49,7 @@ export async function reconcileEnv(
   const scaled = await autoscaleEnv(deps, snap, clusterId);
   report.outcomes.push(...scaled.outcomes);
   if (scaled.env) {
-    const actions = planEnv({ ...snap, env: scaled.env }, clusterId, deps.now());
+    const actions = planEnv({ ...snap, env: scaled.env, pools: scaled.pools }, clusterId, deps.now());
     report.outcomes.push(...(await execute(deps, actions)));
   }
   for (const o of report.outcomes) {

@@ -119,6 +119,20 @@ class Run {
   }
 
   /**
+   * demand is the group's waiting creates that nothing there or ordered will serve, counted over
+   * the whole group: a waiting create watches every member's Pods (functions/api/wait-for-idle.ts),
+   * so a Pod on its way in any member serves it, and growth sent to another member than the one
+   * a create registered on (that one saturated) is not asked for again.
+   */
+  demand(): number {
+    const supply = this.live.reduce(
+      (sum, m) => sum + m.idle.length + m.stopping + Math.max(0, this.of(m) - m.existing),
+      0,
+    );
+    return Math.max(0, this.live.reduce((sum, m) => sum + m.pending, 0) - supply);
+  }
+
+  /**
    * grow adds up to `amount` replicas: first to the members whose creates wait (up to their
    * unmet demand), then by scale-up order, each member filled to its maxReplicas before the next.
    * A member is probed once before it grows; a saturated one is neither probed nor grown.
@@ -249,7 +263,7 @@ export function decide(snapshot: GroupSnapshot, now: Date): GroupDecision {
     if (maxReplicas !== undefined && run.of(m) > maxReplicas)
       run.move(m, maxReplicas, SCALE_REASON.ABOVE_MAX);
   }
-  const demand = run.live.reduce((sum, m) => sum + run.unmet(m), 0);
+  const demand = run.demand();
   if (run.total < p.minReplicas) run.grow(p.minReplicas - run.total, SCALE_REASON.BELOW_MIN);
   else if (p.maxReplicas !== undefined && run.total > p.maxReplicas)
     run.shrink(run.total - p.maxReplicas, SCALE_REASON.ABOVE_MAX);

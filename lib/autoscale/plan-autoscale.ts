@@ -89,7 +89,8 @@ function bookAction(pool: SandboxPool, next: PoolAutoScalingStatus | null): Acti
   const saturatedNow =
     next?.lastScaleUpAttemptResult !== undefined &&
     next.lastScaleUpAttemptResult !== "Enough" &&
-    next.lastScaleUpAttemptTime !== before?.lastScaleUpAttemptTime;
+    (next.lastScaleUpAttemptTime !== before?.lastScaleUpAttemptTime ||
+      next.lastScaleUpAttemptResult !== before?.lastScaleUpAttemptResult);
   const path = "/status/autoscaling";
   const guard: JsonPatchOp[] = [
     { op: "test", path: "/metadata/uid", value: pool.metadata?.uid ?? "" },

@@ -226,6 +226,21 @@ describe("decide: saturation", () => {
     expect(retried.autoscaling.get("a")).toMatchObject({ lastScaleUpAttemptResult: "Enough" });
     expect(retried.autoscaling.get("a")).not.toHaveProperty("scaleUpErrorMessage");
   });
+  it("counts pods ordered in any member, so growth sent past a saturated member is not asked for again", () => {
+    const a = member("a", {
+      pending: 3,
+      config: { priority: 0 },
+      autoscaling: {
+        lastScaleUpAttemptTime: agoText(5),
+        lastScaleUpAttemptResult: "Insufficient",
+        scaleUpErrorMessage: "quota",
+      },
+    });
+    const b = member("b", { desired: 3, existing: 0, config: { priority: 1 } });
+    expect(decide({ group: group(), members: [a, b] }, NOW).replicas.size).toBe(0);
+    const c = member("c", { desired: 2, existing: 0, config: { priority: 1 } });
+    expect(replicas(decide({ group: group(), members: [a, c] }, NOW))).toEqual({ c: 3 });
+  });
 });
 
 describe("decide: scale-down", () => {
