@@ -144,7 +144,7 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
       return send(c, notFound(`no ${outcome.what} "${outcome.name}" for you`, outcome.choices));
     if (outcome.reason === "invalid") return send(c, badRequest(outcome.message));
     c.header("Retry-After", "1");
-    return send(c, unavailable(`no idle sandbox in ${outcome.pool} right now (tried ${outcome.tried})`));
+    return send(c, unavailable(`no idle sandbox in ${outcome.where} right now (tried ${outcome.tried})`));
   });
 
   app.get("/sandboxes", async (c) => {

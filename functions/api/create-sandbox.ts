@@ -6,6 +6,7 @@ import { ENVD_PORT, type PostStartHookAction } from "../../lib/sandbox/post-star
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
 import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
 import { claimTimeouts } from "../../lib/sandboxes/claim-timeouts.ts";
+import { routeEnv } from "../../lib/sandboxes/env-route.ts";
 import { newSandboxId } from "../../lib/sandboxes/ids.ts";
 import { requestedImages } from "../../lib/sandboxes/requested-images.ts";
 import type { CreateSandboxRequest } from "../../lib/sandboxes/schemas.ts";
@@ -13,7 +14,13 @@ import { seal } from "../../lib/sandboxes/sealing.ts";
 import { type SandboxView, sandboxView } from "../../lib/sandboxes/view.ts";
 import { claimSandbox } from "../claim-sandbox.ts";
 import type { ApiDeps } from "./deps.ts";
-import { listCandidates, readTarget, resolvePool, type TargetReads } from "./resolve-pool.ts";
+import {
+  listCandidates,
+  type PoolResolution,
+  readTarget,
+  resolvePool,
+  type TargetReads,
+} from "./resolve-pool.ts";
 import { recordDemand, waitForIdle } from "./wait-for-idle.ts";
 
 /** MAX_ATTEMPTS bounds the claim patches one create tries before answering 503. */
@@ -21,9 +28,9 @@ const MAX_ATTEMPTS = 48;
 
 export type CreateOutcome =
   | { ok: true; sandbox: SandboxView; pod: V1Pod; pool: SandboxPool }
-  | { ok: false; reason: "unknown"; what: "pool" | "template"; name: string; choices: string[] }
+  | { ok: false; reason: "unknown"; what: "pool" | "env" | "template"; name: string; choices: string[] }
   | { ok: false; reason: "invalid"; message: string }
-  | { ok: false; reason: "exhausted"; pool: string; tried: number };
+  | { ok: false; reason: "exhausted"; where: string; tried: number };
 
 /** ClaimExtras are what the E2B API adds to a create: envd's /init even without env vars, and annotations. */
 export interface ClaimExtras {
@@ -53,12 +60,86 @@ async function postStartHooks(
   ];
 }
 
+/** Claim tries one pod of a pool for this create; undefined: lost the race (try another). */
+type Claim = (pod: V1Pod) => Promise<V1Pod | undefined>;
+
+/** Plan is where a create looks for an idle pod, and where it waits when there is none. */
+interface Plan {
+  /** where names the target in errors ("namespace/pool", or "env namespace/name"). */
+  where: string;
+  /** tryNow are the pools to claim from at once, in order. */
+  tryNow: SandboxPool[];
+  /** watch are the pools a waiting create watches; grow is where it registers its demand. */
+  watch: SandboxPool[];
+  grow: SandboxPool | undefined;
+}
+
 /**
- * createSandbox claims one idle pod of the target pool for the tenant: it lists the idle pods of a
- * random group of claim shards, orders the claimable ones (shuffled, so concurrent creates pick
- * different pods) and tries them one by one with the preconditioned claim patch; a lost race moves
- * on to the next candidate, an exhausted group to the next, larger one. Nothing is written unless
- * a claim succeeds, so a failed create leaves every pod idle.
+ * planClaims turns a resolved target into a Plan: a pool is tried and watched alone; an Env's
+ * members are ordered by routeEnv, those with idle pods tried (or, when the counts say none has
+ * any, the one a wait would grow, once), and every member watched.
+ */
+function planClaims(deps: ApiDeps, target: Extract<PoolResolution, { ok: true }>): Plan {
+  if ("pool" in target) {
+    const { namespace, name } = target.pool.metadata ?? {};
+    return { where: `${namespace}/${name}`, tryNow: [target.pool], watch: [target.pool], grow: target.pool };
+  }
+  const route = routeEnv(target.env, target.pools, deps.clusterId ?? "", deps.now());
+  const members = route.members.map((m) => m.pool);
+  const withIdle = route.members.filter((m) => m.idle > 0).map((m) => m.pool);
+  const fallback = route.grow?.pool ?? members[0];
+  return {
+    where: `env ${target.env.metadata?.namespace}/${target.env.metadata?.name}`,
+    tryNow: withIdle.length > 0 ? withIdle : fallback ? [fallback] : [],
+    watch: members,
+    grow: route.grow?.pool,
+  };
+}
+
+/**
+ * claimFrom lists the idle pods of a random group of the pool's claim shards, orders the
+ * claimable ones (shuffled, so concurrent creates pick different pods) and tries them one by one
+ * with the preconditioned claim patch; a lost race moves on to the next candidate, an exhausted
+ * group to the next, larger one, until `budget` attempts are spent. `first` is a pool target's
+ * first shard, listed alongside the pool read (see readTarget).
+ */
+async function claimFrom(
+  deps: ApiDeps,
+  pool: SandboxPool,
+  claim: Claim,
+  budget: number,
+  first?: TargetReads,
+): Promise<{ pod?: V1Pod; tried: number }> {
+  const namespace = pool.metadata?.namespace ?? "";
+  const name = pool.metadata?.name ?? "";
+  const now = deps.now();
+  const window = scaleDownPolicyFor(pool).protectionWindowSeconds;
+  const { shards = shardOrder(deps.random), firstPage } = first ?? {};
+  const selectors = selectorsAfterFirst(name, shards, firstPage !== undefined, pool.status?.idleReplicas);
+  const pages: (() => Promise<V1Pod[]>)[] = [
+    ...(firstPage ? [async () => firstPage] : []),
+    ...selectors.map((selector) => () => listCandidates(deps, namespace, selector)),
+  ];
+  let tried = 0;
+  for (const list of pages) {
+    const page = await list();
+    for (const pod of orderCandidates(page, now, window, deps.random)) {
+      if (tried >= budget) return { tried };
+      tried++;
+      const won = await claim(pod);
+      if (won) return { pod: won, tried };
+    }
+  }
+  return { tried };
+}
+
+/**
+ * createSandbox claims one idle pod of the target (a pool, or a member of an Env) for the tenant
+ * (claimFrom, over the plan's pools). Nothing is written unless a claim succeeds, so a failed
+ * create leaves every pod idle. Every create stamps its pool's last-sandbox-create-time (the
+ * autoscaler's demand signal, throttled); one that found no idle pod and may wait registers as
+ * pending on the member that would grow, and watches every pool of its target for a pod that
+ * becomes idle (a release, a new pod).
  */
 export async function createSandbox(
   deps: ApiDeps,
@@ -77,60 +158,58 @@ export async function createSandbox(
       name: resolved.name,
       choices: resolved.choices,
     };
-  const { pool } = resolved;
-  const images = requestedImages(pool, req);
-  if (typeof images === "string") return { ok: false, reason: "invalid", message: images };
-  const namespace = pool.metadata?.namespace ?? "";
-  const name = pool.metadata?.name ?? "";
-  const now = deps.now();
-  const window = scaleDownPolicyFor(pool).protectionWindowSeconds;
+  const plan = planClaims(deps, resolved);
+  const sample = plan.watch[0];
+  if (!sample) return { ok: false, reason: "exhausted", where: plan.where, tried: 0 };
+  const sampleImages = requestedImages(sample, req);
+  if (typeof sampleImages === "string") return { ok: false, reason: "invalid", message: sampleImages };
   const sandboxId = newSandboxId();
   const hooks = await postStartHooks(deps, sandboxId, req, extras);
   if (typeof hooks === "string") return { ok: false, reason: "invalid", message: hooks };
-  const timeouts = claimTimeouts(pool, req);
-  const claim = (pod: V1Pod) =>
-    claimSandbox(deps, pod, {
-      sandboxId,
-      containerImages: images,
-      team: tenant.team,
-      user: tenant.user,
-      ...(req.metadata ? { metadata: req.metadata } : {}),
-      ...(hooks.length > 0 ? { postStartHooks: hooks } : {}),
-      ...(extras.annotations ? { annotations: extras.annotations } : {}),
-      ...timeouts,
-      ...(req.timeout ? { lifetimeSeconds: req.timeout } : {}),
-    });
-  // Idle pods of a random shard group per list, groups sized from the pool's idle count (see
-  // candidateSelectors); a named pool's first shard was listed alongside the pool read (readTarget).
-  const { shards = shardOrder(deps.random), firstPage } = await targetReads;
-  const selectors = selectorsAfterFirst(name, shards, firstPage !== undefined, pool.status?.idleReplicas);
-  const pages: (() => Promise<V1Pod[]>)[] = [
-    ...(firstPage ? [async () => firstPage] : []),
-    ...selectors.map((selector) => () => listCandidates(deps, namespace, selector)),
-  ];
+  const claimIn =
+    (pool: SandboxPool): Claim =>
+    async (pod) => {
+      const images = requestedImages(pool, req);
+      if (typeof images === "string") return undefined;
+      const result = await claimSandbox(deps, pod, {
+        sandboxId,
+        containerImages: images,
+        team: tenant.team,
+        user: tenant.user,
+        ...(req.metadata ? { metadata: req.metadata } : {}),
+        ...(hooks.length > 0 ? { postStartHooks: hooks } : {}),
+        ...(extras.annotations ? { annotations: extras.annotations } : {}),
+        ...claimTimeouts(pool, req),
+        ...(req.timeout ? { lifetimeSeconds: req.timeout } : {}),
+      });
+      return result.ok ? result.pod : undefined;
+    };
+  const served = (pod: V1Pod, pool: SandboxPool): CreateOutcome | undefined => {
+    recordDemand(deps, pool, deps.now());
+    const view = sandboxView(pod, deps.now());
+    return view ? { ok: true, sandbox: view, pod, pool } : undefined;
+  };
+  const first = "pool" in resolved ? await targetReads : undefined;
   let tried = 0;
-  candidates: for (const list of pages) {
-    const page = await list();
-    for (const pod of orderCandidates(page, now, window, deps.random)) {
-      if (tried++ >= MAX_ATTEMPTS) break candidates;
-      const result = await claim(pod);
-      if (result.ok) {
-        const view = sandboxView(result.pod, deps.now());
-        if (view) return { ok: true, sandbox: view, pod: result.pod, pool };
-      }
-    }
+  for (const pool of plan.tryNow) {
+    const got = await claimFrom(deps, pool, claimIn(pool), MAX_ATTEMPTS - tried, first);
+    tried += got.tried;
+    const outcome = got.pod && served(got.pod, pool);
+    if (outcome) return outcome;
+    if (tried >= MAX_ATTEMPTS) break;
   }
   // No idle pod now: say so to the autoscaler, then, when the caller is willing to wait, watch
-  // for a pod that becomes idle (a release, a new pod) and race for it.
-  await recordDemand(deps, pool, deps.now());
+  // for a pod that becomes idle and race for it.
+  const grow = plan.grow ?? sample;
+  recordDemand(deps, grow, deps.now());
   if (req.waitTimeout) {
-    deps.pending?.enter(pool);
-    const pod = await waitForIdle(deps, pool, req.waitTimeout * 1000, async (candidate) => {
-      const result = await claim(candidate);
-      return result.ok ? result.pod : undefined;
-    }).finally(() => deps.pending?.leave(pool));
-    const view = pod && sandboxView(pod, deps.now());
-    if (pod && view) return { ok: true, sandbox: view, pod, pool };
+    deps.pending?.enter(grow);
+    const won = await waitForIdle(deps, plan.watch, req.waitTimeout * 1000, async (candidate, pool) => {
+      const pod = await claimIn(pool)(candidate);
+      return pod && { pod, pool };
+    }).finally(() => deps.pending?.leave(grow));
+    const outcome = won && served(won.pod, won.pool);
+    if (outcome) return outcome;
   }
-  return { ok: false, reason: "exhausted", pool: `${namespace}/${name}`, tried };
+  return { ok: false, reason: "exhausted", where: plan.where, tried };
 }

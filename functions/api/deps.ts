@@ -1,5 +1,6 @@
 import type { KubeWatchTransport } from "../../lib/kube/transport.ts";
 import type { StepDeps } from "../deps.ts";
+import type { CreateStamps } from "./create-stamps.ts";
 import type { PendingGauge } from "./pending-gauge.ts";
 
 /** ApiDeps adds what the sandbox API needs beyond the reconcile steps. */
@@ -10,6 +11,8 @@ export interface ApiDeps extends StepDeps {
   random: () => number;
   /** pending publishes this host's waiting creates per pool (status.pendingRequests); optional. */
   pending?: PendingGauge;
+  /** stamps throttles this host's last-sandbox-create-time writes per pool; optional. */
+  stamps?: CreateStamps;
   /** envdPort is the port post-start hooks reach envd on (default 49983, E2B's). */
   envdPort?: number;
   /** watch streams watch requests (waiting for a sandbox to run). */

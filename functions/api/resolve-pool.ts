@@ -1,20 +1,31 @@
 import type { V1Pod } from "@kubernetes/client-node";
+import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
 import { CANDIDATES_PER_LIST, shardGroupSelector, shardOrder } from "../../lib/pool/claim-shards.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
 import {
+  pickTemplateEnv,
   pickTemplatePool,
   poolUsableBy,
+  usableEnvNames,
   usablePoolNames,
   visibleTemplateNames,
 } from "../../lib/sandboxes/pool-choice.ts";
 import type { ApiDeps } from "./deps.ts";
 
+/** Target is what a create names: one pool, one Env, or a template. */
+export interface Target {
+  pool?: string;
+  env?: string;
+  template?: string;
+}
+
 export type PoolResolution =
   | { ok: true; pool: SandboxPool; template?: SandboxTemplate }
-  | { ok: false; what: "pool" | "template"; name: string; choices: string[] };
+  | { ok: true; env: SandboxEnv; pools: SandboxPool[]; template?: SandboxTemplate }
+  | { ok: false; what: "pool" | "env" | "template"; name: string; choices: string[] };
 
 /** TargetReads are the objects a claim's target names, read before the tenant is known. */
 export interface TargetReads {
@@ -22,6 +33,11 @@ export interface TargetReads {
   template?: SandboxTemplate;
   /** templatePools are the pools of a template target (all pools; pickTemplatePool chooses). */
   templatePools?: SandboxPool[];
+  /** env and envPools: an Env target, or the Env a template target routes to, and its namespace's pools. */
+  env?: SandboxEnv;
+  envPools?: SandboxPool[];
+  /** templateEnvs are the Envs of a template target (pickTemplateEnv chooses). */
+  templateEnvs?: SandboxEnv[];
   /**
    * shards and firstPage: a pool target's shard order (see candidateSelectors) and the idle pods
    * of its first shard, listed alongside the pool read.
@@ -53,10 +69,8 @@ async function cachedThenFresh<T>(read: (opts: { cached?: boolean }) => Promise<
  * It needs no tenant, so the claim path runs it while the API key is being checked; for a named
  * pool it lists the first candidates at the same time (used only once the tenant may use it).
  */
-export async function readTarget(
-  deps: ApiDeps,
-  target: { pool?: string; template?: string },
-): Promise<TargetReads> {
+export async function readTarget(deps: ApiDeps, target: Target): Promise<TargetReads> {
+  if (target.env) return readEnvTarget(deps, target.env);
   if (target.pool) {
     const [namespace = "", name = ""] = target.pool.split("/");
     // One random shard: the pool's idle count, which sizes the later groups, is not known yet. On
@@ -78,28 +92,45 @@ export async function readTarget(
     };
   }
   const name = target.template ?? "";
-  const [template, pools] = await Promise.all([
+  const [template, pools, envs] = await Promise.all([
     cachedThenFresh((o) => deps.kube.getTemplate(name, o)),
     // From the watch cache: the pool choice only needs idle counts, and an unauthenticated caller's
     // read (this runs alongside the key check) costs no quorum read of every pool.
     deps.kube.listPools(undefined, { cached: true }),
+    deps.clusterId ? deps.kube.listEnvs(undefined, { cached: true }) : Promise.resolve({ items: [] }),
   ]);
-  return { ...(template ? { template } : {}), templatePools: pools.items };
+  return { ...(template ? { template } : {}), templatePools: pools.items, templateEnvs: envs.items };
+}
+
+/** readEnvTarget reads an Env target: the Env, its template and the pools of its namespace. */
+async function readEnvTarget(deps: ApiDeps, ref: string): Promise<TargetReads> {
+  const [namespace = "", name = ""] = ref.split("/");
+  const [env, pools] = await Promise.all([
+    cachedThenFresh((o) => deps.kube.getEnv(namespace, name, o)),
+    deps.kube.listPools(namespace, { cached: true }),
+  ]);
+  const templateName = env?.spec.templateRef.name;
+  const template = templateName
+    ? await cachedThenFresh((o) => deps.kube.getTemplate(templateName, o))
+    : undefined;
+  return { ...(env ? { env } : {}), ...(template ? { template } : {}), envPools: pools.items };
 }
 
 /**
- * resolvePool finds the pool a claim targets: `pool` ("namespace/name") directly, or the pool
- * created from `template` with the most idle pods. A pool or template the tenant may not see is
- * reported as unknown, with the pools or templates it may use as choices (read only on this
- * error path). `reads` may have been started before the tenant was known (see readTarget).
+ * resolvePool finds what a claim targets: `pool` ("namespace/name") directly; `env` ("namespace/
+ * name") with its member pools; or, for `template`, the Env built on it (when this host routes
+ * Envs: it knows its cluster ID), else the pool created from it with the most idle pods. A target
+ * the tenant may not see is reported as unknown, with the pools, Envs or templates it may use as
+ * choices (read only on this error path). `reads` may have been started before the tenant was
+ * known (see readTarget).
  */
 export async function resolvePool(
   deps: ApiDeps,
   tenant: Tenant,
-  target: { pool?: string; template?: string },
+  target: Target,
   reads: Promise<TargetReads> = readTarget(deps, target),
 ): Promise<PoolResolution> {
-  const { pool, template, templatePools } = await reads;
+  const { pool, template, templatePools, env, envPools, templateEnvs } = await reads;
   if (target.pool) {
     if (pool && poolUsableBy(template, tenant)) return { ok: true, pool, ...(template ? { template } : {}) };
     const [pools, templates] = await Promise.all([deps.kube.listPools(), deps.kube.listTemplates()]);
@@ -110,8 +141,21 @@ export async function resolvePool(
       choices: usablePoolNames(pools.items, templates.items, tenant),
     };
   }
+  if (target.env) {
+    if (env && poolUsableBy(template, tenant))
+      return { ok: true, env, pools: envPools ?? [], ...(template ? { template } : {}) };
+    const [envs, templates] = await Promise.all([deps.kube.listEnvs(), deps.kube.listTemplates()]);
+    return {
+      ok: false,
+      what: "env",
+      name: target.env,
+      choices: usableEnvNames(envs.items, templates.items, tenant, deps.clusterId ?? ""),
+    };
+  }
   const name = target.template ?? "";
   if (template && poolUsableBy(template, tenant)) {
+    const routed = deps.clusterId ? pickTemplateEnv(templateEnvs ?? [], name, deps.clusterId) : undefined;
+    if (routed) return { ok: true, env: routed, pools: templatePools ?? [], template };
     // The cached list may miss a pool made a moment ago: ask etcd before saying there is none.
     const chosen =
       pickTemplatePool(templatePools ?? [], name) ??

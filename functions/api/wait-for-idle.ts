@@ -1,41 +1,40 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { LAST_SANDBOX_CREATE_TIME_ANNOTATION, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
+import { SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
-import { demandWorthRecording } from "../../lib/sandboxes/demand.ts";
-import { rfc3339 } from "../../lib/util/time.ts";
+import { CreateStamps } from "./create-stamps.ts";
 import type { ApiDeps } from "./deps.ts";
 
 /**
- * recordDemand stamps the pool's last-sandbox-create-time annotation, which the autoscaler reads
- * as "someone wanted a sandbox here": throttled (at most one write per pool every few seconds)
- * and best effort, since a lost stamp only delays a proactive scale-up.
+ * recordDemand stamps the pool's last-sandbox-create-time for a create, through the host's
+ * throttle (deps.stamps) when it has one, else checked against the stored stamp only.
  */
-export async function recordDemand(deps: ApiDeps, pool: SandboxPool, now: Date): Promise<void> {
-  if (!demandWorthRecording(pool.metadata?.annotations?.[LAST_SANDBOX_CREATE_TIME_ANNOTATION], now)) return;
-  await deps.kube
-    .setPoolAnnotations(pool.metadata?.namespace ?? "", pool.metadata?.name ?? "", {
-      [LAST_SANDBOX_CREATE_TIME_ANNOTATION]: rfc3339(now),
-    })
-    .catch((e: unknown) =>
-      deps.log.warn({ pool: pool.metadata?.name, err: String(e) }, "demand not recorded"),
-    );
+export function recordDemand(deps: ApiDeps, pool: SandboxPool, now: Date): void {
+  (deps.stamps ?? new CreateStamps(deps)).stamp(pool, now);
+}
+
+/** poolSelector selects the Pods of the given pools (one pool: an equality, more: a set). */
+function poolSelector(names: readonly string[]): string {
+  return names.length === 1
+    ? `${SANDBOX_POOL_LABEL}=${names[0]}`
+    : `${SANDBOX_POOL_LABEL} in (${names.join(",")})`;
 }
 
 /**
- * waitForIdle watches the pool's pods (no polling) until one becomes claimable and `claim` wins
- * it, or timeoutMs passes. Nothing is queued anywhere: a waiter that loses a race keeps watching,
- * and one that times out leaves no trace.
+ * waitForIdle watches the pods of the given pools, all in one namespace (no polling), until one
+ * becomes claimable and `claim` wins it, or timeoutMs passes. An Env's create watches all of its
+ * members, so a Pod that turns idle in any of them serves it. Nothing is queued anywhere: a waiter
+ * that loses a race keeps watching, and one that times out leaves no trace.
  */
 export async function waitForIdle<T>(
   deps: ApiDeps,
-  pool: SandboxPool,
+  pools: readonly SandboxPool[],
   timeoutMs: number,
-  claim: (pod: V1Pod) => Promise<T | undefined>,
+  claim: (pod: V1Pod, pool: SandboxPool) => Promise<T | undefined>,
 ): Promise<T | undefined> {
-  const namespace = pool.metadata?.namespace ?? "";
-  const window = scaleDownPolicyFor(pool).protectionWindowSeconds;
+  const namespace = pools[0]?.metadata?.namespace ?? "";
+  const byName = new Map(pools.map((p) => [p.metadata?.name ?? "", p]));
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);
   let won: T | undefined;
@@ -47,16 +46,20 @@ export async function waitForIdle<T>(
           {
             method: "GET",
             path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
-            query: { labelSelector: `${SANDBOX_POOL_LABEL}=${pool.metadata?.name}` },
+            query: { labelSelector: poolSelector([...byName.keys()]) },
           },
           (event) => {
             if (event.type !== "ADDED" && event.type !== "MODIFIED") return false;
-            const [candidate] = orderCandidates([event.object as V1Pod], deps.now(), window, deps.random);
+            const pod = event.object as V1Pod;
+            const pool = byName.get(pod.metadata?.labels?.[SANDBOX_POOL_LABEL] ?? "");
+            if (!pool) return false;
+            const window = scaleDownPolicyFor(pool).protectionWindowSeconds;
+            const [candidate] = orderCandidates([pod], deps.now(), window, deps.random);
             if (candidate) {
               // Claims run one after another, so a waiter never holds two pods.
               busy = busy.then(async () => {
                 if (won !== undefined) return;
-                won = await claim(candidate);
+                won = await claim(candidate, pool);
                 if (won !== undefined) controller.abort();
               });
             }

@@ -1,5 +1,6 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { ActivitySourceConfig } from "../../functions/activity-source.ts";
+import { CreateStamps } from "../../functions/api/create-stamps.ts";
 import type { ApiDeps } from "../../functions/api/deps.ts";
 import { PendingGauge } from "../../functions/api/pending-gauge.ts";
 import type { StepDeps } from "../../functions/deps.ts";
@@ -87,6 +88,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     apiKeys: config.apiKeys ?? { namespace: "agentbox-system", name: "agentbox-api-keys" },
     random: Math.random,
     pending: new PendingGauge(deps, deps.reporter.instance),
+    stamps: new CreateStamps(deps),
     ...(config.envdPort ? { envdPort: config.envdPort } : {}),
     watch: nodeKubeWatch(config.kubeconfig),
   };
@@ -149,6 +151,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     close: async () => {
       await server.close();
       await api.pending?.flushed();
+      await api.stamps?.flushed();
       await reconciler.close();
       history.close();
     },

@@ -8,6 +8,7 @@ import {
   httpActivitySource,
   sharePulls,
 } from "../../functions/activity-source.ts";
+import { CreateStamps } from "../../functions/api/create-stamps.ts";
 import type { ApiDeps } from "../../functions/api/deps.ts";
 import { PendingGauge } from "../../functions/api/pending-gauge.ts";
 import { postStartDeps, type StepDeps } from "../../functions/deps.ts";
@@ -88,6 +89,7 @@ async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): 
     // Per request, its own mark: a request is the unit that waits here, so the marks of
     // concurrent requests (in one isolate or many) add up instead of overwriting each other.
     pending: new PendingGauge(deps, `worker-${crypto.randomUUID().slice(0, 12)}`),
+    stamps: new CreateStamps(deps),
     ...(config.ENVD_PORT ? { envdPort: config.ENVD_PORT } : {}),
     watch: fetchKubeWatch(kube),
   };
@@ -151,8 +153,9 @@ export default {
       readTemplate: (name) => orMissing(api.kube.getTemplate(name)),
     });
     const response = await app.fetch(request, env, ctx as never);
-    // A waiting create's last pending-requests write must outlive the response.
+    // A waiting create's last pending-requests write, and create stamps, must outlive the response.
     if (api.pending) ctx.waitUntil(api.pending.flushed());
+    if (api.stamps) ctx.waitUntil(api.stamps.flushed());
     return response;
   },
 

@@ -4,10 +4,11 @@ import { parseTime } from "../util/time.ts";
 export const DEMAND_THROTTLE_SECONDS = 5;
 
 /**
- * demandWorthRecording says whether a create that found no idle pod should stamp the pool's
- * last-sandbox-create-time now: when it is absent, unreadable or older than the throttle.
+ * demandWorthRecording says whether a create should stamp the pool's last-sandbox-create-time
+ * now, given the stamps known (the stored annotation, this process's last write): when none is
+ * readable, or the latest is older than the throttle.
  */
-export function demandWorthRecording(stored: string | undefined, now: Date): boolean {
-  const last = parseTime(stored);
-  return !last || now.getTime() - last.getTime() >= DEMAND_THROTTLE_SECONDS * 1000;
+export function demandWorthRecording(known: readonly unknown[], now: Date): boolean {
+  const times = known.flatMap((t) => parseTime(t)?.getTime() ?? []);
+  return times.length === 0 || now.getTime() - Math.max(...times) >= DEMAND_THROTTLE_SECONDS * 1000;
 }

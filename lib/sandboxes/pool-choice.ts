@@ -1,6 +1,8 @@
-// Which pools and templates a tenant may claim from, decided from objects already read.
+// Which pools, Envs and templates a tenant may claim from, decided from objects already read.
+import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../api/sandbox-template.ts";
+import { localMembers } from "../env/members.ts";
 import type { Tenant } from "./api-keys.ts";
 import { templateVisibleTo } from "./visibility.ts";
 
@@ -41,5 +43,41 @@ export function visibleTemplateNames(templates: readonly SandboxTemplate[], tena
   return templates
     .filter((t) => templateVisibleTo(t.spec.visibility, tenant))
     .map((t) => t.metadata?.name ?? "")
+    .sort();
+}
+
+/** liveEnv: the Env is not being deleted and lists members for clusterId. */
+function liveEnv(env: SandboxEnv, clusterId: string): boolean {
+  return !env.metadata?.deletionTimestamp && localMembers(env, clusterId).length > 0;
+}
+
+/**
+ * pickTemplateEnv is the live Env built on templateName (its templateRef) with local members,
+ * the one with the most idle Pods when several are (ties: namespace/name), or undefined.
+ */
+export function pickTemplateEnv(
+  envs: readonly SandboxEnv[],
+  templateName: string,
+  clusterId: string,
+): SandboxEnv | undefined {
+  const key = (e: SandboxEnv) => `${e.metadata?.namespace}/${e.metadata?.name}`;
+  return envs
+    .filter((e) => e.spec.templateRef.name === templateName && liveEnv(e, clusterId))
+    .sort(
+      (a, b) => (b.status?.idleReplicas ?? 0) - (a.status?.idleReplicas ?? 0) || (key(a) < key(b) ? -1 : 1),
+    )[0];
+}
+
+/** usableEnvNames lists "namespace/name" of every live Env the tenant may claim from, sorted. */
+export function usableEnvNames(
+  envs: readonly SandboxEnv[],
+  templates: readonly SandboxTemplate[],
+  tenant: Tenant,
+  clusterId: string,
+): string[] {
+  const byName = new Map(templates.map((t) => [t.metadata?.name ?? "", t]));
+  return envs
+    .filter((e) => liveEnv(e, clusterId) && poolUsableBy(byName.get(e.spec.templateRef.name), tenant))
+    .map((e) => `${e.metadata?.namespace}/${e.metadata?.name}`)
     .sort();
 }

@@ -46,13 +46,16 @@ const stringMap = <
 const text = (what: string) => v.string(`must be a string (${what})`);
 
 /** PoolRef is `namespace/name` of a SandboxPool. */
-const PoolRef = v.pipe(
-  text('"namespace/name" of a SandboxPool'),
-  v.check((s) => {
-    const [namespace = "", name = "", ...rest] = s.split("/");
-    return rest.length === 0 && DNS_LABEL.test(namespace) && DNS_SUBDOMAIN.test(name);
-  }, 'must be "namespace/name" of a SandboxPool, e.g. "team-a/python"'),
-);
+const ObjectRef = (kind: string) =>
+  v.pipe(
+    text(`"namespace/name" of a ${kind}`),
+    v.check((s) => {
+      const [namespace = "", name = "", ...rest] = s.split("/");
+      return rest.length === 0 && DNS_LABEL.test(namespace) && DNS_SUBDOMAIN.test(name);
+    }, `must be "namespace/name" of a ${kind}, e.g. "team-a/python"`),
+  );
+const PoolRef = ObjectRef("SandboxPool");
+const EnvRef = ObjectRef("SandboxEnv");
 
 const ResourceName = (what: string) =>
   v.pipe(text(what), v.regex(DNS_SUBDOMAIN, `must be the name of a ${what} (lowercase DNS subdomain)`));
@@ -74,8 +77,9 @@ const maxEntries = (n: number) =>
   v.check((r: Record<string, string>) => Object.keys(r).length <= n, `must have at most ${n} entries`);
 
 /**
- * CreateSandboxRequest is the body of `POST /v1/sandboxes`: a pool (`namespace/name`) or a
- * template (a pool created from that SandboxTemplate is chosen), exactly one of them; optionally
+ * CreateSandboxRequest is the body of `POST /v1/sandboxes`: a pool (`namespace/name`), an Env
+ * (`namespace/name`; a member is chosen) or a template (an Env built on that SandboxTemplate,
+ * else a pool created from it), exactly one of them; optionally
  * an image for the pool's first container or per-container images (not both), environment
  * variables, caller metadata, timeouts in seconds (idleTimeout 0 = none; timeout is the
  * lifetime: the sandbox is released that long after the claim, however active), and whether to wait
@@ -84,6 +88,7 @@ const maxEntries = (n: number) =>
 export const CreateSandboxRequest = v.pipe(
   body({
     pool: v.optional(PoolRef),
+    env: v.optional(EnvRef),
     template: v.optional(ResourceName("SandboxTemplate")),
     image: v.optional(Image),
     containerImages: v.optional(
@@ -134,12 +139,12 @@ export const CreateSandboxRequest = v.pipe(
     waitTimeout: v.optional(Seconds(0, 300, "at most 5 minutes")),
   }),
   v.partialCheck(
-    [["pool"], ["template"]],
-    (r) => (r.pool === undefined) !== (r.template === undefined),
+    [["pool"], ["env"], ["template"]],
+    (r) => [r.pool, r.env, r.template].filter((x) => x !== undefined).length === 1,
     (issue) =>
-      issue.input.pool === undefined
-        ? 'one of "pool" (namespace/name) or "template" (a SandboxTemplate name) is required'
-        : 'give either "pool" or "template", not both',
+      [issue.input.pool, issue.input.env, issue.input.template].every((x) => x === undefined)
+        ? 'one of "pool" (namespace/name), "env" (namespace/name) or "template" (a SandboxTemplate name) is required'
+        : 'give only one of "pool", "env" and "template"',
   ),
   v.partialCheck(
     [["image"], ["containerImages"]],

@@ -48,14 +48,25 @@ describe("CreateSandboxRequest", () => {
       [
         {
           path: "",
-          message: 'one of "pool" (namespace/name) or "template" (a SandboxTemplate name) is required',
+          message:
+            'one of "pool" (namespace/name), "env" (namespace/name) or "template" (a SandboxTemplate name) is required',
         },
       ],
     ],
     [
       "both pool and template",
       { ...POOL, template: "t" },
-      [{ path: "", message: 'give either "pool" or "template", not both' }],
+      [{ path: "", message: 'give only one of "pool", "env" and "template"' }],
+    ],
+    [
+      "both env and pool",
+      { ...POOL, env: "team-a/python" },
+      [{ path: "", message: 'give only one of "pool", "env" and "template"' }],
+    ],
+    [
+      "an env that is no reference",
+      { env: "python" },
+      [{ path: "env", message: 'must be "namespace/name" of a SandboxEnv, e.g. "team-a/python"' }],
     ],
     [
       "both image and containerImages",
@@ -337,9 +348,11 @@ describe("activity reports", () => {
 describe("demandWorthRecording", () => {
   const now = new Date("2026-11-21T12:00:10Z");
   it("stamps when absent, unreadable or older than the throttle", () => {
-    expect(demandWorthRecording(undefined, now)).toBe(true);
-    expect(demandWorthRecording("garbage", now)).toBe(true);
-    expect(demandWorthRecording("2026-11-21T12:00:05Z", now)).toBe(true);
-    expect(demandWorthRecording("2026-11-21T12:00:06Z", now)).toBe(false);
+    expect(demandWorthRecording([undefined], now)).toBe(true);
+    expect(demandWorthRecording(["garbage"], now)).toBe(true);
+    expect(demandWorthRecording(["2026-11-21T12:00:05Z"], now)).toBe(true);
+    expect(demandWorthRecording(["2026-11-21T12:00:06Z"], now)).toBe(false);
+    // The latest of the stored stamp and this process's own last write counts.
+    expect(demandWorthRecording(["2026-11-21T12:00:00Z", new Date("2026-11-21T12:00:07Z")], now)).toBe(false);
   });
 });

@@ -1,0 +1,90 @@
+// Which member of an Env a create is served from (seed: EnvScheduler): members with an idle Pod
+// first, then the lower routing priority; saturated members held back and tried only when no
+// fresh member can serve; a member at its maxReplicas with no idle Pod skipped. Decided from the
+// Env and its pools as read (possibly from the watch cache): claims are preconditioned, so a
+// stale count costs a retry, never a wrong claim.
+
+import type { SandboxEnv } from "../api/sandbox-env.ts";
+import type { SandboxPool } from "../api/sandbox-pool.ts";
+import { byScaleUpOrder, type MemberKey } from "../autoscale/policies.ts";
+import { localMembers, scalingGroupOf } from "../env/members.ts";
+import { saturatedUntil } from "../env/saturation.ts";
+import { isTerminating } from "../reconcile/action.ts";
+
+/** RoutedMember is one member pool a create may be served from. */
+export interface RoutedMember extends MemberKey {
+  pool: SandboxPool;
+  /** idle is the pool's available idle Pods as its status last said. */
+  idle: number;
+  saturated: boolean;
+  /** atMax: the member is at its maxReplicas (it cannot grow). */
+  atMax: boolean;
+}
+
+/** EnvRoute is the order to try members in, and the member a waiting create asks to grow. */
+export interface EnvRoute {
+  /** members to try, in order: fresh ones, then saturated ones (the fallback). */
+  members: RoutedMember[];
+  /** grow is where a create that must wait registers its demand (undefined: no member can grow). */
+  grow: RoutedMember | undefined;
+}
+
+function routingPriority(m: MemberKey): number {
+  return m.config?.priority ?? 0;
+}
+
+/** byRoutingOrder: members with an idle Pod first, then lower priority, then cluster and name. */
+function byRoutingOrder(a: RoutedMember, b: RoutedMember): number {
+  return (
+    Number(b.idle > 0) - Number(a.idle > 0) ||
+    routingPriority(a) - routingPriority(b) ||
+    (a.clusterId < b.clusterId ? -1 : a.clusterId > b.clusterId ? 1 : 0) ||
+    (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
+  );
+}
+
+/**
+ * routeEnv orders the Env's local members for one create. A member whose pool is missing or being
+ * deleted is left out, and so is one at its maxReplicas with no idle Pod. A waiting create grows
+ * the first fresh member by scale-up order (what the autoscaler grows first), else the first
+ * member that can grow at all.
+ */
+export function routeEnv(
+  env: SandboxEnv,
+  pools: readonly SandboxPool[],
+  clusterId: string,
+  now: Date,
+): EnvRoute {
+  const byName = new Map(
+    pools
+      .filter((p) => p.metadata?.namespace === env.metadata?.namespace)
+      .map((p) => [p.metadata?.name ?? "", p]),
+  );
+  const groups = new Map((env.spec.autoscaling?.groups ?? []).map((g) => [g.name, g]));
+  const routed = localMembers(env, clusterId).flatMap((member): RoutedMember[] => {
+    const pool = byName.get(member.name);
+    if (!pool || isTerminating(pool)) return [];
+    const cooldown = groups.get(scalingGroupOf(member))?.scaleUpPolicy?.saturationCooldownSeconds ?? 60;
+    const until = saturatedUntil(pool, cooldown);
+    const max = member.config?.maxReplicas;
+    const idle = Math.max(0, (pool.status?.idleReplicas ?? 0) - (pool.status?.unavailableIdleReplicas ?? 0));
+    const atMax = max !== undefined && pool.spec.replicas >= max;
+    if (atMax && idle === 0) return [];
+    return [
+      {
+        name: member.name,
+        clusterId,
+        config: member.config,
+        pool,
+        idle,
+        saturated: until !== undefined && until > now,
+        atMax,
+      },
+    ];
+  });
+  const fresh = routed.filter((m) => !m.saturated).sort(byRoutingOrder);
+  const held = routed.filter((m) => m.saturated).sort(byRoutingOrder);
+  const growable = [...fresh, ...held].filter((m) => !m.atMax);
+  const grow = [...growable.filter((m) => !m.saturated)].sort(byScaleUpOrder)[0] ?? growable[0];
+  return { members: [...fresh, ...held], grow };
+}
