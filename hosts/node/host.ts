@@ -82,7 +82,11 @@ export async function startHost(config: HostConfig): Promise<Host> {
     ...(config.sealingKey ? { sealingKey: config.sealingKey } : {}),
     ...(config.postStartDeadlineSeconds ? { postStartDeadlineSeconds: config.postStartDeadlineSeconds } : {}),
   };
-  const deps = await nodeStepDeps(config.kubeconfig, history, config.log, hooks);
+  // The API thread routes Env creates across the local segment's members: it needs the cluster ID too.
+  const deps = await nodeStepDeps(config.kubeconfig, history, config.log, {
+    ...hooks,
+    ...(config.clusterId ? { clusterId: config.clusterId } : {}),
+  });
   const api: ApiDeps = {
     ...deps,
     apiKeys: config.apiKeys ?? { namespace: "agentbox-system", name: "agentbox-api-keys" },
