@@ -128,7 +128,7 @@ describe("routeEnv", () => {
     const e = env([{ name: "a" }, { name: "b" }, { name: "c" }, { name: "d" }]);
     const deleting = {
       ...pool("b", { idle: 1 }),
-      metadata: { name: "b", namespace: "ns", deletionTimestamp: NOW },
+      metadata: { name: "b", namespace: "ns", deletionTimestamp: NOW.toISOString() },
     };
     const r = routeEnv(e, [deleting, pool("c", { ns: "other", idle: 1 }), pool("d")], "local", NOW);
     expect(names(r)).toEqual(["d"]);
