@@ -37,6 +37,8 @@ export async function benchHost(state: ClusterState, options: Partial<HostConfig
     tickSeconds: 0,
     tickConcurrency: 8,
     log: quiet,
+    // Envs are reconciled (and routed) for the local segment, as `npm start` does.
+    clusterId: "local",
     ...options,
   });
   await registerWebhooks(kc, `https://127.0.0.1:${state.hostPort}`, state.caCert);

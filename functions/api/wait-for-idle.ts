@@ -1,5 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
+import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
@@ -14,11 +14,19 @@ export function recordDemand(deps: ApiDeps, pool: SandboxPool, now: Date): void 
   (deps.stamps ?? new CreateStamps(deps)).stamp(pool, now);
 }
 
-/** poolSelector selects the Pods of the given pools (one pool: an equality, more: a set). */
-function poolSelector(names: readonly string[]): string {
-  return names.length === 1
-    ? `${SANDBOX_POOL_LABEL}=${names[0]}`
-    : `${SANDBOX_POOL_LABEL} in (${names.join(",")})`;
+/**
+ * idleSelector selects the idle Pods of the given pools (one pool: an equality, more: a set).
+ * Only idle ones: a Pod that turns idle enters the selection (ADDED) and its readiness follows
+ * (MODIFIED), while the many writes of busy Pods never reach a waiter. With hundreds of creates
+ * waiting at once, each watching, every event is sent to each of them, so this is what keeps a
+ * wake under load from costing the apiserver waiters × events.
+ */
+function idleSelector(names: readonly string[]): string {
+  const pools =
+    names.length === 1
+      ? `${SANDBOX_POOL_LABEL}=${names[0]}`
+      : `${SANDBOX_POOL_LABEL} in (${names.join(",")})`;
+  return `${pools},${SANDBOX_PHASE_LABEL}=${SANDBOX_PHASE.IDLE}`;
 }
 
 /**
@@ -46,7 +54,7 @@ export async function waitForIdle<T>(
           {
             method: "GET",
             path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
-            query: { labelSelector: poolSelector([...byName.keys()]) },
+            query: { labelSelector: idleSelector([...byName.keys()]) },
           },
           (event) => {
             if (event.type !== "ADDED" && event.type !== "MODIFIED") return false;

@@ -1,14 +1,16 @@
 // status.pendingRequests counts the creates waiting for an idle pod of a pool. agentbox mirrors an
 // in-process queue; here the waiters are the open requests on each host, so each host publishes
-// its own count in a pool annotation of its own (no host overwrites another's), throttled as
-// agentbox throttles its mirror, and update-status sums the fresh ones.
+// its own count in a pool annotation of its own (no host overwrites another's), throttled, and
+// update-status sums the fresh ones. Upstream's autoscaler reads its live in-process queue and its
+// mirror may lag (every ~3 s, 20 % moves); ours reads these marks, so they follow the waiters
+// within a second: a count that stays high after its waiters were served grows the pool again.
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { parseTime, rfc3339 } from "../util/time.ts";
 
 /** PENDING_REQUESTS_PREFIX prefixes each host's annotation: `<prefix><host id>: "<count> <time>"`. */
 export const PENDING_REQUESTS_PREFIX = "pending-requests.agentbox.navix.sh/";
 /** FLUSH_INTERVAL_MS: a host rewrites its count at most this often, unless it crosses 0/>0. */
-export const FLUSH_INTERVAL_MS = 3000;
+export const FLUSH_INTERVAL_MS = 1000;
 /** FRESH_SECONDS: a host's count older than this is ignored (the host is gone, or stopped writing). */
 export const FRESH_SECONDS = 60;
 /** HEARTBEAT_MS: a host rewrites a steady count this often, so it stays fresh while requests wait. */
@@ -34,20 +36,19 @@ export function decodeMark(value: string | undefined): PendingMark | undefined {
 
 /**
  * shouldPublish is the throttle: publish when the count crosses the 0/>0 boundary (at once), or
- * when it moved by at least 20 % and the last write is FLUSH_INTERVAL_MS old; a count of 0 that
- * was never published needs no write.
+ * when it changed and the last write is FLUSH_INTERVAL_MS old; a count of 0 that was never
+ * published needs no write.
  */
 export function shouldPublish(last: PendingMark | undefined, count: number, now: Date): boolean {
   if (!last) return count > 0;
   if ((last.count === 0) !== (count === 0)) return true;
   if (count === last.count) return false;
-  const moved = Math.abs(count - last.count) >= 0.2 * last.count;
-  return moved && now.getTime() - last.at.getTime() >= FLUSH_INTERVAL_MS;
+  return now.getTime() - last.at.getTime() >= FLUSH_INTERVAL_MS;
 }
 
 /**
  * nextPublishAt is when a count the throttle holds back may be published: the end of the interval
- * if by then the move is large enough, the heartbeat for a steady count above 0, else never.
+ * when it changed, the heartbeat for a steady count above 0, else never.
  */
 export function nextPublishAt(last: PendingMark, count: number): Date | undefined {
   const due = new Date(last.at.getTime() + FLUSH_INTERVAL_MS);

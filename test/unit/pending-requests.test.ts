@@ -17,14 +17,14 @@ const NOW = new Date("2026-11-21T12:00:00Z");
 const ago = (s: number) => new Date(NOW.getTime() - s * 1000);
 
 describe("pending requests", () => {
-  it("publishes at once across 0/>0, else for a 20 % move at most every 3 s", () => {
+  it("publishes at once across 0/>0, else any change at most every second", () => {
     expect(shouldPublish(undefined, 0, NOW)).toBe(false);
     expect(shouldPublish(undefined, 1, NOW)).toBe(true);
     expect(shouldPublish({ count: 5, at: NOW }, 0, NOW)).toBe(true);
     expect(shouldPublish({ count: 0, at: NOW }, 1, NOW)).toBe(true);
-    expect(shouldPublish({ count: 10, at: ago(1) }, 20, NOW)).toBe(false);
-    expect(shouldPublish({ count: 10, at: ago(3) }, 12, NOW)).toBe(true);
-    expect(shouldPublish({ count: 10, at: ago(30) }, 11, NOW)).toBe(false);
+    expect(shouldPublish({ count: 10, at: ago(0.5) }, 20, NOW)).toBe(false);
+    expect(shouldPublish({ count: 10, at: ago(1) }, 9, NOW)).toBe(true);
+    expect(shouldPublish({ count: 10, at: ago(30) }, 11, NOW)).toBe(true);
     expect(shouldPublish({ count: 10, at: ago(30) }, 10, NOW)).toBe(false);
   });
 
@@ -53,11 +53,12 @@ describe("pending requests", () => {
     expect(hostKey("!!!")).toBe(`${PENDING_REQUESTS_PREFIX}host`);
   });
 
-  it("arms the next publish only when it can happen: a big enough move, or a heartbeat above 0", () => {
+  it("arms the next publish only when it can happen: a change, or a heartbeat above 0", () => {
     const last = { count: 10, at: NOW };
-    expect(nextPublishAt(last, 12)).toEqual(new Date(NOW.getTime() + 3000));
-    // A small move waits for the heartbeat (no timer firing every millisecond in between).
-    expect(nextPublishAt(last, 11)).toEqual(new Date(NOW.getTime() + 20_000));
+    expect(nextPublishAt(last, 12)).toEqual(new Date(NOW.getTime() + 1000));
+    expect(nextPublishAt(last, 9)).toEqual(new Date(NOW.getTime() + 1000));
+    // A steady count waits for the heartbeat (no timer firing every millisecond in between).
+    expect(nextPublishAt(last, 10)).toEqual(new Date(NOW.getTime() + 20_000));
     expect(nextPublishAt({ count: 0, at: NOW }, 0)).toBeUndefined();
   });
 
@@ -80,7 +81,7 @@ describe("pending requests", () => {
 });
 
 describe("PendingGauge", () => {
-  it("publishes at once, holds back small moves, heartbeats, and removes its mark at 0", async () => {
+  it("publishes at once, holds back changes for a second, heartbeats, and removes its mark at 0", async () => {
     vi.useFakeTimers({ now: NOW });
     try {
       const writes: (string | null)[] = [];
@@ -98,16 +99,22 @@ describe("PendingGauge", () => {
       for (let i = 0; i < 10; i++) gauge.enter(pool);
       await gauge.flushed();
       expect(writes).toEqual(["1 2026-11-21T12:00:00Z"]);
-      await vi.advanceTimersByTimeAsync(3000);
+      await vi.advanceTimersByTimeAsync(999);
+      expect(writes).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(1);
       await gauge.flushed();
-      expect(writes.at(-1)).toBe("10 2026-11-21T12:00:03Z");
-      gauge.enter(pool); // 11: a 10 % move waits for the heartbeat
+      expect(writes.at(-1)).toBe("10 2026-11-21T12:00:01Z");
+      // A steady count is rewritten by the heartbeat only.
       await vi.advanceTimersByTimeAsync(19_000);
       expect(writes).toHaveLength(2);
       expect(vi.getTimerCount()).toBe(1);
       await vi.advanceTimersByTimeAsync(1000);
       await gauge.flushed();
-      expect(writes.at(-1)).toBe("11 2026-11-21T12:00:23Z");
+      expect(writes.at(-1)).toBe("10 2026-11-21T12:00:21Z");
+      gauge.enter(pool);
+      await vi.advanceTimersByTimeAsync(1000);
+      await gauge.flushed();
+      expect(writes.at(-1)).toBe("11 2026-11-21T12:00:22Z");
       for (let i = 0; i < 11; i++) gauge.leave(pool);
       await gauge.flushed();
       expect(writes.at(-1)).toBeNull();

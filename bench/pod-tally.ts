@@ -1,0 +1,186 @@
+import { KubeConfig, type V1Pod, Watch } from "@kubernetes/client-node";
+import type { ClusterState } from "../infra/cluster/state.ts";
+import { SANDBOX_PHASE_LABEL } from "../lib/api/keys.ts";
+import { PENDING_REQUESTS_PREFIX } from "../lib/pool/pending-requests.ts";
+import { fetchJson } from "./support.ts";
+
+interface Seen {
+  phase: string | undefined;
+  ready: boolean;
+  terminating: boolean;
+  /** addedAt: when the watch first saw the pod (performance.now()). */
+  addedAt: number;
+}
+
+/**
+ * PodTally watches a benchmark's pool pods and pools and keeps, from the watch events alone (no
+ * polling): the current counts, idle and busy pod-seconds since `mark`, when a create first had
+ * to wait (a pending-requests mark on a pool) and when the first pod created after that became
+ * idle and Ready.
+ */
+export class PodTally {
+  private readonly pods = new Map<string, Seen>();
+  private readonly aborts: AbortController[] = [];
+  private from: number | undefined;
+  private last = performance.now();
+  private idleSeconds = 0;
+  private busySeconds = 0;
+  private unmetAt: number | undefined;
+  private newIdleAt: number | undefined;
+  private stopped = false;
+
+  static async start(state: ClusterState, ns: string, selector: string, pools: readonly string[]) {
+    const tally = new PodTally();
+    const kc = new KubeConfig();
+    kc.loadFromFile(state.kubeconfig);
+    const names = new Set(pools);
+    const onPool = (pool: { metadata?: { name?: string; annotations?: Record<string, string> } }) => {
+      if (!names.has(pool.metadata?.name ?? "")) return;
+      const keys = Object.keys(pool.metadata?.annotations ?? {});
+      const marked = keys.some((k) => k.startsWith(PENDING_REQUESTS_PREFIX));
+      if (marked && tally.from !== undefined && tally.unmetAt === undefined)
+        tally.unmetAt = performance.now();
+    };
+    await Promise.all([
+      tally.follow(
+        kc,
+        `/api/v1/namespaces/${ns}/pods`,
+        selector,
+        (pods: V1Pod[]) => {
+          const before = tally.pods;
+          tally.advance(performance.now());
+          const known = new Map(before);
+          before.clear();
+          for (const pod of pods) {
+            const name = pod.metadata?.name ?? "";
+            const seen = known.get(name);
+            if (seen) before.set(name, seen);
+            tally.onPod("MODIFIED", pod);
+          }
+        },
+        (type, pod: V1Pod) => tally.onPod(type, pod),
+      ),
+      tally.follow(
+        kc,
+        `/apis/agents.navix.sh/v1alpha1/namespaces/${ns}/sandboxpools`,
+        undefined,
+        (items: object[]) => {
+          for (const pool of items) onPool(pool);
+        },
+        (_type, pool: object) => onPool(pool),
+      ),
+    ]);
+    return tally;
+  }
+
+  /**
+   * follow lists a collection, then watches it from the list's version, and starts over with a
+   * fresh list whenever the watch ends (the client's inactivity timeout, an apiserver restart),
+   * until stop. Resolves once the first list is in.
+   */
+  private async follow<T>(
+    kc: KubeConfig,
+    path: string,
+    labelSelector: string | undefined,
+    onList: (items: T[]) => void,
+    onEvent: (type: string, obj: T) => void,
+  ): Promise<void> {
+    const watch = new Watch(kc);
+    const query = labelSelector ? `?labelSelector=${encodeURIComponent(labelSelector)}` : "";
+    const list = async () =>
+      (await fetchJson(kc, "GET", `${path}${query}`)).body as {
+        metadata: { resourceVersion: string };
+        items: T[];
+      };
+    const round = async (): Promise<void> => {
+      if (this.stopped) return;
+      const first = await list();
+      onList(first.items);
+      const controller = await watch.watch(
+        path,
+        { resourceVersion: first.metadata.resourceVersion, ...(labelSelector ? { labelSelector } : {}) },
+        onEvent,
+        () => {
+          if (!this.stopped)
+            round().catch((e: unknown) => console.error(`[bench] relist failed: ${String(e)}`));
+        },
+      );
+      this.aborts.push(controller);
+    };
+    await round();
+  }
+
+  /** mark starts the pod-second counts (the load's start). */
+  mark(at: number): void {
+    this.advance(at);
+    this.from = at;
+    this.idleSeconds = 0;
+    this.busySeconds = 0;
+  }
+
+  private advance(now: number): void {
+    if (this.from !== undefined) {
+      const dt = (now - this.last) / 1000;
+      const c = this.counts();
+      this.idleSeconds += c.idle * dt;
+      this.busySeconds += c.busy * dt;
+    }
+    this.last = now;
+  }
+
+  private onPod(type: string, pod: V1Pod): void {
+    const now = performance.now();
+    this.advance(now);
+    const name = pod.metadata?.name ?? "";
+    if (type === "DELETED") {
+      this.pods.delete(name);
+      return;
+    }
+    const seen: Seen = {
+      phase: pod.metadata?.labels?.[SANDBOX_PHASE_LABEL],
+      ready: pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false,
+      terminating: Boolean(pod.metadata?.deletionTimestamp),
+      addedAt: this.pods.get(name)?.addedAt ?? now,
+    };
+    this.pods.set(name, seen);
+    const fresh = this.unmetAt !== undefined && seen.addedAt >= this.unmetAt;
+    if (fresh && this.newIdleAt === undefined && seen.phase === "idle" && seen.ready) this.newIdleAt = now;
+  }
+
+  /** counts: all pods, live ones (not terminating), idle (any readiness), idle and Ready, busy. */
+  counts() {
+    let all = 0;
+    let live = 0;
+    let idle = 0;
+    let idleReady = 0;
+    let busy = 0;
+    for (const p of this.pods.values()) {
+      all++;
+      if (p.terminating) continue;
+      live++;
+      if (p.phase === "idle") {
+        idle++;
+        if (p.ready) idleReady++;
+      } else if (p.phase === "starting" || p.phase === "running" || p.phase === "stopping") busy++;
+    }
+    return { all, live, idle, idleReady, busy };
+  }
+
+  /** podSeconds: idle and busy pod-seconds between mark and `until`. */
+  podSeconds(until: number): { idle: number; busy: number } {
+    this.advance(until);
+    return { idle: this.idleSeconds, busy: this.busySeconds };
+  }
+
+  /** wake: ms from the first waiting create's mark to the first new pod idle and Ready. */
+  wake(): number | undefined {
+    return this.unmetAt !== undefined && this.newIdleAt !== undefined
+      ? this.newIdleAt - this.unmetAt
+      : undefined;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const a of this.aborts) a.abort();
+  }
+}
