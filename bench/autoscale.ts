@@ -192,9 +192,15 @@ async function scenario(mode: string, min: number) {
     rate503: unavailable / creates.length,
     otherErrors: other.length,
     otherStatuses: [...new Set(other.map((c) => c.status))],
+    /** first503S and last503S: when (s into the load) creates began and stopped getting 503s. */
+    first503S: creates.find((c) => c.status === 503)?.at,
+    last503S: creates.findLast((c) => c.status === 503)?.at,
     p50ToRunningMs: percentile(ok, 50),
     p99ToRunningMs: ok.length >= 100 ? percentile(ok, 99) : undefined,
-    firstCreateMs: creates[0]?.ms,
+    firstCreateMs: creates.reduce<(typeof creates)[number] | undefined>(
+      (a, c) => (a && a.at <= c.at ? a : c),
+      undefined,
+    )?.ms,
     unmetToNewIdleMs: wake,
     idlePerBusy: overhead.busy > 0 ? overhead.idle / overhead.busy : undefined,
     idlePodSeconds: overhead.idle,

@@ -1,6 +1,7 @@
 import type { KubeWatchTransport } from "../../lib/kube/transport.ts";
 import type { StepDeps } from "../deps.ts";
 import type { CreateStamps } from "./create-stamps.ts";
+import type { IdleDispatch } from "./idle-dispatch.ts";
 import type { PendingGauge } from "./pending-gauge.ts";
 
 /** ApiDeps adds what the sandbox API needs beyond the reconcile steps. */
@@ -11,6 +12,8 @@ export interface ApiDeps extends StepDeps {
   random: () => number;
   /** pending publishes this host's waiting creates per pool (status.pendingRequests); optional. */
   pending?: PendingGauge;
+  /** idle shares one idle-pod watch among this host's waiting creates (one per request when unset). */
+  idle?: IdleDispatch;
   /** stamps throttles this host's last-sandbox-create-time writes per pool; optional. */
   stamps?: CreateStamps;
   /** envdPort is the port post-start hooks reach envd on (default 49983, E2B's). */

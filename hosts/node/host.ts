@@ -2,6 +2,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import type { ActivitySourceConfig } from "../../functions/activity-source.ts";
 import { CreateStamps } from "../../functions/api/create-stamps.ts";
 import type { ApiDeps } from "../../functions/api/deps.ts";
+import { IdleDispatch } from "../../functions/api/idle-dispatch.ts";
 import { PendingGauge } from "../../functions/api/pending-gauge.ts";
 import type { StepDeps } from "../../functions/deps.ts";
 import { STEP_NAMES } from "../../functions/reconcile-pool.ts";
@@ -87,14 +88,16 @@ export async function startHost(config: HostConfig): Promise<Host> {
     ...hooks,
     ...(config.clusterId ? { clusterId: config.clusterId } : {}),
   });
+  const watch = nodeKubeWatch(config.kubeconfig);
   const api: ApiDeps = {
     ...deps,
     apiKeys: config.apiKeys ?? { namespace: "agentbox-system", name: "agentbox-api-keys" },
     random: Math.random,
     pending: new PendingGauge(deps, deps.reporter.instance),
     stamps: new CreateStamps(deps),
+    idle: new IdleDispatch({ ...deps, random: Math.random, watch }),
     ...(config.envdPort ? { envdPort: config.envdPort } : {}),
-    watch: nodeKubeWatch(config.kubeconfig),
+    watch,
   };
   const reconciler = await startReconcilerThread(
     {

@@ -205,7 +205,7 @@ class Run {
 
   /** proactiveDue: no idle Pod group-wide for idleThresholdSeconds, creates recent, cooled down. */
   proactiveDue(): boolean {
-    const { idleThresholdSeconds, idleZeroQuietWindowSeconds, cooldownSeconds } = this.p.scaleUp;
+    const { idleThresholdSeconds, idleZeroQuietWindowSeconds } = this.p.scaleUp;
     const live = this.live;
     if (idleThresholdSeconds === 0 || live.length === 0) return false;
     if (live.some((m) => m.idle.length > 0 || this.of(m) > m.existing)) return false;
@@ -217,8 +217,13 @@ class Run {
       (!lastCreate || seconds(lastCreate, this.now) > idleZeroQuietWindowSeconds)
     )
       return false;
-    const lastUp = latest(live.map((m) => m.autoscaling?.lastScaleUpTime));
-    return !lastUp || seconds(lastUp, this.now) >= cooldownSeconds;
+    return this.cooledDown();
+  }
+
+  /** cooledDown: cooldownSeconds have passed since the group's last scale-up. */
+  cooledDown(): boolean {
+    const lastUp = latest(this.live.map((m) => m.autoscaling?.lastScaleUpTime));
+    return !lastUp || seconds(lastUp, this.now) >= this.p.scaleUp.cooldownSeconds;
   }
 
   /** stable: stabilizationSeconds have passed since the group's last scale-down. */
@@ -235,7 +240,9 @@ class Run {
  * - bounds: each member is brought within its own min/max, then the group's sum within the
  *   group's min/max (these bypass every gate);
  * - reactive scale-up, when creates wait that no idle, resetting or ordered Pod will serve: the
- *   larger of the mode's growth and that demand, ignoring cooldown and the quiet window;
+ *   larger of the mode's growth and that demand; within cooldownSeconds of the last scale-up just
+ *   that demand (the waiters never wait for a cooldown, but the mode's headroom is added at most
+ *   once per cooldown); the quiet window does not apply;
  * - proactive scale-up (the mode's growth), when the group had no idle Pod for
  *   idleThresholdSeconds, nothing is on its way, a create was seen within
  *   idleZeroQuietWindowSeconds, and cooldownSeconds passed since the last scale-up;
@@ -268,7 +275,10 @@ export function decide(snapshot: GroupSnapshot, now: Date): GroupDecision {
   else if (p.maxReplicas !== undefined && run.total > p.maxReplicas)
     run.shrink(run.total - p.maxReplicas, SCALE_REASON.ABOVE_MAX);
   else if (demand > 0)
-    run.grow(Math.max(growth(p.scaleUp.mode, run.total, p.maxReplicas), demand), SCALE_REASON.REACTIVE);
+    run.grow(
+      run.cooledDown() ? Math.max(growth(p.scaleUp.mode, run.total, p.maxReplicas), demand) : demand,
+      SCALE_REASON.REACTIVE,
+    );
   else if (run.proactiveDue())
     run.grow(growth(p.scaleUp.mode, run.total, p.maxReplicas), SCALE_REASON.IDLE_ZERO);
   else if (run.live.every((m) => m.pending === 0) && run.stable())

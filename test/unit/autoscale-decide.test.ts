@@ -110,7 +110,7 @@ describe("decide: triggers and gates", () => {
       autoscaling: { lastScaleUpTime: agoText(1) },
     });
     const d = decide({ group: group(), members: [a] }, NOW);
-    // 6 waiting - 1 idle - 1 stopping - 1 ordered = 3 unmet; Default growth on 2 is 1: the demand wins.
+    // 6 waiting - 1 idle - 1 stopping - 1 ordered = 3 unmet, added within the cooldown.
     expect(replicas(d)).toEqual({ a: 5 });
     expect(d.changes).toEqual([{ member: "a", direction: "up", reason: "Reactive", from: 2, to: 5 }]);
     expect(d.autoscaling.get("a")).toMatchObject({
@@ -127,6 +127,23 @@ describe("decide: triggers and gates", () => {
       NOW,
     );
     expect(d.replicas.size).toBe(0);
+  });
+
+  it("reactive: within the cooldown adds just the demand, after it the mode's growth when larger", () => {
+    const recent = member("a", {
+      desired: 10,
+      existing: 10,
+      pending: 1,
+      autoscaling: { lastScaleUpTime: agoText(29) },
+    });
+    expect(replicas(decide({ group: group(), members: [recent] }, NOW))).toEqual({ a: 11 });
+    const cooled = member("a", {
+      desired: 10,
+      existing: 10,
+      pending: 1,
+      autoscaling: { lastScaleUpTime: agoText(30) },
+    });
+    expect(replicas(decide({ group: group(), members: [cooled] }, NOW))).toEqual({ a: 15 });
   });
 
   it("reactive growth follows the mode when it exceeds the demand", () => {

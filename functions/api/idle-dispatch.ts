@@ -1,0 +1,192 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
+import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
+import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
+import type { ApiDeps } from "./deps.ts";
+
+/** Waiter is one waiting create: its claim, and how its wait ends. */
+interface Waiter {
+  claim: (pod: V1Pod, pool: SandboxPool) => Promise<unknown>;
+  /** pools are the waiter's own reads of the pools (what its claim is decided from). */
+  pools: Map<string, SandboxPool>;
+  finish: (won: unknown) => void;
+  busy: boolean;
+  expired: boolean;
+}
+
+/** Stream is one watch of idle pods, shared by this process's waiters on the same pools. */
+interface Stream {
+  namespace: string;
+  pools: Map<string, SandboxPool>;
+  waiters: Waiter[];
+  /** candidates are the claimable idle pods the watch reported, by name; inflight: being claimed. */
+  candidates: Map<string, { pod: V1Pod; pool: SandboxPool }>;
+  inflight: Set<string>;
+  controller: AbortController;
+}
+
+/** RETRY_MS: how long a watch that ended or failed waits before it is opened again (doubling). */
+const RETRY_MS = [100, 200, 400, 800, 1600];
+
+/**
+ * idleSelector selects the idle Pods of the given pools: a Pod that turns idle enters the
+ * selection (ADDED), its readiness follows (MODIFIED), and the many writes of busy Pods never
+ * reach the watch.
+ */
+function idleSelector(names: readonly string[]): string {
+  const pools =
+    names.length === 1
+      ? `${SANDBOX_POOL_LABEL}=${names[0]}`
+      : `${SANDBOX_POOL_LABEL} in (${names.join(",")})`;
+  return `${pools},${SANDBOX_PHASE_LABEL}=${SANDBOX_PHASE.IDLE}`;
+}
+
+/**
+ * IdleDispatch hands the idle pods of a pool (or of an Env's members) to the creates waiting for
+ * them in this process, first come first served: one watch per set of pools however many wait,
+ * and each claimable pod offered to one waiter at a time. Without it every waiter watched on its
+ * own and raced for every pod, so W waiters and P new pods cost W watches and W×P claim patches,
+ * W−1 of them lost: a wake under load drowned the apiserver in conflicts. What it holds is this
+ * process's open requests and what its watch reported, never a source of truth: every claim is
+ * still a preconditioned patch (another host may win), and a crash loses only waiters that are
+ * gone with it. See ADR 0018.
+ */
+export class IdleDispatch {
+  private readonly streams = new Map<string, Stream>();
+  private readonly deps: Pick<ApiDeps, "watch" | "now" | "random" | "log">;
+
+  constructor(deps: Pick<ApiDeps, "watch" | "now" | "random" | "log">) {
+    this.deps = deps;
+  }
+
+  /**
+   * wait waits until `claim` wins an idle pod of the pools (all in one namespace), or timeoutMs
+   * passes; a claim under way when the time is up still counts.
+   */
+  wait<T>(
+    pools: readonly SandboxPool[],
+    timeoutMs: number,
+    claim: (pod: V1Pod, pool: SandboxPool) => Promise<T | undefined>,
+  ): Promise<T | undefined> {
+    const stream = this.streamFor(pools);
+    return new Promise<T | undefined>((resolve) => {
+      const waiter: Waiter = {
+        claim,
+        pools: new Map(pools.map((p) => [p.metadata?.name ?? "", p])),
+        busy: false,
+        expired: false,
+        finish: (won) => {
+          clearTimeout(timer);
+          const at = stream.waiters.indexOf(waiter);
+          if (at >= 0) stream.waiters.splice(at, 1);
+          if (stream.waiters.length === 0) this.close(stream);
+          resolve(won as T | undefined);
+        },
+      };
+      const timer = setTimeout(() => {
+        waiter.expired = true;
+        if (!waiter.busy) waiter.finish(undefined);
+      }, timeoutMs);
+      stream.waiters.push(waiter);
+      this.dispatch(stream);
+    });
+  }
+
+  private key(pools: readonly SandboxPool[]): string {
+    const names = pools.map((p) => p.metadata?.name ?? "").sort();
+    return `${pools[0]?.metadata?.namespace ?? ""}/${names.join(",")}`;
+  }
+
+  private streamFor(pools: readonly SandboxPool[]): Stream {
+    const key = this.key(pools);
+    const open = this.streams.get(key);
+    if (open) return open;
+    const stream: Stream = {
+      namespace: pools[0]?.metadata?.namespace ?? "",
+      pools: new Map(pools.map((p) => [p.metadata?.name ?? "", p])),
+      waiters: [],
+      candidates: new Map(),
+      inflight: new Set(),
+      controller: new AbortController(),
+    };
+    this.streams.set(key, stream);
+    this.follow(stream).catch((e: unknown) => this.deps.log.warn({ err: String(e) }, "idle watch stopped"));
+    return stream;
+  }
+
+  private close(stream: Stream): void {
+    stream.controller.abort();
+    for (const [key, s] of this.streams) if (s === stream) this.streams.delete(key);
+  }
+
+  /** follow keeps the stream's watch open while it has waiters, reopening it with a growing delay. */
+  private async follow(stream: Stream): Promise<void> {
+    const { signal } = stream.controller;
+    for (let attempt = 0; !signal.aborted; attempt++) {
+      // A reopened watch lists the idle pods again (ADDED), so forget what the last one said.
+      stream.candidates.clear();
+      const opened = Date.now();
+      await this.deps
+        .watch(
+          {
+            method: "GET",
+            path: `/api/v1/namespaces/${encodeURIComponent(stream.namespace)}/pods`,
+            query: { labelSelector: idleSelector([...stream.pools.keys()]) },
+          },
+          (event) => {
+            this.onEvent(stream, event.type, event.object as V1Pod);
+            return false;
+          },
+          signal,
+        )
+        .catch((e: unknown) => {
+          if (!signal.aborted) this.deps.log.debug({ err: String(e) }, "idle watch failed; reopening");
+        });
+      if (Date.now() - opened > 10_000) attempt = 0;
+      const delay = RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)] ?? 1000;
+      if (!signal.aborted) await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+
+  private onEvent(stream: Stream, type: string, pod: V1Pod): void {
+    const name = pod.metadata?.name ?? "";
+    const pool = stream.pools.get(pod.metadata?.labels?.[SANDBOX_POOL_LABEL] ?? "");
+    if (type === "DELETED" || !pool) {
+      stream.candidates.delete(name);
+      return;
+    }
+    if (type !== "ADDED" && type !== "MODIFIED") return;
+    const window = scaleDownPolicyFor(pool).protectionWindowSeconds;
+    const [candidate] = orderCandidates([pod], this.deps.now(), window, this.deps.random);
+    if (candidate) stream.candidates.set(name, { pod: candidate, pool });
+    else stream.candidates.delete(name);
+    this.dispatch(stream);
+  }
+
+  /**
+   * dispatch pairs claimable pods with free waiters, oldest waiter first, one claim per pod at a
+   * time. A lost claim drops the pod (it changed; the watch reports it again if it is still idle)
+   * and frees the waiter for the next one.
+   */
+  private dispatch(stream: Stream): void {
+    for (const [name, { pod, pool }] of stream.candidates) {
+      if (stream.inflight.has(name)) continue;
+      const waiter = stream.waiters.find((w) => !w.busy && !w.expired);
+      if (!waiter) return;
+      waiter.busy = true;
+      stream.inflight.add(name);
+      const settle = (won: unknown) => {
+        waiter.busy = false;
+        stream.inflight.delete(name);
+        stream.candidates.delete(name);
+        if (won !== undefined || waiter.expired) waiter.finish(won);
+        this.dispatch(stream);
+      };
+      waiter.claim(pod, waiter.pools.get(pool.metadata?.name ?? "") ?? pool).then(settle, (e: unknown) => {
+        this.deps.log.warn({ pod: name, err: String(e) }, "claim of an idle pod failed");
+        settle(undefined);
+      });
+    }
+  }
+}
