@@ -1,0 +1,123 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import { IdleDispatch } from "../../functions/api/idle-dispatch.ts";
+import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import type { WatchEvent } from "../../lib/kube/transport.ts";
+
+// The dispatch logic over a scripted event stream: which waiter claims which pod, how often, and
+// what becomes of a lost claim or a wait that times out. (Against the apiserver: the waiting
+// creates of test/integration/sandbox-api.test.ts and env-routing.test.ts.)
+
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+const pool = { metadata: { name: "p", namespace: "ns" }, spec: { replicas: 3 } } as SandboxPool;
+
+function idlePod(name: string, ready = true): V1Pod {
+  return {
+    metadata: {
+      name,
+      namespace: "ns",
+      resourceVersion: "1",
+      labels: { "agentbox.navix.sh/sandbox-pool": "p", "agentbox.navix.sh/sandbox-phase": "idle" },
+    },
+    status: { phase: "Running", conditions: [{ type: "Ready", status: ready ? "True" : "False" }] },
+  };
+}
+
+/** scripted is a watch transport whose events the test pushes; it counts the watches opened. */
+function scripted() {
+  const listeners: ((e: WatchEvent) => boolean)[] = [];
+  let opened = 0;
+  const watch = (_req: unknown, onEvent: (e: WatchEvent) => boolean, signal: AbortSignal) =>
+    new Promise<void>((resolve) => {
+      opened++;
+      listeners.push(onEvent);
+      signal.addEventListener("abort", () => resolve());
+    });
+  const push = (type: WatchEvent["type"], object: V1Pod) => {
+    for (const l of listeners) l({ type, object } as WatchEvent);
+  };
+  return { watch, push, opened: () => opened };
+}
+
+const settle = () => new Promise((r) => setTimeout(r, 5));
+
+describe("IdleDispatch", () => {
+  it("shares one watch and gives each new idle pod to one waiter, oldest first", async () => {
+    const s = scripted();
+    const dispatch = new IdleDispatch({
+      watch: s.watch,
+      now: () => new Date(),
+      random: () => 0.5,
+      log: quiet,
+    });
+    const claims: string[] = [];
+    const waiter = (who: string) =>
+      dispatch.wait([pool], 200, async (pod) => {
+        claims.push(`${who}:${pod.metadata?.name}`);
+        return `${who} got ${pod.metadata?.name}`;
+      });
+    const waits = [waiter("w1"), waiter("w2"), waiter("w3")];
+    await settle();
+    expect(s.opened()).toBe(1);
+    s.push("ADDED", idlePod("a", false)); // not ready: nobody claims it yet
+    await settle();
+    expect(claims).toEqual([]);
+    s.push("MODIFIED", idlePod("a"));
+    s.push("ADDED", idlePod("b"));
+    expect(await Promise.all(waits)).toEqual(["w1 got a", "w2 got b", undefined]);
+    expect(claims).toEqual(["w1:a", "w2:b"]);
+  });
+
+  it("frees a waiter whose claim was lost for the next pod, and lets a claim under way finish after the timeout", async () => {
+    const s = scripted();
+    const dispatch = new IdleDispatch({
+      watch: s.watch,
+      now: () => new Date(),
+      random: () => 0.5,
+      log: quiet,
+    });
+    let release: (v: string) => void = () => {};
+    const tries: string[] = [];
+    const lost = dispatch.wait([pool], 1000, async (pod) => {
+      tries.push(pod.metadata?.name ?? "");
+      return pod.metadata?.name === "taken" ? undefined : "won c";
+    });
+    s.push("ADDED", idlePod("taken"));
+    await settle();
+    s.push("ADDED", idlePod("c"));
+    expect(await lost).toBe("won c");
+    expect(tries).toEqual(["taken", "c"]);
+    const slow = dispatch.wait([pool], 10, () => new Promise<string>((r) => (release = r)));
+    s.push("ADDED", idlePod("d"));
+    await new Promise((r) => setTimeout(r, 30)); // past the timeout, the claim still runs
+    release("won d late");
+    expect(await slow).toBe("won d late");
+  });
+
+  it("forgets a pod that left the idle selection before anyone was free to claim it", async () => {
+    const s = scripted();
+    const dispatch = new IdleDispatch({
+      watch: s.watch,
+      now: () => new Date(),
+      random: () => 0.5,
+      log: quiet,
+    });
+    let first: (v: string | undefined) => void = () => {};
+    const tries: string[] = [];
+    const busy = dispatch.wait([pool], 1000, (pod) => {
+      tries.push(pod.metadata?.name ?? "");
+      return new Promise<string | undefined>((r) => (first = r));
+    });
+    s.push("ADDED", idlePod("a"));
+    s.push("ADDED", idlePod("b"));
+    s.push("DELETED", idlePod("b")); // claimed elsewhere meanwhile
+    await settle();
+    first(undefined);
+    await settle();
+    s.push("ADDED", idlePod("c"));
+    await settle();
+    expect(tries).toEqual(["a", "c"]);
+    first("won c");
+    expect(await busy).toBe("won c");
+  });
+});
