@@ -9,7 +9,16 @@ import { up } from "../infra/cluster/up.ts";
 import { SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
 import { demandCurve } from "./demand-curve.ts";
 import { PodTally } from "./pod-tally.ts";
-import { adminClient, forkHost, httpsClient, percentile, type Send, waitFor } from "./support.ts";
+import {
+  adminClient,
+  cpuSeconds,
+  cpuTable,
+  forkHost,
+  httpsClient,
+  percentile,
+  type Send,
+  waitFor,
+} from "./support.ts";
 
 const PULL_DELAY_MS = Number(process.env.PULL_DELAY_MS ?? 500);
 const LIFETIME_S = Number(process.env.LIFETIME ?? 3);
@@ -31,6 +40,7 @@ const API = "/apis/agents.navix.sh/v1alpha1";
 const log = (line: string) => console.error(`[bench] ${line}`);
 const json = JSON.stringify;
 
+let hostPid = 0;
 /** api is the host's sandbox API, as the bench's tenant. */
 let api: Send = async () => {
   throw new Error("no API client yet");
@@ -44,6 +54,7 @@ try {
     async () => (await admin("GET", `/api/v1/namespaces/${NS}/serviceaccounts/default`)).status === 200,
   );
   const host = await forkHost(state, "on");
+  hostPid = host.pid;
   // The host installs the CRDs: the template comes after it.
   must(
     await admin(
@@ -154,6 +165,8 @@ async function scenario(mode: string, min: number) {
     120_000,
   );
   await new Promise((r) => setTimeout(r, 1000));
+  const processes = [...state.processes, { name: "host (Node)", pid: hostPid }];
+  const cpuBefore = cpuSeconds(processes, "bench");
   const t0 = performance.now();
   tally.mark(t0);
   const creates: { at: number; ms: number; status: number }[] = [];
@@ -172,12 +185,22 @@ async function scenario(mode: string, min: number) {
   const loadEnd = performance.now();
   await load.settled;
   const busyEnd = performance.now();
+  console.error(
+    cpuTable(`${env}: CPU during the load`, cpuBefore, cpuSeconds(processes, "bench"), (busyEnd - t0) / 1000),
+  );
   let shrinkS: number | undefined;
   await waitFor(async () => {
     const done = (await groupReplicas(env)) === min && tally.counts().live === min;
     if (done) shrinkS = (performance.now() - loadEnd) / 1000;
     return done;
   }, 180_000).catch(() => log(`${env}: did not shrink back to ${min} within 180 s`));
+  for (let from = 0; from < CURVE[CURVE.length - 1]![0] * 1000; from += 2500) {
+    const slice = creates.filter((c) => c.at >= from && c.at < from + 2500);
+    const served = slice.filter((c) => c.status === 201).map((c) => c.ms);
+    console.error(
+      `[bench] ${env} t=${(from / 1000).toFixed(1)}s: ${slice.length} creates, ${slice.length - served.length} not 201, p50 ${percentile(served, 50).toFixed(0)} ms, idle now ${tally.counts().idle}`,
+    );
+  }
   const ok = creates.filter((c) => c.status === 201).map((c) => c.ms);
   const unavailable = creates.filter((c) => c.status === 503).length;
   const other = creates.filter((c) => c.status !== 201 && c.status !== 503);

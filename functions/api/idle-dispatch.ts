@@ -166,8 +166,8 @@ export class IdleDispatch {
 
   /**
    * dispatch pairs claimable pods with free waiters, oldest waiter first, one claim per pod at a
-   * time. A lost claim drops the pod (it changed; the watch reports it again if it is still idle)
-   * and frees the waiter for the next one.
+   * time. A lost claim drops the version it tried (the pod changed: a newer version the watch
+   * reported meanwhile stays, a later one is reported when it comes) and frees the waiter.
    */
   private dispatch(stream: Stream): void {
     for (const [name, { pod, pool }] of stream.candidates) {
@@ -179,7 +179,8 @@ export class IdleDispatch {
       const settle = (won: unknown) => {
         waiter.busy = false;
         stream.inflight.delete(name);
-        stream.candidates.delete(name);
+        // Drop the version that was tried; a newer one the watch reported meanwhile stays.
+        if (stream.candidates.get(name)?.pod === pod) stream.candidates.delete(name);
         if (won !== undefined || waiter.expired) waiter.finish(won);
         this.dispatch(stream);
       };

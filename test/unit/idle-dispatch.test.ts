@@ -94,6 +94,25 @@ describe("IdleDispatch", () => {
     expect(await slow).toBe("won d late");
   });
 
+  it("keeps a newer version of a pod reported while an older one was being claimed", async () => {
+    const s = scripted();
+    const dispatch = new IdleDispatch({ watch: s.watch, now: () => new Date(), random: () => 0.5, log: quiet });
+    let answer: (v: string | undefined) => void = () => {};
+    const tried: string[] = [];
+    const wait = dispatch.wait([pool], 1000, (pod) => {
+      tried.push(pod.metadata?.resourceVersion ?? "");
+      return new Promise<string | undefined>((r) => (answer = r));
+    });
+    s.push("ADDED", idlePod("a"));
+    await settle();
+    s.push("MODIFIED", { ...idlePod("a"), metadata: { ...idlePod("a").metadata, resourceVersion: "2" } });
+    answer(undefined); // the claim of version 1 lost: the pod had changed
+    await settle();
+    expect(tried).toEqual(["1", "2"]);
+    answer("won a");
+    expect(await wait).toBe("won a");
+  });
+
   it("forgets a pod that left the idle selection before anyone was free to claim it", async () => {
     const s = scripted();
     const dispatch = new IdleDispatch({
