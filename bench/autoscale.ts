@@ -170,6 +170,14 @@ async function scenario(mode: string, min: number) {
   const t0 = performance.now();
   tally.mark(t0);
   const creates: { at: number; ms: number; status: number }[] = [];
+  // PROGRESS=1 prints, every second of the load, the group's replicas and its pods by phase.
+  const progress = process.env.PROGRESS
+    ? setInterval(async () => {
+        const replicas = await groupReplicas(env).catch(() => -1);
+        const t = ((performance.now() - t0) / 1000).toFixed(0);
+        log(`${env} t=${t}s replicas ${replicas} ${json(tally.phases())} answered ${creates.length}`);
+      }, 1000)
+    : undefined;
   const load = await demandCurve(CURVE, async (at) => {
     const res = await api(
       "POST",
@@ -184,6 +192,7 @@ async function scenario(mode: string, min: number) {
   });
   const loadEnd = performance.now();
   await load.settled;
+  clearInterval(progress);
   const busyEnd = performance.now();
   console.error(
     cpuTable(`${env}: CPU during the load`, cpuBefore, cpuSeconds(processes, "bench"), (busyEnd - t0) / 1000),
@@ -229,6 +238,8 @@ async function scenario(mode: string, min: number) {
     idlePodSeconds: overhead.idle,
     busyPodSeconds: overhead.busy,
     shrinkBackS: shrinkS,
+    /** stays: the median ms pods spent in each state (starting, running, stopping, idle-false/true). */
+    stays: tally.stayTimes(),
     pullDelayMs: PULL_DELAY_MS,
   };
 }

@@ -6,6 +6,8 @@ import { fetchJson } from "./support.ts";
 
 interface Seen {
   phase: string | undefined;
+  /** since: when the watch first saw the pod in this phase/readiness (performance.now()). */
+  since: number;
   ready: boolean;
   terminating: boolean;
   /** addedAt: when the watch first saw the pod (performance.now()). */
@@ -28,6 +30,8 @@ export class PodTally {
   private unmetAt: number | undefined;
   private newIdleAt: number | undefined;
   private stopped = false;
+  /** stays: how long pods stayed in each state before leaving it (ms), since mark. */
+  private readonly stays = new Map<string, number[]>();
 
   static async start(state: ClusterState, ns: string, selector: string, pools: readonly string[]) {
     const tally = new PodTally();
@@ -136,15 +140,41 @@ export class PodTally {
       this.pods.delete(name);
       return;
     }
+    const before = this.pods.get(name);
+    const phase = pod.metadata?.labels?.[SANDBOX_PHASE_LABEL];
+    const ready = pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+    const state = (p: string | undefined, r: boolean) => (p === "idle" ? `idle-${r}` : (p ?? ""));
+    const changed = !before || state(before.phase, before.ready) !== state(phase, ready);
+    if (before && changed && this.from !== undefined && now >= this.from) {
+      const key = state(before.phase, before.ready);
+      const list = this.stays.get(key) ?? [];
+      list.push(now - before.since);
+      this.stays.set(key, list);
+    }
     const seen: Seen = {
-      phase: pod.metadata?.labels?.[SANDBOX_PHASE_LABEL],
-      ready: pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false,
+      phase,
+      ready,
+      since: changed ? now : (before?.since ?? now),
       terminating: Boolean(pod.metadata?.deletionTimestamp),
-      addedAt: this.pods.get(name)?.addedAt ?? now,
+      addedAt: before?.addedAt ?? now,
     };
     this.pods.set(name, seen);
     const fresh = this.unmetAt !== undefined && seen.addedAt >= this.unmetAt;
     if (fresh && this.newIdleAt === undefined && seen.phase === "idle" && seen.ready) this.newIdleAt = now;
+  }
+
+  /** phases counts the live pods per phase label (idle split by readiness), for progress lines. */
+  phases(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const p of this.pods.values()) {
+      if (p.terminating) {
+        out.terminating = (out.terminating ?? 0) + 1;
+        continue;
+      }
+      const key = p.phase === "idle" ? (p.ready ? "idle" : "idle-unready") : (p.phase ?? "none");
+      out[key] = (out[key] ?? 0) + 1;
+    }
+    return out;
   }
 
   /** counts: all pods, live ones (not terminating), idle (any readiness), idle and Ready, busy. */
@@ -170,6 +200,16 @@ export class PodTally {
   podSeconds(until: number): { idle: number; busy: number } {
     this.advance(until);
     return { idle: this.idleSeconds, busy: this.busySeconds };
+  }
+
+  /** stayTimes: the median time (ms) pods stayed in each state they left, and how many left it. */
+  stayTimes(): Record<string, { p50: number; n: number }> {
+    const out: Record<string, { p50: number; n: number }> = {};
+    for (const [k, xs] of this.stays) {
+      const sorted = [...xs].sort((a, b) => a - b);
+      out[k] = { p50: Math.round(sorted[Math.floor(sorted.length / 2)] ?? 0), n: xs.length };
+    }
+    return out;
   }
 
   /** wake: ms from the first waiting create's mark to the first new pod idle and Ready. */

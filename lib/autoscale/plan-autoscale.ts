@@ -1,5 +1,5 @@
 // One Env run's autoscaler writes: the decision of every enabled group in the local segment turned
-// into one replicas patch on the Env (under its resourceVersion) and one status.autoscaling patch
+// into one replicas patch on the Env (under its spec as read) and one status.autoscaling patch
 // per pool that changed (under the block as read). The Env patch goes first and the pool patches
 // only after it landed (see ADR 0017), so two racing runs never both scale.
 import type { V1Pod } from "@kubernetes/client-node";
@@ -9,7 +9,7 @@ import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { localMembers, scalingGroupOf } from "../env/members.ts";
 import type { JsonPatchOp } from "../kube/json-patch.ts";
-import { type Action, envTarget, isTerminating, poolTarget, testVersion } from "../reconcile/action.ts";
+import { type Action, envTarget, isTerminating, poolTarget, testSpec } from "../reconcile/action.ts";
 import { decide, type ScaleChange } from "./decide.ts";
 import { loadMember } from "./member-load.ts";
 
@@ -69,7 +69,7 @@ function envAction(env: SandboxEnv, ops: JsonPatchOp[], changes: readonly GroupC
   return {
     target: envTarget(env),
     why: `autoscale: ${text}`,
-    write: { op: "patch", patch: [testVersion(env), ...ops] },
+    write: { op: "patch", patch: [...testSpec(env), ...ops] },
     event: {
       type: "Normal",
       reason: up && down ? "Rescaled" : up ? "ScaledUp" : "ScaledDown",

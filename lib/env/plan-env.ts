@@ -8,7 +8,14 @@ import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../api/sandbox-template.ts";
 import type { JsonPatchOp } from "../kube/json-patch.ts";
-import { type Action, envTarget, isTerminating, poolTarget, testVersion } from "../reconcile/action.ts";
+import {
+  type Action,
+  envTarget,
+  isTerminating,
+  poolTarget,
+  testSpec,
+  testVersion,
+} from "../reconcile/action.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
 import { computeEnvStatus, type MemberView } from "./env-status.ts";
 import { memberDrift } from "./member-drift.ts";
@@ -117,7 +124,12 @@ function updateAction(
     {
       target: poolTarget(pool),
       why: adopt ? "adopt pool into its Env" : `member drifted (${changed}); patch it back`,
-      write: { op: "patch", patch: [testVersion(pool), ...(adopt ?? []), ...drift.ops] },
+      // Adopting appends an owner reference: only the version read may take it. Drift touches
+      // the spec (and the Env's own labels and annotations): the spec read is the precondition.
+      write: {
+        op: "patch",
+        patch: [...(adopt ? [testVersion(pool), ...adopt] : testSpec(pool)), ...drift.ops],
+      },
       event,
     },
   ];

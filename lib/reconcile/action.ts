@@ -59,6 +59,19 @@ export function testVersion(obj: { metadata?: { resourceVersion?: string } }): J
   return { op: "test", path: "/metadata/resourceVersion", value: obj.metadata?.resourceVersion ?? "" };
 }
 
+/**
+ * testSpec is the JSON Patch precondition that the object's spec is still the one we read: the
+ * same object (uid) at the same metadata.generation, which moves with spec changes only. A patch
+ * of spec fields decided from that spec then does not lose to the status and annotation writes
+ * that change a busy pool's resourceVersion many times a second.
+ */
+export function testSpec(obj: { metadata?: { uid?: string; generation?: number } }): JsonPatchOp[] {
+  return [
+    { op: "test", path: "/metadata/uid", value: obj.metadata?.uid ?? "" },
+    { op: "test", path: "/metadata/generation", value: obj.metadata?.generation ?? 0 },
+  ];
+}
+
 /** isTerminating: deletion was requested for the object. */
 export function isTerminating(obj: { metadata?: { deletionTimestamp?: unknown } }): boolean {
   return obj.metadata?.deletionTimestamp !== undefined && obj.metadata?.deletionTimestamp !== null;

@@ -141,11 +141,15 @@ describe("planEnv", () => {
     const settled = settle(e, planEnv(snap(e, [memberPool(e, "a")]), "local", NOW));
     const scaled = memberPool(e, "a");
     scaled.spec.replicas = 7;
+    scaled.metadata = { ...scaled.metadata, generation: 4 };
     const [patch] = planEnv(snap(settled, [scaled]), "local", LATER);
+    // The precondition is the spec as read (uid, generation), not the resourceVersion that every
+    // status and annotation write moves.
     expect(patch?.write).toEqual({
       op: "patch",
       patch: [
-        { op: "test", path: "/metadata/resourceVersion", value: "11" },
+        { op: "test", path: "/metadata/uid", value: "a-uid" },
+        { op: "test", path: "/metadata/generation", value: 4 },
         { op: "add", path: "/spec/replicas", value: 2 },
       ],
     });
