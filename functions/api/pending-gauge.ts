@@ -22,7 +22,7 @@ export function hostKey(instance: string): string {
 /**
  * PendingGauge counts this host's creates waiting for an idle pod, per pool, and publishes the
  * count in the pool's annotation for this host (see lib/pool/pending-requests.ts), throttled: at
- * once when it crosses 0/>0, else at most every 3 s and only for a 20 % move; a held-back move is
+ * once when it crosses 0/>0, else any change at most once a second; a held-back change is
  * published when the interval ends, and a steady count is rewritten every 20 s so it stays fresh.
  * At 0 the annotation is removed (a merge patch: other keys are never touched). The counts mirror
  * requests open in this process, never a source of truth: a crash loses only waiters that are
