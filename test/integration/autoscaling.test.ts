@@ -9,6 +9,7 @@ import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { memberReplicas } from "../../lib/env/members.ts";
 import { encodeMark, PENDING_REQUESTS_PREFIX } from "../../lib/pool/pending-requests.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
+import { autoscalingGroup, type GroupOptions } from "../support/autoscaling-group.ts";
 import { ENVS, envObject, eventsAbout, TEMPLATES, templateObject, tickUntil } from "./support/envs.ts";
 import { kube, newNamespace } from "./support/kube.ts";
 import { isReady, live, POOLS, phaseOf, poolTest } from "./support/steps.ts";
@@ -37,30 +38,9 @@ beforeEach(() => {
   deps.clock.offsetMs = 0;
 });
 
-/** group is an enabled autoscaling group named "default" with explicit policies. */
-function group(o: { up?: object; down?: object; [k: string]: unknown } = {}) {
-  const { up, down, ...rest } = o;
-  return {
-    name: "default",
-    enabled: true,
-    minReplicas: 0,
-    scaleUpPolicy: {
-      mode: "Default",
-      cooldownSeconds: 30,
-      idleThresholdSeconds: 30,
-      idleZeroQuietWindowSeconds: 300,
-      saturationCooldownSeconds: 60,
-      ...up,
-    },
-    scaleDownPolicy: {
-      idleTimeoutSeconds: 60,
-      stabilizationSeconds: 60,
-      protectionWindowSeconds: 2,
-      ...down,
-    },
-    ...rest,
-  };
-}
+/** group is the shared test group, with quick scale-down (60 s idle, 2 s protection window). */
+const group = (o: GroupOptions = {}) =>
+  autoscalingGroup({ ...o, down: { idleTimeoutSeconds: 60, protectionWindowSeconds: 2, ...o.down } });
 
 const member = (name: string, config: Record<string, unknown> = {}, replicas?: number) => ({
   name,

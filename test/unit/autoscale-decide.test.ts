@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
-import type { EnvAutoscalingGroup, PoolAutoScalingStatus } from "../../lib/api/autoscaling.ts";
+import type { PoolAutoScalingStatus } from "../../lib/api/autoscaling.ts";
 import type { EnvClusterMemberConfig } from "../../lib/api/sandbox-env.ts";
 import { decide } from "../../lib/autoscale/decide.ts";
 import type { MemberLoad } from "../../lib/autoscale/member-load.ts";
 import { growth } from "../../lib/autoscale/policies.ts";
 import type { ProbeResult } from "../../lib/autoscale/probe.ts";
+import { autoscalingGroup } from "../support/autoscaling-group.ts";
 
 const NOW = new Date("2026-11-23T12:00:00Z");
 const ago = (s: number) => new Date(NOW.getTime() - s * 1000);
@@ -48,30 +49,7 @@ function member(
   };
 }
 
-/** group is an enabled group with quick, explicit policies (each test overrides what it checks). */
-function group(o: Partial<EnvAutoscalingGroup> & { up?: object; down?: object } = {}): EnvAutoscalingGroup {
-  const { up, down, ...rest } = o;
-  return {
-    name: "default",
-    enabled: true,
-    minReplicas: 0,
-    scaleUpPolicy: {
-      mode: "Default",
-      cooldownSeconds: 30,
-      idleThresholdSeconds: 30,
-      idleZeroQuietWindowSeconds: 300,
-      saturationCooldownSeconds: 60,
-      ...up,
-    },
-    scaleDownPolicy: {
-      idleTimeoutSeconds: 300,
-      stabilizationSeconds: 60,
-      protectionWindowSeconds: 10,
-      ...down,
-    },
-    ...rest,
-  } as EnvAutoscalingGroup;
-}
+const group = autoscalingGroup;
 
 const replicas = (d: ReturnType<typeof decide>) => Object.fromEntries(d.replicas);
 

@@ -41,6 +41,20 @@ function scripted() {
 
 const settle = () => new Promise((r) => setTimeout(r, 5));
 
+/** setup is a dispatch over a scripted watch, and a waiter whose claims the test answers by hand. */
+function setup() {
+  const s = scripted();
+  const dispatch = new IdleDispatch({ watch: s.watch, now: () => new Date(), random: () => 0.5, log: quiet });
+  const tried: string[] = [];
+  let answer: (v: string | undefined) => void = () => {};
+  const manual = (timeoutMs = 1000) =>
+    dispatch.wait([pool], timeoutMs, (pod) => {
+      tried.push(`${pod.metadata?.name}@${pod.metadata?.resourceVersion}`);
+      return new Promise<string | undefined>((r) => (answer = r));
+    });
+  return { ...s, dispatch, tried, manual, answer: (v: string | undefined) => answer(v) };
+}
+
 describe("IdleDispatch", () => {
   it("shares one watch and gives each new idle pod to one waiter, oldest first", async () => {
     const s = scripted();
@@ -69,14 +83,8 @@ describe("IdleDispatch", () => {
   });
 
   it("frees a waiter whose claim was lost for the next pod, and lets a claim under way finish after the timeout", async () => {
-    const s = scripted();
-    const dispatch = new IdleDispatch({
-      watch: s.watch,
-      now: () => new Date(),
-      random: () => 0.5,
-      log: quiet,
-    });
-    let release: (v: string) => void = () => {};
+    const s = setup();
+    const { dispatch } = s;
     const tries: string[] = [];
     const lost = dispatch.wait([pool], 1000, async (pod) => {
       tries.push(pod.metadata?.name ?? "");
@@ -87,56 +95,39 @@ describe("IdleDispatch", () => {
     s.push("ADDED", idlePod("c"));
     expect(await lost).toBe("won c");
     expect(tries).toEqual(["taken", "c"]);
-    const slow = dispatch.wait([pool], 10, () => new Promise<string>((r) => (release = r)));
+    const slow = s.manual(10);
     s.push("ADDED", idlePod("d"));
     await new Promise((r) => setTimeout(r, 30)); // past the timeout, the claim still runs
-    release("won d late");
+    s.answer("won d late");
     expect(await slow).toBe("won d late");
   });
 
   it("keeps a newer version of a pod reported while an older one was being claimed", async () => {
-    const s = scripted();
-    const dispatch = new IdleDispatch({ watch: s.watch, now: () => new Date(), random: () => 0.5, log: quiet });
-    let answer: (v: string | undefined) => void = () => {};
-    const tried: string[] = [];
-    const wait = dispatch.wait([pool], 1000, (pod) => {
-      tried.push(pod.metadata?.resourceVersion ?? "");
-      return new Promise<string | undefined>((r) => (answer = r));
-    });
+    const s = setup();
+    const wait = s.manual();
     s.push("ADDED", idlePod("a"));
     await settle();
     s.push("MODIFIED", { ...idlePod("a"), metadata: { ...idlePod("a").metadata, resourceVersion: "2" } });
-    answer(undefined); // the claim of version 1 lost: the pod had changed
+    s.answer(undefined); // the claim of version 1 lost: the pod had changed
     await settle();
-    expect(tried).toEqual(["1", "2"]);
-    answer("won a");
+    expect(s.tried).toEqual(["a@1", "a@2"]);
+    s.answer("won a");
     expect(await wait).toBe("won a");
   });
 
   it("forgets a pod that left the idle selection before anyone was free to claim it", async () => {
-    const s = scripted();
-    const dispatch = new IdleDispatch({
-      watch: s.watch,
-      now: () => new Date(),
-      random: () => 0.5,
-      log: quiet,
-    });
-    let first: (v: string | undefined) => void = () => {};
-    const tries: string[] = [];
-    const busy = dispatch.wait([pool], 1000, (pod) => {
-      tries.push(pod.metadata?.name ?? "");
-      return new Promise<string | undefined>((r) => (first = r));
-    });
+    const s = setup();
+    const busy = s.manual();
     s.push("ADDED", idlePod("a"));
     s.push("ADDED", idlePod("b"));
     s.push("DELETED", idlePod("b")); // claimed elsewhere meanwhile
     await settle();
-    first(undefined);
+    s.answer(undefined);
     await settle();
     s.push("ADDED", idlePod("c"));
     await settle();
-    expect(tries).toEqual(["a", "c"]);
-    first("won c");
+    expect(s.tried).toEqual(["a@1", "c@1"]);
+    s.answer("won c");
     expect(await busy).toBe("won c");
   });
 });
