@@ -194,6 +194,8 @@ async function scenario(mode: string, min: number) {
   await load.settled;
   clearInterval(progress);
   const busyEnd = performance.now();
+  // Pod-seconds up to the last release: the shrink back below is timed on its own.
+  const overhead = tally.podSeconds(busyEnd);
   console.error(
     cpuTable(`${env}: CPU during the load`, cpuBefore, cpuSeconds(processes, "bench"), (busyEnd - t0) / 1000),
   );
@@ -213,7 +215,6 @@ async function scenario(mode: string, min: number) {
   const ok = creates.filter((c) => c.status === 201).map((c) => c.ms);
   const unavailable = creates.filter((c) => c.status === 503).length;
   const other = creates.filter((c) => c.status !== 201 && c.status !== 503);
-  const overhead = tally.podSeconds(busyEnd);
   const wake = tally.wake();
   await admin("DELETE", `${API}/namespaces/${NS}/sandboxenvs/${env}`);
   await waitFor(async () => tally.counts().all === 0, 120_000);

@@ -198,6 +198,8 @@ export class PodTally {
 
   /** podSeconds: idle and busy pod-seconds between mark and `until`. */
   podSeconds(until: number): { idle: number; busy: number } {
+    // Events after `until` have already been counted in: the figures would run past it.
+    if (until < this.last) throw new Error("podSeconds: the tally already counts past `until`");
     this.advance(until);
     return { idle: this.idleSeconds, busy: this.busySeconds };
   }

@@ -1,6 +1,7 @@
 import { envsNamingPools, envsUsingTemplates } from "../lib/env/members.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
-import type { EnvAuditTargets, EnvKey } from "../lib/triggers/audit-targets.ts";
+import type { EnvAuditTargets, EnvKey, PoolKey } from "../lib/triggers/audit-targets.ts";
+import type { ActionOutcome } from "./execute.ts";
 
 /**
  * envsToRun turns an audit batch's Env targets into the Envs to run: those named directly, those
@@ -24,4 +25,20 @@ export async function envsToRun(
   for (const key of envsUsingTemplates(envs, targets.templates)) keys.add(key);
   for (const key of envsNamingPools(envs, targets.pools, clusterId)) keys.add(key);
   return [...keys] as EnvKey[];
+}
+
+/**
+ * poolsSpecWritten are the pools whose spec (or existence) an Env run just wrote: a new member, a
+ * drift patched back, replicas the autoscaler raised. Their pool runs should start at once, not
+ * after the host's spacing of whole-pool runs: a waiting create needs the pods those replicas
+ * order. Status writes (the autoscaler's bookkeeping) are not among them.
+ */
+export function poolsSpecWritten(outcomes: readonly ActionOutcome[]): PoolKey[] {
+  const keys = new Set<PoolKey>();
+  for (const o of outcomes) {
+    const [kind, namespace, name] = o.target.split("/");
+    if (kind === "SandboxPool" && o.result === "done" && (o.op === "patch" || o.op === "create"))
+      keys.add(`${namespace}/${name}`);
+  }
+  return [...keys];
 }

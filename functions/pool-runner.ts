@@ -9,7 +9,10 @@ import type { PoolSnapshot } from "./snapshot.ts";
  * a trigger lost here is picked up by the next tick.
  */
 export class PoolRunner<Hint = PoolSnapshot> {
-  private readonly running = new Map<string, { again: boolean; done: Promise<void> }>();
+  private readonly running = new Map<
+    string,
+    { again: boolean; urgent: boolean; hurry?: () => void; done: Promise<void> }
+  >();
   private readonly run: (key: PoolKey, hint?: Hint) => Promise<unknown>;
   private readonly log: Log;
   private readonly minIntervalMs: number;
@@ -27,30 +30,47 @@ export class PoolRunner<Hint = PoolSnapshot> {
   /**
    * trigger starts key's reconcile, with the caller's hint for its first run (a snapshot the tick
    * just read, the version an audit event reported), or asks the running one to go once more when
-   * it ends; a rerun has no hint, so it reads afresh.
+   * it ends; a rerun has no hint, so it reads afresh. An urgent trigger skips the spacing: the
+   * rerun starts as soon as the current run ends (a pool whose replicas an Env run just raised
+   * must not wait a second for its pods while creates wait for them).
    */
-  trigger(key: PoolKey, hint?: Hint): Promise<void> {
+  trigger(key: PoolKey, hint?: Hint, urgent = false): Promise<void> {
     const current = this.running.get(key);
     if (current) {
       current.again = true;
+      if (urgent) {
+        current.urgent = true;
+        current.hurry?.();
+      }
       return current.done;
     }
-    const entry = { again: false, done: Promise.resolve() };
+    const entry: { again: boolean; urgent: boolean; hurry?: () => void; done: Promise<void> } = {
+      again: false,
+      urgent: false,
+      done: Promise.resolve(),
+    };
     entry.done = (async () => {
       try {
         let first: Hint | undefined = hint;
         do {
           entry.again = false;
+          entry.urgent = false;
           const snap = first;
           first = undefined;
           const started = Date.now();
           await this.run(key, snap).catch((err: unknown) =>
             this.log.warn({ pool: key, err: String(err) }, "reconcile failed"),
           );
-          if (entry.again && this.minIntervalMs > 0) {
-            const wait = started + this.minIntervalMs - Date.now();
-            if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-          }
+          const wait = started + this.minIntervalMs - Date.now();
+          if (entry.again && !entry.urgent && wait > 0)
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, wait);
+              entry.hurry = () => {
+                clearTimeout(timer);
+                resolve();
+              };
+            });
+          delete entry.hurry;
         } while (entry.again);
       } finally {
         this.running.delete(key);

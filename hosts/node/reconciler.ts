@@ -1,6 +1,6 @@
 import { Cron } from "croner";
 import type { StepDeps } from "../../functions/deps.ts";
-import { envsToRun } from "../../functions/env-triggers.ts";
+import { envsToRun, poolsSpecWritten } from "../../functions/env-triggers.ts";
 import { PoolRunner } from "../../functions/pool-runner.ts";
 import { type EnvReport, reconcileEnv } from "../../functions/reconcile-env.ts";
 import { reconcilePod } from "../../functions/reconcile-pod.ts";
@@ -60,10 +60,14 @@ export function startReconciler(deps: StepDeps, options: ReconcilerOptions): Rec
     const [ns = "", pool = "", pod = ""] = key.split("/");
     return reconcilePod(deps, ns, pool, pod, target);
   }, deps.log);
+  // A pool whose spec an Env run wrote (replicas the autoscaler raised) runs at once: its audit
+  // event would wait for the pool's spacing, and a waking Env's creates wait for those pods.
   const envs = new PoolRunner<EnvSnapshot>(
     async (key, snapshot) => {
       const [ns = "", name = ""] = key.split("/");
-      return reconcileEnv(deps, ns, name, snapshot);
+      const report = await reconcileEnv(deps, ns, name, snapshot);
+      for (const pool of poolsSpecWritten(report.outcomes)) void pools.trigger(pool, undefined, true);
+      return report;
     },
     deps.log,
     POOL_RUN_INTERVAL_MS,

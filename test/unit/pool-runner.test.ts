@@ -56,3 +56,47 @@ describe("PoolRunner minIntervalMs", () => {
     expect((starts[1] ?? 0) - (starts[0] ?? 0)).toBeGreaterThanOrEqual(95);
   });
 });
+
+describe("PoolRunner urgent triggers", () => {
+  const silent = { debug() {}, info() {}, warn() {}, error() {} };
+
+  it("an urgent trigger during a run starts the rerun when the run ends, not after the spacing", async () => {
+    const starts: number[] = [];
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const runner = new PoolRunner(
+      async () => {
+        starts.push(Date.now());
+        if (starts.length === 1) await gate;
+      },
+      silent,
+      60_000,
+    );
+    const done = runner.trigger("ns/a");
+    runner.trigger("ns/a", undefined, true);
+    release();
+    await done;
+    expect(starts).toHaveLength(2);
+  });
+
+  it("an urgent trigger cuts short a rerun already waiting out the spacing", async () => {
+    const starts: number[] = [];
+    const runner = new PoolRunner(
+      async () => {
+        starts.push(Date.now());
+      },
+      silent,
+      60_000,
+    );
+    const done = runner.trigger("ns/a");
+    runner.trigger("ns/a");
+    // The first run has ended and the rerun waits out the minute; an urgent trigger ends the wait.
+    await new Promise((r) => setTimeout(r, 20));
+    expect(starts).toHaveLength(1);
+    runner.trigger("ns/a", undefined, true);
+    await done;
+    expect(starts).toHaveLength(2);
+  });
+});
