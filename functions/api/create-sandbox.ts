@@ -77,7 +77,8 @@ interface Plan {
 /**
  * planClaims turns a resolved target into a Plan: a pool is tried and watched alone; an Env's
  * members are ordered by routeEnv, those with idle pods tried (or, when the counts say none has
- * any, the one a wait would grow, once), and every member watched.
+ * any, the one a wait would grow, once; a member at its maxReplicas is not tried on a guess), and
+ * every member watched, at-max ones included (their releases serve waiting creates too).
  */
 function planClaims(deps: ApiDeps, target: Extract<PoolResolution, { ok: true }>): Plan {
   if ("pool" in target) {
@@ -87,7 +88,7 @@ function planClaims(deps: ApiDeps, target: Extract<PoolResolution, { ok: true }>
   const route = routeEnv(target.env, target.pools, deps.clusterId ?? "", deps.now());
   const members = route.members.map((m) => m.pool);
   const withIdle = route.members.filter((m) => m.idle > 0).map((m) => m.pool);
-  const fallback = route.grow?.pool ?? members[0];
+  const fallback = route.grow?.pool ?? route.members.find((m) => !m.atMax)?.pool;
   return {
     where: `env ${target.env.metadata?.namespace}/${target.env.metadata?.name}`,
     tryNow: withIdle.length > 0 ? withIdle : fallback ? [fallback] : [],

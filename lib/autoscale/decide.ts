@@ -112,10 +112,20 @@ class Run {
     return seconds(at, this.now) < this.p.scaleUp.saturationCooldownSeconds;
   }
 
+  /**
+   * ordered is the member's replicas not yet created that will be: none when its pool cannot
+   * create Pods (its probe is not Enough: creates refused, Pods unschedulable) or it is saturated.
+   * Counting those would hide the waiters they were meant for, and then no scale-up would be
+   * attempted, so the member would never be found saturated and its share never passed on.
+   */
+  ordered(m: MemberLoad): number {
+    if (m.probe.result !== "Enough" || this.saturated(m)) return 0;
+    return Math.max(0, this.of(m) - m.existing);
+  }
+
   /** unmet is the member's waiting creates nothing already there or ordered will serve. */
   unmet(m: MemberLoad): number {
-    const orderedNow = Math.max(0, this.of(m) - m.existing);
-    return Math.max(0, m.pending - m.idle.length - m.stopping - orderedNow);
+    return Math.max(0, m.pending - m.idle.length - m.stopping - this.ordered(m));
   }
 
   /**
@@ -126,7 +136,7 @@ class Run {
    */
   demand(): number {
     const supply = this.live.reduce(
-      (sum, m) => sum + m.idle.length + m.stopping + Math.max(0, this.of(m) - m.existing),
+      (sum, m) => sum + m.idle.length + m.stopping + this.ordered(m),
       0,
     );
     return Math.max(0, this.live.reduce((sum, m) => sum + m.pending, 0) - supply);
@@ -208,7 +218,7 @@ class Run {
     const { idleThresholdSeconds, idleZeroQuietWindowSeconds } = this.p.scaleUp;
     const live = this.live;
     if (idleThresholdSeconds === 0 || live.length === 0) return false;
-    if (live.some((m) => m.idle.length > 0 || this.of(m) > m.existing)) return false;
+    if (live.some((m) => m.idle.length > 0 || this.ordered(m) > 0)) return false;
     const zeroSince = latest(live.map((m) => this.book.get(m.name)?.idleZeroSince));
     if (!zeroSince || seconds(zeroSince, this.now) < idleThresholdSeconds) return false;
     const lastCreate = latest(live.map((m) => m.lastCreate));

@@ -8,6 +8,7 @@ import { SANDBOX_POOL_LABEL } from "../api/keys.ts";
 import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { localMembers, scalingGroupOf } from "../env/members.ts";
+import { foreignMemberPool } from "../env/ownership.ts";
 import type { JsonPatchOp } from "../kube/json-patch.ts";
 import { type Action, envTarget, isTerminating, poolTarget, testSpec } from "../reconcile/action.ts";
 import { decide, type ScaleChange } from "./decide.ts";
@@ -128,7 +129,11 @@ export function planAutoscale(input: AutoscaleInput, clusterId: string, now: Dat
   const { env, pools, pods } = input;
   const plan: AutoscalePlan = { poolWrites: [], changes: [] };
   if (isTerminating(env)) return plan;
-  const poolByName = new Map(pools.map((p) => [p.metadata?.name ?? "", p]));
+  // Only pools that serve the Env are read or written: another Env's pool (or a standalone one)
+  // that carries a member's name is the Env status's Inconsistent, never scaled or booked here.
+  const poolByName = new Map(
+    pools.filter((p) => !foreignMemberPool(p, env)).map((p) => [p.metadata?.name ?? "", p]),
+  );
   const podsByPool = new Map<string, V1Pod[]>();
   for (const pod of pods) {
     const name = pod.metadata?.labels?.[SANDBOX_POOL_LABEL] ?? "";

@@ -11,7 +11,7 @@ import { jsonEqual } from "../util/deep-equal.ts";
 import { rfc3339 } from "../util/time.ts";
 import { envConditions } from "./env-conditions.ts";
 import { type EnvClusterMember, scalingGroupOf } from "./members.ts";
-import { ownedBy } from "./ownership.ts";
+import { foreignMemberPool, ownedBy } from "./ownership.ts";
 import type { RenderedMember } from "./render-member.ts";
 import { saturatedUntil } from "./saturation.ts";
 
@@ -59,14 +59,9 @@ function memberState(env: SandboxEnv, view: MemberView, until: Date | undefined,
   const state = (s: ObservedMemberState, why?: string) => ({ state: s, ...(why ? { why } : {}) });
   if (!pool) return state("Missing", rendered.problem ?? "its pool is not created yet");
   if (pool.metadata?.deletionTimestamp) return state("Missing", "its pool is being deleted");
-  if (!ownedBy(pool, env))
-    return state("Inconsistent", `a SandboxPool "${member.name}" exists that this Env does not own`);
+  const foreign = foreignMemberPool(pool, env);
+  if (foreign) return state("Inconsistent", foreign);
   const ref = env.spec.templateRef;
-  if ((pool.spec.templateName ?? "") !== ref.name)
-    return state(
-      "Inconsistent",
-      `its pool uses template "${pool.spec.templateName ?? ""}", not "${ref.name}"`,
-    );
   const version = pool.metadata?.annotations?.[POOL_TEMPLATE_VERSION_ANNOTATION];
   if (ref.version && version !== ref.version)
     return state("Inconsistent", `its pool has template version "${version ?? ""}", not "${ref.version}"`);

@@ -63,3 +63,22 @@ export function envOwnerReference(env: SandboxEnv, controller: boolean): OwnerRe
     blockOwnerDeletion: true,
   };
 }
+
+/**
+ * foreignMemberPool says why a pool carrying a member's name does not serve the Env: not owned by
+ * it, or rendered from another template. Undefined when it serves it. Routing and the autoscaler
+ * use only pools that serve the Env (a tenant allowed the Env's template must never be handed a
+ * sandbox of another template, nor another Env's pool be scaled); the Env status reports the
+ * others as Inconsistent.
+ */
+export function foreignMemberPool(
+  pool: Owned & { spec: { templateName?: string | undefined } },
+  env: SandboxEnv,
+): string | undefined {
+  const name = (pool.metadata as { name?: string } | undefined)?.name ?? "";
+  if (!ownedBy(pool, env)) return `a SandboxPool "${name}" exists that this Env does not own`;
+  const ref = env.spec.templateRef.name;
+  if ((pool.spec.templateName ?? "") !== ref)
+    return `its pool uses template "${pool.spec.templateName ?? ""}", not "${ref}"`;
+  return undefined;
+}

@@ -8,6 +8,7 @@ import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { byScaleUpOrder, type MemberKey } from "../autoscale/policies.ts";
 import { localMembers, scalingGroupOf } from "../env/members.ts";
+import { foreignMemberPool } from "../env/ownership.ts";
 import { saturatedUntil } from "../env/saturation.ts";
 import { isTerminating } from "../reconcile/action.ts";
 
@@ -19,11 +20,13 @@ export interface RoutedMember extends MemberKey {
   saturated: boolean;
   /** atMax: the member is at its maxReplicas (it cannot grow). */
   atMax: boolean;
+  /** autoscaled: the member is in an enabled autoscaling group (the autoscaler reads its demand). */
+  autoscaled: boolean;
 }
 
 /** EnvRoute is the order to try members in, and the member a waiting create asks to grow. */
 export interface EnvRoute {
-  /** members to try, in order: fresh ones, then saturated ones (the fallback). */
+  /** members in order: fresh ones, then saturated ones (the fallback); at-max ones only watched. */
   members: RoutedMember[];
   /** grow is where a create that must wait registers its demand (undefined: no member can grow). */
   grow: RoutedMember | undefined;
@@ -44,10 +47,12 @@ function byRoutingOrder(a: RoutedMember, b: RoutedMember): number {
 }
 
 /**
- * routeEnv orders the Env's local members for one create. A member whose pool is missing or being
- * deleted is left out, and so is one at its maxReplicas with no idle Pod. A waiting create grows
- * the first fresh member by scale-up order (what the autoscaler grows first), else the first
- * member that can grow at all.
+ * routeEnv orders the Env's local members for one create. Only pools that serve the Env count (its
+ * own, on its template: foreignMemberPool); a member whose pool is missing or being deleted is left
+ * out. Every member stays in `members` (a waiting create watches them all: a release anywhere
+ * serves it), but one at its maxReplicas with no idle Pod is not tried and never grown. A waiting
+ * create grows the first member the autoscaler reads (an enabled group's), fresh before
+ * saturated, by scale-up order; else any member that can grow.
  */
 export function routeEnv(
   env: SandboxEnv,
@@ -63,13 +68,12 @@ export function routeEnv(
   const groups = new Map((env.spec.autoscaling?.groups ?? []).map((g) => [g.name, g]));
   const routed = localMembers(env, clusterId).flatMap((member): RoutedMember[] => {
     const pool = byName.get(member.name);
-    if (!pool || isTerminating(pool)) return [];
-    const cooldown = groups.get(scalingGroupOf(member))?.scaleUpPolicy?.saturationCooldownSeconds ?? 60;
+    if (!pool || isTerminating(pool) || foreignMemberPool(pool, env)) return [];
+    const group = groups.get(scalingGroupOf(member));
+    const cooldown = group?.scaleUpPolicy?.saturationCooldownSeconds ?? 60;
     const until = saturatedUntil(pool, cooldown);
     const max = member.config?.maxReplicas;
     const idle = Math.max(0, (pool.status?.idleReplicas ?? 0) - (pool.status?.unavailableIdleReplicas ?? 0));
-    const atMax = max !== undefined && pool.spec.replicas >= max;
-    if (atMax && idle === 0) return [];
     return [
       {
         name: member.name,
@@ -78,13 +82,17 @@ export function routeEnv(
         pool,
         idle,
         saturated: until !== undefined && until > now,
-        atMax,
+        atMax: max !== undefined && pool.spec.replicas >= max,
+        autoscaled: group?.enabled === true,
       },
     ];
   });
   const fresh = routed.filter((m) => !m.saturated).sort(byRoutingOrder);
   const held = routed.filter((m) => m.saturated).sort(byRoutingOrder);
-  const growable = [...fresh, ...held].filter((m) => !m.atMax);
-  const grow = [...growable.filter((m) => !m.saturated)].sort(byScaleUpOrder)[0] ?? growable[0];
+  const growOrder = (a: RoutedMember, b: RoutedMember) =>
+    Number(b.autoscaled) - Number(a.autoscaled) ||
+    Number(a.saturated) - Number(b.saturated) ||
+    byScaleUpOrder(a, b);
+  const grow = routed.filter((m) => !m.atMax).sort(growOrder)[0];
   return { members: [...fresh, ...held], grow };
 }

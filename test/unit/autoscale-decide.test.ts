@@ -221,6 +221,49 @@ describe("decide: saturation", () => {
     expect(retried.autoscaling.get("a")).toMatchObject({ lastScaleUpAttemptResult: "Enough" });
     expect(retried.autoscaling.get("a")).not.toHaveProperty("scaleUpErrorMessage");
   });
+  it("does not count replicas a pool cannot create as on their way: the waiters go to the next member", () => {
+    // q1 is at its quota: 2 pods exist (idle, claimed meanwhile), 3 more were ordered and refused.
+    const refused: ProbeResult = { result: "Insufficient", message: "pod create refused for quota: 403" };
+    const q1 = member("q1", { desired: 5, existing: 2, pending: 5, config: { priority: 0 }, probe: refused });
+    const q2 = member("q2", { config: { priority: 1 } });
+    const d = decide({ group: group(), members: [q1, q2] }, NOW);
+    expect(replicas(d)).toEqual({ q2: 5 });
+    expect(d.autoscaling.get("q1")).toMatchObject({
+      lastScaleUpAttemptTime: NOW_TEXT,
+      lastScaleUpAttemptResult: "Insufficient",
+    });
+    // Once saturated, its refused replicas still count for nothing while q2's are on their way.
+    const saturatedQ1 = member("q1", {
+      desired: 5,
+      existing: 2,
+      pending: 5,
+      config: { priority: 0 },
+      probe: refused,
+      autoscaling: d.autoscaling.get("q1"),
+    });
+    const q2Growing = member("q2", { desired: 5, existing: 0, config: { priority: 1 } });
+    expect(decide({ group: group(), members: [saturatedQ1, q2Growing] }, NOW).replicas.size).toBe(0);
+  });
+
+  it("lets proactive growth go on when the only replicas ordered are ones a pool cannot create", () => {
+    const stuck = member("a", {
+      desired: 3,
+      existing: 2,
+      lastCreateAgo: 10,
+      config: { priority: 0 },
+      probe: { result: "Failed", message: "InvalidPodTemplate" },
+      autoscaling: { idleZeroSince: agoText(31) },
+    });
+    const b = member("b", {
+      desired: 1,
+      existing: 1,
+      config: { priority: 1 },
+      autoscaling: { idleZeroSince: agoText(31) },
+    });
+    const d = decide({ group: group(), members: [stuck, b] }, NOW);
+    expect(d.changes).toEqual([expect.objectContaining({ member: "b", reason: "IdleZero" })]);
+  });
+
   it("counts pods ordered in any member, so growth sent past a saturated member is not asked for again", () => {
     const a = member("a", {
       pending: 3,

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { PoolAutoScalingStatus } from "../../lib/api/autoscaling.ts";
 import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { envOwnerReference } from "../../lib/env/ownership.ts";
 import { routeEnv } from "../../lib/sandboxes/env-route.ts";
 import { pickTemplateEnv, usableEnvNames } from "../../lib/sandboxes/pool-choice.ts";
 
@@ -14,7 +15,7 @@ function env(
   meta: Record<string, unknown> = {},
 ): SandboxEnv {
   return {
-    metadata: { name: "e", namespace: "ns", ...meta },
+    metadata: { name: "e", namespace: "ns", uid: "env-uid", ...meta },
     spec: {
       templateRef: { name: "t" },
       clusters: [
@@ -39,11 +40,19 @@ function pool(
     replicas?: number;
     autoscaling?: PoolAutoScalingStatus;
     ns?: string;
+    /** owner: the Env that owns the pool (default: the Env `env()` builds). */
+    owner?: SandboxEnv | null;
+    template?: string;
   } = {},
 ): SandboxPool {
+  const owner = o.owner === undefined ? env([]) : o.owner;
   return {
-    metadata: { name, namespace: o.ns ?? "ns" },
-    spec: { replicas: o.replicas ?? 2 } as SandboxPool["spec"],
+    metadata: {
+      name,
+      namespace: o.ns ?? "ns",
+      ...(owner ? { ownerReferences: [envOwnerReference(owner, true)] } : {}),
+    },
+    spec: { replicas: o.replicas ?? 2, templateName: o.template ?? "t" } as SandboxPool["spec"],
     status: {
       idleReplicas: o.idle ?? 0,
       unavailableIdleReplicas: o.unavailable ?? 0,
@@ -101,25 +110,80 @@ describe("routeEnv", () => {
     expect(names(routeEnv(longer, pools, "local", new Date("2026-11-23T12:00:30Z")))).toEqual(["b", "a"]);
   });
 
-  it("skips a member at its maxReplicas with no idle pod, and never grows one at its max", () => {
+  it("never grows a member at its maxReplicas, but keeps it to watch (its releases serve waiters)", () => {
     const e = env([
       { name: "full", priority: 0, maxReplicas: 2 },
       { name: "busy", priority: 1, maxReplicas: 2 },
       { name: "open", priority: 2 },
     ]);
     const r = routeEnv(e, [pool("full"), pool("busy", { idle: 1 }), pool("open")], "local", NOW);
-    expect(names(r)).toEqual(["busy", "open"]);
+    expect(names(r)).toEqual(["busy", "full", "open"]);
+    expect(r.members.map((m) => m.atMax)).toEqual([true, true, false]);
     expect(r.grow?.name).toBe("open");
+    const allFull = routeEnv(env([{ name: "full", maxReplicas: 2 }]), [pool("full")], "local", NOW);
+    expect(names(allFull)).toEqual(["full"]);
+    expect(allFull.grow).toBeUndefined();
   });
 
-  it("grows the first fresh member by scale-up priority, else a saturated one, else none", () => {
+  it("uses only pools that serve the Env: its own, on its template", () => {
+    const e = env([{ name: "mine" }, { name: "standalone" }, { name: "theirs" }, { name: "retemplated" }]);
+    const other = env([], {}, { name: "x", uid: "other-uid" });
+    const r = routeEnv(
+      e,
+      [
+        pool("mine"),
+        pool("standalone", { idle: 3, owner: null }),
+        pool("theirs", { idle: 3, owner: other }),
+        pool("retemplated", { idle: 3, template: "private" }),
+      ],
+      "local",
+      NOW,
+    );
+    expect(names(r)).toEqual(["mine"]);
+    expect(r.grow?.name).toBe("mine");
+  });
+
+  it("registers demand on a member the autoscaler reads before a manual one", () => {
+    const e = env(
+      [
+        { name: "manual", priority: 0 },
+        { name: "scaled", priority: 1 },
+      ],
+      { autoscaling: { groups: [{ name: "default", enabled: true }] } } as never,
+    );
+    const split = {
+      ...e,
+      spec: {
+        ...e.spec,
+        clusters: [
+          {
+            clusterID: "local",
+            members: [
+              { name: "manual", config: { scalingGroup: "", priority: 0 } },
+              { name: "scaled", config: { scalingGroup: "default", priority: 1 } },
+            ],
+          },
+        ],
+      },
+    } as SandboxEnv;
+    expect(routeEnv(split, [pool("manual"), pool("scaled")], "local", NOW).grow?.name).toBe("scaled");
+    const disabled = {
+      ...split,
+      spec: { ...split.spec, autoscaling: { groups: [{ name: "default", enabled: false }] } },
+    } as SandboxEnv;
+    expect(routeEnv(disabled, [pool("manual"), pool("scaled")], "local", NOW).grow?.name).toBe("manual");
+  });
+
+  it("grows the first fresh member by scale-up priority, else a saturated one (same order), else none", () => {
     const e = env([
       { name: "a", priority: 0, scaleUpPriority: 5 },
       { name: "b", priority: 1 },
     ]);
     expect(routeEnv(e, [pool("a"), pool("b")], "local", NOW).grow?.name).toBe("b");
     const allSaturated = [pool("a", { autoscaling: saturated }), pool("b", { autoscaling: saturated })];
-    expect(routeEnv(e, allSaturated, "local", NOW).grow?.name).toBe("a");
+    expect(routeEnv(e, allSaturated, "local", NOW).grow?.name).toBe("b");
+    const oneSaturated = [pool("a"), pool("b", { autoscaling: saturated })];
+    expect(routeEnv(e, oneSaturated, "local", NOW).grow?.name).toBe("a");
     const capped = env([{ name: "a", maxReplicas: 2 }]);
     expect(routeEnv(capped, [pool("a", { idle: 1 })], "local", NOW).grow).toBeUndefined();
   });
