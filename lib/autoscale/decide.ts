@@ -4,6 +4,7 @@
 import type { EnvAutoscalingGroup, PoolAutoScalingStatus } from "../api/autoscaling.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
 import { parseTime, rfc3339 } from "../util/time.ts";
+import type { GroupStamp } from "./group-stamps.ts";
 import type { MemberLoad } from "./member-load.ts";
 import {
   byScaleUpOrder,
@@ -13,10 +14,12 @@ import {
   growth,
 } from "./policies.ts";
 
-/** GroupSnapshot is one group's spec and its members (all of them, pools missing or not). */
+/** GroupSnapshot is one group's spec, its members (all of them, pools missing or not) and stamps. */
 export interface GroupSnapshot {
   group: EnvAutoscalingGroup;
   members: MemberLoad[];
+  /** stamp is when the group last scaled, as the Env records it (see group-stamps.ts). */
+  stamp?: GroupStamp | undefined;
 }
 
 /** SCALE_REASON says why a member's replicas moved. */
@@ -49,6 +52,8 @@ export interface GroupDecision {
   /** autoscaling: the next status.autoscaling of each pool whose block changes. */
   autoscaling: Map<string, PoolAutoScalingStatus>;
   changes: ScaleChange[];
+  /** stamp is the group's stamp to write with the replicas; undefined when nothing scaled. */
+  stamp?: GroupStamp;
 }
 
 const seconds = (from: Date, to: Date) => (to.getTime() - from.getTime()) / 1000;
@@ -69,11 +74,13 @@ class Run {
   readonly p: GroupPolicies;
   readonly members: readonly MemberLoad[];
   readonly now: Date;
+  readonly stamp: GroupStamp;
 
-  constructor(p: GroupPolicies, members: readonly MemberLoad[], now: Date) {
+  constructor(p: GroupPolicies, members: readonly MemberLoad[], stamp: GroupStamp, now: Date) {
     this.p = p;
     this.members = members;
     this.now = now;
+    this.stamp = { ...stamp };
     this.target = new Map(members.map((m) => [m.name, m.desired]));
     this.book = new Map(this.live.map((m) => [m.name, { ...m.autoscaling }]));
     this.nowText = rfc3339(now);
@@ -98,6 +105,8 @@ class Run {
     const book = this.book.get(m.name);
     if (book && to > from) book.lastScaleUpTime = this.nowText;
     if (book && to < from) book.lastScaleDownTime = this.nowText;
+    if (to > from) this.stamp.lastScaleUpTime = this.nowText;
+    if (to < from) this.stamp.lastScaleDownTime = this.nowText;
     const earlier = this.changes.find((c) => c.member === m.name);
     if (earlier) Object.assign(earlier, { to, reason, direction: to > earlier.from ? "up" : "down" });
     else this.changes.push({ member: m.name, direction: to > from ? "up" : "down", reason, from, to });
@@ -135,10 +144,7 @@ class Run {
    * a create registered on (that one saturated) is not asked for again.
    */
   demand(): number {
-    const supply = this.live.reduce(
-      (sum, m) => sum + m.idle.length + m.stopping + this.ordered(m),
-      0,
-    );
+    const supply = this.live.reduce((sum, m) => sum + m.idle.length + m.stopping + this.ordered(m), 0);
     return Math.max(0, this.live.reduce((sum, m) => sum + m.pending, 0) - supply);
   }
 
@@ -230,15 +236,21 @@ class Run {
     return this.cooledDown();
   }
 
-  /** cooledDown: cooldownSeconds have passed since the group's last scale-up. */
+  /** cooledDown: cooldownSeconds have passed since the group's last scale-up (Env or pools). */
   cooledDown(): boolean {
-    const lastUp = latest(this.live.map((m) => m.autoscaling?.lastScaleUpTime));
+    const lastUp = latest([
+      this.stamp.lastScaleUpTime,
+      ...this.live.map((m) => m.autoscaling?.lastScaleUpTime),
+    ]);
     return !lastUp || seconds(lastUp, this.now) >= this.p.scaleUp.cooldownSeconds;
   }
 
-  /** stable: stabilizationSeconds have passed since the group's last scale-down. */
+  /** stable: stabilizationSeconds have passed since the group's last scale-down (Env or pools). */
   stable(): boolean {
-    const lastDown = latest(this.live.map((m) => m.autoscaling?.lastScaleDownTime));
+    const lastDown = latest([
+      this.stamp.lastScaleDownTime,
+      ...this.live.map((m) => m.autoscaling?.lastScaleDownTime),
+    ]);
     return !lastDown || seconds(lastDown, this.now) >= this.p.scaleDown.stabilizationSeconds;
   }
 }
@@ -267,7 +279,7 @@ export function decide(snapshot: GroupSnapshot, now: Date): GroupDecision {
   const p = groupPolicies(snapshot.group);
   const decision: GroupDecision = { group: p.name, replicas: new Map(), autoscaling: new Map(), changes: [] };
   if (!p.enabled) return decision;
-  const run = new Run(p, snapshot.members, now);
+  const run = new Run(p, snapshot.members, snapshot.stamp ?? {}, now);
   for (const m of run.live) {
     const book = run.book.get(m.name);
     if (!book) continue;
@@ -310,5 +322,6 @@ export function decide(snapshot: GroupSnapshot, now: Date): GroupDecision {
     });
   }
   decision.changes = run.changes;
+  if (run.changes.length > 0) decision.stamp = run.stamp;
   return decision;
 }

@@ -9,9 +9,10 @@ import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { localMembers, scalingGroupOf } from "../env/members.ts";
 import { foreignMemberPool } from "../env/ownership.ts";
-import type { JsonPatchOp } from "../kube/json-patch.ts";
+import { type JsonPatchOp, mapOps } from "../kube/json-patch.ts";
 import { type Action, envTarget, isTerminating, poolTarget, testSpec } from "../reconcile/action.ts";
 import { decide, type ScaleChange } from "./decide.ts";
+import { encodeGroupStamps, GROUP_STAMPS_ANNOTATION, groupStampsOf } from "./group-stamps.ts";
 import { loadMember } from "./member-load.ts";
 
 /** AutoscaleInput is what the autoscaler reads: the Env, its pools and their Pods. */
@@ -142,12 +143,18 @@ export function planAutoscale(input: AutoscaleInput, clusterId: string, now: Dat
   const members = localMembers(env, clusterId);
   const enabled = enabledGroups(env);
   const replicas = new Map<string, number>();
+  const stamps = groupStampsOf(env);
+  let stamped = false;
   for (const group of env.spec.autoscaling?.groups ?? []) {
     if (!enabled.has(group.name)) continue;
     const loads = members
       .filter((m) => scalingGroupOf(m) === group.name)
       .map((m) => loadMember(m, clusterId, poolByName.get(m.name), podsByPool.get(m.name) ?? [], now));
-    const decision = decide({ group, members: loads }, now);
+    const decision = decide({ group, members: loads, stamp: stamps.get(group.name) }, now);
+    if (decision.stamp) {
+      stamps.set(group.name, decision.stamp);
+      stamped = true;
+    }
     for (const [name, value] of decision.replicas) replicas.set(name, value);
     plan.changes.push(...decision.changes.map((c) => ({ ...c, group: group.name })));
     for (const [name, next] of decision.autoscaling) {
@@ -161,6 +168,16 @@ export function planAutoscale(input: AutoscaleInput, clusterId: string, now: Dat
       plan.poolWrites.push(bookAction(pool, null));
   }
   const ops = replicasOps(env, clusterId, replicas);
-  if (ops.length > 0) plan.envWrite = envAction(env, ops, plan.changes);
+  if (ops.length > 0) {
+    // The group stamps ride in the same patch as the replicas (groups no longer in the Env dropped).
+    const groups = new Set((env.spec.autoscaling?.groups ?? []).map((g) => g.name));
+    const kept = new Map([...stamps].filter(([name]) => groups.has(name)));
+    const stampOps = stamped
+      ? mapOps("/metadata/annotations", env.metadata?.annotations, {
+          [GROUP_STAMPS_ANNOTATION]: encodeGroupStamps(kept),
+        })
+      : [];
+    plan.envWrite = envAction(env, [...ops, ...stampOps], plan.changes);
+  }
   return plan;
 }

@@ -324,3 +324,44 @@ describe("autoscaler: concurrency", () => {
     expect(scaled).toHaveLength(1);
   });
 });
+
+describe("autoscaler: a run that loses its bookkeeping", () => {
+  it("keeps the cooldown: the group's last scale-up rides in the Env patch, not only in the pools", async () => {
+    await createEnv("lost", [member("lost-a")], [group({ up: { idleThresholdSeconds: 5 } })]);
+    await tickUntil(
+      deps,
+      t.ns,
+      "the member pool",
+      async () => (await getPool("lost-a").catch(() => undefined))?.status,
+    );
+    await waiting("lost-a", 1);
+    await run("lost");
+    expect(await replicasOf("lost", "lost-a")).toBe(1);
+    // The pool's bookkeeping is lost (a crash after the Env patch, or a racing run's write landed
+    // first), the one pod is claimed, and creates keep coming with no idle pod for 10 s.
+    await custom.patchNamespacedCustomObjectStatus({
+      ...POOLS,
+      namespace: t.ns,
+      name: "lost-a",
+      body: [{ op: "remove", path: "/status/autoscaling" }],
+    });
+    const [pod] = await untilIdle("lost-a", 1);
+    expect((await claim(pod as V1Pod)).ok).toBe(true);
+    await waiting("lost-a", 0);
+    await created("lost-a");
+    await run("lost"); // idleZeroSince starts
+    jump(10);
+    await created("lost-a");
+    await run("lost");
+    // Idle zero for 10 s with creates coming: proactive growth is due but for the 30 s cooldown,
+    // which the Env's stamp still holds although the pool no longer says when it scaled.
+    expect(await replicasOf("lost", "lost-a")).toBe(1);
+    expect((await getEnv("lost")).metadata?.annotations?.["autoscaler.agentbox.navix.sh/last-scale"]).toMatch(
+      /"lastScaleUpTime"/,
+    );
+    jump(21);
+    await created("lost-a");
+    await run("lost");
+    expect(await replicasOf("lost", "lost-a")).toBe(2);
+  });
+});

@@ -1,0 +1,144 @@
+import { describe, expect, it } from "vitest";
+import type { PoolAutoScalingStatus } from "../../lib/api/autoscaling.ts";
+import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { GROUP_STAMPS_ANNOTATION, groupStampsOf } from "../../lib/autoscale/group-stamps.ts";
+import { planAutoscale } from "../../lib/autoscale/plan-autoscale.ts";
+import { envOwnerReference } from "../../lib/env/ownership.ts";
+import { encodeMark, PENDING_REQUESTS_PREFIX } from "../../lib/pool/pending-requests.ts";
+import { autoscalingGroup, type GroupOptions } from "../support/autoscaling-group.ts";
+
+// One Env's autoscaler writes on plain data, with a fixed `now`: the replicas patch on the Env with
+// the group's stamps in it, the bookkeeping on the pools, and what a lost bookkeeping write cannot
+// undo.
+
+const NOW = new Date("2026-11-24T12:00:00Z");
+const agoText = (s: number) => new Date(NOW.getTime() - s * 1000).toISOString().replace(/\.\d+Z$/, "Z");
+
+function env(o: GroupOptions = {}, annotations?: Record<string, string>): SandboxEnv {
+  return {
+    metadata: {
+      name: "e",
+      namespace: "ns",
+      uid: "env-uid",
+      generation: 4,
+      ...(annotations ? { annotations } : {}),
+    },
+    spec: {
+      templateRef: { name: "t" },
+      clusters: [{ clusterID: "local", members: [{ name: "a", config: { scalingGroup: "default" } }] }],
+      autoscaling: { groups: [autoscalingGroup(o)] },
+    },
+  } as SandboxEnv;
+}
+
+/** pool is member a's pool with `waiting` creates published and its stored bookkeeping. */
+function pool(
+  owner: SandboxEnv,
+  waiting: number,
+  autoscaling?: PoolAutoScalingStatus,
+  o: { template?: string } = {},
+): SandboxPool {
+  return {
+    metadata: {
+      name: "a",
+      namespace: "ns",
+      uid: "pool-uid",
+      generation: 2,
+      ownerReferences: [envOwnerReference(owner, true)],
+      annotations: { [`${PENDING_REQUESTS_PREFIX}h`]: encodeMark({ count: waiting, at: NOW }) },
+    },
+    spec: { replicas: 0, templateName: o.template ?? "t" } as SandboxPool["spec"],
+    status: { ...(autoscaling ? { autoscaling } : {}) },
+  } as SandboxPool;
+}
+
+const patchOf = (plan: ReturnType<typeof planAutoscale>) => {
+  const write = plan.envWrite?.write;
+  return write?.op === "patch" ? write.patch : [];
+};
+
+describe("planAutoscale: the Env patch", () => {
+  it("tests the Env's spec as read, then moves the replicas and stamps the group in the same patch", () => {
+    const e = env();
+    const plan = planAutoscale({ env: e, pools: [pool(e, 3)], pods: [] }, "local", NOW);
+    expect(patchOf(plan)).toEqual([
+      { op: "test", path: "/metadata/uid", value: "env-uid" },
+      { op: "test", path: "/metadata/generation", value: 4 },
+      { op: "add", path: "/spec/clusters/0/members/0/spec", value: { replicas: 3 } },
+      {
+        op: "add",
+        path: "/metadata/annotations",
+        value: { [GROUP_STAMPS_ANNOTATION]: JSON.stringify({ default: { lastScaleUpTime: agoText(0) } }) },
+      },
+    ]);
+    expect(plan.poolWrites).toHaveLength(1);
+  });
+
+  it("keeps the cooldown when the pools lost their lastScaleUpTime: the Env's stamp still holds it", () => {
+    // A scale-up 5 s ago whose pool bookkeeping never landed; 3 creates wait, 1 pod still ordered.
+    const stamped = env(
+      { maxReplicas: 100 },
+      {
+        [GROUP_STAMPS_ANNOTATION]: JSON.stringify({ default: { lastScaleUpTime: agoText(5) } }),
+      },
+    );
+    stamped.spec.clusters = [
+      {
+        clusterID: "local",
+        members: [{ name: "a", spec: { replicas: 10 } as never, config: { scalingGroup: "default" } }],
+      },
+    ];
+    const busy = { ...pool(stamped, 3), spec: { replicas: 10, templateName: "t" } as SandboxPool["spec"] };
+    const pods = Array.from({ length: 9 }, (_, i) => ({
+      metadata: {
+        name: `a-${i}`,
+        labels: { "agentbox.navix.sh/sandbox-pool": "a", "agentbox.navix.sh/sandbox-phase": "running" },
+      },
+    }));
+    const within = planAutoscale({ env: stamped, pools: [busy], pods }, "local", NOW);
+    // Within the 30 s cooldown: just the demand (3 waiting − 1 ordered = 2), not the mode's +5.
+    expect(within.changes).toEqual([expect.objectContaining({ from: 10, to: 12, reason: "Reactive" })]);
+    const unstamped = env({ maxReplicas: 100 });
+    unstamped.spec.clusters = stamped.spec.clusters;
+    const after = planAutoscale({ env: unstamped, pools: [busy], pods }, "local", NOW);
+    expect(after.changes).toEqual([expect.objectContaining({ from: 10, to: 15 })]);
+  });
+
+  it("keeps other groups' stamps, drops those of groups no longer in the Env, and reads garbage as none", () => {
+    const e = env(
+      {},
+      {
+        [GROUP_STAMPS_ANNOTATION]: JSON.stringify({
+          gone: { lastScaleUpTime: agoText(9) },
+          default: { lastScaleDownTime: agoText(99) },
+        }),
+        other: "kept",
+      },
+    );
+    const plan = planAutoscale({ env: e, pools: [pool(e, 2)], pods: [] }, "local", NOW);
+    const stampOp = patchOf(plan).find((op) => op.path.startsWith("/metadata/annotations"));
+    expect(stampOp).toEqual({
+      op: "replace",
+      path: `/metadata/annotations/${GROUP_STAMPS_ANNOTATION.replace("/", "~1")}`,
+      value: JSON.stringify({ default: { lastScaleDownTime: agoText(99), lastScaleUpTime: agoText(0) } }),
+    });
+    expect(groupStampsOf(env({}, { [GROUP_STAMPS_ANNOTATION]: "{not json" })).size).toBe(0);
+    expect(
+      groupStampsOf(env({}, { [GROUP_STAMPS_ANNOTATION]: '{"default":{"lastScaleUpTime":7}}' })),
+    ).toEqual(new Map([["default", {}]]));
+  });
+
+  it("never reads or writes a pool that does not serve the Env (another owner, another template)", () => {
+    const e = env();
+    const other = { ...env(), metadata: { name: "x", namespace: "ns", uid: "other-uid" } } as SandboxEnv;
+    for (const foreign of [
+      pool(other, 3, { idleZeroSince: agoText(1) }),
+      pool(e, 3, undefined, { template: "x" }),
+    ]) {
+      const plan = planAutoscale({ env: e, pools: [foreign], pods: [] }, "local", NOW);
+      expect(plan.poolWrites).toEqual([]);
+      expect(plan.envWrite).toBeUndefined();
+    }
+  });
+});
