@@ -73,6 +73,14 @@ const waiting = (pool: string, count: number, ns = t.ns) =>
 const created = (pool: string) =>
   annotate(pool, { [LAST_SANDBOX_CREATE_TIME_ANNOTATION]: rfc3339(deps.now()) });
 const run = (env: string, ns = t.ns) => reconcileEnv(deps, ns, env);
+/** untilPool ticks until the member pool exists with a status (the Env materialised it). */
+const untilPool = (pool: string) =>
+  tickUntil(
+    deps,
+    t.ns,
+    `the member pool ${pool}`,
+    async () => (await getPool(pool).catch(() => undefined))?.status,
+  );
 const idleReady = (ps: V1Pod[]) => live(ps).filter((p) => phaseOf(p) === "idle" && isReady(p));
 /** untilIdle ticks until the pool has `n` pods (`idle` of them idle and ready, all by default). */
 const untilIdle = (pool: string, n: number, ns = t.ns, idle = n) =>
@@ -95,12 +103,7 @@ const jump = (seconds: number) => {
 describe("autoscaler: scale-up triggers", () => {
   it("reactive: waiting creates grow their member in one run, past the cooldown, never twice for the same demand", async () => {
     await createEnv("react", [member("react-a")], [group()]);
-    await tickUntil(
-      deps,
-      t.ns,
-      "the member pool",
-      async () => (await getPool("react-a").catch(() => undefined))?.status,
-    );
+    await untilPool("react-a");
     await waiting("react-a", 3);
     await run("react");
     // Default growth on 0 is 1; three creates wait: the demand wins. The same run stamps the pool.
@@ -307,12 +310,7 @@ describe("autoscaler: bounds and order", () => {
 describe("autoscaler: concurrency", () => {
   it("concurrent runs on the same demand take the step once", async () => {
     await createEnv("race", [member("race-a")], [group()]);
-    await tickUntil(
-      deps,
-      t.ns,
-      "the member pool",
-      async () => (await getPool("race-a").catch(() => undefined))?.status,
-    );
+    await untilPool("race-a");
     await waiting("race-a", 2);
     const reports = await Promise.all([run("race"), run("race"), run("race"), run("race")]);
     expect(await replicasOf("race", "race-a")).toBe(2);
@@ -328,12 +326,7 @@ describe("autoscaler: concurrency", () => {
 describe("autoscaler: a run that loses its bookkeeping", () => {
   it("keeps the cooldown: the group's last scale-up rides in the Env patch, not only in the pools", async () => {
     await createEnv("lost", [member("lost-a")], [group({ up: { idleThresholdSeconds: 5 } })]);
-    await tickUntil(
-      deps,
-      t.ns,
-      "the member pool",
-      async () => (await getPool("lost-a").catch(() => undefined))?.status,
-    );
+    await untilPool("lost-a");
     await waiting("lost-a", 1);
     await run("lost");
     expect(await replicasOf("lost", "lost-a")).toBe(1);
