@@ -14,6 +14,7 @@ import { seal } from "../../lib/sandboxes/sealing.ts";
 import { type SandboxView, sandboxView } from "../../lib/sandboxes/view.ts";
 import { claimSandbox } from "../claim-sandbox.ts";
 import type { ApiDeps } from "./deps.ts";
+import { UNSUITABLE } from "./idle-dispatch.ts";
 import {
   listCandidates,
   type PoolResolution,
@@ -60,8 +61,11 @@ async function postStartHooks(
   ];
 }
 
-/** Claim tries one pod of a pool for this create; undefined: lost the race (try another). */
-type Claim = (pod: V1Pod) => Promise<V1Pod | undefined>;
+/**
+ * Claim tries one pod of a pool for this create: undefined when it lost the race, UNSUITABLE when
+ * the request does not fit the pool (either way: try another); it throws when the apiserver failed.
+ */
+type Claim = (pod: V1Pod) => Promise<V1Pod | undefined | typeof UNSUITABLE>;
 
 /** Plan is where a create looks for an idle pod, and where it waits when there is none. */
 interface Plan {
@@ -128,7 +132,7 @@ async function claimFrom(
       if (tried >= budget) return { tried };
       tried++;
       const won = await claim(pod);
-      if (won) return { pod: won, tried };
+      if (won && won !== UNSUITABLE) return { pod: won, tried };
     }
   }
   return { tried };
@@ -171,7 +175,7 @@ export async function createSandbox(
     (pool: SandboxPool): Claim =>
     async (pod) => {
       const images = requestedImages(pool, req);
-      if (typeof images === "string") return undefined;
+      if (typeof images === "string") return UNSUITABLE;
       const result = await claimSandbox(deps, pod, {
         sandboxId,
         containerImages: images,
@@ -207,7 +211,7 @@ export async function createSandbox(
     deps.pending?.enter(grow);
     const won = await waitForIdle(deps, plan.watch, req.waitTimeout * 1000, async (candidate, pool) => {
       const pod = await claimIn(pool)(candidate);
-      return pod && { pod, pool };
+      return pod && pod !== UNSUITABLE ? { pod, pool } : pod;
     }).finally(() => deps.pending?.leave(grow));
     const outcome = won && served(won.pod, won.pool);
     if (outcome) return outcome;

@@ -5,14 +5,29 @@ import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
 import type { ApiDeps } from "./deps.ts";
 
+/**
+ * UNSUITABLE is what a waiter's claim answers for a pod it cannot use (its request does not fit the
+ * pod's pool): the pod stays on offer to the other waiters, never to this one again.
+ */
+export const UNSUITABLE = Symbol("unsuitable for this waiter");
+
+/**
+ * Claim is a waiter's claim of one pod: what it won; undefined when it lost (the pod changed or
+ * is not claimable: that version is dropped); UNSUITABLE. A rejection (the apiserver failed or
+ * timed out) says nothing about the pod: it stays on offer and is tried again after a pause.
+ */
+export type Claim<T> = (pod: V1Pod, pool: SandboxPool) => Promise<T | undefined | typeof UNSUITABLE>;
+
 /** Waiter is one waiting create: its claim, and how its wait ends. */
 interface Waiter {
-  claim: (pod: V1Pod, pool: SandboxPool) => Promise<unknown>;
+  claim: Claim<unknown>;
   /** pools are the waiter's own reads of the pools (what its claim is decided from). */
   pools: Map<string, SandboxPool>;
   finish: (won: unknown) => void;
   busy: boolean;
   expired: boolean;
+  /** unsuitable names the pods this waiter cannot use. */
+  unsuitable: Set<string>;
 }
 
 /** Stream is one watch of idle pods, shared by this process's waiters on the same pools. */
@@ -20,14 +35,21 @@ interface Stream {
   namespace: string;
   pools: Map<string, SandboxPool>;
   waiters: Waiter[];
-  /** candidates are the claimable idle pods the watch reported, by name; inflight: being claimed. */
-  candidates: Map<string, { pod: V1Pod; pool: SandboxPool }>;
+  /**
+   * candidates are the claimable idle pods the watch reported, by name (retryAt: a claim of it
+   * failed, try again then); inflight: being claimed.
+   */
+  candidates: Map<string, { pod: V1Pod; pool: SandboxPool; retryAt?: number }>;
   inflight: Set<string>;
+  /** retry is the timer that dispatches again once a failed pod may be tried again. */
+  retry?: ReturnType<typeof setTimeout>;
   controller: AbortController;
 }
 
 /** RETRY_MS: how long a watch that ended or failed waits before it is opened again (doubling). */
 const RETRY_MS = [100, 200, 400, 800, 1600];
+/** CLAIM_RETRY_MS: how long a pod whose claim failed (not lost: failed) waits before the next try. */
+const CLAIM_RETRY_MS = 250;
 
 /**
  * idleSelector selects the idle Pods of the given pools: a Pod that turns idle enters the
@@ -64,11 +86,7 @@ export class IdleDispatch {
    * wait waits until `claim` wins an idle pod of the pools (all in one namespace), or timeoutMs
    * passes; a claim under way when the time is up still counts.
    */
-  wait<T>(
-    pools: readonly SandboxPool[],
-    timeoutMs: number,
-    claim: (pod: V1Pod, pool: SandboxPool) => Promise<T | undefined>,
-  ): Promise<T | undefined> {
+  wait<T>(pools: readonly SandboxPool[], timeoutMs: number, claim: Claim<T>): Promise<T | undefined> {
     const stream = this.streamFor(pools);
     return new Promise<T | undefined>((resolve) => {
       const waiter: Waiter = {
@@ -76,6 +94,7 @@ export class IdleDispatch {
         pools: new Map(pools.map((p) => [p.metadata?.name ?? "", p])),
         busy: false,
         expired: false,
+        unsuitable: new Set(),
         finish: (won) => {
           clearTimeout(timer);
           const at = stream.waiters.indexOf(waiter);
@@ -117,6 +136,7 @@ export class IdleDispatch {
 
   private close(stream: Stream): void {
     stream.controller.abort();
+    clearTimeout(stream.retry);
     for (const [key, s] of this.streams) if (s === stream) this.streams.delete(key);
   }
 
@@ -167,27 +187,51 @@ export class IdleDispatch {
   /**
    * dispatch pairs claimable pods with free waiters, oldest waiter first, one claim per pod at a
    * time. A lost claim drops the version it tried (the pod changed: a newer version the watch
-   * reported meanwhile stays, a later one is reported when it comes) and frees the waiter.
+   * reported meanwhile stays, a later one is reported when it comes) and frees the waiter. A
+   * failed claim keeps the pod for another try after CLAIM_RETRY_MS; an unsuitable one keeps it
+   * for the other waiters.
    */
   private dispatch(stream: Stream): void {
-    for (const [name, { pod, pool }] of stream.candidates) {
+    const now = Date.now();
+    for (const [name, candidate] of stream.candidates) {
+      const { pod, pool, retryAt } = candidate;
       if (stream.inflight.has(name)) continue;
-      const waiter = stream.waiters.find((w) => !w.busy && !w.expired);
-      if (!waiter) return;
+      if (retryAt !== undefined && retryAt > now) {
+        this.retryLater(stream, retryAt - now);
+        continue;
+      }
+      const waiter = stream.waiters.find((w) => !w.busy && !w.expired && !w.unsuitable.has(name));
+      if (!waiter) continue;
       waiter.busy = true;
       stream.inflight.add(name);
-      const settle = (won: unknown) => {
+      const settle = (won: unknown, failed = false) => {
         waiter.busy = false;
         stream.inflight.delete(name);
-        // Drop the version that was tried; a newer one the watch reported meanwhile stays.
-        if (stream.candidates.get(name)?.pod === pod) stream.candidates.delete(name);
-        if (won !== undefined || waiter.expired) waiter.finish(won);
+        const current = stream.candidates.get(name);
+        if (won === UNSUITABLE) waiter.unsuitable.add(name);
+        else if (failed && current?.pod === pod) current.retryAt = Date.now() + CLAIM_RETRY_MS;
+        // Drop the version that lost; a newer one the watch reported meanwhile stays.
+        else if (current?.pod === pod) stream.candidates.delete(name);
+        const result = won === UNSUITABLE ? undefined : won;
+        if (result !== undefined || waiter.expired) waiter.finish(result);
         this.dispatch(stream);
       };
-      waiter.claim(pod, waiter.pools.get(pool.metadata?.name ?? "") ?? pool).then(settle, (e: unknown) => {
-        this.deps.log.warn({ pod: name, err: String(e) }, "claim of an idle pod failed");
-        settle(undefined);
-      });
+      waiter.claim(pod, waiter.pools.get(pool.metadata?.name ?? "") ?? pool).then(
+        (won) => settle(won),
+        (e: unknown) => {
+          this.deps.log.warn({ pod: name, err: String(e) }, "claim of an idle pod failed; it stays on offer");
+          settle(undefined, true);
+        },
+      );
     }
+  }
+
+  /** retryLater dispatches again after `ms`, once, for pods whose failed claim may be tried again. */
+  private retryLater(stream: Stream, ms: number): void {
+    if (stream.retry !== undefined || stream.controller.signal.aborted) return;
+    stream.retry = setTimeout(() => {
+      stream.retry = undefined;
+      this.dispatch(stream);
+    }, ms);
   }
 }

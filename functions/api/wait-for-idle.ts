@@ -1,8 +1,7 @@
-import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { CreateStamps } from "./create-stamps.ts";
 import type { ApiDeps } from "./deps.ts";
-import { IdleDispatch } from "./idle-dispatch.ts";
+import { type Claim, IdleDispatch } from "./idle-dispatch.ts";
 
 /**
  * recordDemand stamps the pool's last-sandbox-create-time for a create, through the host's
@@ -22,7 +21,7 @@ export function waitForIdle<T>(
   deps: ApiDeps,
   pools: readonly SandboxPool[],
   timeoutMs: number,
-  claim: (pod: V1Pod, pool: SandboxPool) => Promise<T | undefined>,
+  claim: Claim<T>,
 ): Promise<T | undefined> {
   return (deps.idle ?? new IdleDispatch(deps)).wait(pools, timeoutMs, claim);
 }

@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { describe, expect, it } from "vitest";
-import { IdleDispatch } from "../../functions/api/idle-dispatch.ts";
+import { describe, expect, it, vi } from "vitest";
+import { IdleDispatch, UNSUITABLE } from "../../functions/api/idle-dispatch.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import type { WatchEvent } from "../../lib/kube/transport.ts";
 
@@ -47,12 +47,24 @@ function setup() {
   const dispatch = new IdleDispatch({ watch: s.watch, now: () => new Date(), random: () => 0.5, log: quiet });
   const tried: string[] = [];
   let answer: (v: string | undefined) => void = () => {};
+  let reject: (e: Error) => void = () => {};
   const manual = (timeoutMs = 1000) =>
     dispatch.wait([pool], timeoutMs, (pod) => {
       tried.push(`${pod.metadata?.name}@${pod.metadata?.resourceVersion}`);
-      return new Promise<string | undefined>((r) => (answer = r));
+      return new Promise<string | undefined>((resolve, fail) => {
+        answer = resolve;
+        reject = fail;
+      });
     });
-  return { ...s, dispatch, tried, manual, answer: (v: string | undefined) => answer(v) };
+  return {
+    ...s,
+    dispatch,
+    tried,
+    manual,
+    answer: (v: string | undefined) => answer(v),
+    /** rejectNext fails the claim under way (the apiserver answered 5xx, or timed out). */
+    rejectNext: (e: Error) => reject(e),
+  };
 }
 
 describe("IdleDispatch", () => {
@@ -129,5 +141,43 @@ describe("IdleDispatch", () => {
     expect(s.tried).toEqual(["a@1", "c@1"]);
     s.answer("won c");
     expect(await busy).toBe("won c");
+  });
+
+  it("keeps a pod whose claim failed (not lost) on offer, and tries it again after a pause", async () => {
+    const s = setup();
+    const wait = s.manual();
+    s.push("ADDED", idlePod("a"));
+    await settle();
+    expect(s.tried).toEqual(["a@1"]);
+    // The apiserver answered 503 (or the request timed out): nothing is known about the pod.
+    s.rejectNext(new Error("HTTP 503"));
+    await settle();
+    expect(s.tried).toEqual(["a@1"]); // not at once: a failing apiserver is not hammered
+    await vi.waitFor(() => expect(s.tried).toEqual(["a@1", "a@1"]), { timeout: 5000 });
+    s.answer("won a");
+    expect(await wait).toBe("won a");
+  });
+
+  it("offers a pod one waiter cannot use to the next, and never again to the first", async () => {
+    const s = scripted();
+    const dispatch = new IdleDispatch({
+      watch: s.watch,
+      now: () => new Date(),
+      random: () => 0.5,
+      log: quiet,
+    });
+    const claims: string[] = [];
+    const picky = dispatch.wait([pool], 100, async (pod) => {
+      claims.push(`picky:${pod.metadata?.name}`);
+      return UNSUITABLE;
+    });
+    const easy = dispatch.wait([pool], 1000, async (pod) => {
+      claims.push(`easy:${pod.metadata?.name}`);
+      return `easy got ${pod.metadata?.name}`;
+    });
+    s.push("ADDED", idlePod("a"));
+    expect(await easy).toBe("easy got a");
+    expect(await picky).toBeUndefined();
+    expect(claims).toEqual(["picky:a", "easy:a"]);
   });
 });
