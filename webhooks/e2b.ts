@@ -9,7 +9,7 @@ import { findSandbox } from "../functions/api/find-sandbox.ts";
 import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
 import { parseWith } from "../lib/api/parse.ts";
-import { createWaitSeconds, issueText, nativeCreate } from "../lib/e2b/requests.ts";
+import { createWaitSeconds, E2B_IDLE_WAIT_SECONDS, issueText, nativeCreate } from "../lib/e2b/requests.ts";
 import {
   ConnectSandbox,
   ConnectSandboxV2,
@@ -103,6 +103,7 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
     if (req instanceof Response) return req;
     const native = nativeCreate(req);
     if (!native.ok) return fail(c, 400, native.message);
+    const started = deps.now().getTime();
     const outcome = await createSandbox(deps, c.get("tenant"), native.value, {
       envdInit: true,
       annotations: { [TEMPLATE_ID_ANNOTATION]: req.templateID },
@@ -116,9 +117,13 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
         );
       if (outcome.reason === "invalid") return fail(c, 400, outcome.message);
       c.header("Retry-After", "1");
-      return fail(c, 503, `no idle sandbox for template "${req.templateID}" right now; retry`);
+      return fail(
+        c,
+        503,
+        `no idle sandbox for template "${req.templateID}" within ${E2B_IDLE_WAIT_SECONDS} s; retry`,
+      );
     }
-    const seconds = createWaitSeconds(outcome.pool);
+    const seconds = createWaitSeconds(outcome.pool, (deps.now().getTime() - started) / 1000);
     const waited = await waitForRunning(deps, outcome.pod, outcome.pool, seconds * 1000);
     const view = waited.pod && sandboxView(waited.pod, deps.now());
     if (waited.ok && waited.pod && view)

@@ -13,9 +13,17 @@ export function issueText(issues: readonly ApiIssue[], rename: (path: string) =>
 }
 
 /**
+ * E2B_IDLE_WAIT_SECONDS is how long an E2B create waits for an idle pod when none is free: the SDK
+ * has no wait option and simply waits for the answer, so a pool or Env scaled to zero wakes for
+ * the create instead of answering 503. The wait for Running gets what is left of the SDK's time.
+ */
+export const E2B_IDLE_WAIT_SECONDS = 20;
+
+/**
  * nativeCreate turns an E2B create into a /v1 create: a templateID with a "/" names a pool
- * (namespace/name), else a SandboxTemplate; `timeout` is the lifetime. Validation issues name
- * templateID where the native request would say pool or template.
+ * (namespace/name), else a SandboxTemplate (or an Env built on it); `timeout` is the lifetime;
+ * the create waits E2B_IDLE_WAIT_SECONDS for an idle pod. Validation issues name templateID where
+ * the native request would say pool or template.
  */
 export function nativeCreate(
   req: NewSandbox,
@@ -24,6 +32,7 @@ export function nativeCreate(
   const native = parseWith(CreateSandboxRequest, {
     ...target,
     timeout: req.timeout,
+    waitTimeout: E2B_IDLE_WAIT_SECONDS,
     ...(req.metadata ? { metadata: req.metadata } : {}),
     ...(req.envVars ? { envVars: req.envVars } : {}),
   });
@@ -38,11 +47,12 @@ export function nativeCreate(
 const MAX_CREATE_WAIT_SECONDS = 55;
 
 /**
- * createWaitSeconds is how long an E2B create waits for Running: the pool's startup timeout, but
- * never past the SDK's own request timeout (after which nobody would learn the sandbox's id).
+ * createWaitSeconds is how long an E2B create waits for Running after `spentSeconds` waiting for an
+ * idle pod: the pool's startup timeout, but never past the SDK's own request timeout (after which
+ * nobody would learn the sandbox's id); at least a second.
  */
-export function createWaitSeconds(pool: SandboxPool): number {
-  return Math.min(waitSeconds(pool, {}), MAX_CREATE_WAIT_SECONDS);
+export function createWaitSeconds(pool: SandboxPool, spentSeconds = 0): number {
+  return Math.max(1, Math.min(waitSeconds(pool, {}), Math.floor(MAX_CREATE_WAIT_SECONDS - spentSeconds)));
 }
 
 /** ListFilter is what E2B's list filters keep beyond the apiserver's selectors. */

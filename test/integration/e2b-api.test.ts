@@ -4,6 +4,7 @@ import { promisify } from "node:util";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
+import { ENVS, envObject, TEMPLATES, templateObject } from "./support/envs.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
 import { isReady, POOLS, phaseOf, poolObject, testDeps } from "./support/steps.ts";
@@ -183,6 +184,30 @@ describe("E2B-compatible API", () => {
     const [pod] = await stuckPods();
     expect(["stopping", "idle"]).toContain(phaseOf(pod ?? {}));
     expect(JSON.parse((await e2b("GET", "/v2/sandboxes", aliceKey)).body)).toEqual([]);
+  });
+
+  it("an E2B create against an Env at zero waits for it to wake (the SDK has no wait option)", async () => {
+    const woken = `e2b-wake-${randomBytes(3).toString("hex")}`;
+    await custom.createClusterCustomObject({
+      ...TEMPLATES,
+      body: templateObject(woken, "v1", "registry.local/e2b-base:1"),
+    });
+    cleanups.push(() => custom.deleteClusterCustomObject({ ...TEMPLATES, name: woken }).then(() => {}));
+    await custom.createNamespacedCustomObject({
+      ...ENVS,
+      namespace: ns,
+      body: envObject(ns, "wake", woken, [{ name: "wake-a", config: { scalingGroup: "default" } }], {
+        autoscaling: { groups: [{ name: "default", enabled: true, minReplicas: 0 }] },
+      }),
+    });
+    await until("the empty member pool", 30_000, async () => {
+      const pool = await custom.getNamespacedCustomObject({ ...POOLS, namespace: ns, name: "wake-a" });
+      return (pool as { status?: unknown }).status;
+    });
+    const res = await e2b("POST", "/v2/sandboxes", aliceKey, { templateID: woken });
+    expect(res.status).toBe(201);
+    const id = (JSON.parse(res.body) as { sandboxID: string }).sandboxID;
+    expect((await e2b("DELETE", `/sandboxes/${id}`, aliceKey)).status).toBe(204);
   });
 
   it("answers fuzzed bodies and parameters with a 4xx in E2B's shape, never a 5xx", async () => {

@@ -151,7 +151,7 @@ describe("E2B to native requests", () => {
   it("maps templateID to a template, or to a pool when it has a slash; timeout is the lifetime", () => {
     expect(nativeCreate({ templateID: "base", timeout: 300, envVars: { A: "1" } })).toEqual({
       ok: true,
-      value: { template: "base", timeout: 300, envVars: { A: "1" } },
+      value: { template: "base", timeout: 300, waitTimeout: 20, envVars: { A: "1" } },
     });
     expect(nativeCreate({ templateID: "team-a/python", timeout: 15 })).toMatchObject({
       ok: true,
@@ -168,6 +168,10 @@ describe("E2B to native requests", () => {
     expect(createWaitSeconds(pool("30s"))).toBe(30);
     expect(createWaitSeconds(pool("5m"))).toBe(55);
     expect(createWaitSeconds(pool())).toBe(55);
+    // After 20 s waiting for an idle pod (an Env woke from zero), only what is left of the 55 s.
+    expect(createWaitSeconds(pool("5m"), 20.4)).toBe(34);
+    expect(createWaitSeconds(pool("30s"), 20)).toBe(30);
+    expect(createWaitSeconds(pool(), 60)).toBe(1);
   });
 
   it("keeps listed sandboxes by visibility, template and start time", () => {
