@@ -116,6 +116,7 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
           `template "${req.templateID}" not found; yours: ${outcome.choices.join(", ") || "none"}`,
         );
       if (outcome.reason === "invalid") return fail(c, 400, outcome.message);
+      if (outcome.reason === "not-configured") return fail(c, 501, outcome.message);
       c.header("Retry-After", "1");
       return fail(
         c,

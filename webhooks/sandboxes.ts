@@ -15,7 +15,14 @@ import { waitForRunning } from "../functions/api/wait-running.ts";
 import { type ApiIssue, parseWith } from "../lib/api/parse.ts";
 import { ActivityRequest } from "../lib/sandboxes/activity.ts";
 import { bearerOrApiKey, type Tenant } from "../lib/sandboxes/api-keys.ts";
-import { badRequest, notFound, notRunning, unauthorized, unavailable } from "../lib/sandboxes/errors.ts";
+import {
+  badRequest,
+  notConfigured,
+  notFound,
+  notRunning,
+  unauthorized,
+  unavailable,
+} from "../lib/sandboxes/errors.ts";
 import { openApiDocument } from "../lib/sandboxes/openapi.ts";
 import {
   CreateSandboxRequest,
@@ -143,6 +150,7 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
     if (outcome.reason === "unknown")
       return send(c, notFound(`no ${outcome.what} "${outcome.name}" for you`, outcome.choices));
     if (outcome.reason === "invalid") return send(c, badRequest(outcome.message));
+    if (outcome.reason === "not-configured") return send(c, notConfigured(outcome.message));
     c.header("Retry-After", "1");
     return send(c, unavailable(`no idle sandbox in ${outcome.where} right now (tried ${outcome.tried})`));
   });

@@ -31,6 +31,7 @@ export type CreateOutcome =
   | { ok: true; sandbox: SandboxView; pod: V1Pod; pool: SandboxPool }
   | { ok: false; reason: "unknown"; what: "pool" | "env" | "template"; name: string; choices: string[] }
   | { ok: false; reason: "invalid"; message: string }
+  | { ok: false; reason: "not-configured"; message: string }
   | { ok: false; reason: "exhausted"; where: string; tried: number };
 
 /** ClaimExtras are what the E2B API adds to a create: envd's /init even without env vars, and annotations. */
@@ -153,6 +154,13 @@ export async function createSandbox(
   extras: ClaimExtras = {},
   reads?: Promise<TargetReads>,
 ): Promise<CreateOutcome> {
+  if (req.env && !deps.clusterId)
+    return {
+      ok: false,
+      reason: "not-configured",
+      message:
+        "this host routes no Envs: it has no cluster ID (AGENTBOX_CLUSTER_ID on the Node host, CLUSTER_ID on the Worker)",
+    };
   const targetReads = reads ?? readTarget(deps, req);
   const resolved = await resolvePool(deps, tenant, req, targetReads);
   if (!resolved.ok)

@@ -6,7 +6,7 @@ import type { ApiIssue } from "../api/parse.ts";
 /** ApiErrorBody is the body of every error response of the /v1 API. */
 export interface ApiErrorBody {
   error: {
-    /** code is machine-readable: BadRequest, NotFound, Unavailable, Unauthorized or Conflict. */
+    /** code is machine-readable: BadRequest, NotFound, Unavailable, Unauthorized, Conflict, ... */
     code: string;
     message: string;
     /** fields lists the invalid fields of a BadRequest, with Kubernetes-style paths. */
@@ -20,7 +20,7 @@ export interface ApiErrorBody {
 
 /** ApiError is a status and the body to send with it. */
 export interface ApiError {
-  status: 400 | 401 | 404 | 409 | 503 | 504;
+  status: 400 | 401 | 404 | 409 | 501 | 503 | 504;
   body: ApiErrorBody;
 }
 
@@ -44,6 +44,14 @@ export function notFound(message: string, choices?: readonly string[]): ApiError
 /** unavailable (503): nothing can serve the request now (no idle pod, wait timed out); retry later. */
 export function unavailable(message: string): ApiError {
   return { status: 503, body: { error: { code: "Unavailable", message } } };
+}
+
+/**
+ * notConfigured (501): this host is not set up to serve the request (e.g. Envs without a cluster
+ * ID). Not a 503: retrying the same host would never help, so clients must not be told to.
+ */
+export function notConfigured(message: string): ApiError {
+  return { status: 501, body: { error: { code: "NotConfigured", message } } };
 }
 
 /**
