@@ -98,16 +98,17 @@ function bookAction(pool: SandboxPool, next: PoolAutoScalingStatus | null): Acti
     { op: "test", path: "/metadata/uid", value: pool.metadata?.uid ?? "" },
     ...(before !== undefined ? [{ op: "test" as const, path, value: before }] : []),
   ];
-  const ops: JsonPatchOp[] =
-    next === null
-      ? [{ op: "remove", path }]
-      : pool.status
-        ? [{ op: "add", path, value: next }]
-        : [{ op: "add", path: "/status", value: { autoscaling: next } }];
+  const ops: JsonPatchOp[] = next === null ? [{ op: "remove", path }] : [{ op: "add", path, value: next }];
+  // A pool read without any status gets a merge patch: a JSON patch would have to add the whole
+  // status, replacing whatever the pool step wrote since the read.
+  const write: Action["write"] =
+    next !== null && !pool.status
+      ? { op: "status", status: { autoscaling: next } }
+      : { op: "patch-status", patch: [...guard, ...ops] };
   return {
     target: poolTarget(pool),
     why: next === null ? "not autoscaled: remove status.autoscaling" : "autoscaler bookkeeping",
-    write: { op: "patch-status", patch: [...guard, ...ops] },
+    write,
     ...(saturatedNow
       ? {
           event: {

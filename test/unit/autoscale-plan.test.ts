@@ -142,3 +142,35 @@ describe("planAutoscale: the Env patch", () => {
     }
   });
 });
+
+describe("planAutoscale: the pool bookkeeping", () => {
+  it("merges the block into a pool read without a status, never replacing a status written since", () => {
+    const e = env();
+    const bare = { ...pool(e, 2), status: undefined } as SandboxPool;
+    const [write] = planAutoscale({ env: e, pools: [bare], pods: [] }, "local", NOW).poolWrites;
+    expect(write?.write).toEqual({
+      op: "status",
+      status: {
+        autoscaling: expect.objectContaining({ lastScaleUpTime: agoText(0), observedGeneration: 2 }),
+      },
+    });
+  });
+
+  it("tests the block as read (and the pool's uid) when the pool has a status", () => {
+    const e = env();
+    const before = { idleZeroSince: agoText(3) };
+    const [write] = planAutoscale({ env: e, pools: [pool(e, 2, before)], pods: [] }, "local", NOW).poolWrites;
+    expect(write?.write).toMatchObject({
+      op: "patch-status",
+      patch: [
+        { op: "test", path: "/metadata/uid", value: "pool-uid" },
+        { op: "test", path: "/status/autoscaling", value: before },
+        {
+          op: "add",
+          path: "/status/autoscaling",
+          value: expect.objectContaining({ lastScaleUpTime: agoText(0) }),
+        },
+      ],
+    });
+  });
+});
