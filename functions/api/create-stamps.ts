@@ -1,5 +1,7 @@
 import { LAST_SANDBOX_CREATE_TIME_ANNOTATION } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { isConflict } from "../../lib/kube/errors.ts";
+import { escapePointer, type JsonPatchOp, mapOps } from "../../lib/kube/json-patch.ts";
 import { demandWorthRecording } from "../../lib/sandboxes/demand.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
 import type { StepDeps } from "../deps.ts";
@@ -8,14 +10,16 @@ import type { StepDeps } from "../deps.ts";
  * CreateStamps writes a pool's last-sandbox-create-time (the autoscaler's "someone wanted a
  * sandbox here", which its idle-zero quiet window reads) for every create this host serves or
  * cannot serve, throttled: at most one write per pool every few seconds, judged from the later of
- * the stored stamp and this process's last write (a burst of creates that all read the same pool
- * costs one write, not one each). Best effort: a lost stamp only delays a proactive scale-up. The
+ * the stored stamp and this process's last write, and tested against the stamp as read (a burst
+ * of creates that all read the same pool costs one write, not one each, even across processes). Best effort: a lost stamp only delays a proactive scale-up. The
  * memory is this process's own writes, never a source of truth.
  */
 export class CreateStamps {
   private readonly written = new Map<string, Date>();
   private readonly inflight = new Set<Promise<void>>();
   private readonly deps: Pick<StepDeps, "kube" | "log">;
+  /** tally counts this process's stamp writes: landed, lost to another's (raced), failed. */
+  readonly tally = { written: 0, raced: 0, failed: 0 };
 
   constructor(deps: Pick<StepDeps, "kube" | "log">) {
     this.deps = deps;
@@ -29,11 +33,34 @@ export class CreateStamps {
     const stored = pool.metadata?.annotations?.[LAST_SANDBOX_CREATE_TIME_ANNOTATION];
     if (!demandWorthRecording([stored, this.written.get(key)], now)) return;
     this.written.set(key, now);
+    // Tested against the stamp as read: of the requests that read the same pool (a burst served
+    // by many processes or Worker isolates, each with its own memory), one writes. A pool never
+    // stamped has nothing to test: its first burst may write more than once, once in its life.
+    const value = rfc3339(now);
+    const path = `/metadata/annotations/${escapePointer(LAST_SANDBOX_CREATE_TIME_ANNOTATION)}`;
+    const ops: JsonPatchOp[] =
+      stored !== undefined
+        ? [
+            { op: "test", path, value: stored },
+            { op: "replace", path, value },
+          ]
+        : mapOps("/metadata/annotations", pool.metadata?.annotations, {
+            [LAST_SANDBOX_CREATE_TIME_ANNOTATION]: value,
+          });
     const write = this.deps.kube
-      .setPoolAnnotations(namespace, name, { [LAST_SANDBOX_CREATE_TIME_ANNOTATION]: rfc3339(now) })
+      .patchPool(namespace, name, ops)
       .then(
-        () => {},
-        (e: unknown) => this.deps.log.warn({ pool: key, err: String(e) }, "create time not recorded"),
+        () => {
+          this.tally.written++;
+        },
+        (e: unknown) => {
+          // Another request stamped it since the read: that is enough.
+          if (isConflict(e)) this.tally.raced++;
+          else {
+            this.tally.failed++;
+            this.deps.log.warn({ pool: key, err: String(e) }, "create time not recorded");
+          }
+        },
       )
       .finally(() => this.inflight.delete(write));
     this.inflight.add(write);
