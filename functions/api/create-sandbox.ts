@@ -1,6 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { selectorsAfterFirst, shardOrder } from "../../lib/pool/claim-shards.ts";
+import { SERVED_MARK_ANNOTATION } from "../../lib/pool/pending-requests.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { ENVD_PORT, type PostStartHookAction } from "../../lib/sandbox/post-start-hooks.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
@@ -180,7 +181,7 @@ export async function createSandbox(
   const hooks = await postStartHooks(deps, sandboxId, req, extras);
   if (typeof hooks === "string") return { ok: false, reason: "invalid", message: hooks };
   const claimIn =
-    (pool: SandboxPool): Claim =>
+    (pool: SandboxPool, annotations: Readonly<Record<string, string>> = {}): Claim =>
     async (pod) => {
       const images = requestedImages(pool, req);
       if (typeof images === "string") return UNSUITABLE;
@@ -191,7 +192,9 @@ export async function createSandbox(
         user: tenant.user,
         ...(req.metadata ? { metadata: req.metadata } : {}),
         ...(hooks.length > 0 ? { postStartHooks: hooks } : {}),
-        ...(extras.annotations ? { annotations: extras.annotations } : {}),
+        ...(extras.annotations || Object.keys(annotations).length > 0
+          ? { annotations: { ...extras.annotations, ...annotations } }
+          : {}),
         ...claimTimeouts(pool, req),
         ...(req.timeout ? { lifetimeSeconds: req.timeout } : {}),
       });
@@ -218,7 +221,9 @@ export async function createSandbox(
   if (req.waitTimeout) {
     deps.pending?.enter(grow);
     const won = await waitForIdle(deps, plan.watch, req.waitTimeout * 1000, async (candidate, pool) => {
-      const pod = await claimIn(pool)(candidate);
+      // The claim names the mark that counted this create, so the autoscaler stops counting it.
+      const mark = deps.pending?.servedMark(grow);
+      const pod = await claimIn(pool, mark ? { [SERVED_MARK_ANNOTATION]: mark } : {})(candidate);
       return pod && pod !== UNSUITABLE ? { pod, pool } : pod;
     }).finally(() => deps.pending?.leave(grow));
     const outcome = won && served(won.pod, won.pool);

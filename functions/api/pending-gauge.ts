@@ -5,6 +5,7 @@ import {
   nextPublishAt,
   PENDING_REQUESTS_PREFIX,
   type PendingMark,
+  servedMark,
   shouldPublish,
 } from "../../lib/pool/pending-requests.ts";
 import type { StepDeps } from "../deps.ts";
@@ -48,6 +49,18 @@ export class PendingGauge {
 
   leave(pool: SandboxPool): void {
     this.change(pool, -1);
+  }
+
+  /**
+   * servedMark names the mark this host last published on the pool (servedMark): a waiter that
+   * claims a pod stamps it on the pod, so the autoscaler does not count it as still waiting.
+   * Undefined when this host publishes no mark there.
+   */
+  servedMark(pool: SandboxPool): string | undefined {
+    const mark = this.published.get(`${pool.metadata?.namespace}/${pool.metadata?.name}`);
+    return mark && mark.count > 0
+      ? servedMark(pool.metadata?.name ?? "", this.key, encodeMark(mark))
+      : undefined;
   }
 
   /** flushed resolves once every publish started so far is written (shutdown, waitUntil). */

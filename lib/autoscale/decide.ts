@@ -260,8 +260,10 @@ class Run {
  *
  * - bookkeeping: idleZeroSince starts when a pool has no idle Pod and is cleared when it has one;
  * - bounds: each member is brought within its own min/max, then the group's sum within the
- *   group's min/max (these bypass every gate);
- * - reactive scale-up, when creates wait that no idle, resetting or ordered Pod will serve: the
+ *   group's min/max (these bypass the cooldown, stabilization and idle gates; a saturated member
+ *   is still not grown, its share goes to the next);
+ * - reactive scale-up, when creates wait that no idle, resetting or ordered Pod will serve
+ *   (counted after the bounds, so a group raised to its minimum also grows for its waiters): the
  *   larger of the mode's growth and that demand; within cooldownSeconds of the last scale-up just
  *   that demand (the waiters never wait for a cooldown, but the mode's headroom is added at most
  *   once per cooldown); the quiet window does not apply;
@@ -292,18 +294,22 @@ export function decide(snapshot: GroupSnapshot, now: Date): GroupDecision {
     if (maxReplicas !== undefined && run.of(m) > maxReplicas)
       run.move(m, maxReplicas, SCALE_REASON.ABOVE_MAX);
   }
-  const demand = run.demand();
+  const bounded = run.total < p.minReplicas || (p.maxReplicas !== undefined && run.total > p.maxReplicas);
   if (run.total < p.minReplicas) run.grow(p.minReplicas - run.total, SCALE_REASON.BELOW_MIN);
   else if (p.maxReplicas !== undefined && run.total > p.maxReplicas)
     run.shrink(run.total - p.maxReplicas, SCALE_REASON.ABOVE_MAX);
-  else if (demand > 0)
+  // Waiting creates are counted after the group's bounds: pods the minimum just ordered serve
+  // them too, and what they leave unmet is grown in the same run, not the next.
+  const demand = run.demand();
+  if (demand > 0)
     run.grow(
       run.cooledDown() ? Math.max(growth(p.scaleUp.mode, run.total, p.maxReplicas), demand) : demand,
       SCALE_REASON.REACTIVE,
     );
-  else if (run.proactiveDue())
+  // A group just brought within its bounds has taken this run's step.
+  else if (!bounded && run.proactiveDue())
     run.grow(growth(p.scaleUp.mode, run.total, p.maxReplicas), SCALE_REASON.IDLE_ZERO);
-  else if (run.live.every((m) => m.pending === 0) && run.stable())
+  else if (!bounded && run.live.every((m) => m.pending === 0) && run.stable())
     run.shrink(run.total - p.minReplicas, SCALE_REASON.IDLE_TIMEOUT, (m) => run.idleCandidates(m));
 
   for (const m of snapshot.members) {

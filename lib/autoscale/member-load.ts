@@ -34,7 +34,7 @@ export interface MemberLoad {
   idle: IdlePod[];
   /** stopping counts Pods being reset to idle (they serve the next claim). */
   stopping: number;
-  /** pending is the creates waiting on this pool, summed from the hosts' fresh marks. */
+  /** pending is the creates waiting on this pool: the hosts' fresh marks, less waiters served. */
   pending: number;
   /** lastCreate is the pool's last-sandbox-create-time, when readable. */
   lastCreate: Date | undefined;
@@ -46,7 +46,8 @@ export interface MemberLoad {
 
 /**
  * loadMember reads one member for the autoscaler from the member on the Env, its pool (undefined
- * when missing) and the pool's Pods.
+ * when missing) and the pool's Pods; `served` (servedMarks over the group's Pods: a waiter may
+ * claim a Pod of any member) takes the waiters already served off the pool's pending marks.
  */
 export function loadMember(
   member: EnvClusterMember,
@@ -54,6 +55,7 @@ export function loadMember(
   pool: SandboxPool | undefined,
   pods: readonly V1Pod[],
   now: Date,
+  served: ReadonlyMap<string, number> = new Map(),
 ): MemberLoad {
   const live = pool && !isTerminating(pool) ? pool : undefined;
   const facts = pods.map((pod) => ({ pod, facts: podFacts(pod) })).filter((p) => !p.facts.terminating);
@@ -68,7 +70,7 @@ export function loadMember(
       .filter((p) => p.facts.phase === SANDBOX_PHASE.IDLE)
       .map((p) => ({ name: p.facts.name, since: idleSinceOf(p.pod) })),
     stopping: facts.filter((p) => p.facts.phase === SANDBOX_PHASE.STOPPING).length,
-    pending: live ? pendingRequestsOf(live, now) : 0,
+    pending: live ? pendingRequestsOf(live, now, served) : 0,
     lastCreate: parseTime(live?.metadata?.annotations?.[LAST_SANDBOX_CREATE_TIME_ANNOTATION]),
     autoscaling: live?.status?.autoscaling,
     probe: live ? probe(live, pods) : { result: "Enough" },

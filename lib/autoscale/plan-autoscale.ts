@@ -10,6 +10,7 @@ import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { localMembers, scalingGroupOf } from "../env/members.ts";
 import { foreignMemberPool } from "../env/ownership.ts";
 import { type JsonPatchOp, mapOps } from "../kube/json-patch.ts";
+import { servedMarks } from "../pool/pending-requests.ts";
 import { type Action, envTarget, isTerminating, poolTarget, testSpec } from "../reconcile/action.ts";
 import { decide, type ScaleChange } from "./decide.ts";
 import { encodeGroupStamps, GROUP_STAMPS_ANNOTATION, groupStampsOf } from "./group-stamps.ts";
@@ -143,6 +144,7 @@ export function planAutoscale(input: AutoscaleInput, clusterId: string, now: Dat
   }
   const members = localMembers(env, clusterId);
   const enabled = enabledGroups(env);
+  const served = servedMarks(pods);
   const replicas = new Map<string, number>();
   const stamps = groupStampsOf(env);
   let stamped = false;
@@ -150,7 +152,9 @@ export function planAutoscale(input: AutoscaleInput, clusterId: string, now: Dat
     if (!enabled.has(group.name)) continue;
     const loads = members
       .filter((m) => scalingGroupOf(m) === group.name)
-      .map((m) => loadMember(m, clusterId, poolByName.get(m.name), podsByPool.get(m.name) ?? [], now));
+      .map((m) =>
+        loadMember(m, clusterId, poolByName.get(m.name), podsByPool.get(m.name) ?? [], now, served),
+      );
     const decision = decide({ group, members: loads, stamp: stamps.get(group.name) }, now);
     if (decision.stamp) {
       stamps.set(group.name, decision.stamp);

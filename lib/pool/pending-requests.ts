@@ -2,10 +2,12 @@
 // in-process queue; here the waiters are the open requests on each host, so each host publishes
 // its own count in a pool annotation of its own (no host overwrites another's), throttled, and
 // update-status sums the fresh ones. Upstream's autoscaler reads its live in-process queue and its
-// mirror may lag (every ~3 s, 20 % moves); ours reads these marks, so they follow the waiters
-// within a second: a count that stays high after its waiters were served grows the pool again.
+// mirror may lag (every ~3 s, 20 % moves); ours reads these marks, which follow the waiters within
+// a second. Within that second a mark still counts waiters already served: each of them claimed
+// its pod with the mark that counted it (SERVED_MARK_ANNOTATION), and the autoscaler takes those
+// pods off the mark (unservedPending), so one demand is never grown for twice.
 import type { SandboxPool } from "../api/sandbox-pool.ts";
-import { parseTime, rfc3339 } from "../util/time.ts";
+import { parseTime } from "../util/time.ts";
 
 /** PENDING_REQUESTS_PREFIX prefixes each host's annotation: `<prefix><host id>: "<count> <time>"`. */
 export const PENDING_REQUESTS_PREFIX = "pending-requests.agentbox.navix.sh/";
@@ -22,9 +24,12 @@ export interface PendingMark {
   at: Date;
 }
 
-/** encodeMark and decodeMark are the annotation value: "<count> <RFC 3339>". */
+/**
+ * encodeMark and decodeMark are the annotation value: "<count> <RFC 3339 with milliseconds>" (the
+ * milliseconds tell apart two marks a host writes within one second; whole seconds still read).
+ */
 export function encodeMark(mark: PendingMark): string {
-  return `${mark.count} ${rfc3339(mark.at)}`;
+  return `${mark.count} ${mark.at.toISOString()}`;
 }
 
 export function decodeMark(value: string | undefined): PendingMark | undefined {
@@ -70,14 +75,44 @@ export function staleMarks(pool: SandboxPool, now: Date): string[] {
 
 /**
  * pendingRequestsOf sums the fresh counts the hosts published on the pool; a mark from the
- * future (clock skew) counts as fresh.
+ * future (clock skew) counts as fresh. With `served` (servedMarks of the group's pods), each mark
+ * counts only its waiters that have not claimed a pod yet.
  */
-export function pendingRequestsOf(pool: SandboxPool, now: Date): number {
+export function pendingRequestsOf(
+  pool: SandboxPool,
+  now: Date,
+  served: ReadonlyMap<string, number> = new Map(),
+): number {
   let total = 0;
+  const name = pool.metadata?.name ?? "";
   for (const [key, value] of Object.entries(pool.metadata?.annotations ?? {})) {
     if (!key.startsWith(PENDING_REQUESTS_PREFIX)) continue;
     const mark = decodeMark(value);
-    if (mark && now.getTime() - mark.at.getTime() <= FRESH_SECONDS * 1000) total += mark.count;
+    if (!mark || now.getTime() - mark.at.getTime() > FRESH_SECONDS * 1000) continue;
+    total += Math.max(0, mark.count - (served.get(servedMark(name, key, value)) ?? 0));
   }
   return total;
+}
+
+/**
+ * SERVED_MARK_ANNOTATION is set on a pod claimed by a create that waited: the mark that counted
+ * that create (servedMark). While the mark stands unchanged, the pod is one of its waiters served.
+ */
+export const SERVED_MARK_ANNOTATION = "autoscaler.agentbox.navix.sh/served-mark";
+
+/** servedMark names one published mark: the pool, the host's annotation key and its value. */
+export function servedMark(pool: string, key: string, value: string): string {
+  return `${pool} ${key} ${value}`;
+}
+
+/** servedMarks counts the live pods by the mark whose waiter claimed them. */
+export function servedMarks(
+  pods: readonly { metadata?: { annotations?: Record<string, string>; deletionTimestamp?: unknown } }[],
+): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const pod of pods) {
+    const mark = pod.metadata?.annotations?.[SERVED_MARK_ANNOTATION];
+    if (mark && !pod.metadata?.deletionTimestamp) out.set(mark, (out.get(mark) ?? 0) + 1);
+  }
+  return out;
 }

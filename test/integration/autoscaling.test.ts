@@ -7,7 +7,12 @@ import { LAST_SANDBOX_CREATE_TIME_ANNOTATION } from "../../lib/api/keys.ts";
 import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { memberReplicas } from "../../lib/env/members.ts";
-import { encodeMark, PENDING_REQUESTS_PREFIX } from "../../lib/pool/pending-requests.ts";
+import {
+  encodeMark,
+  PENDING_REQUESTS_PREFIX,
+  SERVED_MARK_ANNOTATION,
+  servedMark,
+} from "../../lib/pool/pending-requests.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
 import { autoscalingGroup, type GroupOptions } from "../support/autoscaling-group.ts";
 import { ENVS, envObject, eventsAbout, TEMPLATES, templateObject, tickUntil } from "./support/envs.ts";
@@ -320,6 +325,35 @@ describe("autoscaler: concurrency", () => {
     expect(envWrites.filter((o) => o.result === "done")).toHaveLength(1);
     const scaled = (await eventsAbout(core, t.ns, "race")).filter((e) => e.reason === "ScaledUp");
     expect(scaled).toHaveLength(1);
+  });
+});
+
+describe("autoscaler: a mark that still counts waiters already served", () => {
+  it("does not grow again for them: their claims name the mark, and the autoscaler takes them off", async () => {
+    await createEnv("served", [member("served-a")], [group()]);
+    await untilPool("served-a");
+    const key = `${PENDING_REQUESTS_PREFIX}test`;
+    const mark = encodeMark({ count: 3, at: deps.now() });
+    await annotate("served-a", { [key]: mark });
+    await run("served");
+    expect(await replicasOf("served", "served-a")).toBe(3);
+    // The three pods come; the three waiting creates claim them, naming the mark that counted
+    // them. The host's mark is rewritten at most once a second: it still says 3.
+    const idle = await untilIdle("served-a", 3);
+    for (const pod of idle) {
+      const claimed = await claimSandbox(deps, pod, {
+        sandboxId: `sb-${randomBytes(4).toString("hex")}`,
+        containerImages: { sandbox: "registry.local/sandbox/agent:1" },
+        annotations: { [SERVED_MARK_ANNOTATION]: servedMark("served-a", key, mark) },
+      });
+      expect(claimed.ok).toBe(true);
+    }
+    await run("served");
+    expect(await replicasOf("served", "served-a")).toBe(3);
+    // The host's next mark counts only creates waiting when it was written: all of it is demand.
+    await annotate("served-a", { [key]: encodeMark({ count: 4, at: deps.now() }) });
+    await run("served");
+    expect(await replicasOf("served", "served-a")).toBe(7);
   });
 });
 

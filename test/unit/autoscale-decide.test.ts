@@ -3,7 +3,7 @@ import type { PoolAutoScalingStatus } from "../../lib/api/autoscaling.ts";
 import type { EnvClusterMemberConfig } from "../../lib/api/sandbox-env.ts";
 import { decide } from "../../lib/autoscale/decide.ts";
 import type { MemberLoad } from "../../lib/autoscale/member-load.ts";
-import { growth } from "../../lib/autoscale/policies.ts";
+import { byScaleUpOrder, growth, type MemberKey } from "../../lib/autoscale/policies.ts";
 import type { ProbeResult } from "../../lib/autoscale/probe.ts";
 import { autoscalingGroup } from "../support/autoscaling-group.ts";
 
@@ -419,5 +419,101 @@ describe("decide: bounds and order", () => {
   it("writes bookkeeping only when it changed (observedGeneration alone is no change)", () => {
     const steady = member("a", { idle: [5], autoscaling: { observedGeneration: 3 } });
     expect(decide({ group: group(), members: [steady] }, NOW).autoscaling.size).toBe(0);
+  });
+});
+
+describe("decide: edges", () => {
+  it("the quiet window gates only creates older than idleZeroQuietWindowSeconds (300 s still counts)", () => {
+    const a = (lastCreateAgo: number) =>
+      member("a", { desired: 2, lastCreateAgo, autoscaling: { idleZeroSince: agoText(30) } });
+    expect(replicas(decide({ group: group(), members: [a(300)] }, NOW))).toEqual({ a: 3 });
+    expect(decide({ group: group(), members: [a(301)] }, NOW).replicas.size).toBe(0);
+  });
+
+  it("holds a member saturated for the group's saturationCooldownSeconds, JustRight included", () => {
+    const a = (result: "JustRight" | "Failed", ago: number) =>
+      member("a", {
+        pending: 1,
+        autoscaling: { lastScaleUpAttemptTime: agoText(ago), lastScaleUpAttemptResult: result },
+      });
+    const g = group({ up: { saturationCooldownSeconds: 10 } });
+    expect(decide({ group: g, members: [a("JustRight", 9)] }, NOW).replicas.size).toBe(0);
+    expect(replicas(decide({ group: g, members: [a("JustRight", 10)] }, NOW))).toEqual({ a: 1 });
+    expect(replicas(decide({ group: g, members: [a("Failed", 10)] }, NOW))).toEqual({ a: 1 });
+  });
+
+  it("with every member saturated, scales nothing and stamps no scale-up", () => {
+    const saturated = {
+      lastScaleUpAttemptTime: agoText(5),
+      lastScaleUpAttemptResult: "Insufficient" as const,
+    };
+    const d = decide(
+      {
+        group: group({ minReplicas: 3 }),
+        members: [
+          member("a", { pending: 4, autoscaling: saturated }),
+          member("b", { autoscaling: saturated }),
+        ],
+      },
+      NOW,
+    );
+    expect(d.replicas.size).toBe(0);
+    expect(d.stamp).toBeUndefined();
+    for (const book of d.autoscaling.values()) expect(book).not.toHaveProperty("lastScaleUpTime");
+  });
+
+  it("raises the group to its minimum on a fresh member when another is saturated", () => {
+    const saturated = {
+      lastScaleUpAttemptTime: agoText(5),
+      lastScaleUpAttemptResult: "Insufficient" as const,
+    };
+    const d = decide(
+      {
+        group: group({ minReplicas: 2 }),
+        members: [
+          member("a", { config: { priority: 0 }, autoscaling: saturated }),
+          member("b", { config: { priority: 1 } }),
+        ],
+      },
+      NOW,
+    );
+    expect(replicas(d)).toEqual({ b: 2 });
+  });
+
+  it("grows for waiting creates beyond the minimum in the same run that raises the group to it", () => {
+    const d = decide({ group: group({ minReplicas: 2 }), members: [member("a", { pending: 5 })] }, NOW);
+    expect(replicas(d)).toEqual({ a: 5 });
+    expect(d.stamp).toEqual({ lastScaleUpTime: NOW_TEXT });
+  });
+
+  it("never removes idle pods whose idle time is unknown", () => {
+    const unknown: MemberLoad = {
+      ...member("a", { desired: 2 }),
+      idle: [
+        { name: "a-0", since: undefined },
+        { name: "a-1", since: undefined },
+      ],
+    };
+    expect(decide({ group: group(), members: [unknown] }, NOW).replicas.size).toBe(0);
+  });
+
+  it("orders scale-up by effective priority, then cluster ID, then name", () => {
+    const key = (name: string, clusterId: string, config: Partial<EnvClusterMemberConfig>): MemberKey => ({
+      name,
+      clusterId,
+      config: { scalingGroup: "default", ...config },
+    });
+    const keys = [
+      key("b", "east", { priority: 1 }),
+      key("a", "west", { priority: 1 }),
+      key("c", "east", { priority: 1 }),
+      key("z", "west", { priority: 9, scaleUpPriority: 0 }),
+    ];
+    expect([...keys].sort(byScaleUpOrder).map((k) => `${k.clusterId}/${k.name}`)).toEqual([
+      "west/z",
+      "east/b",
+      "east/c",
+      "west/a",
+    ]);
   });
 });

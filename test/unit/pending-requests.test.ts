@@ -7,6 +7,9 @@ import {
   nextPublishAt,
   PENDING_REQUESTS_PREFIX,
   pendingRequestsOf,
+  SERVED_MARK_ANNOTATION,
+  servedMark,
+  servedMarks,
   shouldPublish,
   staleMarks,
 } from "../../lib/pool/pending-requests.ts";
@@ -42,6 +45,30 @@ describe("pending requests", () => {
     } as unknown as SandboxPool;
     expect(pendingRequestsOf(pool, NOW)).toBe(7);
     expect(pendingRequestsOf({ metadata: {} } as SandboxPool, NOW)).toBe(0);
+  });
+
+  it("takes the waiters already served (pods claimed with that very mark) off the mark", () => {
+    const key = `${PENDING_REQUESTS_PREFIX}host-a`;
+    const value = encodeMark({ count: 5, at: ago(1) });
+    const pool = { metadata: { name: "p", annotations: { [key]: value } } } as unknown as SandboxPool;
+    const claimed = (mark: string, deleting = false) => ({
+      metadata: {
+        annotations: { [SERVED_MARK_ANNOTATION]: mark },
+        ...(deleting ? { deletionTimestamp: NOW.toISOString() } : {}),
+      },
+    });
+    const served = servedMarks([
+      claimed(servedMark("p", key, value)),
+      claimed(servedMark("p", key, value)),
+      claimed(servedMark("p", key, value), true), // being deleted: no longer counts
+      claimed(servedMark("p", key, encodeMark({ count: 5, at: ago(2) }))), // an older mark
+      claimed(servedMark("other", key, value)), // another pool's mark
+      { metadata: {} },
+    ]);
+    expect(pendingRequestsOf(pool, NOW, served)).toBe(3);
+    expect(pendingRequestsOf(pool, NOW)).toBe(5);
+    const overServed = new Map([[servedMark("p", key, value), 9]]);
+    expect(pendingRequestsOf(pool, NOW, overServed)).toBe(0);
   });
 
   it("round-trips marks and names hosts with valid annotation keys", () => {
@@ -98,26 +125,29 @@ describe("PendingGauge", () => {
       const pool = { metadata: { namespace: "ns", name: "p" } } as SandboxPool;
       for (let i = 0; i < 10; i++) gauge.enter(pool);
       await gauge.flushed();
-      expect(writes).toEqual(["1 2026-11-21T12:00:00Z"]);
+      expect(writes).toEqual(["1 2026-11-21T12:00:00.000Z"]);
+      // A waiter claiming now names the mark that counted it.
+      expect(gauge.servedMark(pool)).toBe(servedMark("p", hostKey("host-a"), "1 2026-11-21T12:00:00.000Z"));
       await vi.advanceTimersByTimeAsync(999);
       expect(writes).toHaveLength(1);
       await vi.advanceTimersByTimeAsync(1);
       await gauge.flushed();
-      expect(writes.at(-1)).toBe("10 2026-11-21T12:00:01Z");
+      expect(writes.at(-1)).toBe("10 2026-11-21T12:00:01.000Z");
       // A steady count is rewritten by the heartbeat only.
       await vi.advanceTimersByTimeAsync(19_000);
       expect(writes).toHaveLength(2);
       expect(vi.getTimerCount()).toBe(1);
       await vi.advanceTimersByTimeAsync(1000);
       await gauge.flushed();
-      expect(writes.at(-1)).toBe("10 2026-11-21T12:00:21Z");
+      expect(writes.at(-1)).toBe("10 2026-11-21T12:00:21.000Z");
       gauge.enter(pool);
       await vi.advanceTimersByTimeAsync(1000);
       await gauge.flushed();
-      expect(writes.at(-1)).toBe("11 2026-11-21T12:00:22Z");
+      expect(writes.at(-1)).toBe("11 2026-11-21T12:00:22.000Z");
       for (let i = 0; i < 11; i++) gauge.leave(pool);
       await gauge.flushed();
       expect(writes.at(-1)).toBeNull();
+      expect(gauge.servedMark(pool)).toBeUndefined();
       expect(vi.getTimerCount()).toBe(0);
     } finally {
       vi.useRealTimers();
