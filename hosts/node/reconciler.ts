@@ -108,8 +108,8 @@ export function startReconciler(deps: StepDeps, options: ReconcilerOptions): Rec
     const clusterId = deps.clusterId;
     if (!clusterId) return;
     const prefix = options.auditNamespacePrefix ?? "";
-    for (const key of await envsToRun(deps.kube, targets, clusterId))
-      if (key.startsWith(prefix)) void envs.trigger(key);
+    for (const { key, urgent } of await envsToRun(deps.kube, targets, clusterId))
+      if (key.startsWith(prefix)) void envs.trigger(key, undefined, urgent);
   };
   const idle = async () => {
     await pods.idle();

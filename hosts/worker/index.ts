@@ -128,9 +128,9 @@ export default {
         const envTargets = auditEnvTargets(list.items);
         const clusterId = api.clusterId;
         const envs = clusterId
-          ? envsToRun(api.kube, envTargets, clusterId).then((keys) =>
+          ? envsToRun(api.kube, envTargets, clusterId).then((runs) =>
               Promise.all(
-                keys.map((key) => {
+                runs.map(({ key }) => {
                   const [ns = "", name = ""] = key.split("/");
                   return reconcileEnv(api, ns, name);
                 }),

@@ -104,7 +104,11 @@ export type EnvKey = `${string}/${string}`;
  */
 export interface EnvAuditTargets {
   envs: EnvKey[];
-  pools: { namespace: string; name: string }[];
+  /**
+   * pools were written; urgent when the pool itself was (its spec or metadata: a host's pending
+   * mark, replicas), not only its status, which busy pools rewrite many times a second.
+   */
+  pools: { namespace: string; name: string; urgent?: boolean }[];
   templates: string[];
 }
 
@@ -116,7 +120,7 @@ export interface EnvAuditTargets {
  */
 export function auditEnvTargets(events: readonly AuditEvent[]): EnvAuditTargets {
   const envs = new Set<EnvKey>();
-  const pools = new Map<string, { namespace: string; name: string }>();
+  const pools = new Map<string, { namespace: string; name: string; urgent?: boolean }>();
   const templates = new Set<string>();
   for (const e of events) {
     const ref = e.objectRef;
@@ -124,9 +128,11 @@ export function auditEnvTargets(events: readonly AuditEvent[]): EnvAuditTargets 
     const ours = ref.apiGroup === GROUP;
     if (ours && ref.resource === RESOURCE.SANDBOX_ENVS && ref.namespace && ref.subresource !== "status")
       envs.add(`${ref.namespace}/${ref.name}`);
-    else if (ours && ref.resource === RESOURCE.SANDBOX_POOLS && ref.namespace)
-      pools.set(`${ref.namespace}/${ref.name}`, { namespace: ref.namespace, name: ref.name });
-    else if (ours && ref.resource === RESOURCE.SANDBOX_TEMPLATES) templates.add(ref.name);
+    else if (ours && ref.resource === RESOURCE.SANDBOX_POOLS && ref.namespace) {
+      const key = `${ref.namespace}/${ref.name}`;
+      const urgent = pools.get(key)?.urgent === true || ref.subresource !== "status";
+      pools.set(key, { namespace: ref.namespace, name: ref.name, ...(urgent ? { urgent } : {}) });
+    } else if (ours && ref.resource === RESOURCE.SANDBOX_TEMPLATES) templates.add(ref.name);
     else if (
       !ref.apiGroup &&
       ref.resource === "secrets" &&

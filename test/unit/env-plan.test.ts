@@ -337,14 +337,22 @@ describe("Env triggers", () => {
       event("sandboxenvs", "py"),
       event("sandboxenvs", "py", { subresource: "status" }),
       event("sandboxpools", "a", { subresource: "scale" }),
+      event("sandboxpools", "busy", { subresource: "status" }),
+      event("sandboxpools", "marked"),
+      event("sandboxpools", "marked", { subresource: "status" }),
       event("sandboxtemplates", "python", { namespace: undefined }),
       event("secrets", "ips-other"),
       event("secrets", "unrelated"),
       { ...event("sandboxenvs", "failed"), responseStatus: { code: 409 } },
     ]);
+    // A pool written itself (spec, metadata, scale) is urgent; one whose status alone was, not.
     expect(targets).toEqual({
       envs: ["ns/py", "ns/other"],
-      pools: [{ namespace: "ns", name: "a" }],
+      pools: [
+        { namespace: "ns", name: "a", urgent: true },
+        { namespace: "ns", name: "busy" },
+        { namespace: "ns", name: "marked", urgent: true },
+      ],
       templates: ["python"],
     });
   });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { poolsSpecWritten } from "../../functions/env-triggers.ts";
+import { envRuns, poolsSpecWritten } from "../../functions/env-triggers.ts";
 import type { ActionOutcome } from "../../functions/execute.ts";
+import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 
 const outcome = (
   target: string,
@@ -34,5 +35,45 @@ describe("poolsSpecWritten", () => {
         outcome("SandboxPool/ns/d", "delete", "done"),
       ]),
     ).toEqual([]);
+  });
+});
+
+describe("envRuns", () => {
+  const env = (name: string, members: string[], template = "t") =>
+    ({
+      metadata: { name, namespace: "ns" },
+      spec: {
+        templateRef: { name: template },
+        clusters: [{ clusterID: "local", members: members.map((m) => ({ name: m })) }],
+      },
+    }) as SandboxEnv;
+
+  it("runs at once the Envs whose spec or member pool itself was written; status and templates wait", () => {
+    const envs = [
+      env("named", ["n"]),
+      env("marked", ["m"]),
+      env("busy", ["b"]),
+      env("rendered", ["r"], "python"),
+    ];
+    const runs = envRuns(
+      envs,
+      {
+        envs: ["ns/named"],
+        pools: [
+          { namespace: "ns", name: "m", urgent: true },
+          { namespace: "ns", name: "b" },
+        ],
+        templates: ["python"],
+      },
+      "local",
+    );
+    expect(new Map(runs.map((r) => [r.key, r.urgent]))).toEqual(
+      new Map([
+        ["ns/named", true],
+        ["ns/marked", true],
+        ["ns/rendered", false],
+        ["ns/busy", false],
+      ]),
+    );
   });
 });
