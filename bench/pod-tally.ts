@@ -1,8 +1,8 @@
-import { KubeConfig, type V1Pod, Watch } from "@kubernetes/client-node";
+import { KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import type { ClusterState } from "../infra/cluster/state.ts";
 import { SANDBOX_PHASE_LABEL } from "../lib/api/keys.ts";
 import { PENDING_REQUESTS_PREFIX } from "../lib/pool/pending-requests.ts";
-import { fetchJson } from "./support.ts";
+import { type Following, follow } from "./follow.ts";
 
 interface Seen {
   phase: string | undefined;
@@ -22,14 +22,13 @@ interface Seen {
  */
 export class PodTally {
   private readonly pods = new Map<string, Seen>();
-  private readonly aborts: AbortController[] = [];
+  private readonly followings: Following[] = [];
   private from: number | undefined;
   private last = performance.now();
   private idleSeconds = 0;
   private busySeconds = 0;
   private unmetAt: number | undefined;
   private newIdleAt: number | undefined;
-  private stopped = false;
   /** stays: how long pods stayed in each state before leaving it (ms), since mark. */
   private readonly stays = new Map<string, number[]>();
 
@@ -45,8 +44,8 @@ export class PodTally {
       if (marked && tally.from !== undefined && tally.unmetAt === undefined)
         tally.unmetAt = performance.now();
     };
-    await Promise.all([
-      tally.follow(
+    const followings = await Promise.all([
+      follow(
         kc,
         `/api/v1/namespaces/${ns}/pods`,
         selector,
@@ -64,7 +63,7 @@ export class PodTally {
         },
         (type, pod: V1Pod) => tally.onPod(type, pod),
       ),
-      tally.follow(
+      follow(
         kc,
         `/apis/agents.navix.sh/v1alpha1/namespaces/${ns}/sandboxpools`,
         undefined,
@@ -74,44 +73,8 @@ export class PodTally {
         (_type, pool: object) => onPool(pool),
       ),
     ]);
+    tally.followings.push(...followings);
     return tally;
-  }
-
-  /**
-   * follow lists a collection, then watches it from the list's version, and starts over with a
-   * fresh list whenever the watch ends (the client's inactivity timeout, an apiserver restart),
-   * until stop. Resolves once the first list is in.
-   */
-  private async follow<T>(
-    kc: KubeConfig,
-    path: string,
-    labelSelector: string | undefined,
-    onList: (items: T[]) => void,
-    onEvent: (type: string, obj: T) => void,
-  ): Promise<void> {
-    const watch = new Watch(kc);
-    const query = labelSelector ? `?labelSelector=${encodeURIComponent(labelSelector)}` : "";
-    const list = async () =>
-      (await fetchJson(kc, "GET", `${path}${query}`)).body as {
-        metadata: { resourceVersion: string };
-        items: T[];
-      };
-    const round = async (): Promise<void> => {
-      if (this.stopped) return;
-      const first = await list();
-      onList(first.items);
-      const controller = await watch.watch(
-        path,
-        { resourceVersion: first.metadata.resourceVersion, ...(labelSelector ? { labelSelector } : {}) },
-        onEvent,
-        () => {
-          if (!this.stopped)
-            round().catch((e: unknown) => console.error(`[bench] relist failed: ${String(e)}`));
-        },
-      );
-      this.aborts.push(controller);
-    };
-    await round();
   }
 
   /** mark starts the pod-second counts (the load's start). */
@@ -222,7 +185,6 @@ export class PodTally {
   }
 
   stop(): void {
-    this.stopped = true;
-    for (const a of this.aborts) a.abort();
+    for (const f of this.followings) f.stop();
   }
 }
