@@ -8,11 +8,18 @@ import type { PoolSnapshot } from "./snapshot.ts";
  * restarts and other processes may run the same pool concurrently (the steps are safe for that);
  * a trigger lost here is picked up by the next tick.
  */
+/** Entry is one key's runs in flight: whether to go again, and how soon. */
+interface Entry {
+  again: boolean;
+  urgent: boolean;
+  /** hurriedAt is when a rerun last skipped the spacing (one may per minIntervalMs). */
+  hurriedAt: number;
+  hurry?: () => void;
+  done: Promise<void>;
+}
+
 export class PoolRunner<Hint = PoolSnapshot> {
-  private readonly running = new Map<
-    string,
-    { again: boolean; urgent: boolean; hurry?: () => void; done: Promise<void> }
-  >();
+  private readonly running = new Map<string, Entry>();
   private readonly run: (key: PoolKey, hint?: Hint) => Promise<unknown>;
   private readonly log: Log;
   private readonly minIntervalMs: number;
@@ -30,25 +37,30 @@ export class PoolRunner<Hint = PoolSnapshot> {
   /**
    * trigger starts key's reconcile, with the caller's hint for its first run (a snapshot the tick
    * just read, the version an audit event reported), or asks the running one to go once more when
-   * it ends; a rerun has no hint, so it reads afresh. An urgent trigger skips the spacing: the
-   * rerun starts as soon as the current run ends (a pool whose replicas an Env run just raised
-   * must not wait a second for its pods while creates wait for them).
+   * it ends; a rerun has no hint, so it reads afresh. An urgent trigger skips the spacing, once
+   * per minIntervalMs: the rerun starts as soon as the current run ends (a pool whose replicas an
+   * Env run just raised must not wait a second for its pods while creates wait for them), but a
+   * key whose runs keep triggering themselves urgently (a write that never converges) still runs
+   * at most about twice per interval.
    */
   trigger(key: PoolKey, hint?: Hint, urgent = false): Promise<void> {
     const current = this.running.get(key);
     if (current) {
       current.again = true;
-      if (urgent) {
+      if (urgent && Date.now() - current.hurriedAt >= this.minIntervalMs) {
         current.urgent = true;
         current.hurry?.();
       }
       return current.done;
     }
-    const entry: { again: boolean; urgent: boolean; hurry?: () => void; done: Promise<void> } = {
+    const entry: Entry = {
       again: false,
       urgent: false,
+      hurriedAt: Number.NEGATIVE_INFINITY,
       done: Promise.resolve(),
     };
+    // Registered before the first run starts: a trigger from inside it joins this entry.
+    this.running.set(key, entry);
     entry.done = (async () => {
       try {
         let first: Hint | undefined = hint;
@@ -70,13 +82,13 @@ export class PoolRunner<Hint = PoolSnapshot> {
                 resolve();
               };
             });
+          if (entry.urgent && wait > 0) entry.hurriedAt = Date.now();
           delete entry.hurry;
         } while (entry.again);
       } finally {
         this.running.delete(key);
       }
     })();
-    this.running.set(key, entry);
     return entry.done;
   }
 

@@ -219,10 +219,10 @@ export async function createSandbox(
   const grow = plan.grow ?? sample;
   recordDemand(deps, grow, deps.now());
   if (req.waitTimeout) {
-    deps.pending?.enter(grow);
+    const ticket = deps.pending?.enter(grow) ?? 0;
     const won = await waitForIdle(deps, plan.watch, req.waitTimeout * 1000, async (candidate, pool) => {
       // The claim names the mark that counted this create, so the autoscaler stops counting it.
-      const mark = deps.pending?.servedMark(grow);
+      const mark = deps.pending?.servedMark(grow, ticket);
       const pod = await claimIn(pool, mark ? { [SERVED_MARK_ANNOTATION]: mark } : {})(candidate);
       return pod && pod !== UNSUITABLE ? { pod, pool } : pod;
     }).finally(() => deps.pending?.leave(grow));

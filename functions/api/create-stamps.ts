@@ -1,7 +1,7 @@
 import { LAST_SANDBOX_CREATE_TIME_ANNOTATION } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { isConflict } from "../../lib/kube/errors.ts";
-import { escapePointer, type JsonPatchOp, mapOps } from "../../lib/kube/json-patch.ts";
+import { escapePointer } from "../../lib/kube/json-patch.ts";
 import { demandWorthRecording } from "../../lib/sandboxes/demand.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
 import type { StepDeps } from "../deps.ts";
@@ -38,23 +38,24 @@ export class CreateStamps {
     // stamped has nothing to test: its first burst may write more than once, once in its life.
     const value = rfc3339(now);
     const path = `/metadata/annotations/${escapePointer(LAST_SANDBOX_CREATE_TIME_ANNOTATION)}`;
-    const ops: JsonPatchOp[] =
+    const write = (
       stored !== undefined
-        ? [
+        ? this.deps.kube.patchPool(namespace, name, [
             { op: "test", path, value: stored },
             { op: "replace", path, value },
-          ]
-        : mapOps("/metadata/annotations", pool.metadata?.annotations, {
-            [LAST_SANDBOX_CREATE_TIME_ANNOTATION]: value,
-          });
-    const write = this.deps.kube
-      .patchPool(namespace, name, ops)
+          ])
+        : // Nothing to test: a merge patch, which leaves the other annotations (a host's fresh
+          // pending mark among them) as they are.
+          this.deps.kube.setPoolAnnotations(namespace, name, { [LAST_SANDBOX_CREATE_TIME_ANNOTATION]: value })
+    )
       .then(
         () => {
           this.tally.written++;
         },
         (e: unknown) => {
-          // Another request stamped it since the read: that is enough.
+          // The stamp changed since the read: most likely another request stamped it, which is
+          // enough; the next create decides again from the stamp it reads (it may have been removed).
+          this.written.delete(key);
           if (isConflict(e)) this.tally.raced++;
           else {
             this.tally.failed++;

@@ -1,6 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { KubeError } from "../../lib/kube/errors.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
 import type { ApiDeps } from "./deps.ts";
@@ -41,8 +42,8 @@ interface Stream {
    */
   candidates: Map<string, { pod: V1Pod; pool: SandboxPool; retryAt?: number }>;
   inflight: Set<string>;
-  /** retry is the timer that dispatches again once a failed pod may be tried again. */
-  retry?: ReturnType<typeof setTimeout>;
+  /** retry is the timer that dispatches again once a failed pod may be tried again, and when. */
+  retry?: { due: number; timer: ReturnType<typeof setTimeout> } | undefined;
   controller: AbortController;
 }
 
@@ -136,7 +137,7 @@ export class IdleDispatch {
 
   private close(stream: Stream): void {
     stream.controller.abort();
-    clearTimeout(stream.retry);
+    clearTimeout(stream.retry?.timer);
     for (const [key, s] of this.streams) if (s === stream) this.streams.delete(key);
   }
 
@@ -219,19 +220,34 @@ export class IdleDispatch {
       waiter.claim(pod, waiter.pools.get(pool.metadata?.name ?? "") ?? pool).then(
         (won) => settle(won),
         (e: unknown) => {
-          this.deps.log.warn({ pod: name, err: String(e) }, "claim of an idle pod failed; it stays on offer");
-          settle(undefined, true);
+          // A refusal of this request (403 from admission, 422 with causes) will not change on a
+          // retry: the pod stays for the others. Anything else (5xx, 429, no answer) may pass.
+          const refused = e instanceof KubeError && e.status >= 400 && e.status < 500 && e.status !== 429;
+          this.deps.log.warn(
+            { pod: name, err: String(e) },
+            refused ? "claim refused for this create; the pod stays for others" : "claim failed; retrying",
+          );
+          if (refused) settle(UNSUITABLE);
+          else settle(undefined, true);
         },
       );
     }
   }
 
-  /** retryLater dispatches again after `ms`, once, for pods whose failed claim may be tried again. */
+  /**
+   * retryLater dispatches again after `ms`, for pods whose failed claim may be tried again: one
+   * timer per stream, moved earlier when a pod is due sooner than the one it waits for.
+   */
   private retryLater(stream: Stream, ms: number): void {
-    if (stream.retry !== undefined || stream.controller.signal.aborted) return;
-    stream.retry = setTimeout(() => {
-      stream.retry = undefined;
-      this.dispatch(stream);
-    }, ms);
+    const due = Date.now() + ms;
+    if (stream.controller.signal.aborted || (stream.retry && stream.retry.due <= due)) return;
+    clearTimeout(stream.retry?.timer);
+    stream.retry = {
+      due,
+      timer: setTimeout(() => {
+        stream.retry = undefined;
+        this.dispatch(stream);
+      }, ms),
+    };
   }
 }

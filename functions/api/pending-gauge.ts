@@ -30,8 +30,11 @@ export function hostKey(instance: string): string {
  * gone too, and update-status removes a mark that stopped being rewritten.
  */
 export class PendingGauge {
-  private readonly waiting = new Map<string, { pool: SandboxPool; count: number }>();
-  private readonly published = new Map<string, PendingMark>();
+  /** pools: per pool, its waiters now, whether they changed since the last publish, what was published. */
+  private readonly pools = new Map<
+    string,
+    { pool: SandboxPool; count: number; changed: boolean; published?: PendingMark; seq: number }
+  >();
   private readonly timers = new Map<string, ReturnType<typeof setTimeout>>();
   private readonly chains = new Map<string, Promise<void>>();
   private readonly key: string;
@@ -42,9 +45,14 @@ export class PendingGauge {
     this.key = hostKey(instance);
   }
 
-  /** enter counts one more waiter on the pool; call leave when it stops waiting. */
-  enter(pool: SandboxPool): void {
-    this.change(pool, 1);
+  /**
+   * enter counts one more waiter on the pool; call leave when it stops waiting. The ticket it
+   * returns says which marks count this waiter (servedMark): those published after it came.
+   */
+  enter(pool: SandboxPool): number {
+    const state = this.change(pool, 1);
+    // The publish this call may just have made counts the waiter too.
+    return state.changed ? state.seq + 1 : state.seq;
   }
 
   leave(pool: SandboxPool): void {
@@ -52,13 +60,14 @@ export class PendingGauge {
   }
 
   /**
-   * servedMark names the mark this host last published on the pool (servedMark): a waiter that
-   * claims a pod stamps it on the pod, so the autoscaler does not count it as still waiting.
-   * Undefined when this host publishes no mark there.
+   * servedMark names the mark this host last published on the pool (servedMark), when it counts
+   * the waiter holding `ticket`: a waiter that claims a pod stamps it on the pod, so the autoscaler
+   * no longer counts it as waiting. Undefined when no published mark counts the waiter yet.
    */
-  servedMark(pool: SandboxPool): string | undefined {
-    const mark = this.published.get(`${pool.metadata?.namespace}/${pool.metadata?.name}`);
-    return mark && mark.count > 0
+  servedMark(pool: SandboxPool, ticket: number): string | undefined {
+    const state = this.pools.get(`${pool.metadata?.namespace}/${pool.metadata?.name}`);
+    const mark = state?.published;
+    return mark && mark.count > 0 && state.seq >= ticket
       ? servedMark(pool.metadata?.name ?? "", this.key, encodeMark(mark))
       : undefined;
   }
@@ -68,30 +77,32 @@ export class PendingGauge {
     await Promise.all(this.chains.values());
   }
 
-  private change(pool: SandboxPool, by: number): void {
+  private change(pool: SandboxPool, by: number) {
     const id = `${pool.metadata?.namespace}/${pool.metadata?.name}`;
-    const entry = this.waiting.get(id) ?? { pool, count: 0 };
-    entry.count = Math.max(0, entry.count + by);
-    this.waiting.set(id, entry);
+    const state = this.pools.get(id) ?? { pool, count: 0, changed: false, seq: 0 };
+    state.count = Math.max(0, state.count + by);
+    state.changed = true;
+    this.pools.set(id, state);
     this.schedule(id);
+    return state;
   }
 
   /** schedule publishes the pool's count now when the throttle allows, and arms the next check. */
   private schedule(id: string): void {
-    const entry = this.waiting.get(id);
-    if (!entry) return;
+    const state = this.pools.get(id);
+    if (!state) return;
     const now = this.deps.now();
-    const last = this.published.get(id);
+    const last = state.published;
     const heartbeat =
-      last !== undefined && entry.count > 0 && now.getTime() - last.at.getTime() >= HEARTBEAT_MS;
-    if (shouldPublish(last, entry.count, now) || heartbeat) {
-      const mark = { count: entry.count, at: now };
-      this.published.set(id, mark);
-      if (mark.count === 0) {
-        this.waiting.delete(id);
-        this.published.delete(id);
-      }
-      const next = (this.chains.get(id) ?? Promise.resolve()).then(() => this.write(entry.pool, mark));
+      last !== undefined && state.count > 0 && now.getTime() - last.at.getTime() >= HEARTBEAT_MS;
+    if (shouldPublish(last, state.count, state.changed, now) || heartbeat) {
+      const mark = { count: state.count, at: now };
+      state.published = mark;
+      state.changed = false;
+      state.seq++;
+      // At 0 nobody waits: the next waiter starts from a clean state (and tickets from 1).
+      if (mark.count === 0) this.pools.delete(id);
+      const next = (this.chains.get(id) ?? Promise.resolve()).then(() => this.write(state.pool, mark));
       this.chains.set(id, next);
     }
     this.arm(id);
@@ -101,9 +112,8 @@ export class PendingGauge {
   private arm(id: string): void {
     clearTimeout(this.timers.get(id));
     this.timers.delete(id);
-    const entry = this.waiting.get(id);
-    const last = this.published.get(id);
-    const at = entry && last ? nextPublishAt(last, entry.count) : undefined;
+    const state = this.pools.get(id);
+    const at = state?.published ? nextPublishAt(state.published, state.count, state.changed) : undefined;
     if (!at) return;
     const timer = setTimeout(
       () => {

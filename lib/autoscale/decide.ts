@@ -74,12 +74,15 @@ class Run {
   readonly p: GroupPolicies;
   readonly members: readonly MemberLoad[];
   readonly now: Date;
+  /** read is the group's stamp as read (the gates); stamp is the one this run writes. */
+  readonly read: GroupStamp;
   readonly stamp: GroupStamp;
 
   constructor(p: GroupPolicies, members: readonly MemberLoad[], stamp: GroupStamp, now: Date) {
     this.p = p;
     this.members = members;
     this.now = now;
+    this.read = stamp;
     this.stamp = { ...stamp };
     this.target = new Map(members.map((m) => [m.name, m.desired]));
     this.book = new Map(this.live.map((m) => [m.name, { ...m.autoscaling }]));
@@ -239,7 +242,7 @@ class Run {
   /** cooledDown: cooldownSeconds have passed since the group's last scale-up (Env or pools). */
   cooledDown(): boolean {
     const lastUp = latest([
-      this.stamp.lastScaleUpTime,
+      this.read.lastScaleUpTime,
       ...this.live.map((m) => m.autoscaling?.lastScaleUpTime),
     ]);
     return !lastUp || seconds(lastUp, this.now) >= this.p.scaleUp.cooldownSeconds;
@@ -248,7 +251,7 @@ class Run {
   /** stable: stabilizationSeconds have passed since the group's last scale-down (Env or pools). */
   stable(): boolean {
     const lastDown = latest([
-      this.stamp.lastScaleDownTime,
+      this.read.lastScaleDownTime,
       ...this.live.map((m) => m.autoscaling?.lastScaleDownTime),
     ]);
     return !lastDown || seconds(lastDown, this.now) >= this.p.scaleDown.stabilizationSeconds;

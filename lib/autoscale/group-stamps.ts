@@ -8,8 +8,17 @@
 import type { SandboxEnv } from "../api/sandbox-env.ts";
 import { parseTime } from "../util/time.ts";
 
-/** GROUP_STAMPS_ANNOTATION holds the stamps of every group of the Env, as JSON by group name. */
+/**
+ * GROUP_STAMPS_ANNOTATION holds the stamps of every group of the Env, as JSON keyed by
+ * "<clusterID>/<group>": each cluster's control plane scales its own segment of a group, on its
+ * own clock of cooldowns.
+ */
 export const GROUP_STAMPS_ANNOTATION = "autoscaler.agentbox.navix.sh/last-scale";
+
+/** stampKey is one cluster's group in the annotation. */
+export function stampKey(clusterId: string, group: string): string {
+  return `${clusterId}/${group}`;
+}
 
 /** GroupStamp is when one group last scaled up and down (RFC 3339). */
 export interface GroupStamp {
@@ -32,10 +41,10 @@ export function groupStampsOf(env: SandboxEnv): Map<string, GroupStamp> {
     return out;
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return out;
-  for (const [group, value] of Object.entries(parsed)) {
+  for (const [key, value] of Object.entries(parsed)) {
     if (typeof value !== "object" || value === null) continue;
     const { lastScaleUpTime: up, lastScaleDownTime: down } = value as Record<string, unknown>;
-    out.set(group, {
+    out.set(key, {
       ...(parseTime(up) ? { lastScaleUpTime: up as string } : {}),
       ...(parseTime(down) ? { lastScaleDownTime: down as string } : {}),
     });

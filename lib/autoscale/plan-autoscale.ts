@@ -13,7 +13,7 @@ import { type JsonPatchOp, mapOps } from "../kube/json-patch.ts";
 import { servedMarks } from "../pool/pending-requests.ts";
 import { type Action, envTarget, isTerminating, poolTarget, testSpec } from "../reconcile/action.ts";
 import { decide, type ScaleChange } from "./decide.ts";
-import { encodeGroupStamps, GROUP_STAMPS_ANNOTATION, groupStampsOf } from "./group-stamps.ts";
+import { encodeGroupStamps, GROUP_STAMPS_ANNOTATION, groupStampsOf, stampKey } from "./group-stamps.ts";
 import { loadMember } from "./member-load.ts";
 
 /** AutoscaleInput is what the autoscaler reads: the Env, its pools and their Pods. */
@@ -155,9 +155,10 @@ export function planAutoscale(input: AutoscaleInput, clusterId: string, now: Dat
       .map((m) =>
         loadMember(m, clusterId, poolByName.get(m.name), podsByPool.get(m.name) ?? [], now, served),
       );
-    const decision = decide({ group, members: loads, stamp: stamps.get(group.name) }, now);
+    const key = stampKey(clusterId, group.name);
+    const decision = decide({ group, members: loads, stamp: stamps.get(key) }, now);
     if (decision.stamp) {
-      stamps.set(group.name, decision.stamp);
+      stamps.set(key, decision.stamp);
       stamped = true;
     }
     for (const [name, value] of decision.replicas) replicas.set(name, value);
@@ -174,13 +175,28 @@ export function planAutoscale(input: AutoscaleInput, clusterId: string, now: Dat
   }
   const ops = replicasOps(env, clusterId, replicas);
   if (ops.length > 0) {
-    // The group stamps ride in the same patch as the replicas (groups no longer in the Env dropped).
-    const groups = new Set((env.spec.autoscaling?.groups ?? []).map((g) => g.name));
-    const kept = new Map([...stamps].filter(([name]) => groups.has(name)));
-    const stampOps = stamped
-      ? mapOps("/metadata/annotations", env.metadata?.annotations, {
-          [GROUP_STAMPS_ANNOTATION]: encodeGroupStamps(kept),
-        })
+    // The group stamps ride in the same patch as the replicas: other clusters' as they are, this
+    // cluster's without the groups the Env no longer has.
+    const groups = new Set((env.spec.autoscaling?.groups ?? []).map((g) => stampKey(clusterId, g.name)));
+    const mine = `${clusterId}/`;
+    const kept = new Map([...stamps].filter(([key]) => !key.startsWith(mine) || groups.has(key)));
+    // An Env without annotations gets the whole map: tested against its resourceVersion, so an
+    // annotation added since the read is never replaced (the step is retried on the next run).
+    const stampOps: JsonPatchOp[] = stamped
+      ? [
+          ...(env.metadata?.annotations
+            ? []
+            : [
+                {
+                  op: "test" as const,
+                  path: "/metadata/resourceVersion",
+                  value: env.metadata?.resourceVersion,
+                },
+              ]),
+          ...mapOps("/metadata/annotations", env.metadata?.annotations, {
+            [GROUP_STAMPS_ANNOTATION]: encodeGroupStamps(kept),
+          }),
+        ]
       : [];
     plan.envWrite = envAction(env, [...ops, ...stampOps], plan.changes);
   }

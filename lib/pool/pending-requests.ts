@@ -41,23 +41,29 @@ export function decodeMark(value: string | undefined): PendingMark | undefined {
 
 /**
  * shouldPublish is the throttle: publish when the count crosses the 0/>0 boundary (at once), or
- * when it changed and the last write is FLUSH_INTERVAL_MS old; a count of 0 that was never
- * published needs no write.
+ * when the waiters changed (one came or went, even if the count is the same: a mark counts those
+ * waiters, see SERVED_MARK_ANNOTATION) and the last write is FLUSH_INTERVAL_MS old; a count of 0
+ * that was never published needs no write.
  */
-export function shouldPublish(last: PendingMark | undefined, count: number, now: Date): boolean {
+export function shouldPublish(
+  last: PendingMark | undefined,
+  count: number,
+  changed: boolean,
+  now: Date,
+): boolean {
   if (!last) return count > 0;
   if ((last.count === 0) !== (count === 0)) return true;
-  if (count === last.count) return false;
+  if (!changed) return false;
   return now.getTime() - last.at.getTime() >= FLUSH_INTERVAL_MS;
 }
 
 /**
- * nextPublishAt is when a count the throttle holds back may be published: the end of the interval
- * when it changed, the heartbeat for a steady count above 0, else never.
+ * nextPublishAt is when a change the throttle holds back may be published: the end of the interval
+ * when the waiters changed, the heartbeat for a steady count above 0, else never.
  */
-export function nextPublishAt(last: PendingMark, count: number): Date | undefined {
+export function nextPublishAt(last: PendingMark, count: number, changed: boolean): Date | undefined {
   const due = new Date(last.at.getTime() + FLUSH_INTERVAL_MS);
-  if (count !== last.count && shouldPublish(last, count, due)) return due;
+  if (changed && shouldPublish(last, count, changed, due)) return due;
   if (count > 0) return new Date(last.at.getTime() + HEARTBEAT_MS);
   return undefined;
 }

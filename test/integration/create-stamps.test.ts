@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CreateStamps } from "../../functions/api/create-stamps.ts";
 import { LAST_SANDBOX_CREATE_TIME_ANNOTATION } from "../../lib/api/keys.ts";
+import { PENDING_REQUESTS_PREFIX } from "../../lib/pool/pending-requests.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
 import { poolTest } from "./support/steps.ts";
 
@@ -30,5 +31,24 @@ describe("CreateStamps", () => {
     expect(tally).toEqual({ written: 1, raced: 4, failed: 0 });
     const after = await t.getPool("stamped");
     expect(after.metadata?.annotations?.[LAST_SANDBOX_CREATE_TIME_ANNOTATION]).toBe(rfc3339(now));
+  });
+
+  it("stamps a pool never stamped without replacing annotations written since the read", async () => {
+    await t.createPool("fresh", 0);
+    const read = await t.getPool("fresh");
+    expect(read.metadata?.annotations).toBeUndefined();
+    // A host's pending mark lands between this create's read and its stamp.
+    await t.deps.kube.setPoolAnnotations(t.ns, "fresh", {
+      [`${PENDING_REQUESTS_PREFIX}h`]: "1 2026-11-24T00:00:00Z",
+    });
+    const stamps = new CreateStamps(t.deps);
+    stamps.stamp(read, new Date());
+    await stamps.flushed();
+    expect(stamps.tally).toEqual({ written: 1, raced: 0, failed: 0 });
+    const after = await t.getPool("fresh");
+    expect(after.metadata?.annotations).toMatchObject({
+      [`${PENDING_REQUESTS_PREFIX}h`]: "1 2026-11-24T00:00:00Z",
+      [LAST_SANDBOX_CREATE_TIME_ANNOTATION]: expect.any(String),
+    });
   });
 });

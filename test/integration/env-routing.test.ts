@@ -4,6 +4,7 @@ import { createApiKey } from "../../functions/api/create-api-key.ts";
 import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { memberReplicas } from "../../lib/env/members.ts";
+import { PENDING_REQUESTS_PREFIX, SERVED_MARK_ANNOTATION } from "../../lib/pool/pending-requests.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
 import { ENVS, envObject, TEMPLATES, templateObject, tickUntil } from "./support/envs.ts";
 import { httpsRequest } from "./support/http.ts";
@@ -167,6 +168,17 @@ describe("scale to zero and wake", () => {
     expect(woken.status).toBe(201);
     expect(woken.body).toMatchObject({ pool: "wake-a", phase: "running" });
     expect(wakeMs).toBeLessThan(30_000);
+    // The create waited: its pod names the host's pending mark that counted it, so the
+    // autoscaler stops counting it the moment it is served.
+    const [served] = (
+      await core.listNamespacedPod({
+        namespace: ns,
+        labelSelector: `agentbox.navix.sh/sandbox-id=${String(woken.body.sandboxId)}`,
+      })
+    ).items;
+    expect(served?.metadata?.annotations?.[SERVED_MARK_ANNOTATION]).toMatch(
+      new RegExp(`^wake-a ${PENDING_REQUESTS_PREFIX}\\S+ 1 \\d{4}-`),
+    );
     const env = (await custom.getNamespacedCustomObject({
       ...ENVS,
       namespace: ns,

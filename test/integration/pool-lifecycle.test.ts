@@ -3,6 +3,10 @@ import { describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import { reconcilePool } from "../../functions/reconcile-pool.ts";
 import { releaseSandbox } from "../../functions/release-sandbox.ts";
+import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
+import { KubeClient } from "../../lib/kube/client.ts";
+import { ApiServerUnreachable } from "../../lib/kube/errors.ts";
+import type { KubeTransport } from "../../lib/kube/transport.ts";
 import { kube } from "./support/kube.ts";
 import { isReady, live, POOLS, phaseOf, poolObject, poolTest, reconcileUntil } from "./support/steps.ts";
 
@@ -106,6 +110,40 @@ describe("pool lifecycle", () => {
       containerImages: { sandbox: "registry.local/sandbox/python:3.12" },
     });
     expect((await deps.history.query({ pool: "cycle" })).records).toHaveLength(1);
+  });
+
+  it("a claim whose answer is lost after the apiserver applied it is still the caller's", async () => {
+    const { pods: ps } = await readyPool("lost-answer", 2);
+    // The real apiserver applies the claim patch; the answer never reaches the caller.
+    const { kc } = kube();
+    const real = nodeKubeTransport(kc);
+    const losing: KubeTransport = async (req) => {
+      const res = await real(req);
+      if (req.method === "PATCH" && req.path.includes("/pods/")) throw new ApiServerUnreachable("timed out");
+      return res;
+    };
+    const claimed = await claimSandbox({ ...deps, kube: new KubeClient(losing) }, ps[0]!, {
+      sandboxId: "sbx-lost-answer",
+      containerImages: { sandbox: "registry.local/sandbox/python:3.12" },
+    });
+    expect(claimed).toMatchObject({ ok: true });
+    expect(claimed.ok && claimed.pod.metadata?.labels?.["agentbox.navix.sh/sandbox-id"]).toBe(
+      "sbx-lost-answer",
+    );
+    // A claim that never reached the apiserver still fails loudly, and the pod stays idle.
+    const failing: KubeTransport = async (req) => {
+      if (req.method === "PATCH") throw new ApiServerUnreachable("refused");
+      return real(req);
+    };
+    await expect(
+      claimSandbox({ ...deps, kube: new KubeClient(failing) }, ps[1]!, {
+        sandboxId: "sbx-never",
+        containerImages: { sandbox: "registry.local/sandbox/python:3.12" },
+      }),
+    ).rejects.toThrow("refused");
+    expect(
+      phaseOf(live(await pods("lost-answer")).find((p) => p.metadata?.name === ps[1]?.metadata?.name)!),
+    ).toBe("idle");
   });
 
   it("N concurrent reconciles on one pool never create more pods than replicas", async () => {

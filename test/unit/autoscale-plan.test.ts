@@ -22,6 +22,7 @@ function env(o: GroupOptions = {}, annotations?: Record<string, string>): Sandbo
       namespace: "ns",
       uid: "env-uid",
       generation: 4,
+      resourceVersion: "7",
       ...(annotations ? { annotations } : {}),
     },
     spec: {
@@ -53,6 +54,27 @@ function pool(
   } as SandboxPool;
 }
 
+/**
+ * busyMember sets member a's replicas on the Env, and gives it a pool with `waiting` creates
+ * published and `running` pods, all busy.
+ */
+function busyMember(e: SandboxEnv, replicas: number, running: number, waiting: number) {
+  e.spec.clusters = [
+    {
+      clusterID: "local",
+      members: [{ name: "a", spec: { replicas } as never, config: { scalingGroup: "default" } }],
+    },
+  ];
+  const busy = { ...pool(e, waiting), spec: { replicas, templateName: "t" } as SandboxPool["spec"] };
+  const pods = Array.from({ length: running }, (_, i) => ({
+    metadata: {
+      name: `a-${i}`,
+      labels: { "agentbox.navix.sh/sandbox-pool": "a", "agentbox.navix.sh/sandbox-phase": "running" },
+    },
+  }));
+  return { pool: busy, pods };
+}
+
 const patchOf = (plan: ReturnType<typeof planAutoscale>) => {
   const write = plan.envWrite?.write;
   return write?.op === "patch" ? write.patch : [];
@@ -66,10 +88,14 @@ describe("planAutoscale: the Env patch", () => {
       { op: "test", path: "/metadata/uid", value: "env-uid" },
       { op: "test", path: "/metadata/generation", value: 4 },
       { op: "add", path: "/spec/clusters/0/members/0/spec", value: { replicas: 3 } },
+      // The Env had no annotations: the whole map is added, under its resourceVersion.
+      { op: "test", path: "/metadata/resourceVersion", value: "7" },
       {
         op: "add",
         path: "/metadata/annotations",
-        value: { [GROUP_STAMPS_ANNOTATION]: JSON.stringify({ default: { lastScaleUpTime: agoText(0) } }) },
+        value: {
+          [GROUP_STAMPS_ANNOTATION]: JSON.stringify({ "local/default": { lastScaleUpTime: agoText(0) } }),
+        },
       },
     ]);
     expect(plan.poolWrites).toHaveLength(1);
@@ -80,22 +106,10 @@ describe("planAutoscale: the Env patch", () => {
     const stamped = env(
       { maxReplicas: 100 },
       {
-        [GROUP_STAMPS_ANNOTATION]: JSON.stringify({ default: { lastScaleUpTime: agoText(5) } }),
+        [GROUP_STAMPS_ANNOTATION]: JSON.stringify({ "local/default": { lastScaleUpTime: agoText(5) } }),
       },
     );
-    stamped.spec.clusters = [
-      {
-        clusterID: "local",
-        members: [{ name: "a", spec: { replicas: 10 } as never, config: { scalingGroup: "default" } }],
-      },
-    ];
-    const busy = { ...pool(stamped, 3), spec: { replicas: 10, templateName: "t" } as SandboxPool["spec"] };
-    const pods = Array.from({ length: 9 }, (_, i) => ({
-      metadata: {
-        name: `a-${i}`,
-        labels: { "agentbox.navix.sh/sandbox-pool": "a", "agentbox.navix.sh/sandbox-phase": "running" },
-      },
-    }));
+    const { pool: busy, pods } = busyMember(stamped, 10, 9, 3);
     const within = planAutoscale({ env: stamped, pools: [busy], pods }, "local", NOW);
     // Within the 30 s cooldown: just the demand (3 waiting − 1 ordered = 2), not the mode's +5.
     expect(within.changes).toEqual([expect.objectContaining({ from: 10, to: 12, reason: "Reactive" })]);
@@ -105,13 +119,15 @@ describe("planAutoscale: the Env patch", () => {
     expect(after.changes).toEqual([expect.objectContaining({ from: 10, to: 15 })]);
   });
 
-  it("keeps other groups' stamps, drops those of groups no longer in the Env, and reads garbage as none", () => {
+  it("keeps other clusters' stamps as they are, drops this cluster's groups no longer in the Env, reads garbage as none", () => {
     const e = env(
       {},
       {
         [GROUP_STAMPS_ANNOTATION]: JSON.stringify({
-          gone: { lastScaleUpTime: agoText(9) },
-          default: { lastScaleDownTime: agoText(99) },
+          "local/gone": { lastScaleUpTime: agoText(9) },
+          "local/default": { lastScaleDownTime: agoText(99) },
+          "east/default": { lastScaleUpTime: agoText(1) },
+          "east/gone": { lastScaleUpTime: agoText(1) },
         }),
         other: "kept",
       },
@@ -121,12 +137,27 @@ describe("planAutoscale: the Env patch", () => {
     expect(stampOp).toEqual({
       op: "replace",
       path: `/metadata/annotations/${GROUP_STAMPS_ANNOTATION.replace("/", "~1")}`,
-      value: JSON.stringify({ default: { lastScaleDownTime: agoText(99), lastScaleUpTime: agoText(0) } }),
+      value: JSON.stringify({
+        "east/default": { lastScaleUpTime: agoText(1) },
+        "east/gone": { lastScaleUpTime: agoText(1) },
+        "local/default": { lastScaleDownTime: agoText(99), lastScaleUpTime: agoText(0) },
+      }),
     });
     expect(groupStampsOf(env({}, { [GROUP_STAMPS_ANNOTATION]: "{not json" })).size).toBe(0);
     expect(
-      groupStampsOf(env({}, { [GROUP_STAMPS_ANNOTATION]: '{"default":{"lastScaleUpTime":7}}' })),
-    ).toEqual(new Map([["default", {}]]));
+      groupStampsOf(env({}, { [GROUP_STAMPS_ANNOTATION]: '{"local/default":{"lastScaleUpTime":7}}' })),
+    ).toEqual(new Map([["local/default", {}]]));
+  });
+
+  it("keeps each cluster's cooldown to itself: another cluster's recent scale-up does not hold this one", () => {
+    const e = env(
+      {},
+      { [GROUP_STAMPS_ANNOTATION]: JSON.stringify({ "east/default": { lastScaleUpTime: agoText(1) } }) },
+    );
+    const { pool: busy, pods } = busyMember(e, 4, 4, 1);
+    // Cooled down here: the mode's growth (Default: +2) beats the demand of 1.
+    const plan = planAutoscale({ env: e, pools: [busy], pods }, "local", NOW);
+    expect(plan.changes).toEqual([expect.objectContaining({ from: 4, to: 6 })]);
   });
 
   it("never reads or writes a pool that does not serve the Env (another owner, another template)", () => {

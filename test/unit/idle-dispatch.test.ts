@@ -2,6 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it, vi } from "vitest";
 import { IdleDispatch, UNSUITABLE } from "../../functions/api/idle-dispatch.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { KubeError } from "../../lib/kube/errors.ts";
 import type { WatchEvent } from "../../lib/kube/transport.ts";
 
 // The dispatch logic over a scripted event stream: which waiter claims which pod, how often, and
@@ -41,10 +42,19 @@ function scripted() {
 
 const settle = () => new Promise((r) => setTimeout(r, 5));
 
+/** dispatcher is an IdleDispatch over a scripted watch. */
+function dispatcher() {
+  const s = scripted();
+  return {
+    ...s,
+    dispatch: new IdleDispatch({ watch: s.watch, now: () => new Date(), random: () => 0.5, log: quiet }),
+  };
+}
+
 /** setup is a dispatch over a scripted watch, and a waiter whose claims the test answers by hand. */
 function setup() {
-  const s = scripted();
-  const dispatch = new IdleDispatch({ watch: s.watch, now: () => new Date(), random: () => 0.5, log: quiet });
+  const s = dispatcher();
+  const { dispatch } = s;
   const tried: string[] = [];
   let answer: (v: string | undefined) => void = () => {};
   let reject: (e: Error) => void = () => {};
@@ -69,13 +79,8 @@ function setup() {
 
 describe("IdleDispatch", () => {
   it("shares one watch and gives each new idle pod to one waiter, oldest first", async () => {
-    const s = scripted();
-    const dispatch = new IdleDispatch({
-      watch: s.watch,
-      now: () => new Date(),
-      random: () => 0.5,
-      log: quiet,
-    });
+    const s = dispatcher();
+    const { dispatch } = s;
     const claims: string[] = [];
     const waiter = (who: string) =>
       dispatch.wait([pool], 200, async (pod) => {
@@ -159,13 +164,8 @@ describe("IdleDispatch", () => {
   });
 
   it("offers a pod one waiter cannot use to the next, and never again to the first", async () => {
-    const s = scripted();
-    const dispatch = new IdleDispatch({
-      watch: s.watch,
-      now: () => new Date(),
-      random: () => 0.5,
-      log: quiet,
-    });
+    const s = dispatcher();
+    const { dispatch } = s;
     const claims: string[] = [];
     const picky = dispatch.wait([pool], 100, async (pod) => {
       claims.push(`picky:${pod.metadata?.name}`);
@@ -179,5 +179,41 @@ describe("IdleDispatch", () => {
     expect(await easy).toBe("easy got a");
     expect(await picky).toBeUndefined();
     expect(claims).toEqual(["picky:a", "easy:a"]);
+  });
+
+  it("offers a pod to the next waiter when the apiserver refused one waiter's claim (403)", async () => {
+    const s = dispatcher();
+    const { dispatch } = s;
+    const claims: string[] = [];
+    const refused = dispatch.wait([pool], 1000, async () => {
+      claims.push("refused");
+      throw new KubeError(403, "Forbidden", 'admission webhook "claims" denied the request');
+    });
+    const other = dispatch.wait([pool], 1000, async (pod) => {
+      claims.push("other");
+      return `other got ${pod.metadata?.name}`;
+    });
+    s.push("ADDED", idlePod("a"));
+    expect(await other).toBe("other got a");
+    expect(await refused).toBeUndefined();
+    expect(claims).toEqual(["refused", "other"]);
+  });
+
+  it("leaves no timer behind when the last waiter goes while a failed pod waits for its retry", async () => {
+    vi.useFakeTimers();
+    try {
+      const s = setup();
+      const wait = s.manual(100);
+      s.push("ADDED", idlePod("a"));
+      await vi.advanceTimersByTimeAsync(1);
+      s.rejectNext(new Error("HTTP 503"));
+      await vi.advanceTimersByTimeAsync(1); // the retry is armed for 250 ms from now
+      expect(vi.getTimerCount()).toBeGreaterThan(0);
+      await vi.advanceTimersByTimeAsync(100); // the waiter's time is up: the stream closes
+      expect(await wait).toBeUndefined();
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -20,15 +20,17 @@ const NOW = new Date("2026-11-21T12:00:00Z");
 const ago = (s: number) => new Date(NOW.getTime() - s * 1000);
 
 describe("pending requests", () => {
-  it("publishes at once across 0/>0, else any change at most every second", () => {
-    expect(shouldPublish(undefined, 0, NOW)).toBe(false);
-    expect(shouldPublish(undefined, 1, NOW)).toBe(true);
-    expect(shouldPublish({ count: 5, at: NOW }, 0, NOW)).toBe(true);
-    expect(shouldPublish({ count: 0, at: NOW }, 1, NOW)).toBe(true);
-    expect(shouldPublish({ count: 10, at: ago(0.5) }, 20, NOW)).toBe(false);
-    expect(shouldPublish({ count: 10, at: ago(1) }, 9, NOW)).toBe(true);
-    expect(shouldPublish({ count: 10, at: ago(30) }, 11, NOW)).toBe(true);
-    expect(shouldPublish({ count: 10, at: ago(30) }, 10, NOW)).toBe(false);
+  it("publishes at once across 0/>0, else any change of the waiters at most every second", () => {
+    expect(shouldPublish(undefined, 0, true, NOW)).toBe(false);
+    expect(shouldPublish(undefined, 1, true, NOW)).toBe(true);
+    expect(shouldPublish({ count: 5, at: NOW }, 0, true, NOW)).toBe(true);
+    expect(shouldPublish({ count: 0, at: NOW }, 1, true, NOW)).toBe(true);
+    expect(shouldPublish({ count: 10, at: ago(0.5) }, 20, true, NOW)).toBe(false);
+    expect(shouldPublish({ count: 10, at: ago(1) }, 9, true, NOW)).toBe(true);
+    expect(shouldPublish({ count: 10, at: ago(30) }, 11, true, NOW)).toBe(true);
+    // One waiter served and another come: the count is the same, the waiters are not.
+    expect(shouldPublish({ count: 10, at: ago(30) }, 10, true, NOW)).toBe(true);
+    expect(shouldPublish({ count: 10, at: ago(30) }, 10, false, NOW)).toBe(false);
   });
 
   it("sums the fresh marks of every host and ignores stale or garbled ones", () => {
@@ -82,11 +84,12 @@ describe("pending requests", () => {
 
   it("arms the next publish only when it can happen: a change, or a heartbeat above 0", () => {
     const last = { count: 10, at: NOW };
-    expect(nextPublishAt(last, 12)).toEqual(new Date(NOW.getTime() + 1000));
-    expect(nextPublishAt(last, 9)).toEqual(new Date(NOW.getTime() + 1000));
-    // A steady count waits for the heartbeat (no timer firing every millisecond in between).
-    expect(nextPublishAt(last, 10)).toEqual(new Date(NOW.getTime() + 20_000));
-    expect(nextPublishAt({ count: 0, at: NOW }, 0)).toBeUndefined();
+    expect(nextPublishAt(last, 12, true)).toEqual(new Date(NOW.getTime() + 1000));
+    expect(nextPublishAt(last, 9, true)).toEqual(new Date(NOW.getTime() + 1000));
+    expect(nextPublishAt(last, 10, true)).toEqual(new Date(NOW.getTime() + 1000));
+    // Unchanged waiters wait for the heartbeat (no timer firing every millisecond in between).
+    expect(nextPublishAt(last, 10, false)).toEqual(new Date(NOW.getTime() + 20_000));
+    expect(nextPublishAt({ count: 0, at: NOW }, 0, false)).toBeUndefined();
   });
 
   it("finds the marks no host rewrote for a minute, and garbled ones", () => {
@@ -107,32 +110,43 @@ describe("pending requests", () => {
   });
 });
 
+/** recordingGauge is host-a's gauge over a client that records the mark each write sets (null: removed). */
+function recordingGauge() {
+  const writes: (string | null)[] = [];
+  const kube = {
+    setPoolAnnotations: async (_ns: string, _name: string, a: Record<string, string | null>) => {
+      writes.push(Object.values(a)[0] ?? null);
+      return {} as SandboxPool;
+    },
+  };
+  const gauge = new PendingGauge(
+    { kube: kube as never, now: () => new Date(), log: { debug() {}, info() {}, warn() {}, error() {} } },
+    "host-a",
+  );
+  return { writes, gauge };
+}
+
 describe("PendingGauge", () => {
   it("publishes at once, holds back changes for a second, heartbeats, and removes its mark at 0", async () => {
     vi.useFakeTimers({ now: NOW });
     try {
-      const writes: (string | null)[] = [];
-      const kube = {
-        setPoolAnnotations: async (_ns: string, _name: string, a: Record<string, string | null>) => {
-          writes.push(Object.values(a)[0] ?? null);
-          return {} as SandboxPool;
-        },
-      };
-      const gauge = new PendingGauge(
-        { kube: kube as never, now: () => new Date(), log: { debug() {}, info() {}, warn() {}, error() {} } },
-        "host-a",
-      );
+      const { writes, gauge } = recordingGauge();
       const pool = { metadata: { namespace: "ns", name: "p" } } as SandboxPool;
-      for (let i = 0; i < 10; i++) gauge.enter(pool);
+      const tickets = Array.from({ length: 10 }, () => gauge.enter(pool));
       await gauge.flushed();
       expect(writes).toEqual(["1 2026-11-21T12:00:00.000Z"]);
-      // A waiter claiming now names the mark that counted it.
-      expect(gauge.servedMark(pool)).toBe(servedMark("p", hostKey("host-a"), "1 2026-11-21T12:00:00.000Z"));
+      // A waiter claiming now names the mark that counted it; the nine that came after it are in
+      // no mark yet, so they name none.
+      const first = servedMark("p", hostKey("host-a"), "1 2026-11-21T12:00:00.000Z");
+      expect(gauge.servedMark(pool, tickets[0] ?? 0)).toBe(first);
+      expect(gauge.servedMark(pool, tickets[9] ?? 0)).toBeUndefined();
       await vi.advanceTimersByTimeAsync(999);
       expect(writes).toHaveLength(1);
       await vi.advanceTimersByTimeAsync(1);
       await gauge.flushed();
       expect(writes.at(-1)).toBe("10 2026-11-21T12:00:01.000Z");
+      const second = servedMark("p", hostKey("host-a"), "10 2026-11-21T12:00:01.000Z");
+      expect(tickets.map((t) => gauge.servedMark(pool, t))).toEqual(Array(10).fill(second));
       // A steady count is rewritten by the heartbeat only.
       await vi.advanceTimersByTimeAsync(19_000);
       expect(writes).toHaveLength(2);
@@ -147,8 +161,32 @@ describe("PendingGauge", () => {
       for (let i = 0; i < 11; i++) gauge.leave(pool);
       await gauge.flushed();
       expect(writes.at(-1)).toBeNull();
-      expect(gauge.servedMark(pool)).toBeUndefined();
+      expect(gauge.servedMark(pool, 1)).toBeUndefined();
       expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("republishes when a waiter was served and another came, although the count is the same", async () => {
+    vi.useFakeTimers({ now: NOW });
+    try {
+      const { writes, gauge } = recordingGauge();
+      const pool = { metadata: { namespace: "ns", name: "p" } } as SandboxPool;
+      gauge.enter(pool);
+      const w2 = gauge.enter(pool);
+      await vi.advanceTimersByTimeAsync(1000);
+      await gauge.flushed();
+      expect(writes).toEqual(["1 2026-11-21T12:00:00.000Z", "2 2026-11-21T12:00:01.000Z"]);
+      // w1 is served and leaves, w3 comes: still two wait, but not the two the mark counted.
+      gauge.leave(pool);
+      const w3 = gauge.enter(pool);
+      expect(gauge.servedMark(pool, w3)).toBeUndefined();
+      await vi.advanceTimersByTimeAsync(1000);
+      await gauge.flushed();
+      expect(writes.at(-1)).toBe("2 2026-11-21T12:00:02.000Z");
+      const now = servedMark("p", hostKey("host-a"), "2 2026-11-21T12:00:02.000Z");
+      expect([gauge.servedMark(pool, w2), gauge.servedMark(pool, w3)]).toEqual([now, now]);
     } finally {
       vi.useRealTimers();
     }

@@ -100,3 +100,26 @@ describe("PoolRunner urgent triggers", () => {
     expect(starts).toHaveLength(2);
   });
 });
+
+describe("PoolRunner: a key that keeps triggering itself urgently", () => {
+  it("skips the spacing once per interval, then waits it out", async () => {
+    const silent = { debug() {}, info() {}, warn() {}, error() {} };
+    const starts: number[] = [];
+    let runner: PoolRunner | undefined;
+    // Each run triggers the next urgently, as an Env run whose own write never converges would.
+    runner = new PoolRunner(
+      async (key) => {
+        starts.push(Date.now());
+        if (starts.length < 3) runner?.trigger(key, undefined, true);
+      },
+      silent,
+      1000,
+    );
+    await runner.trigger("ns/a");
+    expect(starts).toHaveLength(3);
+    const gaps = starts.slice(1).map((t, i) => t - (starts[i] ?? 0));
+    // The first rerun is hurried; the next may not be (within 1 s of it), and waits the spacing.
+    expect(gaps[0]).toBeLessThan(500);
+    expect(gaps[1]).toBeGreaterThanOrEqual(950);
+  });
+});
