@@ -32,19 +32,23 @@ interface KindRules {
   checks: readonly Check<never>[];
 }
 
-const RULES: Record<string, KindRules> = {
-  [KIND.SANDBOX_ENV]: { parse: parseSandboxEnv, checks: ENV_CHECKS },
-  [KIND.SANDBOX_POOL]: { parse: parseSandboxPool, checks: POOL_CHECKS },
-  [KIND.SANDBOX_TEMPLATE]: { parse: parseSandboxTemplate, checks: TEMPLATE_CHECKS },
-};
+/**
+ * RULES is a Map, not an object literal: a review names its kind, and a kind named "constructor"
+ * or "toString" must find nothing rather than Object.prototype's members.
+ */
+const RULES: ReadonlyMap<string, KindRules> = new Map([
+  [KIND.SANDBOX_ENV, { parse: parseSandboxEnv, checks: ENV_CHECKS }],
+  [KIND.SANDBOX_POOL, { parse: parseSandboxPool, checks: POOL_CHECKS }],
+  [KIND.SANDBOX_TEMPLATE, { parse: parseSandboxTemplate, checks: TEMPLATE_CHECKS }],
+]);
 
 function rulesFor(req: AdmissionRequest): KindRules | undefined {
-  return req.kind.group === GROUP ? RULES[req.kind.kind] : undefined;
+  return req.kind.group === GROUP ? RULES.get(req.kind.kind) : undefined;
 }
 
 /** validationIssues is every schema and rule violation of obj, as field-path issues. */
 export function validationIssues(kind: string, obj: unknown): ApiIssue[] {
-  const rules = RULES[kind];
+  const rules = RULES.get(kind);
   if (!rules) return [{ path: "kind", message: `unsupported kind "${kind}"` }];
   const parsed = rules.parse(obj);
   if (!parsed.ok) return parsed.issues;

@@ -10,25 +10,28 @@ export interface Quantity {
 
 const PATTERN = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(.*)$/;
 
-/** Suffix multipliers as [power of 10, power of 2], per k8s.io/apimachinery resource.Quantity. */
-const SUFFIXES: Record<string, readonly [number, number]> = {
-  "": [0, 0],
-  n: [-9, 0],
-  u: [-6, 0],
-  m: [-3, 0],
-  k: [3, 0],
-  M: [6, 0],
-  G: [9, 0],
-  T: [12, 0],
-  P: [15, 0],
-  E: [18, 0],
-  Ki: [0, 10],
-  Mi: [0, 20],
-  Gi: [0, 30],
-  Ti: [0, 40],
-  Pi: [0, 50],
-  Ei: [0, 60],
-};
+/**
+ * Suffix multipliers as [power of 10, power of 2], per k8s.io/apimachinery resource.Quantity. A
+ * Map, so a suffix such as "constructor" finds nothing rather than Object.prototype's members.
+ */
+const SUFFIXES: ReadonlyMap<string, readonly [number, number]> = new Map([
+  ["", [0, 0]],
+  ["n", [-9, 0]],
+  ["u", [-6, 0]],
+  ["m", [-3, 0]],
+  ["k", [3, 0]],
+  ["M", [6, 0]],
+  ["G", [9, 0]],
+  ["T", [12, 0]],
+  ["P", [15, 0]],
+  ["E", [18, 0]],
+  ["Ki", [0, 10]],
+  ["Mi", [0, 20]],
+  ["Gi", [0, 30]],
+  ["Ti", [0, 40]],
+  ["Pi", [0, 50]],
+  ["Ei", [0, 60]],
+]);
 
 /**
  * parseQuantity reads a Kubernetes quantity: an optional sign, a decimal number, and a decimal
@@ -41,7 +44,7 @@ export function parseQuantity(text: string): Quantity | undefined {
   const [, sign = "", number = "", suffix = ""] = match;
   let pow10: number;
   let pow2: number;
-  const known = SUFFIXES[suffix];
+  const known = SUFFIXES.get(suffix);
   if (known) [pow10, pow2] = known;
   else if (/^[eE][+-]?\d{1,3}$/.test(suffix)) [pow10, pow2] = [Number(suffix.slice(1)), 0];
   else return undefined;

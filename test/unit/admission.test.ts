@@ -215,6 +215,16 @@ describe("validateRequest", () => {
     ).toBe(true);
     expect(validateRequest(request("DELETE", env({ mode: "OnDemandJob" }))).response.allowed).toBe(true);
   });
+
+  it.each(["constructor", "toString", "__proto__", "hasOwnProperty"])(
+    "takes a kind named %s in our group for what it is: none of ours, allowed unchanged",
+    (kind) => {
+      const review = request("CREATE", env({}), undefined, kind);
+      expect(validateRequest(review).response).toEqual({ uid: "u", allowed: true });
+      expect(mutateRequest(review).response).toEqual({ uid: "u", allowed: true });
+      expect(validationIssues(kind, {})).toEqual([{ path: "kind", message: `unsupported kind "${kind}"` }]);
+    },
+  );
 });
 
 describe("mutateRequest", () => {
