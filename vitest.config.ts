@@ -1,7 +1,9 @@
 import { defineConfig } from "vitest/config";
 
-// Two projects: unit tests are pure and never touch a cluster; integration tests share one
-// local control plane per run, started (or reused via AGENTBOX_CLUSTER) by the global setup.
+// Three projects: unit tests are pure and never touch a cluster; integration tests share one
+// local control plane per run, started (or reused via AGENTBOX_CLUSTER) by the global setup;
+// fault tests stop, kill and restart real processes, so each file starts a control plane and a
+// host process of its own.
 const jsonReport = process.env.VITEST_JSON_REPORT;
 
 export default defineConfig({
@@ -23,6 +25,14 @@ export default defineConfig({
           globalSetup: ["test/integration/global-setup.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: "faults",
+          include: ["test/faults/**/*.test.ts"],
+          testTimeout: 180_000,
+          hookTimeout: 240_000,
         },
       },
     ],

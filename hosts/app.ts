@@ -3,7 +3,7 @@ import { HTTPException } from "hono/http-exception";
 import type { ApiDeps } from "../functions/api/deps.ts";
 import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
 import type { E2bSettings } from "../lib/e2b/views.ts";
-import { ApiServerUnreachable } from "../lib/kube/errors.ts";
+import { isApiServerTrouble } from "../lib/kube/errors.ts";
 import type { Log } from "../lib/log.ts";
 import { admissionRoutes } from "../webhooks/admission.ts";
 import { type AuditEventList, auditRoutes } from "../webhooks/audit.ts";
@@ -50,9 +50,11 @@ export function createApp(deps: AppDeps): Hono {
   app.onError((err, c) => {
     // Middleware such as bearer auth reject by throwing a response; pass it through.
     if (err instanceof HTTPException) return err.getResponse();
-    if (err instanceof ApiServerUnreachable) {
-      deps.logger.error({ err: err.message }, "API server unreachable");
-      return c.json({ error: { code: "Unavailable", message: err.message } }, 503);
+    if (isApiServerTrouble(err)) {
+      const message = (err as Error).message;
+      deps.logger.error({ err: message }, "API server unreachable or failing");
+      c.header("Retry-After", "1");
+      return c.json({ error: { code: "Unavailable", message } }, 503);
     }
     deps.logger.error({ err }, "unhandled error");
     return c.json({ error: { code: "Internal", message: "internal error" } }, 500);

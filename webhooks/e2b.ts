@@ -25,7 +25,7 @@ import {
   isE2bVisible,
   TEMPLATE_ID_ANNOTATION,
 } from "../lib/e2b/views.ts";
-import { ApiServerUnreachable } from "../lib/kube/errors.ts";
+import { isApiServerTrouble } from "../lib/kube/errors.ts";
 import { bearerOrApiKey, type Tenant } from "../lib/sandboxes/api-keys.ts";
 import { envdAccessToken } from "../lib/sandboxes/sealing.ts";
 import type { TimeoutChange } from "../lib/sandboxes/timeouts.ts";
@@ -195,7 +195,7 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
   // E2B's shape for everything under /e2b, errors included (a mounted app's notFound is not used).
   app.all("*", (c) => fail(c, 404, `no route for ${c.req.method} ${c.req.path}`));
   app.onError((err, c) => {
-    if (err instanceof ApiServerUnreachable) return fail(c, 503, err.message);
+    if (isApiServerTrouble(err)) return fail(c, 503, (err as Error).message);
     deps.log.error({ err: String(err) }, "unhandled error in the E2B API");
     return fail(c, 500, "internal error");
   });

@@ -38,6 +38,7 @@ import {
   whyNotRunning,
 } from "../lib/sandboxes/view.ts";
 import { waitSeconds } from "../lib/sandboxes/wait-seconds.ts";
+import { settled } from "../lib/util/settled.ts";
 
 type Env = { Variables: { tenant: Tenant } & TimingVariables };
 
@@ -104,9 +105,13 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
     // Stage times are reported only to an authenticated caller: an anonymous one must not learn
     // that its body was valid or how long the target's reads took.
     const took: { key?: number; target?: number } = {};
-    const tenantP = tenantOf(c).finally(() => {
-      took.key = since(t0);
-    });
+    // The key check settles into a value at once: it may fail (apiserver down, timed out) while
+    // the body is still arriving, and a rejection nobody awaited yet would end the process.
+    const tenantP = settled(
+      tenantOf(c).finally(() => {
+        took.key = since(t0);
+      }),
+    );
     const body = await readJson(c.req.raw);
     const req = body.ok ? parseWith(CreateSandboxRequest, body.value) : undefined;
     const reads = req?.ok ? readTarget(deps, req.value) : undefined;
@@ -116,7 +121,9 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
       },
       () => {}, // awaited below, or dropped for a 401
     );
-    const tenant = await tenantP;
+    const key = await tenantP;
+    if (!key.ok) throw key.error;
+    const tenant = key.value;
     if (!tenant) return send(c, unauthorized());
     if (took.key !== undefined) setMetric(c, "key", took.key);
     if (!body.ok || !req) return send(c, badRequest("the body is not valid JSON"));

@@ -1,5 +1,5 @@
 import { isNotFound } from "../../lib/kube/errors.ts";
-import { decodeKeyEntry, hashApiKey, type Tenant } from "../../lib/sandboxes/api-keys.ts";
+import { decodeStoredKeyEntry, hashApiKey, type Tenant } from "../../lib/sandboxes/api-keys.ts";
 import type { ApiDeps } from "./deps.ts";
 
 /**
@@ -19,7 +19,7 @@ export async function authenticate(
     try {
       const secret = await deps.kube.getSecret(deps.apiKeys.namespace, deps.apiKeys.name, { cached });
       const entry = secret.data?.[hash];
-      return entry ? decodeKeyEntry(atob(entry)) : undefined;
+      return entry ? decodeStoredKeyEntry(entry) : undefined;
     } catch (e) {
       if (isNotFound(e)) return undefined;
       throw e;

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import * as v from "valibot";
 import { type ActivitySourceConfig, DEFAULT_ACTIVITY_TIMEOUT_MS } from "../../functions/activity-source.ts";
 import { parseWith } from "../../lib/api/parse.ts";
+import { DEFAULT_KUBE_TIMEOUTS, type KubeTimeouts } from "../../lib/kube/transport.ts";
 import {
   IDLE_RELEASE_MODES,
   type IdleReleaseMode,
@@ -16,6 +17,13 @@ const Port = v.pipe(
   v.maxValue(65535),
 );
 const Seconds = v.pipe(v.string(), v.transform(Number), v.number("must be a number"), v.minValue(0));
+
+/** TimeoutSeconds is a request bound: more than 0, at most 5 minutes. */
+const TimeoutSeconds = v.pipe(
+  Seconds,
+  v.check((n) => n > 0, "must be more than 0"),
+  v.maxValue(300),
+);
 
 /** IdleReleaseSetting is an optional idle-release mode (see IdleReleaseMode). */
 export const IdleReleaseSetting = v.optional(
@@ -62,6 +70,10 @@ const ENV = v.object({
     ),
     "false",
   ),
+  // How long one apiserver request may take (DEFAULT_KUBE_TIMEOUTS): a read, a list, a write.
+  AGENTBOX_KUBE_READ_TIMEOUT_SECONDS: v.optional(TimeoutSeconds, String(DEFAULT_KUBE_TIMEOUTS.read / 1000)),
+  AGENTBOX_KUBE_LIST_TIMEOUT_SECONDS: v.optional(TimeoutSeconds, String(DEFAULT_KUBE_TIMEOUTS.list / 1000)),
+  AGENTBOX_KUBE_WRITE_TIMEOUT_SECONDS: v.optional(TimeoutSeconds, String(DEFAULT_KUBE_TIMEOUTS.write / 1000)),
   LOG_LEVEL: v.optional(v.picklist(["debug", "info", "warn", "error"]), "info"),
 });
 
@@ -143,6 +155,8 @@ export interface HostEnv {
   /** idleRelease is what counts as activity for idle timeouts (see IdleReleaseMode). */
   idleRelease: IdleReleaseMode;
   logLevel: string;
+  /** kubeTimeouts bound each apiserver request, in ms (AGENTBOX_KUBE_*_TIMEOUT_SECONDS). */
+  kubeTimeouts: KubeTimeouts;
   /** activitySource is the optional pulled activity source (readActivitySource). */
   activitySource?: ActivitySourceConfig;
 }
@@ -232,6 +246,11 @@ export function readHostEnv(
       adoptPools: e.AGENTBOX_ADOPT_POOLS,
       idleRelease: idle.ok ? idle.mode : "off",
       logLevel: e.LOG_LEVEL,
+      kubeTimeouts: {
+        read: Math.round(e.AGENTBOX_KUBE_READ_TIMEOUT_SECONDS * 1000),
+        list: Math.round(e.AGENTBOX_KUBE_LIST_TIMEOUT_SECONDS * 1000),
+        write: Math.round(e.AGENTBOX_KUBE_WRITE_TIMEOUT_SECONDS * 1000),
+      },
       ...(activity.value ? { activitySource: activity.value } : {}),
     },
   };

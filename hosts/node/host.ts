@@ -7,6 +7,7 @@ import { PendingGauge } from "../../functions/api/pending-gauge.ts";
 import type { StepDeps } from "../../functions/deps.ts";
 import { STEP_NAMES } from "../../functions/reconcile-pool.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
+import type { KubeTimeouts } from "../../lib/kube/transport.ts";
 import type { Log } from "../../lib/log.ts";
 import type { IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { auditEnvTargets, auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
@@ -57,6 +58,8 @@ export interface HostConfig {
   postStartDeadlineSeconds?: number;
   /** The pulled activity source idle-release asks first (none: the last-active annotation only). */
   activitySource?: ActivitySourceConfig;
+  /** kubeTimeouts bound each apiserver request by kind, in ms (DEFAULT_KUBE_TIMEOUTS). */
+  kubeTimeouts?: Partial<KubeTimeouts>;
   /** onAuditEvents also receives every accepted batch (tests record them). */
   onAuditEvents?: (list: AuditEventList) => void;
 }
@@ -80,6 +83,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
   // This thread runs only the steps a waiting create drives (start, hooks); the pulled activity
   // source serves idle-release, which runs in the reconciler's thread.
   const hooks = {
+    ...(config.kubeTimeouts ? { kubeTimeouts: config.kubeTimeouts } : {}),
     ...(config.sealingKey ? { sealingKey: config.sealingKey } : {}),
     ...(config.postStartDeadlineSeconds ? { postStartDeadlineSeconds: config.postStartDeadlineSeconds } : {}),
   };

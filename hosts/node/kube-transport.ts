@@ -1,27 +1,53 @@
 import { Agent, type RequestOptions, request } from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
-import type {
-  KubeRequest,
-  KubeResponse,
-  KubeTransport,
-  KubeWatchTransport,
-  WatchEvent,
+import { ApiServerUnreachable } from "../../lib/kube/errors.ts";
+import {
+  DEFAULT_KUBE_TIMEOUTS,
+  type KubeRequest,
+  type KubeResponse,
+  type KubeTimeouts,
+  type KubeTransport,
+  type KubeWatchTransport,
+  timeoutFor,
 } from "../../lib/kube/transport.ts";
+import { watchLines } from "../../lib/kube/watch-lines.ts";
+
+/** NodeTransportOptions tune the connection pool and bound each request (DEFAULT_KUBE_TIMEOUTS). */
+export interface NodeTransportOptions {
+  maxSockets?: number;
+  timeouts?: Partial<KubeTimeouts>;
+}
+
+/** serverOf is the kubeconfig's current API server, without a trailing slash. */
+function serverOf(kc: KubeConfig): string {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error("the kubeconfig has no current cluster");
+  return cluster.server.replace(/\/$/, "");
+}
+
+function urlOf(server: string, req: KubeRequest): URL {
+  const url = new URL(`${server}${req.path}`);
+  for (const [k, v] of Object.entries(req.query ?? {}))
+    if (v !== undefined && v !== "") url.searchParams.set(k, v);
+  return url;
+}
 
 /**
  * nodeKubeTransport reaches the API server the kubeconfig names, with its credentials of any kind
  * (client certificates, tokens, exec plugins, the in-cluster service account) as client-node's
- * KubeConfig applies them, over keep-alive HTTPS connections.
+ * KubeConfig applies them, over keep-alive HTTPS connections. Every request is bounded by its
+ * kind's timeout (a read, a list, a write); one that runs out, and every network error, rejects
+ * with ApiServerUnreachable (the API answers 503, a tick fails loudly), naming the server's host
+ * and never a credential.
  */
-export function nodeKubeTransport(kc: KubeConfig, opts: { maxSockets?: number } = {}): KubeTransport {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error("the kubeconfig has no current cluster");
-  const server = cluster.server.replace(/\/$/, "");
+export function nodeKubeTransport(kc: KubeConfig, opts: NodeTransportOptions = {}): KubeTransport {
+  const server = serverOf(kc);
+  const host = new URL(server).host;
+  const timeouts = { ...DEFAULT_KUBE_TIMEOUTS, ...opts.timeouts };
   const agent = new Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64 });
   return async (req: KubeRequest): Promise<KubeResponse> => {
-    const url = new URL(`${server}${req.path}`);
-    for (const [k, v] of Object.entries(req.query ?? {}))
-      if (v !== undefined && v !== "") url.searchParams.set(k, v);
+    const ms = timeoutFor(req, timeouts);
+    const signal = AbortSignal.timeout(ms);
     const options: RequestOptions = {
       method: req.method,
       headers: { accept: req.accept ?? "application/json" },
@@ -30,6 +56,7 @@ export function nodeKubeTransport(kc: KubeConfig, opts: { maxSockets?: number } 
     // applyToHTTPSOptions makes a fresh agent per call; reuse one keep-alive pool instead (the
     // TLS material stays on the request options, which the agent's pool key includes).
     options.agent = agent;
+    options.signal = signal;
     const body = req.body === undefined ? undefined : JSON.stringify(req.body);
     if (body !== undefined) {
       options.headers = {
@@ -39,15 +66,21 @@ export function nodeKubeTransport(kc: KubeConfig, opts: { maxSockets?: number } 
       };
     }
     return new Promise((resolve, reject) => {
-      const r = request(url, options, (res) => {
+      const unreachable = (e: Error) =>
+        reject(
+          new ApiServerUnreachable(
+            `cannot reach the API server at ${host}: ${signal.aborted ? `no answer within ${ms} ms` : e.message}`,
+          ),
+        );
+      const r = request(urlOf(server, req), options, (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("end", () =>
           resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }),
         );
-        res.on("error", reject);
+        res.on("error", unreachable);
       });
-      r.on("error", reject);
+      r.on("error", unreachable);
       r.end(body);
     });
   };
@@ -56,15 +89,13 @@ export function nodeKubeTransport(kc: KubeConfig, opts: { maxSockets?: number } 
 /**
  * nodeKubeWatch streams watch requests with the kubeconfig's credentials: newline-delimited JSON
  * events, one callback each, until the callback says stop, the server ends the stream, or abort.
+ * A line that is not JSON, or a callback that throws, ends the watch with that error (the
+ * caller's promise rejects); nothing throws out of the stream's handlers.
  */
 export function nodeKubeWatch(kc: KubeConfig): KubeWatchTransport {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error("the kubeconfig has no current cluster");
-  const server = cluster.server.replace(/\/$/, "");
+  const server = serverOf(kc);
   return async (req, onEvent, signal) => {
-    const url = new URL(`${server}${req.path}`);
-    for (const [k, v] of Object.entries(req.query ?? {}))
-      if (v !== undefined && v !== "") url.searchParams.set(k, v);
+    const url = urlOf(server, req);
     url.searchParams.set("watch", "1");
     const options: RequestOptions = { method: "GET", headers: { accept: "application/json" }, signal };
     await kc.applyToHTTPSOptions(options);
@@ -75,20 +106,16 @@ export function nodeKubeWatch(kc: KubeConfig): KubeWatchTransport {
           reject(new Error(`watch ${req.path}: HTTP ${res.statusCode}`));
           return;
         }
-        let buffer = "";
+        const feed = watchLines(`watch ${req.path}`, onEvent);
         res.setEncoding("utf8");
         res.on("data", (chunk: string) => {
-          buffer += chunk;
-          let nl = buffer.indexOf("\n");
-          while (nl >= 0) {
-            const line = buffer.slice(0, nl).trim();
-            buffer = buffer.slice(nl + 1);
-            if (line && onEvent(JSON.parse(line) as WatchEvent)) {
-              r.destroy();
-              resolve();
-              return;
-            }
-            nl = buffer.indexOf("\n");
+          try {
+            if (!feed(chunk)) return;
+            r.destroy();
+            resolve();
+          } catch (e) {
+            r.destroy();
+            reject(e instanceof Error ? e : new Error(String(e)));
           }
         });
         res.on("end", () => resolve());

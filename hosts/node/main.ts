@@ -5,6 +5,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { readHostEnv } from "./config.ts";
 import { startHost } from "./host.ts";
+import { installProcessPolicy } from "./process-policy.ts";
 
 const env = readHostEnv(process.env);
 if (!env.ok) {
@@ -29,6 +30,7 @@ const host = await startHost({
   adoptPools: c.adoptPools,
   idleRelease: c.idleRelease,
   log: logger,
+  kubeTimeouts: c.kubeTimeouts,
   ...(c.activitySource ? { activitySource: c.activitySource } : {}),
 });
 logger.info(
@@ -43,6 +45,7 @@ logger.info(
   },
   "agentbox-functions started",
 );
+installProcessPolicy(process, logger, () => host.close());
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
     logger.info({ signal }, "stopping");

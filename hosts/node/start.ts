@@ -20,6 +20,7 @@ import { startFakeEnvd } from "../../infra/dev/fake-envd.ts";
 import { idleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { IdleReleaseSetting, readActivitySource } from "./config.ts";
 import { startHost } from "./host.ts";
+import { installProcessPolicy } from "./process-policy.ts";
 
 const logger = pino({ level: process.env.LOG_LEVEL ?? "info" });
 const name = process.env.AGENTBOX_CLUSTER ?? "dev";
@@ -118,6 +119,7 @@ Run the steps by hand:
 Ctrl-C stops this host; npm run cluster -- down stops the cluster.
 `);
 
+installProcessPolicy(process, logger, () => host.close());
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
     logger.info({ signal }, "stopping");

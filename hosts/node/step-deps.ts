@@ -9,6 +9,7 @@ import {
 import { postStartDeps, type StepDeps } from "../../functions/deps.ts";
 import type { HistoryStore } from "../../lib/history/store.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
+import type { KubeTimeouts } from "../../lib/kube/transport.ts";
 import type { Log } from "../../lib/log.ts";
 import type { IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
@@ -29,6 +30,8 @@ export interface StepSettings {
   adoptPools?: boolean;
   /** idleRelease is what counts as activity for idle timeouts (default: pulled with a source, else reported). */
   idleRelease?: IdleReleaseMode;
+  /** kubeTimeouts bound each apiserver request by kind (DEFAULT_KUBE_TIMEOUTS for those unset). */
+  kubeTimeouts?: Partial<KubeTimeouts>;
 }
 
 /**
@@ -42,7 +45,9 @@ export async function nodeStepDeps(
   settings: StepSettings,
 ): Promise<StepDeps> {
   return {
-    kube: new KubeClient(nodeKubeTransport(kubeconfig)),
+    kube: new KubeClient(
+      nodeKubeTransport(kubeconfig, settings.kubeTimeouts ? { timeouts: settings.kubeTimeouts } : {}),
+    ),
     history,
     now: () => new Date(),
     log,

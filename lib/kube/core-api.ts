@@ -130,7 +130,7 @@ export class CoreApi extends KubeBase {
     const path = namespace ? `/api/v1/namespaces/${enc(namespace)}/secrets` : "/api/v1/secrets";
     const fieldSelector = `type=${type}${name ? `,metadata.name=${name}` : ""}`;
     const list = await this.call<{ items?: { metadata?: { namespace?: string; name?: string } }[] }>(
-      { method: "GET", path, query: { fieldSelector }, accept: METADATA_LIST },
+      { method: "GET", path, query: { fieldSelector }, accept: METADATA_LIST, list: true },
       `list ${type} secret names`,
     );
     return (list.items ?? []).map((s) => `${s.metadata?.namespace}/${s.metadata?.name}`);

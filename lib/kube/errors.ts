@@ -34,6 +34,14 @@ export class ApiServerUnreachable extends Error {
   }
 }
 
+/**
+ * isApiServerTrouble: the apiserver could not serve the call (unreachable, timed out, overloaded
+ * with a 429, failing with a 5xx, or answering what is not JSON); callers get a 503 to retry,
+ * not a 500 that blames the request.
+ */
+export const isApiServerTrouble = (e: unknown): boolean =>
+  e instanceof ApiServerUnreachable || (e instanceof KubeError && (e.status === 429 || e.status >= 500));
+
 /** kubeErrorFrom builds a KubeError from a non-2xx response body (a metav1.Status, usually). */
 export function kubeErrorFrom(status: number, body: string, what: string): KubeError {
   let reason =

@@ -3,7 +3,15 @@
 // publicly trusted certificate, or an mTLS certificate binding whose fetcher is passed in).
 // Runtime-neutral: fetch, URL, TextDecoder only.
 import { ApiServerUnreachable } from "./errors.ts";
-import type { KubeRequest, KubeTransport, KubeWatchTransport, WatchEvent } from "./transport.ts";
+import {
+  DEFAULT_KUBE_TIMEOUTS,
+  type KubeRequest,
+  type KubeTimeouts,
+  type KubeTransport,
+  type KubeWatchTransport,
+  timeoutFor,
+} from "./transport.ts";
+import { watchLines } from "./watch-lines.ts";
 
 /** FetchKubeOptions say where the apiserver is and how to reach it. */
 export interface FetchKubeOptions {
@@ -13,8 +21,10 @@ export interface FetchKubeOptions {
   token: string;
   /** fetch reaches the server: globalThis.fetch, or an mTLS binding's fetch. */
   fetch: typeof fetch;
-  /** timeoutMs bounds one non-watch request (default 30 s). */
+  /** timeoutMs bounds every non-watch request alike; without it, timeouts by kind apply. */
   timeoutMs?: number;
+  /** timeouts bound reads, lists and writes (DEFAULT_KUBE_TIMEOUTS). */
+  timeouts?: Partial<KubeTimeouts>;
 }
 
 /** requestUrl joins the server, the path and the defined query parameters. */
@@ -45,8 +55,9 @@ function init(opts: FetchKubeOptions, req: KubeRequest, signal: AbortSignal): Re
  * it) rejects with ApiServerUnreachable, naming the server, never the token.
  */
 export function fetchKubeTransport(opts: FetchKubeOptions): KubeTransport {
+  const timeouts = { ...DEFAULT_KUBE_TIMEOUTS, ...opts.timeouts };
   return async (req) => {
-    const signal = AbortSignal.timeout(opts.timeoutMs ?? 30_000);
+    const signal = AbortSignal.timeout(opts.timeoutMs ?? timeoutFor(req, timeouts));
     let res: Response;
     try {
       res = await opts.fetch(requestUrl(opts.server, req), init(opts, req, signal));
@@ -96,19 +107,11 @@ export function fetchKubeWatch(opts: FetchKubeOptions): KubeWatchTransport {
     }
     const reader = res.body.getReader();
     const decoder = new TextDecoder();
-    let buffered = "";
+    const feed = watchLines(`watch ${req.path}`, onEvent);
     try {
       while (true) {
         const { done, value } = await reader.read();
-        if (done) return;
-        buffered += decoder.decode(value, { stream: true });
-        let newline = buffered.indexOf("\n");
-        while (newline >= 0) {
-          const line = buffered.slice(0, newline).trim();
-          buffered = buffered.slice(newline + 1);
-          if (line && onEvent(JSON.parse(line) as WatchEvent)) return;
-          newline = buffered.indexOf("\n");
-        }
+        if (done || feed(decoder.decode(value, { stream: true }))) return;
       }
     } catch (e) {
       if (!signal.aborted) throw e;

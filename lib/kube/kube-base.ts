@@ -1,6 +1,6 @@
 // The request plumbing every API client method shares: one call per request, failures as
 // KubeErrors, lists with their resourceVersion and continue token, deletes of an exact version.
-import { kubeErrorFrom } from "./errors.ts";
+import { KubeError, kubeErrorFrom } from "./errors.ts";
 import type { KubeRequest, KubeTransport } from "./transport.ts";
 
 /** Preconditions make a delete apply only to the object version a step decided on. */
@@ -15,6 +15,23 @@ export interface ObjectList<T> {
   resourceVersion: string;
   /** continue is the apiserver's token for the next page, when there is one. */
   continue?: string;
+}
+
+/**
+ * parseBody reads a successful answer's JSON. A body that is not JSON (a proxy's page, a cut-off
+ * stream) is a KubeError naming the call, never a bare SyntaxError out of a step or a handler.
+ */
+function parseBody<T>(status: number, body: string, what: string): T {
+  if (!body) return undefined as T;
+  try {
+    return JSON.parse(body) as T;
+  } catch {
+    throw new KubeError(
+      502,
+      "InvalidResponse",
+      `${what}: ${status} with a body that is not JSON: ${body.slice(0, 200)}`,
+    );
+  }
 }
 
 /**
@@ -35,7 +52,7 @@ export class KubeBase {
     this.requests[req.method]++;
     const res = await this.transport(req);
     if (res.status < 200 || res.status >= 300) throw kubeErrorFrom(res.status, res.body, what);
-    return (res.body ? JSON.parse(res.body) : undefined) as T;
+    return parseBody<T>(res.status, res.body, what);
   }
 
   /** deleteExactly deletes an object only if it still is the version decided on (DeleteOptions). */
@@ -52,7 +69,7 @@ export class KubeBase {
     what: string,
   ): Promise<ObjectList<T>> {
     const res = await this.call<{ items?: T[]; metadata?: { resourceVersion?: string; continue?: string } }>(
-      { method: "GET", path, query },
+      { method: "GET", path, query, list: true },
       what,
     );
     return {

@@ -10,12 +10,41 @@ export interface KubeRequest {
    * (PartialObjectMetadata), so a read of Secrets never carries their data.
    */
   accept?: string;
+  /**
+   * list marks a read of a collection: it may carry thousands of objects, so the transport gives
+   * it the list timeout rather than a single read's.
+   */
+  list?: boolean;
   /** Defaults to application/json; patches say which kind they are. */
   contentType?:
     | "application/json"
     | "application/json-patch+json"
     | "application/merge-patch+json"
     | "application/apply-patch+yaml";
+}
+
+/**
+ * KubeTimeouts bound one request, from its send to the end of its answer, by what it does (ms). A
+ * request that runs out is abandoned and rejects with ApiServerUnreachable: one hung call must
+ * not stall a pool's runs (or, with croner's overrun protection, every later tick).
+ */
+export interface KubeTimeouts {
+  read: number;
+  list: number;
+  write: number;
+}
+
+/**
+ * DEFAULT_KUBE_TIMEOUTS: a single read or write answers in milliseconds on a healthy apiserver
+ * (its own request timeout is 60 s, far beyond what a waiting client should sit through); a list
+ * may page through thousands of pods, so it gets longer.
+ */
+export const DEFAULT_KUBE_TIMEOUTS: KubeTimeouts = { read: 10_000, list: 30_000, write: 15_000 };
+
+/** timeoutFor is the bound of one request: a list's, a read's, or a write's. */
+export function timeoutFor(req: KubeRequest, timeouts: KubeTimeouts): number {
+  if (req.method !== "GET") return timeouts.write;
+  return req.list ? timeouts.list : timeouts.read;
 }
 
 /** KubeResponse is the status code and raw body text. */

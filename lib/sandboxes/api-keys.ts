@@ -85,6 +85,20 @@ export function decodeKeyEntry(json: string): Tenant | undefined {
 }
 
 /**
+ * decodeStoredKeyEntry reads an entry as the keys Secret's data holds it (base64 of the JSON):
+ * undefined, like any garbled entry, when it is not base64.
+ */
+export function decodeStoredKeyEntry(base64: string): Tenant | undefined {
+  let json: string;
+  try {
+    json = atob(base64);
+  } catch {
+    return undefined;
+  }
+  return decodeKeyEntry(json);
+}
+
+/**
  * bearerOrApiKey extracts the key a request presents: the `X-API-Key` header, else an
  * `Authorization: Bearer <key>` header (scheme case-insensitive, surrounding spaces ignored).
  * Header names must already be lowercase, as fetch's Headers and hono give them. Empty values and

@@ -28,8 +28,30 @@ describe("readHostEnv", () => {
         adoptPools: false,
         idleRelease: "reported",
         logLevel: "info",
+        kubeTimeouts: { read: 10_000, list: 30_000, write: 15_000 },
       },
     });
+  });
+
+  it("reads the apiserver request timeouts and names each bad one", () => {
+    const r = readHostEnv({
+      ...valid,
+      AGENTBOX_KUBE_READ_TIMEOUT_SECONDS: "2.5",
+      AGENTBOX_KUBE_LIST_TIMEOUT_SECONDS: "60",
+      AGENTBOX_KUBE_WRITE_TIMEOUT_SECONDS: "5",
+    });
+    expect(r.ok && r.value.kubeTimeouts).toEqual({ read: 2500, list: 60_000, write: 5000 });
+    const bad = readHostEnv({
+      ...valid,
+      AGENTBOX_KUBE_READ_TIMEOUT_SECONDS: "0",
+      AGENTBOX_KUBE_LIST_TIMEOUT_SECONDS: "soon",
+      AGENTBOX_KUBE_WRITE_TIMEOUT_SECONDS: "301",
+    });
+    expect(bad.ok ? [] : bad.errors.map((e) => e.split(":")[0])).toEqual([
+      "AGENTBOX_KUBE_READ_TIMEOUT_SECONDS",
+      "AGENTBOX_KUBE_LIST_TIMEOUT_SECONDS",
+      "AGENTBOX_KUBE_WRITE_TIMEOUT_SECONDS",
+    ]);
   });
 
   it("reads the cluster ID, adoption and the idle-release mode, naming each bad value", () => {

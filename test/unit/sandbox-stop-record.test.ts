@@ -203,10 +203,24 @@ describe("parseQuantity", () => {
     expect(quantityMilliValue(q!)).toBe(milli);
   });
 
-  it.each(["", " 1", "1 ", "abc", "1.2.3", "1K", "1Kb", "1mi", "Mi", "1e", "1e1000", "--1", "1,5", "1constructor", "1toString", "1__proto__"])(
-    "%j is not a quantity",
-    (text) => {
-      expect(parseQuantity(text)).toBeUndefined();
-    },
-  );
+  it.each([
+    "",
+    " 1",
+    "1 ",
+    "abc",
+    "1.2.3",
+    "1K",
+    "1Kb",
+    "1mi",
+    "Mi",
+    "1e",
+    "1e1000",
+    "--1",
+    "1,5",
+    "1constructor",
+    "1toString",
+    "1__proto__",
+  ])("%j is not a quantity", (text) => {
+    expect(parseQuantity(text)).toBeUndefined();
+  });
 });

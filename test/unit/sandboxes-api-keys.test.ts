@@ -3,6 +3,7 @@ import {
   API_KEY_PREFIX,
   bearerOrApiKey,
   decodeKeyEntry,
+  decodeStoredKeyEntry,
   encodeKeyEntry,
   generateApiKey,
   hashApiKey,
@@ -88,6 +89,14 @@ describe("encodeKeyEntry / decodeKeyEntry", () => {
     ["admin as a string", '{"team":"ml","user":"ada","admin":"true"}'],
   ])("%s → undefined", (_, json) => {
     expect(decodeKeyEntry(json)).toBeUndefined();
+  });
+
+  it("reads a stored entry from base64, and takes one that is not base64 or not an entry for nobody", () => {
+    const tenant: Tenant = { team: "ml", user: "ada" };
+    expect(decodeStoredKeyEntry(btoa(encodeKeyEntry(tenant, CREATED)))).toEqual(tenant);
+    expect(decodeStoredKeyEntry("%%% not base64 %%%")).toBeUndefined();
+    expect(decodeStoredKeyEntry(btoa("{team"))).toBeUndefined();
+    expect(decodeStoredKeyEntry(btoa("\u0000\u00ff\u0010"))).toBeUndefined();
   });
 
   it("accepts 63-character names", () => {

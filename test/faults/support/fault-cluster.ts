@@ -1,0 +1,144 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { createApiKey } from "../../../functions/api/create-api-key.ts";
+import { nodeKubeTransport } from "../../../hosts/node/kube-transport.ts";
+import { down } from "../../../infra/cluster/down.ts";
+import { httpsRequest } from "../../../infra/cluster/http.ts";
+import { installCrds, registerWebhooks } from "../../../infra/cluster/install.ts";
+import type { ClusterState } from "../../../infra/cluster/state.ts";
+import { up } from "../../../infra/cluster/up.ts";
+import { KubeClient } from "../../../lib/kube/client.ts";
+import { until } from "../../integration/support/kube.ts";
+
+const log = (line: string) => console.error(`[faults] ${line}`);
+
+/**
+ * FaultCluster is a control plane of one fault test file's own (faults stop and kill its
+ * processes, which must not touch the shared integration cluster), with the production host
+ * entry point (`npm run serve`: hosts/node/main.ts) running against it as a child process.
+ */
+export interface FaultCluster {
+  state: ClusterState;
+  kc: KubeConfig;
+  kube: KubeClient;
+  /** host is the running host process; startHost replaces it. */
+  host: HostProcess;
+  /** startHost starts the host again (after a kill), with the same settings. */
+  startHost(): Promise<HostProcess>;
+  /** signal sends a signal to one of the cluster's processes by name (kube-apiserver, etcd, …). */
+  signal(process: string, signal: NodeJS.Signals): void;
+  /** api sends one request to the host's /v1 API with the test tenant's key. */
+  api(
+    method: string,
+    path: string,
+    body?: unknown,
+    timeoutMs?: number,
+  ): Promise<{ status: number; body: string }>;
+  /** key is the test tenant's API key. */
+  key: string;
+  close(): Promise<void>;
+}
+
+/** HostProcess is the host's child process and what it logged (pino JSON lines). */
+export interface HostProcess {
+  child: ChildProcess;
+  lines: string[];
+  /** exited resolves with the exit code or signal when the process ends. */
+  exited: Promise<string>;
+}
+
+/**
+ * faultCluster starts a named control plane and the host (`env` adds host settings), installs the
+ * CRDs and the admission webhooks, and mints an API key for team "faults".
+ */
+export async function faultCluster(name: string, env: Record<string, string> = {}): Promise<FaultCluster> {
+  const state = await up({ name, nodes: 1, pullDelayMs: 100, backoffDelayMs: 500, log });
+  const kc = new KubeConfig();
+  kc.loadFromFile(state.kubeconfig);
+  await installCrds(kc);
+  const kube = new KubeClient(nodeKubeTransport(kc));
+  const hostEnv = {
+    ...process.env,
+    KUBECONFIG: state.kubeconfig,
+    AGENTBOX_TLS_CERT: state.webhookCert,
+    AGENTBOX_TLS_KEY: state.webhookKey,
+    AGENTBOX_LISTEN_HOST: "127.0.0.1",
+    AGENTBOX_LISTEN_PORT: String(state.hostPort),
+    AGENTBOX_CALLBACK_TOKEN: readFileSync(state.callbackTokenFile, "utf8").trim(),
+    AGENTBOX_ADMIN_TOKEN: randomBytes(16).toString("hex"),
+    AGENTBOX_HISTORY_PATH: join(state.dir, "fault-history.sqlite"),
+    AGENTBOX_CLUSTER_ID: "local",
+    AGENTBOX_TICK_SECONDS: "2",
+    ...env,
+  };
+  const base = `https://127.0.0.1:${state.hostPort}`;
+  const startHost = async (): Promise<HostProcess> => {
+    const child = spawn(
+      process.execPath,
+      [new URL("../../../hosts/node/main.ts", import.meta.url).pathname],
+      {
+        env: hostEnv,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    const lines: string[] = [];
+    for (const stream of [child.stdout, child.stderr])
+      stream?.on("data", (chunk: Buffer) =>
+        lines.push(...chunk.toString("utf8").split("\n").filter(Boolean)),
+      );
+    const exited = new Promise<string>((resolve) =>
+      child.once("exit", (code, signal) => resolve(signal ?? String(code))),
+    );
+    await until("the host to serve", 30_000, async () => {
+      if (child.exitCode !== null) throw new Error(`the host exited: ${lines.slice(-5).join("\n")}`);
+      const res = await httpsRequest(`${base}/healthz`, { caFile: state.caCert, timeoutMs: 2000 });
+      return res.status === 200;
+    });
+    return { child, lines, exited };
+  };
+  const cluster: FaultCluster = {
+    state,
+    kc,
+    kube,
+    host: await startHost(),
+    startHost: async () => {
+      cluster.host = await startHost();
+      return cluster.host;
+    },
+    signal: (name, signal) => {
+      const p = state.processes.find((x) => x.name === name);
+      if (!p) throw new Error(`no process ${name} in cluster ${state.name}`);
+      process.kill(p.pid, signal);
+    },
+    key: "",
+    api: async (method, path, body, timeoutMs = 30_000) => {
+      const res = await httpsRequest(`${base}/v1${path}`, {
+        method,
+        caFile: state.caCert,
+        timeoutMs,
+        headers: {
+          "x-api-key": cluster.key,
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      return { status: res.status, body: res.body };
+    },
+    close: async () => {
+      cluster.host.child.kill("SIGKILL");
+      await cluster.host.exited;
+      await down(name, log);
+    },
+  };
+  await registerWebhooks(kc, base, state.caCert);
+  const core = kc.makeApiClient(CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name: "agentbox-system" } } }).catch(() => {});
+  cluster.key = await createApiKey(
+    { kube, apiKeys: { namespace: "agentbox-system", name: "agentbox-api-keys" }, now: () => new Date() },
+    { team: "faults", user: "tester" },
+  );
+  return cluster;
+}
