@@ -20,6 +20,9 @@ const V1_LIST_MAX = 1000;
  * is an empty list. Filters on metadata and template are applied to each apiserver page; a call
  * reads up to ten pages to fill its own, so a page is short only when matches are sparse.
  */
+/** podKey names a pod across namespaces: pools of one name in two namespaces name their pods alike. */
+const podKey = (namespace: string | undefined, name: string | undefined) => `${namespace ?? ""}/${name ?? ""}`;
+
 export function e2bListRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
   const app = new Hono<E2bEnv>();
   const readMetadata = (text: string | undefined) => {
@@ -47,9 +50,9 @@ export function e2bListRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv
         metadata,
         ...(next ? { continue: next } : {}),
       });
-      const pods = new Map(page.pods.map((p) => [p.metadata?.name ?? "", p]));
+      const pods = new Map(page.pods.map((p) => [podKey(p.metadata?.namespace, p.metadata?.name), p]));
       for (const view of page.sandboxes) {
-        const pod = pods.get(view.pod);
+        const pod = pods.get(podKey(view.namespace, view.pod));
         if (pod && keepListed(view, templateIdOf(pod, view), q.value, isE2bVisible(view)))
           listed.push(e2bListed(pod, view, settings));
       }
@@ -72,9 +75,9 @@ export function e2bListRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv
         metadata,
         ...(next ? { continue: next } : {}),
       });
-      const pods = new Map(page.pods.map((p) => [p.metadata?.name ?? "", p]));
+      const pods = new Map(page.pods.map((p) => [podKey(p.metadata?.namespace, p.metadata?.name), p]));
       for (const view of page.sandboxes) {
-        const pod = pods.get(view.pod);
+        const pod = pods.get(podKey(view.namespace, view.pod));
         if (pod && isE2bVisible(view)) listed.push(e2bListed(pod, view, settings));
       }
       next = page.continue;

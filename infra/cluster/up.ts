@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -7,10 +7,10 @@ import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { ensureBinaries } from "./binaries.ts";
 import { writeCallbackConfigs, writeKubeconfig, writeKwokConfig } from "./configs.ts";
-import { httpsGet, StopWaiting, waitFor } from "./http.ts";
+import { httpsGet } from "./http.ts";
 import { createPki } from "./pki.ts";
 import { freePorts } from "./ports.ts";
-import { isOurs, startDetached } from "./processes.ts";
+import { isOurs, type Started, startDetached, waitWhileRunning } from "./processes.ts";
 import { type ClusterState, clusterDir, readState, writeState } from "./state.ts";
 
 export interface UpOptions {
@@ -121,9 +121,12 @@ async function startOnce(opts: UpOptions, binDir: string): Promise<ClusterState>
   );
 
   const processes: ClusterState["processes"] = [];
+  const running: { name: string; log: string; started: Started }[] = [];
   const run = (name: string, args: string[]) => {
     const log = join(logs, `${name}.log`);
-    processes.push({ name, pid: startDetached(join(binDir, name), args, log), log });
+    const started = startDetached(join(binDir, name), args, log);
+    processes.push({ name, pid: started.pid, log });
+    running.push({ name, log, started });
     writeState(state);
   };
   const state: ClusterState = {
@@ -161,7 +164,7 @@ async function startOnce(opts: UpOptions, binDir: string): Promise<ClusterState>
     "--quota-backend-bytes=8589934592",
     "--log-level=warn",
   ]);
-  await waitForProcess("etcd", processes, dir, async () => {
+  await waitWhileRunning("etcd", running, async () => {
     const res = await fetch(`${etcdUrl}/health`);
     return res.ok;
   });
@@ -195,7 +198,7 @@ async function startOnce(opts: UpOptions, binDir: string): Promise<ClusterState>
     "--max-mutating-requests-inflight=1000",
     `--cert-dir=${join(dir, "pki")}`,
   ]);
-  await waitForProcess("kube-apiserver", processes, dir, async () => {
+  await waitWhileRunning("kube-apiserver", running, async () => {
     const res = await httpsGet(`${server}/readyz`, pki.caCert, adminToken);
     return res.status === 200;
   });
@@ -247,7 +250,7 @@ async function startOnce(opts: UpOptions, binDir: string): Promise<ClusterState>
       },
     });
   }
-  await waitForProcess("kwok nodes Ready", processes, dir, async () => {
+  await waitWhileRunning("kwok nodes Ready", running, async () => {
     const nodes = await core.listNode();
     return (
       nodes.items.length === state.nodes.length &&
@@ -256,32 +259,11 @@ async function startOnce(opts: UpOptions, binDir: string): Promise<ClusterState>
   });
   // The service-account controller creating `default` proves the controller-manager is working;
   // pods cannot be admitted in a namespace before its default service account exists.
-  await waitForProcess("the default service account", processes, dir, async () => {
+  await waitWhileRunning("the default service account", running, async () => {
     await core.readNamespacedServiceAccount({ name: "default", namespace: "default" });
     return true;
   });
   writeState(state);
   opts.log(`cluster ${opts.name} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return state;
-}
-
-/**
- * waitForProcess waits for check while every started process is still alive, so a crashed
- * component fails fast with the tail of its log instead of a bare timeout.
- */
-async function waitForProcess(
-  what: string,
-  processes: ClusterState["processes"],
-  dir: string,
-  check: () => Promise<boolean>,
-): Promise<void> {
-  await waitFor(what, 60_000, async () => {
-    for (const p of processes) {
-      if (!isOurs(p.pid, dir)) {
-        const tail = existsSync(p.log) ? readFileSync(p.log, "utf8").split("\n").slice(-15).join("\n") : "";
-        throw new StopWaiting(`${p.name} exited while waiting for ${what}; last log lines:\n${tail}`);
-      }
-    }
-    return check();
-  });
 }

@@ -249,4 +249,47 @@ describe("E2B-compatible API", () => {
     }
     expect((await e2b("GET", `/sandboxes/${encodeURIComponent("a b,c=d")}`, aliceKey)).status).toBe(404);
   });
+
+  it("lists same-named sandboxes of two namespaces each with its own pod (keyed by namespace and name)", async () => {
+    const other = await newNamespace(core, "audit-e2b");
+    cleanups.push(other.cleanup);
+    const twinPods = async (namespace: string) =>
+      (await core.listNamespacedPod({ namespace, labelSelector: "agentbox.navix.sh/sandbox-pool=twin" }))
+        .items;
+    for (const namespace of [ns, other.ns]) {
+      await custom.createNamespacedCustomObject({
+        ...POOLS,
+        namespace,
+        body: poolObject(namespace, "twin", 1),
+      });
+      await until(`the twin pool's pod idle in ${namespace}`, 90_000, async () => {
+        const ps = await twinPods(namespace);
+        return ps.length === 1 && ps.every((p) => phaseOf(p) === "idle" && isReady(p));
+      });
+    }
+    const [a] = await twinPods(ns);
+    const [b] = await twinPods(other.ns);
+    // The case that matters: the two pods share a name.
+    expect(a?.metadata?.name).toBe(b?.metadata?.name);
+    const ids: Record<string, string> = {};
+    for (const namespace of [ns, other.ns]) {
+      const res = await e2b("POST", "/v2/sandboxes", aliceKey, { templateID: `${namespace}/twin` });
+      expect(res.status).toBe(201);
+      ids[namespace] = JSON.parse(res.body).sandboxID;
+    }
+    const listed = JSON.parse((await e2b("GET", "/v2/sandboxes?limit=100", aliceKey)).body) as {
+      sandboxID: string;
+      templateID: string;
+    }[];
+    for (const namespace of [ns, other.ns])
+      expect(listed.find((l) => l.sandboxID === ids[namespace])?.templateID).toBe(`${namespace}/twin`);
+    const v1 = JSON.parse((await e2b("GET", "/sandboxes", aliceKey)).body) as {
+      sandboxID: string;
+      templateID: string;
+    }[];
+    for (const namespace of [ns, other.ns])
+      expect(v1.find((l) => l.sandboxID === ids[namespace])?.templateID).toBe(`${namespace}/twin`);
+    for (const id of Object.values(ids))
+      expect((await e2b("DELETE", `/sandboxes/${id}`, aliceKey)).status).toBe(204);
+  });
 });
