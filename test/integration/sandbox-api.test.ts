@@ -385,6 +385,8 @@ describe("sandbox API", () => {
       (await list()).every((p) => p.metadata?.annotations?.["agentbox.navix.sh/scale-down-protected"]),
     );
     deps.clock.offsetMs = 420_000; // past the protection window for the steps
+    const before = (await list()).map((p) => p.metadata?.name ?? "");
+    expect(before).toHaveLength(8);
     const [claims] = await Promise.all([
       Promise.all(
         Array.from({ length: 8 }, () => api("POST", "/sandboxes", "alice", { pool: `${quiet.ns}/shrink` })),
@@ -393,12 +395,22 @@ describe("sandbox API", () => {
         for (let i = 0; i < 3; i++) await reconcilePool(deps, quiet.ns, "shrink");
       })(),
     ]);
+    // One more run past the window: whatever no claim took is deleted now.
+    await reconcilePool(deps, quiet.ns, "shrink");
     deps.clock.offsetMs = 0;
     expect(claims.every((r) => r.status === 201 || r.status === 503)).toBe(true);
     const claimedPods = claims
       .filter((r) => r.status === 201)
       .map((r) => (JSON.parse(r.body) as { pod: string }).pod);
+    expect(new Set(claimedPods).size).toBe(claimedPods.length);
     const now = await list();
+    // Something happened to every pod, and only one thing: claimed, or deleted (gone or going).
+    const deleted = before.filter((name) => {
+      const pod = now.find((p) => p.metadata?.name === name);
+      return !pod || pod.metadata?.deletionTimestamp !== undefined;
+    });
+    expect(deleted.filter((name) => claimedPods.includes(name))).toEqual([]);
+    expect([...claimedPods, ...deleted].sort()).toEqual([...before].sort());
     for (const name of claimedPods) {
       const pod = now.find((p) => p.metadata?.name === name);
       expect(pod, `claimed pod ${name} still there`).toBeDefined();

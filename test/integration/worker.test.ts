@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import { createTemplateAndEnv, ENVS, TEMPLATES } from "./support/envs.ts";
-import { kube, newNamespace, until } from "./support/kube.ts";
+import { kube, newNamespace, until, watchPodUntil } from "./support/kube.ts";
 import { isReady, POOLS, phaseOf, poolObject, testDeps } from "./support/steps.ts";
 import { buildWorker, cron, DOWN_HOST, dispatch, startWorker } from "./support/worker.ts";
 
@@ -12,7 +12,7 @@ import { buildWorker, cron, DOWN_HOST, dispatch, startWorker } from "./support/w
 // stand-in for the tunnel, its history is Miniflare's D1 (real SQLite). Its tick is scoped to this
 // file's namespace (TICK_NAMESPACE), so it never touches other files' pools.
 
-const { core, custom, cluster } = kube();
+const { core, custom, cluster, kc } = kube();
 const deps = testDeps();
 const keys = { namespace: "agentbox-system", name: "agentbox-api-keys" };
 let script: string;
@@ -174,18 +174,36 @@ describe("the Worker in workerd", () => {
       responseStatus: { code: 200 },
       responseObject: { kind: "Pod", metadata: { labels: { "agentbox.navix.sh/sandbox-pool": "w" } } },
     };
-    await until("running from audit events alone", 30_000, async () => {
-      const sent = await call("/audit", {
-        method: "POST",
-        body: JSON.stringify({ apiVersion: "audit.k8s.io/v1", kind: "EventList", items: [event] }),
-        headers: { authorization: `Bearer ${cluster.callbackToken}` },
-      });
-      expect(sent.status).toBe(200);
-      const view = (await (await call(`/v1/sandboxes/${sbx.sandboxId}`, { key: apiKey })).json()) as {
-        phase?: string;
-      };
-      return view.phase === "running";
-    });
+    // As the apiserver does: one audit event per write to the pod (each version the watch shows,
+    // the claim's included), each sent once; nothing is re-sent until it works.
+    const sent = new Map<string, Promise<number>>();
+    await watchPodUntil(
+      kc,
+      ns,
+      sbx.pod,
+      "running from audit events alone",
+      (pod) => {
+        const version = pod.metadata?.resourceVersion ?? "";
+        if (!sent.has(version)) {
+          const audited = { ...event, auditID: `a-${version}` };
+          sent.set(
+            version,
+            call("/audit", {
+              method: "POST",
+              body: JSON.stringify({ apiVersion: "audit.k8s.io/v1", kind: "EventList", items: [audited] }),
+              headers: { authorization: `Bearer ${cluster.callbackToken}` },
+            }).then((r) => r.status),
+          );
+        }
+        return phaseOf(pod) === "running";
+      },
+      30_000,
+    );
+    expect(await Promise.all(sent.values())).toEqual([...sent.keys()].map(() => 200));
+    const view = (await (await call(`/v1/sandboxes/${sbx.sandboxId}`, { key: apiKey })).json()) as {
+      phase?: string;
+    };
+    expect(view.phase).toBe("running");
     expect((await call(`/v1/sandboxes/${sbx.sandboxId}`, { method: "DELETE", key: apiKey })).status).toBe(
       204,
     );

@@ -127,11 +127,14 @@ describe("Worker configuration", () => {
     HISTORY: { prepare: () => ({}) },
   };
 
-  it("applies the defaults", () => {
+  it("applies the defaults the README and wrangler.toml name (5 passes 10 s apart)", () => {
     expect(readWorkerEnv(good)).toMatchObject({
       ok: true,
-      value: { TICK_PASSES: 1, TICK_SPACING_SECONDS: 10, TICK_CONCURRENCY: 8 },
+      value: { TICK_PASSES: 5, TICK_SPACING_SECONDS: 10, TICK_CONCURRENCY: 8 },
     });
+    const wrangler = readFileSync(new URL("../../wrangler.toml", import.meta.url), "utf8");
+    expect(wrangler).toMatch(/^TICK_PASSES = "5"$/m);
+    expect(wrangler).toMatch(/^TICK_SPACING_SECONDS = "10"$/m);
   });
 
   it("reads the cluster ID, adoption and the idle-release mode, and refuses pulled without a source", () => {
