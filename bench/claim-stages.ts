@@ -60,12 +60,15 @@ try {
       2 * N + 10
     );
   }, 300_000);
-  const time = async (f: () => Promise<unknown>) => {
+  // time times f N times and checks each answer: a failed call is not a fast one.
+  const time = async <T>(f: () => Promise<T>, ok: (answer: T) => boolean) => {
     const xs: number[] = [];
     for (let i = 0; i < N; i++) {
       const t = performance.now();
-      await f();
+      const answer = await f();
       xs.push(performance.now() - t);
+      if (!ok(answer))
+        throw new Error(`call ${i + 1} of ${N} failed: ${JSON.stringify(answer).slice(0, 300)}`);
     }
     return `${percentile(xs, 50).toFixed(1)} ms | ${percentile(xs, 99).toFixed(1)} ms`;
   };
@@ -78,33 +81,53 @@ try {
   const rows: [string, string][] = [
     [
       "bare merge-PATCH of a ConfigMap annotation",
-      await time(() =>
-        mergePatch("/api/v1/namespaces/bench/configmaps/probe", {
-          metadata: { annotations: { n: String(next++) } },
-        }),
+      await time(
+        () =>
+          mergePatch("/api/v1/namespaces/bench/configmaps/probe", {
+            metadata: { annotations: { n: String(next++) } },
+          }),
+        (status) => status === 200,
       ),
     ],
     [
       "bare merge-PATCH of a pod annotation",
-      await time(() => {
-        const pod = spare[next++ % spare.length];
-        return mergePatch(`/api/v1/namespaces/bench/pods/${pod?.metadata?.name}`, {
-          metadata: { annotations: { n: String(next) } },
-        });
-      }),
+      await time(
+        () => {
+          const pod = spare[next++ % spare.length];
+          return mergePatch(`/api/v1/namespaces/bench/pods/${pod?.metadata?.name}`, {
+            metadata: { annotations: { n: String(next) } },
+          });
+        },
+        (status) => status === 200,
+      ),
     ],
-    ["API key lookup (watch cache)", await time(() => authenticate(deps, key))],
+    [
+      "API key lookup (watch cache)",
+      await time(
+        () => authenticate(deps, key),
+        (t) => t?.team === "b",
+      ),
+    ],
     [
       "target reads: pool + first candidate list (parallel)",
-      await time(() => readTarget(deps, { pool: "bench/s" })),
+      await time(
+        () => readTarget(deps, { pool: "bench/s" }),
+        (reads) => reads.pool !== undefined,
+      ),
     ],
     [
       "createSandbox in-process (reads + claim patch)",
-      await time(() => createSandbox(deps, tenant, { pool: "bench/s" })),
+      await time(
+        () => createSandbox(deps, tenant, { pool: "bench/s" }),
+        (outcome) => outcome.ok,
+      ),
     ],
     [
       "POST /v1/sandboxes over HTTPS (all of the above + HTTP)",
-      await time(() => post("/v1/sandboxes", { pool: "bench/s" }, { "x-api-key": key }, api)),
+      await time(
+        () => post("/v1/sandboxes", { pool: "bench/s" }, { "x-api-key": key }, api),
+        (status) => status === 201,
+      ),
     ],
   ];
   await host.close();
