@@ -2,9 +2,9 @@ import { readFileSync } from "node:fs";
 import { request } from "node:https";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SANDBOX_PHASE, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
 import { until } from "../integration/support/kube.ts";
-import { isReady, phaseOf, poolObject } from "../integration/support/steps.ts";
+import { poolObject } from "../integration/support/steps.ts";
+import { Churn } from "./support/churn.ts";
 import { type FaultCluster, faultCluster } from "./support/fault-cluster.ts";
 
 // The apiserver stops answering (SIGSTOP) while the host serves: every request the host makes is
@@ -26,19 +26,11 @@ beforeAll(async () => {
     body: { metadata: { name: NS } },
   });
   await c.kube.createPool(NS, poolObject(NS, POOL, 4) as never);
-  await allIdle(4);
+  await c.allIdle(NS, POOL, 4);
 }, 180_000);
 afterAll(async () => {
   await c?.close();
 });
-
-/** allIdle waits until the pool has n pods, all idle and Ready, none Starting or Stopping. */
-async function allIdle(n: number, timeoutMs = 60_000) {
-  await until(`${n} idle pods in ${POOL}`, timeoutMs, async () => {
-    const pods = (await c.kube.listPods(NS, `${SANDBOX_POOL_LABEL}=${POOL}`)).items;
-    return pods.length === n && pods.every((p) => phaseOf(p) === SANDBOX_PHASE.IDLE && isReady(p));
-  });
-}
 
 /** stopped runs fn while the apiserver is stopped, and always continues it afterwards. */
 async function stopped<T>(fn: () => Promise<T>): Promise<T> {
@@ -104,60 +96,27 @@ describe("the apiserver stops answering", () => {
     );
   });
 
-  it("under create and release churn, every request is answered (201, 204, 503 or 504 with its sandbox) and the pool settles back to idle", async () => {
-    const statuses: number[] = [];
-    let stop = false;
-    const client = async () => {
-      while (!stop) {
-        const started = Date.now();
-        const created = await c.api(
-          "POST",
-          "/sandboxes",
-          { pool: `${NS}/${POOL}`, wait: true, waitTimeout: 2 },
-          15_000,
-        );
-        statuses.push(created.status);
-        // Bounded: no request outlives the host's request timeouts by much (no hang).
-        expect(Date.now() - started).toBeLessThan(12_000);
-        // A 504 still hands out its sandbox (it did not run within the wait): release it too.
-        const parsed = JSON.parse(created.body);
-        const id: string | undefined =
-          created.status === 201
-            ? parsed.sandboxId
-            : created.status === 504
-              ? parsed.error.sandbox?.sandboxId
-              : undefined;
-        if (!id) {
-          await new Promise((r) => setTimeout(r, 200));
-          continue;
-        }
-        await until(`release of ${id}`, 30_000, async () => {
-          const res = await c.api("DELETE", `/sandboxes/${id}`, undefined, 15_000);
-          statuses.push(res.status);
-          return res.status === 204 || res.status === 404;
-        });
-      }
-    };
-    const clients = [client(), client(), client()];
-    await until(
-      "some sandboxes before the outage",
-      30_000,
-      async () => statuses.filter((s) => s === 201).length >= 3,
-    );
-    const before = statuses.length;
+  it("under create and release churn, every request is answered in bounded time and the pool settles back to idle", async () => {
+    const churn = new Churn(c, `${NS}/${POOL}`, 3);
+    await until("some sandboxes before the outage", 30_000, async () => churn.handedOut.size >= 3);
+    const before = churn.answers.length;
     await stopped(() => new Promise((r) => setTimeout(r, 4000)));
-    const during = statuses.slice(before);
+    const after = churn.answers.length;
     await until("creates served again after the outage", 30_000, async () =>
-      statuses.slice(before + during.length).some((s) => s === 201),
+      churn.since(after).some((a) => a.op === "create" && a.status === 201),
     );
-    stop = true;
-    await Promise.all(clients);
-    expect(during).toContain(503);
-    expect(statuses.filter((s) => ![201, 204, 404, 503, 504].includes(s))).toEqual([]);
+    await churn.stop();
+    const during = churn.answers.slice(before, after);
+    expect(during.map((a) => a.status)).toContain(503);
+    // Answered, all of them (0 would be no answer), each within the host's bounds, never a 500.
+    expect(churn.answers.filter((a) => ![201, 204, 404, 503, 504].includes(a.status))).toEqual([]);
+    expect(churn.answers.filter((a) => a.ms > 12_000)).toEqual([]);
     expect(unhandled()).toEqual([]);
     expect(c.host.child.exitCode).toBeNull();
-    // Every sandbox handed out was released: the reconciler (its own thread) recovered too and
-    // brought each pod back through Stopping to idle.
-    await allIdle(4, 60_000);
+    // Every sandbox handed out was released and recorded once: the reconciler (its own thread)
+    // recovered too and brought each pod back through Stopping to idle.
+    await c.allIdle(NS, POOL, 4);
+    const records = await c.history(NS);
+    for (const id of churn.handedOut) expect(records.filter((r) => r.sandboxId === id)).toHaveLength(1);
   });
 });

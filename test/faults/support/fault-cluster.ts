@@ -10,8 +10,10 @@ import { httpsRequest } from "../../../infra/cluster/http.ts";
 import { installCrds, registerWebhooks } from "../../../infra/cluster/install.ts";
 import type { ClusterState } from "../../../infra/cluster/state.ts";
 import { up } from "../../../infra/cluster/up.ts";
+import { SANDBOX_PHASE, SANDBOX_POOL_LABEL } from "../../../lib/api/keys.ts";
 import { KubeClient } from "../../../lib/kube/client.ts";
 import { until } from "../../integration/support/kube.ts";
+import { isReady, phaseOf } from "../../integration/support/steps.ts";
 
 const log = (line: string) => console.error(`[faults] ${line}`);
 
@@ -39,6 +41,10 @@ export interface FaultCluster {
   ): Promise<{ status: number; body: string }>;
   /** key is the test tenant's API key. */
   key: string;
+  /** allIdle waits until the pool has n pods, all idle and Ready: none Starting, Running or Stopping. */
+  allIdle(namespace: string, pool: string, n: number, timeoutMs?: number): Promise<void>;
+  /** history is every record of the namespace the test tenant sees, all pages. */
+  history(namespace: string): Promise<{ sandboxId: string; stopReason: string }[]>;
   close(): Promise<void>;
 }
 
@@ -126,6 +132,30 @@ export async function faultCluster(name: string, env: Record<string, string> = {
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
       return { status: res.status, body: res.body };
+    },
+    allIdle: async (namespace, pool, n, timeoutMs = 60_000) => {
+      await until(`${n} idle pods in ${namespace}/${pool}`, timeoutMs, async () => {
+        const pods = (await kube.listPods(namespace, `${SANDBOX_POOL_LABEL}=${pool}`)).items;
+        return pods.length === n && pods.every((p) => phaseOf(p) === SANDBOX_PHASE.IDLE && isReady(p));
+      });
+    },
+    history: async (namespace) => {
+      const records: { sandboxId: string; stopReason: string }[] = [];
+      let after: string | undefined;
+      do {
+        const res = await cluster.api(
+          "GET",
+          `/history?namespace=${namespace}&limit=1000${after ? `&after=${encodeURIComponent(after)}` : ""}`,
+        );
+        if (res.status !== 200) throw new Error(`history: ${res.status} ${res.body}`);
+        const page = JSON.parse(res.body) as {
+          records: { sandboxId: string; stopReason: string }[];
+          next?: string;
+        };
+        records.push(...page.records);
+        after = page.next;
+      } while (after);
+      return records;
     },
     close: async () => {
       cluster.host.child.kill("SIGKILL");
