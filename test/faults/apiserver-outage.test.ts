@@ -25,7 +25,7 @@ beforeAll(async () => {
   await c.kc.makeApiClient(CoreV1Api).createNamespace({
     body: { metadata: { name: NS } },
   });
-  await c.kube.createPool(NS, poolObject(NS, POOL, 4) as never);
+  await c.kube.createPool(NS, poolObject(NS, POOL, 4, { defaultStartupTimeout: "10s" }) as never);
   await c.allIdle(NS, POOL, 4);
 }, 180_000);
 afterAll(async () => {
@@ -118,5 +118,29 @@ describe("the apiserver stops answering", () => {
     await c.allIdle(NS, POOL, 4);
     const records = await c.history(NS);
     for (const id of churn.handedOut) expect(records.filter((r) => r.sandboxId === id)).toHaveLength(1);
+  });
+
+  it("a full restart of the apiserver during churn: nothing lost, nothing twice, no false timeouts", async () => {
+    const churn = new Churn(c, `${NS}/${POOL}`, 3);
+    await until("some sandboxes before the restart", 30_000, async () => churn.handedOut.size >= 3);
+    const before = churn.answers.length;
+    await c.restart("kube-apiserver");
+    const after = churn.answers.length;
+    await until("creates served after the restart", 60_000, async () =>
+      churn.since(after).some((a) => a.op === "create" && a.status === 201),
+    );
+    await churn.stop();
+    // The restart was felt (503s while the apiserver was gone), and answered, all of it.
+    expect(churn.answers.slice(before, after).map((a) => a.status)).toContain(503);
+    expect(churn.answers.filter((a) => ![201, 204, 404, 503, 504].includes(a.status))).toEqual([]);
+    expect(unhandled()).toEqual([]);
+    await c.allIdle(NS, POOL, 4);
+    const records = (await c.history(NS)) as { sandboxId: string; failureReason?: string }[];
+    for (const id of churn.handedOut) expect(records.filter((r) => r.sandboxId === id)).toHaveLength(1);
+    // The outage (seconds) is shorter than the startup timeout (10 s) and than any idle timeout:
+    // no sandbox may have been ended as if it had failed to start or gone idle.
+    expect(
+      records.filter((r) => r.failureReason === "StartupTimeout" || r.failureReason === "IdleTimeout"),
+    ).toEqual([]);
   });
 });

@@ -8,7 +8,8 @@ import { nodeKubeTransport } from "../../../hosts/node/kube-transport.ts";
 import { down } from "../../../infra/cluster/down.ts";
 import { httpsRequest } from "../../../infra/cluster/http.ts";
 import { installCrds, registerWebhooks } from "../../../infra/cluster/install.ts";
-import type { ClusterState } from "../../../infra/cluster/state.ts";
+import { startDetached, stopProcess } from "../../../infra/cluster/processes.ts";
+import { type ClusterState, writeState } from "../../../infra/cluster/state.ts";
 import { up } from "../../../infra/cluster/up.ts";
 import { SANDBOX_PHASE, SANDBOX_POOL_LABEL } from "../../../lib/api/keys.ts";
 import { KubeClient } from "../../../lib/kube/client.ts";
@@ -32,6 +33,11 @@ export interface FaultCluster {
   startHost(): Promise<HostProcess>;
   /** signal sends a signal to one of the cluster's processes by name (kube-apiserver, etcd, …). */
   signal(process: string, signal: NodeJS.Signals): void;
+  /**
+   * restart stops one of the cluster's processes (SIGTERM, then SIGKILL after 10 s) and starts it
+   * again with the same command line and log; for the apiserver, it resolves once it is ready.
+   */
+  restart(process: string): Promise<void>;
   /** api sends one request to the host's /v1 API with the test tenant's key. */
   api(
     method: string,
@@ -118,6 +124,24 @@ export async function faultCluster(name: string, env: Record<string, string> = {
       const p = state.processes.find((x) => x.name === name);
       if (!p) throw new Error(`no process ${name} in cluster ${state.name}`);
       process.kill(p.pid, signal);
+    },
+    restart: async (name) => {
+      const p = state.processes.find((x) => x.name === name);
+      if (!p) throw new Error(`no process ${name} in cluster ${state.name}`);
+      const [bin = "", ...args] = readFileSync(`/proc/${p.pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+      await stopProcess(p.pid, state.dir);
+      p.pid = startDetached(bin, args, p.log).pid;
+      writeState(state);
+      if (name !== "kube-apiserver") return;
+      const token = readFileSync(join(state.dir, "admin-token"), "utf8").trim();
+      await until("the apiserver ready again", 60_000, async () => {
+        const res = await httpsRequest(`${state.server}/readyz`, {
+          caFile: state.caCert,
+          token,
+          timeoutMs: 2000,
+        });
+        return res.status === 200;
+      });
     },
     key: "",
     api: async (method, path, body, timeoutMs = 30_000) => {
