@@ -37,6 +37,15 @@ const RESTART_DELAY_MAX_MS = 30_000;
 const STABLE_MS = 60_000;
 
 /**
+ * ReconcilerThread is the Reconciler in its thread, and kill: the thread ends at once, as a crash
+ * would end it (its runs in flight are lost), and is started again like one; it resolves with the
+ * thread's exit code. Tests and operators use it to prove the restart.
+ */
+export interface ReconcilerThread extends Reconciler {
+  kill(): Promise<number>;
+}
+
+/**
  * startReconcilerThread runs the reconciler in a worker thread (reconciler-thread.ts) and returns
  * a Reconciler that talks to it; the thread's log entries go to `log`. A thread that dies is
  * logged and started again, with a growing delay while starts keep failing: the runs it had in
@@ -46,7 +55,7 @@ const STABLE_MS = 60_000;
 export async function startReconcilerThread(
   settings: ReconcilerThreadSettings,
   log: Log,
-): Promise<Reconciler> {
+): Promise<ReconcilerThread> {
   const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   let worker: Worker | undefined;
   let closing = false;
@@ -124,6 +133,11 @@ export async function startReconcilerThread(
     run: (step, namespace, pool) => ask<PoolReport>({ op: "run", step, namespace, pool }),
     runEnv: (namespace, env) => ask<EnvReport>({ op: "run-env", namespace, env }),
     idle: () => ask<void>({ op: "idle" }),
+    kill: async () => {
+      const w = worker;
+      if (!w) throw new Error("no reconciler thread is running");
+      return w.terminate();
+    },
     close: async () => {
       closing = true;
       const w = worker;

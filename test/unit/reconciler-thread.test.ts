@@ -5,6 +5,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { startReconcilerThread } from "../../hosts/node/reconciler-worker.ts";
 import type { Log } from "../../lib/log.ts";
+import { until } from "../integration/support/kube.ts";
 
 /** A kubeconfig for an apiserver that is not there (port 1 refuses connections). */
 function nowhere(): string {
@@ -49,6 +50,34 @@ describe("the reconciler thread", () => {
       await reconciler.close();
     }
     await expect(reconciler.idle()).rejects.toThrow(/restarting|exited/);
+  });
+
+  it("is started again after it dies, and serves calls again", async () => {
+    const { log, entries } = recordingLog();
+    const historyPath = join(mkdtempSync(join(tmpdir(), "reconciler-")), "history.sqlite");
+    const reconciler = await startReconcilerThread(
+      { kubeconfig: nowhere(), historyPath, tickSeconds: 0, tickConcurrency: 1 },
+      log,
+    );
+    try {
+      await reconciler.idle();
+      expect(await reconciler.kill()).toBe(1);
+      // Until the new thread is up, calls fail at once rather than hang.
+      await expect(reconciler.idle()).rejects.toThrow(/restarting/);
+      await until("the restarted thread to answer", 10_000, async () =>
+        reconciler.idle().then(
+          () => true,
+          () => false,
+        ),
+      );
+      expect(entries.map((e) => e.msg)).toEqual(
+        expect.arrayContaining(["reconciler thread exited", "reconciler thread down; starting it again"]),
+      );
+      // The new thread runs steps as the first did.
+      await expect(reconciler.run("reconcile", "ns", "pool")).rejects.toThrow(/127\.0\.0\.1:1|ECONNREFUSED/);
+    } finally {
+      await reconciler.close();
+    }
   });
 
   it("fails to start, with the reason, when its settings cannot work", async () => {
