@@ -1,0 +1,139 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import { claimSandbox } from "../../functions/claim-sandbox.ts";
+import type { StepDeps } from "../../functions/deps.ts";
+import { targetDigests } from "../../functions/digests.ts";
+import { reconcilePool } from "../../functions/reconcile-pool.ts";
+import { releaseSandbox } from "../../functions/release-sandbox.ts";
+import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
+import type { SandboxRecord } from "../../lib/history/record.ts";
+import type { HistoryStore } from "../../lib/history/store.ts";
+import { KubeClient } from "../../lib/kube/client.ts";
+import type { KubeTransport } from "../../lib/kube/transport.ts";
+import { planStopping } from "../../lib/reconcile/stopping.ts";
+import { kube, until } from "./support/kube.ts";
+import { isReady, phaseOf, poolTest, reconcileUntil } from "./support/steps.ts";
+
+// A run that crashes after its k-th write, for every k, followed by normal runs: the pool still
+// converges, each sandbox's record is inserted once, and every pod ends idle exactly once. The
+// crash is a transport (and history) that, once the k-th write has reached the apiserver, loses
+// that write's answer and fails every later call, as a process killed at that point would.
+
+const t = poolTest("crash");
+const { kc } = kube();
+const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+/** crashPoint arms a crash after the k-th write of the next run; disarmed, it passes everything. */
+function crashPoint(real: KubeTransport) {
+  const s = { crashAfter: 0, writes: 0, crashed: false };
+  const check = () => {
+    if (s.crashed) throw new Error("crashed (injected)");
+  };
+  const transport: KubeTransport = async (req) => {
+    check();
+    const res = await real(req);
+    if (s.crashAfter > 0 && WRITES.has(req.method) && ++s.writes >= s.crashAfter) {
+      s.crashed = true;
+      check();
+    }
+    return res;
+  };
+  return {
+    transport,
+    check,
+    arm: (k: number) => Object.assign(s, { crashAfter: k, writes: 0, crashed: false }),
+    disarm: () => Object.assign(s, { crashAfter: 0, writes: 0, crashed: false }),
+    get crashed() {
+      return s.crashed;
+    },
+  };
+}
+
+const point = crashPoint(nodeKubeTransport(kc));
+const inserted = new Map<string, number>();
+const history: HistoryStore = {
+  put: async (record: SandboxRecord) => {
+    point.check();
+    const outcome = await t.deps.history.put(record);
+    if (outcome === "inserted") inserted.set(record.sandboxId, (inserted.get(record.sandboxId) ?? 0) + 1);
+    return outcome;
+  },
+  get: (id) => t.deps.history.get(id),
+  query: (q) => t.deps.history.query(q),
+};
+const deps: StepDeps = { ...t.deps, kube: new KubeClient(point.transport), history };
+
+const POOL = "crash";
+const SANDBOXES = 3;
+
+/**
+ * prepare brings the pool to the state the crashed run acts on: `replicas` pods idle, then
+ * SANDBOXES of them claimed, run and released, with their idle image back (ready for
+ * complete-stopping), and one more replica asked for (a pod to create). Returns the sandbox IDs.
+ */
+async function prepare(round: number, replicas: number): Promise<string[]> {
+  point.disarm();
+  const pods = () => t.pods(POOL);
+  await reconcileUntil(deps, t.ns, POOL, `${replicas} idle pods`, async () => {
+    const ps = await pods();
+    return (
+      ps.length === replicas &&
+      ps.every((p) => phaseOf(p) === "idle" && isReady(p) && !p.metadata?.deletionTimestamp)
+    );
+  });
+  const ids = Array.from({ length: SANDBOXES }, (_, i) => `crash-${round}-${i}`);
+  const idle = await pods();
+  for (const [i, sandboxId] of ids.entries()) {
+    const claimed = await claimSandbox(deps, idle[i] as V1Pod, {
+      sandboxId,
+      containerImages: { sandbox: "registry.local/sandbox/agent:1" },
+    });
+    expect(claimed.ok).toBe(true);
+  }
+  const running = await reconcileUntil(deps, t.ns, POOL, "the sandboxes running", async () => {
+    const ps = (await pods()).filter((p) => phaseOf(p) === "running");
+    return ps.length === SANDBOXES ? ps : undefined;
+  });
+  const pool = await deps.kube.getPool(t.ns, POOL);
+  for (const pod of running) {
+    const released = await releaseSandbox(deps, pool, pod, { stopReason: "Released" });
+    expect(released.ok).toBe(true);
+  }
+  // Wait, without running any step, until kwok has put the idle image back on all three.
+  await until("the released pods ready to return to idle", 30_000, async () => {
+    const ps = await pods();
+    return planStopping(ps, await targetDigests(deps, ps), deps.now()).length === SANDBOXES;
+  });
+  await deps.kube.patchPool(t.ns, POOL, [{ op: "replace", path: "/spec/replicas", value: replicas + 1 }]);
+  return ids;
+}
+
+describe("a run crashed after its k-th write, for every k", () => {
+  it("converges on the next runs: records inserted once, every pod idle, none created twice", async () => {
+    await t.createPool(POOL, SANDBOXES);
+    let replicas = SANDBOXES;
+    const crashedAt: number[] = [];
+    for (let k = 1; k <= 20; k++) {
+      const ids = await prepare(k, replicas);
+      replicas += 1;
+      point.arm(k);
+      const crashed = await reconcilePool(deps, t.ns, POOL).then(
+        () => point.crashed,
+        () => point.crashed,
+      );
+      point.disarm();
+      await reconcileUntil(deps, t.ns, POOL, `round ${k} converged`, async () => {
+        const ps = await t.pods(POOL);
+        return ps.length === replicas && ps.every((p) => phaseOf(p) === "idle" && isReady(p));
+      });
+      for (const id of ids) expect(inserted.get(id), `record of ${id} after a crash at write ${k}`).toBe(1);
+      const names = (await t.pods(POOL)).map((p) => p.metadata?.name);
+      expect(new Set(names).size).toBe(replicas);
+      if (!crashed) break; // the run did fewer than k writes: every crash point is covered
+      crashedAt.push(k);
+    }
+    // The run on this state writes several times (three returns to idle, a create, the status).
+    expect(crashedAt.length).toBeGreaterThanOrEqual(4);
+    expect(crashedAt).toEqual(crashedAt.map((_, i) => i + 1));
+  }, 300_000);
+});
