@@ -1,11 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { selectorsAfterFirst, shardOrder } from "../../lib/pool/claim-shards.ts";
 import { SERVED_MARK_ANNOTATION } from "../../lib/pool/pending-requests.ts";
-import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { ENVD_PORT, type PostStartHookAction } from "../../lib/sandbox/post-start-hooks.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
-import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
 import { claimTimeouts } from "../../lib/sandboxes/claim-timeouts.ts";
 import { routeEnv } from "../../lib/sandboxes/env-route.ts";
 import { newSandboxId } from "../../lib/sandboxes/ids.ts";
@@ -14,15 +11,10 @@ import type { CreateSandboxRequest } from "../../lib/sandboxes/schemas.ts";
 import { seal } from "../../lib/sandboxes/sealing.ts";
 import { type SandboxView, sandboxView } from "../../lib/sandboxes/view.ts";
 import { claimSandbox } from "../claim-sandbox.ts";
+import { type Claim, claimFrom } from "./claim-from.ts";
 import type { ApiDeps } from "./deps.ts";
 import { UNSUITABLE } from "./idle-dispatch.ts";
-import {
-  listCandidates,
-  type PoolResolution,
-  readTarget,
-  resolvePool,
-  type TargetReads,
-} from "./resolve-pool.ts";
+import { type PoolResolution, readTarget, resolvePool, type TargetReads } from "./resolve-pool.ts";
 import { recordDemand, waitForIdle } from "./wait-for-idle.ts";
 
 /** MAX_ATTEMPTS bounds the claim patches one create tries before answering 503. */
@@ -63,12 +55,6 @@ async function postStartHooks(
   ];
 }
 
-/**
- * Claim tries one pod of a pool for this create: undefined when it lost the race, UNSUITABLE when
- * the request does not fit the pool (either way: try another); it throws when the apiserver failed.
- */
-type Claim = (pod: V1Pod) => Promise<V1Pod | undefined | typeof UNSUITABLE>;
-
 /** Plan is where a create looks for an idle pod, and where it waits when there is none. */
 interface Plan {
   /** where names the target in errors ("namespace/pool", or "env namespace/name"). */
@@ -101,43 +87,6 @@ function planClaims(deps: ApiDeps, target: Extract<PoolResolution, { ok: true }>
     watch: members,
     grow: route.grow?.pool,
   };
-}
-
-/**
- * claimFrom lists the idle pods of a random group of the pool's claim shards, orders the
- * claimable ones (shuffled, so concurrent creates pick different pods) and tries them one by one
- * with the preconditioned claim patch; a lost race moves on to the next candidate, an exhausted
- * group to the next, larger one, until `budget` attempts are spent. `first` is a pool target's
- * first shard, listed alongside the pool read (see readTarget).
- */
-async function claimFrom(
-  deps: ApiDeps,
-  pool: SandboxPool,
-  claim: Claim,
-  budget: number,
-  first?: TargetReads,
-): Promise<{ pod?: V1Pod; tried: number }> {
-  const namespace = pool.metadata?.namespace ?? "";
-  const name = pool.metadata?.name ?? "";
-  const now = deps.now();
-  const window = scaleDownPolicyFor(pool).protectionWindowSeconds;
-  const { shards = shardOrder(deps.random), firstPage } = first ?? {};
-  const selectors = selectorsAfterFirst(name, shards, firstPage !== undefined, pool.status?.idleReplicas);
-  const pages: (() => Promise<V1Pod[]>)[] = [
-    ...(firstPage ? [async () => firstPage] : []),
-    ...selectors.map((selector) => () => listCandidates(deps, namespace, selector)),
-  ];
-  let tried = 0;
-  for (const list of pages) {
-    const page = await list();
-    for (const pod of orderCandidates(page, now, window, deps.random)) {
-      if (tried >= budget) return { tried };
-      tried++;
-      const won = await claim(pod);
-      if (won && won !== UNSUITABLE) return { pod: won, tried };
-    }
-  }
-  return { tried };
 }
 
 /**

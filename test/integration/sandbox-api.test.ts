@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LOSSES_BEFORE_FRESH_LOOK } from "../../functions/api/claim-from.ts";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import { reconcilePool } from "../../functions/reconcile-pool.ts";
 import { httpsRequest } from "./support/http.ts";
@@ -504,4 +505,24 @@ describe("sandbox API", () => {
     expect(new Set(all.map((s) => s.pod)).size).toBe(N);
     expect(new Set(all.map((s) => s.sandboxId)).size).toBe(N);
   }, 240_000);
+
+  it("a burst twice the pool's size fails fast: the pool's worth served, the rest a 503 after a fresh look", async () => {
+    const N = 30;
+    await readyPool("double", N);
+    const results = await Promise.all(
+      Array.from({ length: 2 * N }, () => api("POST", "/sandboxes", "alice", { pool: `${ns}/double` })),
+    );
+    const created = results
+      .filter((r) => r.status === 201)
+      .map((r) => (JSON.parse(r.body) as { pod: string }).pod);
+    const refused = results.filter((r) => r.status === 503);
+    expect(created.length + refused.length).toBe(2 * N);
+    expect(new Set(created).size).toBe(created.length);
+    expect(created.length).toBe(N);
+    // Each 503 stopped once a consistent list showed no idle pod: a few lost races, not a budget
+    // of 48 claim patches on pods the cache still showed.
+    const tried = refused.map((r) => Number(/tried (\d+)/.exec(JSON.parse(r.body).error.message)?.[1]));
+    expect(tried.every((n) => Number.isInteger(n))).toBe(true);
+    expect(Math.max(...tried)).toBeLessThanOrEqual(3 * LOSSES_BEFORE_FRESH_LOOK);
+  }, 120_000);
 });
