@@ -8,6 +8,7 @@ import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
 import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
 import { cpuProfile, profileSummary, requestCounts, requestTable } from "./apiserver-evidence.ts";
+import { RunningTimes } from "./running-times.ts";
 import {
   adminClient,
   cpuSeconds,
@@ -18,9 +19,12 @@ import {
   serverTiming,
   waitFor,
 } from "./support.ts";
+import { timedBurst } from "./timed-burst.ts";
 
 const LATENCY = Number(process.env.LATENCY ?? 200);
 const BURST = Number(process.env.BURST ?? 1000);
+/** DOUBLE: the pool size of the overload phase (an exact-size burst, then twice its size). */
+const DOUBLE = Number(process.env.DOUBLE ?? 300);
 /** TTR sequential creates with `wait` per pull delay measure the time to Running. */
 const TTR = Number(process.env.TTR ?? 30);
 /** Each burst's apiserver CPU profile starts PROFILE_DELAY_MS in, past the ramp-up. */
@@ -72,6 +76,8 @@ try {
     // The sequential bare pod PATCHes go to a pool of their own: patching a big pool's pods would
     // make every round list that whole pool (its pool run), a cost the creates would pay too.
     ["probe", 10, undefined],
+    ["exact", DOUBLE, undefined],
+    ["double", DOUBLE, undefined],
     ["ttr0", ttr, undefined],
     ["ttr300", ttr, "300ms"],
   ] as const;
@@ -82,6 +88,9 @@ try {
         "/apis/agents.navix.sh/v1alpha1/namespaces/bench/sandboxpools",
         json(pool(p, n, delay)),
       );
+  const ok = (what: string, want: number) => (r: { status: number; body: string }) => {
+    if (r.status !== want) throw new Error(`${what}: ${r.status} ${r.body}`);
+  };
   const idleCount = async (p: string) => {
     const selector = encodeURIComponent(`${SANDBOX_POOL_LABEL}=${p},${SANDBOX_PHASE_LABEL}=idle`);
     const res = await admin("GET", `/api/v1/namespaces/bench/pods?labelSelector=${selector}`);
@@ -96,6 +105,28 @@ try {
     return true;
   }, 300_000);
   await host.ask({ op: "idle" });
+  // The burst's baseline PATCHes pods of no pool: their audit events trigger no run at all, so
+  // the baseline carries none of our own load.
+  log(`creating ${BURST} bare pods (no pool) for the baseline burst`);
+  const barePods = Array.from({ length: BURST }, (_, i) => `bare-${i}`);
+  for (let i = 0; i < barePods.length; i += 100)
+    await Promise.all(
+      barePods.slice(i, i + 100).map(async (podName) =>
+        ok(
+          `bare pod ${podName}`,
+          201,
+        )(
+          await admin(
+            "POST",
+            "/api/v1/namespaces/bench/pods",
+            json({
+              metadata: { name: podName, labels: { "bench.agentbox/bare": "true" } },
+              spec: { containers: [{ name: "c", image: "registry.local/bare:1" }] },
+            }),
+          ),
+        ),
+      ),
+    );
 
   const pct = percentile;
   const ms = (xs: number[], p: number) => `${pct(xs, p).toFixed(1)} ms`;
@@ -104,9 +135,6 @@ try {
   });
   const mergePatch = (path: string, body: unknown) =>
     admin("PATCH", path, json(body), { "content-type": "application/merge-patch+json" });
-  const ok = (what: string, want: number) => (r: { status: number; body: string }) => {
-    if (r.status !== want) throw new Error(`${what}: ${r.status} ${r.body}`);
-  };
   const cm = await admin(
     "POST",
     "/api/v1/namespaces/bench/configmaps",
@@ -124,7 +152,6 @@ try {
         ).body,
       ) as { items: PodItem[] }
     ).items.map((x) => x.metadata?.name ?? "");
-  const burstPods = await podsOf("burst");
   const probePods = await podsOf("probe");
 
   // Latency: the three round trips interleaved, so each sees the same machine.
@@ -207,14 +234,24 @@ try {
     await profiled;
     return { result, seconds, cpu, requests, profile, summary: profileSummary(profile) };
   };
-  log(`burst: ${burstPods.length} concurrent pod PATCHes, then ${BURST} concurrent creates`);
-  const raw = await burst("raw PATCH burst", burstPods.length, 3, () =>
+  log(`burst: ${barePods.length} concurrent bare pod PATCHes, then ${BURST} concurrent creates`);
+  const raw = await burst("raw PATCH burst", barePods.length, 3, () =>
     Promise.all(
-      burstPods.map((p) =>
-        mergePatch(`/api/v1/namespaces/bench/pods/${p}`, { metadata: { annotations: { probe: "1" } } }),
+      barePods.map(async (p) =>
+        ok(
+          `bare patch ${p}`,
+          200,
+        )(
+          await mergePatch(`/api/v1/namespaces/bench/pods/${p}`, {
+            metadata: { annotations: { probe: "1" } },
+          }),
+        ),
       ),
     ),
   );
+  // What users feel: when each claimed pod reaches Running (from a watch), over the same burst.
+  const running = await RunningTimes.follow(state, "burst");
+  const claimStart = performance.now();
   const claims = await burst("claim burst", BURST, 8, () =>
     Promise.all(
       Array.from({ length: BURST }, () => api("POST", "/v1/sandboxes", json({ pool: "bench/burst" }))),
@@ -227,6 +264,16 @@ try {
   const other = results.filter((r) => r.status !== 201 && r.status !== 503);
   if (other.length > 0)
     throw new Error(`burst: ${other.length} answers neither 201 nor 503: ${other[0]?.body}`);
+  const lastRunning = await running.allRunning(
+    created.map((c) => c.pod),
+    120_000,
+  );
+  running.stop();
+  const runningPerSecond = created.length / ((lastRunning - claimStart) / 1000);
+  // Overload: an exact-size burst, then twice the pool's size against a pool as large.
+  log(`overload: ${DOUBLE} creates against ${DOUBLE} idle pods, then ${2 * DOUBLE} against ${DOUBLE}`);
+  const exact = await timedBurst(api, "bench/exact", DOUBLE);
+  const double = await timedBurst(api, "bench/double", 2 * DOUBLE);
   await host.ask({ op: "close" });
 
   console.log(
@@ -269,13 +316,32 @@ try {
     }
     console.log("");
   }
-  console.log("| burst | requests | created | 503 | double claims | wall time | per second |");
-  console.log("| --- | --- | --- | --- | --- | --- | --- |");
   console.log(
-    `| creates | ${BURST} | ${created.length} | ${unavailable} | ${created.length - distinctPods} | ${claims.seconds.toFixed(2)} s | ${(created.length / claims.seconds).toFixed(0)} |`,
+    "| burst | requests | created | 503 | double claims | wall time | per second | Running per second |",
+  );
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
+  console.log(
+    `| creates | ${BURST} | ${created.length} | ${unavailable} | ${created.length - distinctPods} | ${claims.seconds.toFixed(2)} s | ${(created.length / claims.seconds).toFixed(0)} | ${runningPerSecond.toFixed(0)} (last Running ${((lastRunning - claimStart) / 1000).toFixed(2)} s in) |`,
   );
   console.log(
-    `| bare pod merge-PATCHes | ${burstPods.length} | | | | ${raw.seconds.toFixed(2)} s | ${(burstPods.length / raw.seconds).toFixed(0)} |`,
+    `| bare pod merge-PATCHes (pods of no pool) | ${barePods.length} | | | | ${raw.seconds.toFixed(2)} s | ${(barePods.length / raw.seconds).toFixed(0)} | |`,
+  );
+  console.log(
+    `\n| overload, pool of ${DOUBLE} | creates | 201 | 503 | pool's worth served in | 201 per second | p99 of a 201 | p99 of a 503 | 503s within a 201's p99 |`,
+  );
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+  for (const [label, b] of [
+    ["exact size", exact],
+    ["twice the size", double],
+  ] as const)
+    console.log(
+      `| ${label} | ${b.creates} | ${b.served.length} | ${b.refused.length} | ${(b.lastServedMs / 1000).toFixed(2)} s | ${b.servedPerSecond.toFixed(0)} | ${ms(b.served, 99)} | ${b.refused.length ? ms(b.refused, 99) : "–"} | ${b.refused.length ? `${((100 * b.refused.filter((x) => x <= pct(b.served, 99)).length) / b.refused.length).toFixed(0)} %` : "–"} |`,
+    );
+  console.log(
+    `\nThe pool's worth at twice the size is served at ${(double.servedPerSecond / exact.servedPerSecond).toFixed(2)}× the exact-size rate (goal: ≥ 0.8×).`,
+  );
+  console.log(
+    `\n${json({ exact, double, runningPerSecond, createsPerSecond: created.length / claims.seconds, barePatchesPerSecond: barePods.length / raw.seconds })}`,
   );
   for (const b of [claims, raw])
     console.log(`\n${b.cpu}\n\n${b.requests}\n\n${b.summary}\n\n(profile: ${b.profile})`);
