@@ -13,6 +13,10 @@ const MAX_PAGES_PER_CALL = 10;
 /** V1_LIST_MAX bounds the deprecated unpaginated list (it reads pages until this many). */
 const V1_LIST_MAX = 1000;
 
+/** podKey names a pod across namespaces: pools of one name in two namespaces name their pods alike. */
+const podKey = (namespace: string | undefined, name: string | undefined) =>
+  `${namespace ?? ""}/${name ?? ""}`;
+
 /**
  * e2bListRoutes are E2B's sandbox lists: `GET /v2/sandboxes` (a page per call, the apiserver's
  * continue token as X-Next-Token) and the deprecated unpaginated `GET /sandboxes`. Both show the
@@ -20,9 +24,6 @@ const V1_LIST_MAX = 1000;
  * is an empty list. Filters on metadata and template are applied to each apiserver page; a call
  * reads up to ten pages to fill its own, so a page is short only when matches are sparse.
  */
-/** podKey names a pod across namespaces: pools of one name in two namespaces name their pods alike. */
-const podKey = (namespace: string | undefined, name: string | undefined) => `${namespace ?? ""}/${name ?? ""}`;
-
 export function e2bListRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
   const app = new Hono<E2bEnv>();
   const readMetadata = (text: string | undefined) => {

@@ -27,6 +27,7 @@ import {
 } from "../lib/e2b/views.ts";
 import { isApiServerTrouble } from "../lib/kube/errors.ts";
 import { bearerOrApiKey, type Tenant } from "../lib/sandboxes/api-keys.ts";
+import { tooManySandboxes } from "../lib/sandboxes/errors.ts";
 import { envdAccessToken } from "../lib/sandboxes/sealing.ts";
 import type { TimeoutChange } from "../lib/sandboxes/timeouts.ts";
 import { sandboxView, whyNotRunning } from "../lib/sandboxes/view.ts";
@@ -117,6 +118,8 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
         );
       if (outcome.reason === "invalid") return fail(c, 400, outcome.message);
       if (outcome.reason === "not-configured") return fail(c, 501, outcome.message);
+      if (outcome.reason === "limited")
+        return fail(c, 429, tooManySandboxes(outcome.team, outcome.held, outcome.limit).body.error.message);
       c.header("Retry-After", "1");
       return fail(
         c,

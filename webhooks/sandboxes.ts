@@ -20,6 +20,7 @@ import {
   notConfigured,
   notFound,
   notRunning,
+  tooManySandboxes,
   unauthorized,
   unavailable,
 } from "../lib/sandboxes/errors.ts";
@@ -158,6 +159,8 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
       return send(c, notFound(`no ${outcome.what} "${outcome.name}" for you`, outcome.choices));
     if (outcome.reason === "invalid") return send(c, badRequest(outcome.message));
     if (outcome.reason === "not-configured") return send(c, notConfigured(outcome.message));
+    if (outcome.reason === "limited")
+      return send(c, tooManySandboxes(outcome.team, outcome.held, outcome.limit));
     c.header("Retry-After", "1");
     return send(c, unavailable(`no idle sandbox in ${outcome.where} right now (tried ${outcome.tried})`));
   });

@@ -9,12 +9,14 @@ import { newSandboxId } from "../../lib/sandboxes/ids.ts";
 import { requestedImages } from "../../lib/sandboxes/requested-images.ts";
 import type { CreateSandboxRequest } from "../../lib/sandboxes/schemas.ts";
 import { seal } from "../../lib/sandboxes/sealing.ts";
+import { limitFor } from "../../lib/sandboxes/team-limits.ts";
 import { type SandboxView, sandboxView } from "../../lib/sandboxes/view.ts";
 import { claimSandbox } from "../claim-sandbox.ts";
 import { type Claim, claimFrom } from "./claim-from.ts";
 import type { ApiDeps } from "./deps.ts";
 import { UNSUITABLE } from "./idle-dispatch.ts";
 import { type PoolResolution, readTarget, resolvePool, type TargetReads } from "./resolve-pool.ts";
+import { teamSandboxes } from "./team-usage.ts";
 import { recordDemand, waitForIdle } from "./wait-for-idle.ts";
 
 /** MAX_ATTEMPTS bounds the claim patches one create tries before answering 503. */
@@ -25,7 +27,8 @@ export type CreateOutcome =
   | { ok: false; reason: "unknown"; what: "pool" | "env" | "template"; name: string; choices: string[] }
   | { ok: false; reason: "invalid"; message: string }
   | { ok: false; reason: "not-configured"; message: string }
-  | { ok: false; reason: "exhausted"; where: string; tried: number };
+  | { ok: false; reason: "exhausted"; where: string; tried: number }
+  | { ok: false; reason: "limited"; team: string; held: number; limit: number };
 
 /** ClaimExtras are what the E2B API adds to a create: envd's /init even without env vars, and annotations. */
 export interface ClaimExtras {
@@ -121,6 +124,10 @@ export async function createSandbox(
       name: resolved.name,
       choices: resolved.choices,
     };
+  const limit = limitFor(deps.teamLimits, tenant.team);
+  const held = limit === undefined ? 0 : await teamSandboxes(deps, tenant.team);
+  if (limit !== undefined && held >= limit)
+    return { ok: false, reason: "limited", team: tenant.team, held, limit };
   const plan = planClaims(deps, resolved);
   const sample = plan.watch[0];
   if (!sample) return { ok: false, reason: "exhausted", where: plan.where, tried: 0 };

@@ -1,4 +1,5 @@
 import type { KubeWatchTransport } from "../../lib/kube/transport.ts";
+import type { TeamLimits } from "../../lib/sandboxes/team-limits.ts";
 import type { StepDeps } from "../deps.ts";
 import type { CreateStamps } from "./create-stamps.ts";
 import type { IdleDispatch } from "./idle-dispatch.ts";
@@ -18,6 +19,8 @@ export interface ApiDeps extends StepDeps {
   stamps?: CreateStamps;
   /** envdPort is the port post-start hooks reach envd on (default 49983, E2B's). */
   envdPort?: number;
+  /** teamLimits cap each team's sandboxes held at once (none when unset). */
+  teamLimits?: TeamLimits;
   /** watch streams watch requests (waiting for a sandbox to run). */
   watch: KubeWatchTransport;
 }

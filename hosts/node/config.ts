@@ -8,6 +8,7 @@ import {
   type IdleReleaseMode,
   idleReleaseMode,
 } from "../../lib/reconcile/idle-release.ts";
+import { parseTeamLimits, type TeamLimits } from "../../lib/sandboxes/team-limits.ts";
 
 const Port = v.pipe(
   v.string(),
@@ -70,6 +71,9 @@ const ENV = v.object({
     ),
     "false",
   ),
+  // How many sandboxes a team may hold at once: one cap for all, and team=n overrides.
+  AGENTBOX_TEAM_SANDBOX_LIMIT: v.optional(v.string()),
+  AGENTBOX_TEAM_SANDBOX_LIMITS: v.optional(v.string()),
   // How long one apiserver request may take (DEFAULT_KUBE_TIMEOUTS): a read, a list, a write.
   AGENTBOX_KUBE_READ_TIMEOUT_SECONDS: v.optional(TimeoutSeconds, String(DEFAULT_KUBE_TIMEOUTS.read / 1000)),
   AGENTBOX_KUBE_LIST_TIMEOUT_SECONDS: v.optional(TimeoutSeconds, String(DEFAULT_KUBE_TIMEOUTS.list / 1000)),
@@ -155,6 +159,8 @@ export interface HostEnv {
   /** idleRelease is what counts as activity for idle timeouts (see IdleReleaseMode). */
   idleRelease: IdleReleaseMode;
   logLevel: string;
+  /** teamLimits cap each team's sandboxes (AGENTBOX_TEAM_SANDBOX_LIMIT[S]); none when unset. */
+  teamLimits?: TeamLimits;
   /** kubeTimeouts bound each apiserver request, in ms (AGENTBOX_KUBE_*_TIMEOUT_SECONDS). */
   kubeTimeouts: KubeTimeouts;
   /** activitySource is the optional pulled activity source (readActivitySource). */
@@ -225,6 +231,8 @@ export function readHostEnv(
     "AGENTBOX_ACTIVITY_SOURCE_URL",
   );
   if (!idle.ok) errors.push(`AGENTBOX_IDLE_RELEASE: ${idle.error}`);
+  const limits = parseTeamLimits(e.AGENTBOX_TEAM_SANDBOX_LIMIT, e.AGENTBOX_TEAM_SANDBOX_LIMITS);
+  if (!limits.ok) errors.push(`AGENTBOX_TEAM_SANDBOX_LIMIT(S): ${limits.error}`);
   if (callbackToken && callbackToken === adminToken)
     errors.push("AGENTBOX_ADMIN_TOKEN: must differ from the callback token");
   if (errors.length) return { ok: false, errors };
@@ -246,6 +254,7 @@ export function readHostEnv(
       adoptPools: e.AGENTBOX_ADOPT_POOLS,
       idleRelease: idle.ok ? idle.mode : "off",
       logLevel: e.LOG_LEVEL,
+      ...(limits.ok && limits.value ? { teamLimits: limits.value } : {}),
       kubeTimeouts: {
         read: Math.round(e.AGENTBOX_KUBE_READ_TIMEOUT_SECONDS * 1000),
         list: Math.round(e.AGENTBOX_KUBE_LIST_TIMEOUT_SECONDS * 1000),

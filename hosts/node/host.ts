@@ -10,6 +10,7 @@ import { orMissing } from "../../lib/kube/errors.ts";
 import type { KubeTimeouts } from "../../lib/kube/transport.ts";
 import type { Log } from "../../lib/log.ts";
 import type { IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
+import type { TeamLimits } from "../../lib/sandboxes/team-limits.ts";
 import { auditEnvTargets, auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
 import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
@@ -58,6 +59,8 @@ export interface HostConfig {
   postStartDeadlineSeconds?: number;
   /** The pulled activity source idle-release asks first (none: the last-active annotation only). */
   activitySource?: ActivitySourceConfig;
+  /** teamLimits cap each team's sandboxes held at once (none when unset). */
+  teamLimits?: TeamLimits;
   /** kubeTimeouts bound each apiserver request by kind, in ms (DEFAULT_KUBE_TIMEOUTS). */
   kubeTimeouts?: Partial<KubeTimeouts>;
   /** onAuditEvents also receives every accepted batch (tests record them). */
@@ -101,6 +104,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     stamps: new CreateStamps(deps),
     idle: new IdleDispatch({ ...deps, random: Math.random, watch }),
     ...(config.envdPort ? { envdPort: config.envdPort } : {}),
+    ...(config.teamLimits ? { teamLimits: config.teamLimits } : {}),
     watch,
   };
   const reconciler = await startReconcilerThread(

@@ -31,6 +31,7 @@ const host = await startHost({
   idleRelease: c.idleRelease,
   log: logger,
   kubeTimeouts: c.kubeTimeouts,
+  ...(c.teamLimits ? { teamLimits: c.teamLimits } : {}),
   ...(c.activitySource ? { activitySource: c.activitySource } : {}),
 });
 logger.info(

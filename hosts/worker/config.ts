@@ -1,6 +1,7 @@
 import * as v from "valibot";
 import { parseWith } from "../../lib/api/parse.ts";
 import { IDLE_RELEASE_MODES, idleReleaseMode } from "../../lib/reconcile/idle-release.ts";
+import { parseTeamLimits } from "../../lib/sandboxes/team-limits.ts";
 
 const Secret = (min: number) => v.pipe(v.string(), v.minLength(min, `must be at least ${min} characters`));
 const Count = (def: string, max: number) =>
@@ -61,6 +62,9 @@ const WorkerEnvSchema = v.object({
     ),
     "false",
   ),
+  /** TEAM_SANDBOX_LIMIT(S): the sandboxes a team may hold at once, as on the Node host. */
+  TEAM_SANDBOX_LIMIT: v.optional(v.string()),
+  TEAM_SANDBOX_LIMITS: v.optional(v.string()),
   /** TICK_NAMESPACE limits the tick to one namespace (a namespace-scoped deployment). */
   TICK_NAMESPACE: v.optional(
     v.pipe(v.string(), v.regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a namespace name")),
@@ -85,6 +89,8 @@ export type WorkerBindings = Env & {
   IDLE_RELEASE?: string;
   ACTIVITY_SOURCE_URL?: string;
   ACTIVITY_SOURCE_TOKEN?: string;
+  TEAM_SANDBOX_LIMIT?: string;
+  TEAM_SANDBOX_LIMITS?: string;
   /** KUBE_MTLS is an optional [[mtls_certificates]] binding: requests to the apiserver go through it. */
   KUBE_MTLS?: { fetch: typeof fetch };
 };
@@ -125,5 +131,8 @@ export function readWorkerEnv(
       "ACTIVITY_SOURCE_URL",
     );
   if (idle && !idle.ok) errors.push(`IDLE_RELEASE: ${idle.error}`);
+  const limits =
+    parsed.ok && parseTeamLimits(parsed.value.TEAM_SANDBOX_LIMIT, parsed.value.TEAM_SANDBOX_LIMITS);
+  if (limits && !limits.ok) errors.push(`TEAM_SANDBOX_LIMIT(S): ${limits.error}`);
   return errors.length || !parsed.ok ? { ok: false, errors } : { ok: true, value: parsed.value };
 }

@@ -2,6 +2,7 @@
 // apiserver reached over fetch (a tunnel, or an mTLS binding) and history in D1. `fetch` serves
 // the API, the admission and audit webhooks and the manual triggers; an audit batch's reconciles
 // run after the answer (waitUntil). `scheduled` (cron, per minute) runs the tick.
+
 import {
   ACTIVITY_REUSE_MS,
   DEFAULT_ACTIVITY_TIMEOUT_MS,
@@ -23,6 +24,7 @@ import { fetchKubeTransport, fetchKubeWatch } from "../../lib/kube/fetch-transpo
 import { consoleLog, type Log } from "../../lib/log.ts";
 import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
 import { importSealKeys, type SealKeys } from "../../lib/sandboxes/sealing.ts";
+import { parseTeamLimits, type TeamLimits } from "../../lib/sandboxes/team-limits.ts";
 import { auditEnvTargets, auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
 import { createApp } from "../app.ts";
 import { readWorkerEnv, type WorkerBindings, type WorkerConfig } from "./config.ts";
@@ -91,8 +93,15 @@ async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): 
     pending: new PendingGauge(deps, `worker-${crypto.randomUUID().slice(0, 12)}`),
     stamps: new CreateStamps(deps),
     ...(config.ENVD_PORT ? { envdPort: config.ENVD_PORT } : {}),
+    ...teamLimitsOf(config),
     watch: fetchKubeWatch(kube),
   };
+}
+
+/** teamLimitsOf is the Worker's team caps (readWorkerEnv has refused bad ones already). */
+function teamLimitsOf(config: WorkerConfig): { teamLimits?: TeamLimits } {
+  const limits = parseTeamLimits(config.TEAM_SANDBOX_LIMIT, config.TEAM_SANDBOX_LIMITS);
+  return limits.ok && limits.value ? { teamLimits: limits.value } : {};
 }
 
 const misconfigured = (errors: string[]) =>

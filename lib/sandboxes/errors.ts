@@ -20,7 +20,7 @@ export interface ApiErrorBody {
 
 /** ApiError is a status and the body to send with it. */
 export interface ApiError {
-  status: 400 | 401 | 404 | 409 | 501 | 503 | 504;
+  status: 400 | 401 | 404 | 409 | 429 | 501 | 503 | 504;
   body: ApiErrorBody;
 }
 
@@ -81,4 +81,20 @@ export function conflict(message: string): ApiError {
  */
 export function notRunning(message: string, sandbox: unknown): ApiError {
   return { status: 504, body: { error: { code: "StartupTimeout", message, sandbox } } };
+}
+
+/**
+ * tooManySandboxes (429): the team holds as many sandboxes as its limit allows; the message names
+ * the limit and the setting, and a release makes room (no Retry-After: time alone does not).
+ */
+export function tooManySandboxes(team: string, held: number, limit: number): ApiError {
+  return {
+    status: 429,
+    body: {
+      error: {
+        code: "TooManySandboxes",
+        message: `team "${team}" holds ${held} sandboxes, its limit is ${limit} (AGENTBOX_TEAM_SANDBOX_LIMIT[S]); release one first`,
+      },
+    },
+  };
 }

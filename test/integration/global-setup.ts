@@ -95,6 +95,8 @@ export default async function setup(project: TestProject) {
     log: logger,
     auditNamespacePrefix: "audit-",
     clusterId: "local",
+    // Only the team "capped" is capped, so no other test meets the limit.
+    teamLimits: { teams: { capped: 2 } },
     onAuditEvents: (list) => appendFileSync(auditLog, `${JSON.stringify(list)}\n`),
   }).catch((e: unknown) => {
     throw new Error(

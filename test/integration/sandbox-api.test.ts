@@ -525,4 +525,33 @@ describe("sandbox API", () => {
     expect(tried.every((n) => Number.isInteger(n))).toBe(true);
     expect(Math.max(...tried)).toBeLessThanOrEqual(3 * LOSSES_BEFORE_FRESH_LOOK);
   }, 120_000);
+
+  it("caps a team's sandboxes: beyond its limit a create gets a 429 naming it, and a release makes room", async () => {
+    await readyPool("capped", 3);
+    const capped = await createApiKey(
+      { kube: deps.kube, apiKeys: keys, now: () => new Date() },
+      { team: "capped", user: "carol" },
+    );
+    const create = () => api("POST", "/sandboxes", capped, { pool: `${ns}/capped` });
+    const first = await create();
+    const second = await create();
+    expect([first.status, second.status]).toEqual([201, 201]);
+    const third = await create();
+    expect(third.status).toBe(429);
+    expect(JSON.parse(third.body).error).toEqual({
+      code: "TooManySandboxes",
+      message:
+        'team "capped" holds 2 sandboxes, its limit is 2 (AGENTBOX_TEAM_SANDBOX_LIMIT[S]); release one first',
+    });
+    // The refused create took nothing: the third pod is still idle, and other teams still get it.
+    expect((await pods("capped")).filter((p) => phaseOf(p) === "idle")).toHaveLength(1);
+    const id = JSON.parse(first.body).sandboxId as string;
+    expect((await api("DELETE", `/sandboxes/${id}`, capped)).status).toBe(204);
+    const again = await until("a create after the release", 10_000, async () => {
+      const r = await create();
+      return r.status === 201 ? r : undefined;
+    });
+    expect(again.status).toBe(201);
+    expect((await api("POST", "/sandboxes", "alice", { pool: `${ns}/capped` })).status).not.toBe(429);
+  });
 });

@@ -33,6 +33,19 @@ describe("readHostEnv", () => {
     });
   });
 
+  it("reads the team sandbox limits and names a bad one", () => {
+    const r = readHostEnv({
+      ...valid,
+      AGENTBOX_TEAM_SANDBOX_LIMIT: "20",
+      AGENTBOX_TEAM_SANDBOX_LIMITS: "ml=50",
+    });
+    expect(r.ok && r.value.teamLimits).toEqual({ all: 20, teams: { ml: 50 } });
+    const bad = readHostEnv({ ...valid, AGENTBOX_TEAM_SANDBOX_LIMITS: "ml" });
+    expect(bad.ok ? [] : bad.errors).toEqual([
+      'AGENTBOX_TEAM_SANDBOX_LIMIT(S): "ml" is not team=count (a team name, a whole number)',
+    ]);
+  });
+
   it("reads the apiserver request timeouts and names each bad one", () => {
     const r = readHostEnv({
       ...valid,
