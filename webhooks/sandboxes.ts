@@ -115,7 +115,8 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
     );
     const body = await readJson(c.req.raw);
     const req = body.ok ? parseWith(CreateSandboxRequest, body.value) : undefined;
-    const reads = req?.ok ? readTarget(deps, req.value) : undefined;
+    const known = tenantP.then((key) => key.ok && key.value !== undefined);
+    const reads = req?.ok ? readTarget(deps, req.value, known) : undefined;
     reads?.then(
       () => {
         took.target = since(t0);

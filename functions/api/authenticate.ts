@@ -1,12 +1,13 @@
-import { isNotFound } from "../../lib/kube/errors.ts";
+import type { V1Secret } from "@kubernetes/client-node";
+import { orMissing } from "../../lib/kube/errors.ts";
 import { decodeStoredKeyEntry, hashApiKey, type Tenant } from "../../lib/sandboxes/api-keys.ts";
 import type { ApiDeps } from "./deps.ts";
 
 /**
  * authenticate maps a presented API key to its tenant by looking its SHA-256 up in the keys
- * Secret. It reads the apiserver's watch cache first and, for a key not found there, etcd itself,
- * so a key created a moment ago works and a revoked key stops working within the cache's lag
- * (milliseconds). Only hashes are stored, so the Secret never reveals a usable key; undefined for
+ * Secret. It reads the apiserver's watch cache first and, for a key not found there, etcd itself
+ * (shared by the host's requests within a second, deps.keyReads), so a key created a moment ago
+ * works and a revoked key stops working within the cache's lag (milliseconds). Only hashes are stored, so the Secret never reveals a usable key; undefined for
  * unknown keys or no Secret.
  */
 export async function authenticate(
@@ -15,15 +16,15 @@ export async function authenticate(
 ): Promise<Tenant | undefined> {
   if (!presented) return undefined;
   const hash = await hashApiKey(presented);
-  const lookup = async (cached: boolean) => {
-    try {
-      const secret = await deps.kube.getSecret(deps.apiKeys.namespace, deps.apiKeys.name, { cached });
-      const entry = secret.data?.[hash];
-      return entry ? decodeStoredKeyEntry(entry) : undefined;
-    } catch (e) {
-      if (isNotFound(e)) return undefined;
-      throw e;
-    }
+  const read = (cached: boolean) =>
+    orMissing(deps.kube.getSecret(deps.apiKeys.namespace, deps.apiKeys.name, { cached }));
+  const lookup = (secret: V1Secret | undefined) => {
+    const entry = secret?.data && Object.hasOwn(secret.data, hash) ? secret.data[hash] : undefined;
+    return entry ? decodeStoredKeyEntry(entry) : undefined;
   };
-  return (await lookup(true)) ?? lookup(false);
+  const cached = lookup(await read(true));
+  if (cached) return cached;
+  // Not in the watch cache: a key made a moment ago, or no key at all. One etcd read per
+  // interval serves every such request of this host (deps.keyReads), so unknown keys stay cheap.
+  return lookup(await (deps.keyReads ? deps.keyReads.get(() => read(false)) : read(false)));
 }

@@ -1,5 +1,7 @@
+import type { V1Secret } from "@kubernetes/client-node";
 import type { KubeWatchTransport } from "../../lib/kube/transport.ts";
 import type { TeamLimits } from "../../lib/sandboxes/team-limits.ts";
+import type { SharedRead } from "../../lib/util/shared-read.ts";
 import type { StepDeps } from "../deps.ts";
 import type { CreateStamps } from "./create-stamps.ts";
 import type { IdleDispatch } from "./idle-dispatch.ts";
@@ -19,6 +21,8 @@ export interface ApiDeps extends StepDeps {
   stamps?: CreateStamps;
   /** envdPort is the port post-start hooks reach envd on (default 49983, E2B's). */
   envdPort?: number;
+  /** keyReads shares the key check's etcd reads of the keys Secret among this host's requests. */
+  keyReads?: SharedRead<V1Secret | undefined>;
   /** teamLimits cap each team's sandboxes held at once (none when unset). */
   teamLimits?: TeamLimits;
   /** watch streams watch requests (waiting for a sandbox to run). */

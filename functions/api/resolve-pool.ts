@@ -57,31 +57,42 @@ export async function listCandidates(deps: ApiDeps, namespace: string, selector:
 
 /**
  * cachedThenFresh reads from the apiserver's watch cache and, only when the object is missing
- * there, once more from etcd: an object created a moment ago is found, and the common case costs
- * no quorum read.
+ * there and the caller is known (`known` resolves true), once more from etcd: an object created a
+ * moment ago is found, the common case costs no quorum read, and an anonymous caller never does.
  */
-async function cachedThenFresh<T>(read: (opts: { cached?: boolean }) => Promise<T>): Promise<T | undefined> {
-  return (await orMissing(read({ cached: true }))) ?? orMissing(read({}));
+async function cachedThenFresh<T>(
+  read: (opts: { cached?: boolean }) => Promise<T>,
+  known: Promise<boolean>,
+): Promise<T | undefined> {
+  return (await orMissing(read({ cached: true }))) ?? ((await known) ? orMissing(read({})) : undefined);
 }
 
 /**
  * readTarget reads what a target names: the pool and its template, or the template and the pools.
- * It needs no tenant, so the claim path runs it while the API key is being checked; for a named
- * pool it lists the first candidates at the same time (used only once the tenant may use it).
+ * It needs no tenant, so the claim path runs it while the API key is being checked: `known`
+ * resolves once the key is, true when it was good. Until then only watch-cache reads of the named
+ * objects run; a named pool's first candidates are listed, and a missing object is read from etcd,
+ * only for a known caller. An anonymous create costs no quorum read and no candidate list.
  */
-export async function readTarget(deps: ApiDeps, target: Target): Promise<TargetReads> {
-  if (target.env) return readEnvTarget(deps, target.env);
+export async function readTarget(
+  deps: ApiDeps,
+  target: Target,
+  known: Promise<boolean> = Promise.resolve(true),
+): Promise<TargetReads> {
+  if (target.env) return readEnvTarget(deps, target.env, known);
   if (target.pool) {
     const [namespace = "", name = ""] = target.pool.split("/");
     // One random shard: the pool's idle count, which sizes the later groups, is not known yet. On
     // a pool of fewer than ~64 idle pods that shard is often empty and the create lists once more.
     const shards = shardOrder(deps.random);
-    const first = listCandidates(deps, namespace, shardGroupSelector(name, shards.slice(0, 1)));
+    const first = known.then((ok) =>
+      ok ? listCandidates(deps, namespace, shardGroupSelector(name, shards.slice(0, 1))) : undefined,
+    );
     first.catch(() => {}); // awaited below, unless the pool read fails first
-    const pool = await cachedThenFresh((o) => deps.kube.getPool(namespace, name, o));
+    const pool = await cachedThenFresh((o) => deps.kube.getPool(namespace, name, o), known);
     const templateName = pool?.spec.templateName;
     const template = templateName
-      ? await cachedThenFresh((o) => deps.kube.getTemplate(templateName, o))
+      ? await cachedThenFresh((o) => deps.kube.getTemplate(templateName, o), known)
       : undefined;
     const firstPage = pool ? await first : undefined;
     return {
@@ -93,7 +104,7 @@ export async function readTarget(deps: ApiDeps, target: Target): Promise<TargetR
   }
   const name = target.template ?? "";
   const [template, pools, envs] = await Promise.all([
-    cachedThenFresh((o) => deps.kube.getTemplate(name, o)),
+    cachedThenFresh((o) => deps.kube.getTemplate(name, o), known),
     // From the watch cache: the pool choice only needs idle counts, and an unauthenticated caller's
     // read (this runs alongside the key check) costs no quorum read of every pool.
     deps.kube.listPools(undefined, { cached: true }),
@@ -103,15 +114,15 @@ export async function readTarget(deps: ApiDeps, target: Target): Promise<TargetR
 }
 
 /** readEnvTarget reads an Env target: the Env, its template and the pools of its namespace. */
-async function readEnvTarget(deps: ApiDeps, ref: string): Promise<TargetReads> {
+async function readEnvTarget(deps: ApiDeps, ref: string, known: Promise<boolean>): Promise<TargetReads> {
   const [namespace = "", name = ""] = ref.split("/");
   const [env, pools] = await Promise.all([
-    cachedThenFresh((o) => deps.kube.getEnv(namespace, name, o)),
+    cachedThenFresh((o) => deps.kube.getEnv(namespace, name, o), known),
     deps.kube.listPools(namespace, { cached: true }),
   ]);
   const templateName = env?.spec.templateRef.name;
   const template = templateName
-    ? await cachedThenFresh((o) => deps.kube.getTemplate(templateName, o))
+    ? await cachedThenFresh((o) => deps.kube.getTemplate(templateName, o), known)
     : undefined;
   return { ...(env ? { env } : {}), ...(template ? { template } : {}), envPools: pools.items };
 }

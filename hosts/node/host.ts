@@ -12,6 +12,7 @@ import type { Log } from "../../lib/log.ts";
 import type { IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import type { TeamLimits } from "../../lib/sandboxes/team-limits.ts";
 import { auditEnvTargets, auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
+import { SharedRead } from "../../lib/util/shared-read.ts";
 import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
 import { nodeKubeWatch } from "./kube-transport.ts";
@@ -67,6 +68,9 @@ export interface HostConfig {
   onAuditEvents?: (list: AuditEventList) => void;
 }
 
+/** KEY_READ_SHARE_MS: how long one etcd read of the keys Secret serves this host's key checks. */
+const KEY_READ_SHARE_MS = 1000;
+
 export interface Host {
   /** deps are the steps' dependencies in the host's own thread (the API's waiting creates use them). */
   deps: StepDeps;
@@ -105,6 +109,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     idle: new IdleDispatch({ ...deps, random: Math.random, watch }),
     ...(config.envdPort ? { envdPort: config.envdPort } : {}),
     ...(config.teamLimits ? { teamLimits: config.teamLimits } : {}),
+    keyReads: new SharedRead(KEY_READ_SHARE_MS, () => Date.now()),
     watch,
   };
   const reconciler = await startReconcilerThread(

@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApiKey } from "../../functions/api/create-api-key.ts";
+import type { ApiDeps } from "../../functions/api/deps.ts";
+import { nodeKubeTransport, nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
+import { KubeClient } from "../../lib/kube/client.ts";
+import type { KubeRequest } from "../../lib/kube/transport.ts";
+import { SharedRead } from "../../lib/util/shared-read.ts";
+import { sandboxRoutes } from "../../webhooks/sandboxes.ts";
+import { kube, newNamespace } from "./support/kube.ts";
+import { POOLS, poolObject, testDeps } from "./support/steps.ts";
+
+// What an anonymous create costs the apiserver, counted on the wire of the real one: the sandbox
+// routes run in this process over a transport that records every request.
+
+const { core, custom, kc } = kube();
+const sent: KubeRequest[] = [];
+const real = nodeKubeTransport(kc);
+const base = testDeps();
+const deps: ApiDeps = {
+  ...base,
+  kube: new KubeClient(async (req) => {
+    sent.push(req);
+    return real(req);
+  }),
+  apiKeys: { namespace: "agentbox-system", name: "agentbox-api-keys" },
+  random: Math.random,
+  watch: nodeKubeWatch(kc),
+  keyReads: new SharedRead(1000, () => Date.now()),
+};
+const app = sandboxRoutes(deps);
+let ns = "";
+let cleanup = async () => {};
+let key = "";
+
+beforeAll(async () => {
+  ({ ns, cleanup } = await newNamespace(core, "anon"));
+  await core.createNamespace({ body: { metadata: { name: deps.apiKeys.namespace } } }).catch(() => {});
+  key = await createApiKey(deps, { team: "anon-test", user: "u" });
+  await custom.createNamespacedCustomObject({ ...POOLS, namespace: ns, body: poolObject(ns, "p", 0) });
+});
+afterAll(async () => {
+  await cleanup();
+  base.history.close();
+});
+
+const create = (apiKey: string) =>
+  app.request("/sandboxes", {
+    method: "POST",
+    headers: { "x-api-key": apiKey, "content-type": "application/json" },
+    body: JSON.stringify({ pool: `${ns}/p` }),
+  });
+const quorum = (r: KubeRequest) => r.method === "GET" && r.query?.resourceVersion === undefined;
+
+describe("an anonymous create", () => {
+  it("costs no candidate list and no quorum read per request, and is a 401", async () => {
+    sent.length = 0;
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => create(`abx_unknown-${i}`)));
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 401));
+    expect(sent.filter((r) => r.path.endsWith("/pods"))).toEqual([]);
+    // The keys Secret from etcd once for all twenty (shared), and nothing else from etcd.
+    expect(sent.filter(quorum).map((r) => r.path)).toEqual([
+      `/api/v1/namespaces/${deps.apiKeys.namespace}/secrets/${deps.apiKeys.name}`,
+    ]);
+  });
+
+  it("while a known key's create still lists its candidates", async () => {
+    sent.length = 0;
+    const answer = await create(key);
+    expect(answer.status).toBe(503); // the pool has no pods
+    expect(sent.some((r) => r.method === "GET" && r.path === `/api/v1/namespaces/${ns}/pods`)).toBe(true);
+  });
+});
