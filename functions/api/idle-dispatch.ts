@@ -4,6 +4,7 @@ import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { KubeError } from "../../lib/kube/errors.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
+import { retryDelay } from "../../lib/util/backoff.ts";
 import type { ApiDeps } from "./deps.ts";
 
 /**
@@ -47,8 +48,6 @@ interface Stream {
   controller: AbortController;
 }
 
-/** RETRY_MS: how long a watch that ended or failed waits before it is opened again (doubling). */
-const RETRY_MS = [100, 200, 400, 800, 1600];
 /** CLAIM_RETRY_MS: how long a pod whose claim failed (not lost: failed) waits before the next try. */
 const CLAIM_RETRY_MS = 250;
 
@@ -165,7 +164,7 @@ export class IdleDispatch {
           if (!signal.aborted) this.deps.log.debug({ err: String(e) }, "idle watch failed; reopening");
         });
       if (Date.now() - opened > 10_000) attempt = 0;
-      const delay = RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)] ?? 1000;
+      const delay = retryDelay(attempt);
       if (!signal.aborted) await new Promise((r) => setTimeout(r, delay));
     }
   }

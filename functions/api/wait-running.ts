@@ -3,6 +3,7 @@ import { POST_START_HOOKS_ANNOTATION, SANDBOX_ID_LABEL, SANDBOX_PHASE } from "..
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
 import { sandboxPhaseOf } from "../../lib/sandbox/inplace-state.ts";
+import { retryDelay } from "../../lib/util/backoff.ts";
 import { latestOnly } from "../../lib/util/latest-only.ts";
 import { runPodSteps } from "../reconcile-pod.ts";
 import type { ApiDeps } from "./deps.ts";
@@ -21,6 +22,24 @@ export type WaitOutcome = (
   | { ok: true; pod: V1Pod }
   | { ok: false; reason: "timeout" | "ended"; pod: V1Pod | undefined }
 ) & { timeline?: WaitTimeline };
+
+/** QUICK_END_MS: a watch that ends sooner than this is paced before it is opened again. */
+const QUICK_END_MS = 1000;
+
+/** pause waits ms, or less when signal aborts first. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}
 
 /**
  * waitForRunning watches one claimed pod (no polling) from the version the claim wrote until its
@@ -76,6 +95,7 @@ export async function waitForRunning(
   // the pods, which the steps may be planning from).
   let resumeFrom = claimed.metadata?.resourceVersion;
   let reread = false;
+  let quick = 0;
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);
   try {
@@ -87,29 +107,47 @@ export async function waitForRunning(
         resumeFrom = last?.metadata?.resourceVersion;
         if (outcome || !last) break;
       }
-      await deps.watch(
-        {
-          method: "GET",
-          path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
-          query: {
-            fieldSelector: `metadata.name=${name}`,
-            resourceVersion: resumeFrom,
-            allowWatchBookmarks: "true",
+      const opened = Date.now();
+      const failed = await deps
+        .watch(
+          {
+            method: "GET",
+            path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
+            query: {
+              fieldSelector: `metadata.name=${name}`,
+              resourceVersion: resumeFrom,
+              allowWatchBookmarks: "true",
+            },
           },
-        },
-        (event) => {
-          if (event.type === "ERROR") {
-            reread = true;
+          (event) => {
+            if (event.type === "ERROR") {
+              reread = true;
+              return true;
+            }
+            const pod = event.object as V1Pod;
+            resumeFrom = pod.metadata?.resourceVersion ?? resumeFrom;
+            if (event.type === "BOOKMARK") return false;
+            seen(event.type === "DELETED" ? undefined : pod);
+            return outcome !== undefined;
+          },
+          controller.signal,
+        )
+        .then(
+          () => false,
+          (e: unknown) => {
+            deps.log.debug(
+              { pod: `${namespace}/${name}`, err: String(e) },
+              "waiter's watch failed; reading again",
+            );
             return true;
-          }
-          const pod = event.object as V1Pod;
-          resumeFrom = pod.metadata?.resourceVersion ?? resumeFrom;
-          if (event.type === "BOOKMARK") return false;
-          seen(event.type === "DELETED" ? undefined : pod);
-          return outcome !== undefined;
-        },
-        controller.signal,
-      );
+          },
+        );
+      if (outcome || controller.signal.aborted) break;
+      // A watch that failed, or ended at once, is opened again after a pause that grows while
+      // they keep doing so, never in a tight loop; a failed one starts over from a read.
+      if (failed) reread = true;
+      quick = Date.now() - opened < QUICK_END_MS ? quick + 1 : 0;
+      if (quick > 0) await pause(retryDelay(quick - 1), controller.signal);
     }
     if (!last) outcome ??= { ok: false, reason: "ended", pod: undefined };
   } finally {

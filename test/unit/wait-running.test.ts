@@ -87,4 +87,29 @@ describe("waitForRunning", () => {
       reason: "ended",
     });
   });
+
+  it("reopens a watch that ends at once only after growing pauses, never in a tight loop", async () => {
+    const { deps, watched } = depsWith([], pod("starting", "10"));
+    const outcome = await waitForRunning(deps, pod("starting", "10"), pool, 1600);
+    expect(outcome.ok).toBe(false);
+    // 100 + 200 + 400 + 800 ms of pauses fit in 1.6 s: five watches, not thousands.
+    expect(watched.length).toBeGreaterThanOrEqual(4);
+    expect(watched.length).toBeLessThanOrEqual(6);
+  });
+
+  it("takes a watch that fails for a reason to read again, and goes on waiting", async () => {
+    const { deps, read } = depsWith([], pod("running", "40"));
+    let calls = 0;
+    const failing = {
+      ...deps,
+      watch: async () => {
+        calls++;
+        throw new Error("watch /api/v1/namespaces/ns/pods: HTTP 500");
+      },
+    } as typeof deps;
+    const outcome = await waitForRunning(failing, pod("starting", "10"), pool, 5000);
+    expect(outcome.ok).toBe(true);
+    expect(calls).toBe(1);
+    expect(read).toEqual(["GET /api/v1/namespaces/ns/pods/p-0"]);
+  });
 });
