@@ -1,3 +1,7 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it } from "vitest";
 import { SqliteHistoryStore } from "../../hosts/node/sqlite-history.ts";
 import type { SandboxRecord } from "../../lib/history/record.ts";
@@ -37,6 +41,28 @@ describe("SqliteHistoryStore", () => {
     expect(await store.put({ ...r, stopReason: "Released" })).toBe("exists");
     expect(await store.get(r.sandboxId)).toEqual(r);
     expect(await store.get("nope")).toBeUndefined();
+  });
+
+  it("waits off the thread while another connection holds the write lock, then writes", async () => {
+    const path = join(mkdtempSync(join(tmpdir(), "history-")), "history.sqlite");
+    store = new SqliteHistoryStore(path);
+    // The other thread's connection (here: another connection in this one) holds the write lock.
+    const other = new DatabaseSync(path);
+    other.exec("BEGIN IMMEDIATE");
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 10);
+    setTimeout(() => other.exec("COMMIT"), 300);
+    const started = Date.now();
+    try {
+      // Blocking on the lock would hold this thread, so the COMMIT above could never run.
+      expect(await store.put(record(7))).toBe("inserted");
+    } finally {
+      clearInterval(ticker);
+      other.close();
+    }
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(ticks).toBeGreaterThan(10);
+    expect(await store.get(record(7).sandboxId)).toEqual(record(7));
   });
 
   it("filters by namespace, pool, team, user and time range, newest first", async () => {
