@@ -7,6 +7,7 @@
 import { parseArgs } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node";
 import { createApiKey } from "../functions/api/create-api-key.ts";
+import { listApiKeys, revokeApiKey } from "../functions/api/manage-api-keys.ts";
 import type { StepDeps } from "../functions/deps.ts";
 import type { ActionOutcome } from "../functions/execute.ts";
 import { type EnvReport, reconcileEnv } from "../functions/reconcile-env.ts";
@@ -23,6 +24,8 @@ const USAGE = `usage: agentbox reconcile <namespace>/<pool> [--step NAME] [--kub
        agentbox refresh-template <namespace>/<pool> [--kubeconfig FILE | --cluster NAME]
        agentbox reconcile-env <namespace>/<env> [--cluster-id ID] [--kubeconfig FILE | --cluster NAME]
        agentbox api-key create --team TEAM --user USER [--admin] [--keys NAMESPACE/NAME] [--kubeconfig FILE | --cluster NAME]
+       agentbox api-key list [--keys NAMESPACE/NAME] [--kubeconfig FILE | --cluster NAME]
+       agentbox api-key revoke <KEY | KEY-ID> [--keys NAMESPACE/NAME] [--kubeconfig FILE | --cluster NAME]
 
 steps: ${STEP_NAMES.join(", ")} (default: reconcile = all but refresh-template, in order)
 refresh-template re-renders a standalone pool from its template's current revision, its overrides re-applied.
@@ -63,6 +66,9 @@ async function main(): Promise<number> {
   });
   const [command = "", target] = positionals;
   if (command === "api-key" && target === "create") return apiKeyCreate(values);
+  if (command === "api-key" && target === "list") return apiKeyList(values);
+  if (command === "api-key" && target === "revoke" && positionals[2])
+    return apiKeyRevoke(values, positionals[2]);
   if (values.help || !COMMANDS.has(command) || !target) {
     console.error(USAGE);
     return values.help ? 0 : 2;
@@ -161,18 +167,48 @@ async function apiKeyCreate(values: Values): Promise<number> {
     );
     return 2;
   }
+  const { kube, apiKeys } = keysDeps(values);
+  const { namespace, name } = apiKeys;
+  const key = await createApiKey({ kube, apiKeys, now: () => new Date() }, tenant);
+  console.error(
+    `API key for team ${tenant.team}, user ${tenant.user}${tenant.admin ? " (admin)" : ""}, stored hashed in ${namespace}/${name}:`,
+  );
+  console.log(key);
+  return 0;
+}
+
+/** keysDeps is the client and the keys Secret the api-key commands act on. */
+function keysDeps(values: Values) {
   const [namespace = "", name = ""] = values.keys.split("/");
   const kc = new KubeConfig();
   const local = values.cluster ? readState(values.cluster) : undefined;
   if (values.kubeconfig) kc.loadFromFile(values.kubeconfig);
   else if (local) kc.loadFromFile(local.kubeconfig);
   else kc.loadFromDefault();
-  const kube = new KubeClient(nodeKubeTransport(kc));
-  const key = await createApiKey({ kube, apiKeys: { namespace, name }, now: () => new Date() }, tenant);
-  console.error(
-    `API key for team ${tenant.team}, user ${tenant.user}${tenant.admin ? " (admin)" : ""}, stored hashed in ${namespace}/${name}:`,
-  );
-  console.log(key);
+  return { kube: new KubeClient(nodeKubeTransport(kc)), apiKeys: { namespace, name } };
+}
+
+/** apiKeyList prints the stored keys: ID, team, user, admin, created (never a usable key). */
+async function apiKeyList(values: Values): Promise<number> {
+  const keys = await listApiKeys(keysDeps(values));
+  console.log("ID\tTEAM\tUSER\tADMIN\tCREATED");
+  for (const k of keys)
+    console.log(
+      "garbled" in k
+        ? `${k.id}\t(garbled entry: authenticates nobody)`
+        : `${k.id}\t${k.team}\t${k.user}\t${k.admin}\t${k.createdAt ?? "-"}`,
+    );
+  return 0;
+}
+
+/** apiKeyRevoke removes one key, by the key or its listed ID. */
+async function apiKeyRevoke(values: Values, keyOrId: string): Promise<number> {
+  const outcome = await revokeApiKey(keysDeps(values), keyOrId);
+  if (!outcome.ok) {
+    console.error(`error: ${outcome.message}`);
+    return 1;
+  }
+  console.log(`revoked ${outcome.id}`);
   return 0;
 }
 

@@ -98,6 +98,37 @@ export function decodeStoredKeyEntry(base64: string): Tenant | undefined {
   return decodeKeyEntry(json);
 }
 
+/** KeyListing is one stored key as operators see it: an ID (its hash's first 12 hex digits), whose it is. */
+export type KeyListing =
+  | { id: string; team: string; user: string; admin: boolean; createdAt?: string }
+  | { id: string; garbled: true };
+
+/** KEY_ID_LENGTH: how many hex digits of a key's hash name it in listings and revocations. */
+export const KEY_ID_LENGTH = 12;
+
+/**
+ * keyListing shows one Secret entry (hash → base64 entry) without anything that could be replayed:
+ * the hash's prefix as ID, the tenant and when it was made; a garbled entry says so.
+ */
+export function keyListing(hash: string, base64: string): KeyListing {
+  const id = hash.slice(0, KEY_ID_LENGTH);
+  const tenant = decodeStoredKeyEntry(base64);
+  if (!tenant) return { id, garbled: true };
+  let createdAt: unknown;
+  try {
+    createdAt = (JSON.parse(atob(base64)) as { createdAt?: unknown }).createdAt;
+  } catch {
+    createdAt = undefined;
+  }
+  return {
+    id,
+    team: tenant.team,
+    user: tenant.user,
+    admin: tenant.admin === true,
+    ...(typeof createdAt === "string" ? { createdAt } : {}),
+  };
+}
+
 /**
  * bearerOrApiKey extracts the key a request presents: the `X-API-Key` header, else an
  * `Authorization: Bearer <key>` header (scheme case-insensitive, surrounding spaces ignored).
