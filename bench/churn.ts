@@ -1,0 +1,183 @@
+// `npm run bench:churn`: sustained churn. CLIENTS agents each create a sandbox (wait until it
+// runs), release it at once and create the next, on a fixed pool, for DURATION seconds; beside it,
+// the same number of clients PATCH pods of no pool in a loop for as long (the bare write rate of
+// the same run). Reports cycles per second, where pods spend their time (from a watch), and the
+// CPU each process used. See docs/benchmarks.md.
+import { readFileSync } from "node:fs";
+import { down } from "../infra/cluster/down.ts";
+import { up } from "../infra/cluster/up.ts";
+import { SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+import { PodTally } from "./pod-tally.ts";
+import { adminClient, cpuSeconds, cpuTable, forkHost, httpsClient, percentile, waitFor } from "./support.ts";
+
+const CLIENTS = Number(process.env.CLIENTS ?? 30);
+const POOL = Number(process.env.POOL ?? 150);
+const DURATION_S = Number(process.env.DURATION ?? 30);
+const PULL_DELAY_MS = Number(process.env.PULL_DELAY_MS ?? 200);
+const name = `bench-churn-${process.pid}`;
+const NS = "bench";
+const log = (line: string) => console.error(`[bench] ${line}`);
+const json = JSON.stringify;
+
+const state = await up({ name, nodes: 3, pullDelayMs: PULL_DELAY_MS, backoffDelayMs: 1000, log });
+try {
+  const admin = adminClient(state);
+  for (const ns of ["agentbox-system", NS])
+    await admin("POST", "/api/v1/namespaces", json({ metadata: { name: ns } }));
+  await waitFor(
+    async () => (await admin("GET", `/api/v1/namespaces/${NS}/serviceaccounts/default`)).status === 200,
+  );
+  const host = await forkHost(state, "on");
+  const processes = [...state.processes, { name: "host (Node)", pid: host.pid }];
+  const { key } = await host.ask({ op: "key", team: "bench", user: "bench" });
+  const api = httpsClient(`https://127.0.0.1:${state.hostPort}`, readFileSync(state.caCert), {
+    "x-api-key": key,
+  });
+  const must = (what: string, want: number, res: { status: number; body: string }) => {
+    if (res.status !== want) throw new Error(`${what}: ${res.status} ${res.body.slice(0, 300)}`);
+    return res;
+  };
+  must(
+    "pool",
+    201,
+    await admin(
+      "POST",
+      "/apis/agents.navix.sh/v1alpha1/namespaces/bench/sandboxpools",
+      json({
+        apiVersion: "agents.navix.sh/v1alpha1",
+        kind: "SandboxPool",
+        metadata: { name: "churn", namespace: NS },
+        spec: {
+          replicas: POOL,
+          idleImage: "registry.local/sandbox/idle:1",
+          template: { spec: { containers: [{ name: "sandbox", image: "registry.local/sandbox/base:1" }] } },
+        },
+      }),
+    ),
+  );
+  const tally = await PodTally.start(state, NS, `${SANDBOX_POOL_LABEL}=churn`, ["churn"]);
+  log(`waiting for ${POOL} idle pods`);
+  await waitFor(async () => tally.counts().idleReady === POOL, 300_000);
+  const bare = Array.from({ length: CLIENTS }, (_, i) => `bare-${i}`);
+  for (const pod of bare)
+    must(
+      `bare pod ${pod}`,
+      201,
+      await admin(
+        "POST",
+        `/api/v1/namespaces/${NS}/pods`,
+        json({
+          metadata: { name: pod },
+          spec: { containers: [{ name: "c", image: "registry.local/bare:1" }] },
+        }),
+      ),
+    );
+  await host.ask({ op: "idle" });
+
+  /** loop runs one client until the deadline and counts its rounds. */
+  const loop = async (until: number, round: () => Promise<void>) => {
+    let n = 0;
+    while (performance.now() < until) {
+      await round();
+      n++;
+    }
+    return n;
+  };
+
+  log(`bare: ${CLIENTS} clients PATCH pods of no pool for ${DURATION_S} s`);
+  const bareStart = performance.now();
+  const bareRounds = await Promise.all(
+    bare.map((pod, i) =>
+      loop(bareStart + DURATION_S * 1000, async () => {
+        must(
+          "bare patch",
+          200,
+          await admin(
+            "PATCH",
+            `/api/v1/namespaces/${NS}/pods/${pod}`,
+            json({ metadata: { annotations: { n: String(i) } } }),
+            {
+              "content-type": "application/merge-patch+json",
+            },
+          ),
+        );
+      }),
+    ),
+  );
+  const barePerSecond = bareRounds.reduce((a, b) => a + b, 0) / DURATION_S;
+
+  log(`churn: ${CLIENTS} clients create (wait) and release on a pool of ${POOL} for ${DURATION_S} s`);
+  const toRunning: number[] = [];
+  const toReleased: number[] = [];
+  const phaseSamples: Record<string, number>[] = [];
+  const cpu0 = cpuSeconds(processes, "load generator");
+  const start = performance.now();
+  tally.mark(start);
+  const sampler = setInterval(() => phaseSamples.push(tally.phases()), 1000);
+  const rounds = await Promise.all(
+    Array.from({ length: CLIENTS }, () =>
+      loop(start + DURATION_S * 1000, async () => {
+        const t0 = performance.now();
+        const created = must(
+          "create",
+          201,
+          await api("POST", "/v1/sandboxes", json({ pool: `${NS}/churn`, wait: true, waitTimeout: 30 })),
+        );
+        toRunning.push(performance.now() - t0);
+        const id = (JSON.parse(created.body) as { sandboxId: string }).sandboxId;
+        const t1 = performance.now();
+        must("release", 204, await api("DELETE", `/v1/sandboxes/${id}`));
+        toReleased.push(performance.now() - t1);
+      }),
+    ),
+  );
+  clearInterval(sampler);
+  const seconds = (performance.now() - start) / 1000;
+  const cycles = rounds.reduce((a, b) => a + b, 0);
+  const cpu = cpuTable("churn: process", cpu0, cpuSeconds(processes, "load generator"), seconds);
+  const stays = tally.stayTimes();
+  const mean = (k: string) =>
+    phaseSamples.reduce((a, s) => a + (s[k] ?? 0), 0) / Math.max(1, phaseSamples.length);
+  await host.ask({ op: "close" });
+  tally.stop();
+
+  console.log(
+    `\n## Sustained churn: ${CLIENTS} clients on a pool of ${POOL}, pull delay ${PULL_DELAY_MS} ms, ${DURATION_S} s\n`,
+  );
+  console.log("| figure | value |\n| --- | --- |");
+  console.log(`| cycles per second (create → Running → release) | ${(cycles / seconds).toFixed(1)} |`);
+  console.log(`| bare pod PATCH per second, same clients, same run | ${barePerSecond.toFixed(0)} |`);
+  console.log(`| cycles ÷ bare PATCHes | ${(cycles / seconds / barePerSecond).toFixed(3)} |`);
+  console.log(
+    `| create → Running, p50 / p90 | ${percentile(toRunning, 50).toFixed(0)} / ${percentile(toRunning, 90).toFixed(0)} ms |`,
+  );
+  console.log(
+    `| release → 204, p50 / p90 | ${percentile(toReleased, 50).toFixed(0)} / ${percentile(toReleased, 90).toFixed(0)} ms |`,
+  );
+  console.log(
+    `| pods per phase, mean over the run | idle ${mean("idle").toFixed(0)}, idle unready ${mean("idle-unready").toFixed(0)}, starting ${mean("starting").toFixed(0)}, running ${mean("running").toFixed(0)}, stopping ${mean("stopping").toFixed(0)} |`,
+  );
+  console.log(
+    `| time in each phase, p50 | ${Object.entries(stays)
+      .map(([k, v]) => `${k} ${v.p50} ms (${v.n})`)
+      .join(", ")} |`,
+  );
+  console.log(`\n${cpu}\n`);
+  console.log(
+    json({
+      clients: CLIENTS,
+      pool: POOL,
+      pullDelayMs: PULL_DELAY_MS,
+      seconds,
+      cycles,
+      cyclesPerSecond: cycles / seconds,
+      barePerSecond,
+      toRunning,
+      toReleased,
+      stays,
+      phaseSamples,
+    }),
+  );
+} finally {
+  await down(name, () => {});
+}
