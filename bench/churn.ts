@@ -130,8 +130,7 @@ try {
         toReleased.push(performance.now() - t1);
       }),
     ),
-  );
-  clearInterval(sampler);
+  ).finally(() => clearInterval(sampler));
   const seconds = (performance.now() - start) / 1000;
   const cycles = rounds.reduce((a, b) => a + b, 0);
   const cpu = cpuTable("churn: process", cpu0, cpuSeconds(processes, "load generator"), seconds);

@@ -198,7 +198,10 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
   // E2B's shape for everything under /e2b, errors included (a mounted app's notFound is not used).
   app.all("*", (c) => fail(c, 404, `no route for ${c.req.method} ${c.req.path}`));
   app.onError((err, c) => {
-    if (isApiServerTrouble(err)) return fail(c, 503, (err as Error).message);
+    if (isApiServerTrouble(err)) {
+      c.header("Retry-After", "1");
+      return fail(c, 503, (err as Error).message);
+    }
     deps.log.error({ err: String(err) }, "unhandled error in the E2B API");
     return fail(c, 500, "internal error");
   });

@@ -49,8 +49,21 @@ export async function claimFrom(
   const window = scaleDownPolicyFor(pool).protectionWindowSeconds;
   const { shards = shardOrder(deps.random), firstPage } = first ?? {};
   const selectors = selectorsAfterFirst(name, shards, firstPage !== undefined, pool.status?.idleReplicas);
-  const fresh = async () =>
-    (await deps.kube.listPods(namespace, idleSelector(name), { limit: CANDIDATES_PER_LIST })).items;
+  // The claimable idle pods of a consistent list, page by page until a page has some (pods not
+  // Ready or marked for scale-down fill whole pages during a scale-up): none at all, the pool is drained.
+  const fresh = async (): Promise<V1Pod[]> => {
+    let next: string | undefined;
+    do {
+      const page = await deps.kube.listPods(namespace, idleSelector(name), {
+        limit: CANDIDATES_PER_LIST,
+        ...(next ? { continue: next } : {}),
+      });
+      const claimable = orderCandidates(page.items, deps.now(), window, deps.random);
+      if (claimable.length > 0) return claimable;
+      next = page.continue;
+    } while (next);
+    return [];
+  };
   let pages: (() => Promise<V1Pod[]>)[] = [
     ...(firstPage ? [async () => firstPage] : []),
     ...selectors.map((selector) => () => listCandidates(deps, namespace, selector)),
@@ -70,7 +83,7 @@ export async function claimFrom(
       // The cache is behind: look afresh, and go on with what that shows (nothing: stop).
       lost = 0;
       const idle = await fresh();
-      if (orderCandidates(idle, deps.now(), window, deps.random).length === 0) return { tried };
+      if (idle.length === 0) return { tried };
       pages = [async () => idle];
       break;
     }

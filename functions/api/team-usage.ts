@@ -7,7 +7,7 @@ import type { ApiDeps } from "./deps.ts";
  * a count a moment old is good enough, and creates that race at the cap may pass it by as many as
  * run at once.
  */
-export async function teamSandboxes(deps: ApiDeps, team: string): Promise<number> {
+export async function teamSandboxes(deps: Pick<ApiDeps, "kube">, team: string): Promise<number> {
   const selector = `${TEAM_LABEL}=${team},${SANDBOX_PHASE_LABEL} in (${SANDBOX_PHASE.STARTING},${SANDBOX_PHASE.RUNNING})`;
   const pods = (await deps.kube.listPods(undefined, selector, { cached: true })).items;
   // A pod being deleted serves its team no longer.

@@ -29,15 +29,13 @@ const QUICK_END_MS = 1000;
 /** pause waits ms, or less when signal aborts first. */
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
   });
 }
 
@@ -101,9 +99,23 @@ export async function waitForRunning(
   try {
     while (!outcome && !controller.signal.aborted) {
       if (reread) {
-        // The watch said it cannot go on from resumeFrom (e.g. 410 Gone): start over from a read.
+        // The watch said it cannot go on from resumeFrom (e.g. 410 Gone), or failed: start over
+        // from a read. A read that fails too (an outage) is tried again after a pause: the sandbox
+        // is claimed, so the wait goes on, and at its end answers with what it last saw.
+        const read = await orMissing<V1Pod>(deps.kube.getPod(namespace, name)).then(
+          (pod) => ({ ok: true as const, pod }),
+          (err: unknown) => ({ ok: false as const, err }),
+        );
+        if (!read.ok) {
+          deps.log.debug(
+            { pod: `${namespace}/${name}`, err: String(read.err) },
+            "waiter could not read its pod",
+          );
+          await pause(retryDelay(quick++), controller.signal);
+          continue;
+        }
         reread = false;
-        seen(await orMissing<V1Pod>(deps.kube.getPod(namespace, name)));
+        seen(read.pod);
         resumeFrom = last?.metadata?.resourceVersion;
         if (outcome || !last) break;
       }

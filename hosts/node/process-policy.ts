@@ -20,7 +20,7 @@ function describe(e: unknown): { message: string; stack?: string } {
  * supervisor (the Deployment) to start a clean one.
  */
 export function installProcessPolicy(
-  proc: Pick<NodeJS.Process, "on" | "exit">,
+  proc: Pick<NodeJS.Process, "on" | "exit" | "exitCode">,
   log: Log,
   close: () => Promise<void>,
 ): void {
@@ -32,6 +32,8 @@ export function installProcessPolicy(
     log.error({ err: describe(err), origin }, "uncaught exception: the host exits for a clean restart");
     if (exiting) return;
     exiting = true;
+    // Should close() never settle and nothing else hold the loop, the process still ends with 1.
+    proc.exitCode = 1;
     const grace = setTimeout(() => proc.exit(1), EXIT_GRACE_MS);
     grace.unref();
     close().then(

@@ -93,7 +93,7 @@ export function tooManySandboxes(team: string, held: number, limit: number): Api
     body: {
       error: {
         code: "TooManySandboxes",
-        message: `team "${team}" holds ${held} sandboxes, its limit is ${limit} (AGENTBOX_TEAM_SANDBOX_LIMIT[S]); release one first`,
+        message: `team "${team}" holds ${held} sandboxes, its limit is ${limit} (the host's team sandbox limit); release one first`,
       },
     },
   };

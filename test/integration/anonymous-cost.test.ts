@@ -1,3 +1,4 @@
+import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import type { ApiDeps } from "../../functions/api/deps.ts";
@@ -27,7 +28,8 @@ const deps: ApiDeps = {
   watch: nodeKubeWatch(kc),
   keyReads: new SharedRead(1000, () => Date.now()),
 };
-const app = sandboxRoutes(deps);
+// Mounted as the host mounts it: the create route's own key check is what is measured.
+const app = new Hono().route("/v1", sandboxRoutes(deps));
 let ns = "";
 let cleanup = async () => {};
 let key = "";
@@ -44,7 +46,7 @@ afterAll(async () => {
 });
 
 const create = (apiKey: string) =>
-  app.request("/sandboxes", {
+  app.request("/v1/sandboxes", {
     method: "POST",
     headers: { "x-api-key": apiKey, "content-type": "application/json" },
     body: JSON.stringify({ pool: `${ns}/p` }),
@@ -61,6 +63,19 @@ describe("an anonymous create", () => {
     expect(sent.filter(quorum).map((r) => r.path)).toEqual([
       `/api/v1/namespaces/${deps.apiKeys.namespace}/secrets/${deps.apiKeys.name}`,
     ]);
+  });
+
+  it("naming a pool that does not exist, reads nothing from etcd either", async () => {
+    sent.length = 0;
+    const missing = await app.request("/v1/sandboxes", {
+      method: "POST",
+      headers: { "x-api-key": "abx_unknown-missing", "content-type": "application/json" },
+      body: JSON.stringify({ pool: `${ns}/missing` }),
+    });
+    expect(missing.status).toBe(401);
+    expect(
+      sent.filter((r) => r.path.includes("/sandboxpools/missing")).map((r) => r.query?.resourceVersion),
+    ).toEqual(["0"]);
   });
 
   it("while a known key's create still lists its candidates", async () => {

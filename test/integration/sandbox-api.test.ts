@@ -3,6 +3,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LOSSES_BEFORE_FRESH_LOOK } from "../../functions/api/claim-from.ts";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
+import { teamSandboxes } from "../../functions/api/team-usage.ts";
 import { reconcilePool } from "../../functions/reconcile-pool.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
@@ -536,22 +537,32 @@ describe("sandbox API", () => {
     const first = await create();
     const second = await create();
     expect([first.status, second.status]).toEqual([201, 201]);
+    // The count comes from the watch cache: wait until it shows both claims (milliseconds).
+    await until(
+      "the watch cache to show both claims",
+      10_000,
+      async () => (await teamSandboxes(deps, "capped")) === 2,
+    );
     const third = await create();
     expect(third.status).toBe(429);
     expect(JSON.parse(third.body).error).toEqual({
       code: "TooManySandboxes",
       message:
-        'team "capped" holds 2 sandboxes, its limit is 2 (AGENTBOX_TEAM_SANDBOX_LIMIT[S]); release one first',
+        'team "capped" holds 2 sandboxes, its limit is 2 (the host\'s team sandbox limit); release one first',
     });
-    // The refused create took nothing: the third pod is still idle, and other teams still get it.
+    // The refused create took nothing: the third pod is still idle, and another team gets it.
     expect((await pods("capped")).filter((p) => phaseOf(p) === "idle")).toHaveLength(1);
+    expect((await api("POST", "/sandboxes", "alice", { pool: `${ns}/capped` })).status).toBe(201);
     const id = JSON.parse(first.body).sandboxId as string;
     expect((await api("DELETE", `/sandboxes/${id}`, capped)).status).toBe(204);
-    const again = await until("a create after the release", 10_000, async () => {
+    // A release makes room: once the freed pod is idle again, the team gets it.
+    const again = await until("a create after the release", 20_000, async () => {
       const r = await create();
       return r.status === 201 ? r : undefined;
     });
     expect(again.status).toBe(201);
-    expect((await api("POST", "/sandboxes", "alice", { pool: `${ns}/capped` })).status).not.toBe(429);
+    // Leave the team nothing held: a rerun against the same cluster starts from zero.
+    for (const held of [second, again])
+      expect((await api("DELETE", `/sandboxes/${JSON.parse(held.body).sandboxId}`, capped)).status).toBe(204);
   });
 });

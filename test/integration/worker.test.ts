@@ -192,7 +192,10 @@ describe("the Worker in workerd", () => {
               method: "POST",
               body: JSON.stringify({ apiVersion: "audit.k8s.io/v1", kind: "EventList", items: [audited] }),
               headers: { authorization: `Bearer ${cluster.callbackToken}` },
-            }).then((r) => r.status),
+            }).then(
+              (r) => r.status,
+              () => 0,
+            ),
           );
         }
         return phaseOf(pod) === "running";

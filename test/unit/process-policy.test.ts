@@ -16,6 +16,7 @@ function fakeProcess() {
     exit: (code?: number) => {
       exits.push(code ?? 0);
     },
+    exitCode: undefined as number | undefined,
   };
   const lines: string[] = [];
   const log: Log = {
@@ -24,7 +25,14 @@ function fakeProcess() {
     warn() {},
     error: (_fields: object, msg: string) => lines.push(msg),
   };
-  return { events, exits, proc: proc as unknown as Pick<NodeJS.Process, "on" | "exit">, log, lines };
+  return {
+    events,
+    exits,
+    raw: proc,
+    proc: proc as unknown as Pick<NodeJS.Process, "on" | "exit" | "exitCode">,
+    log,
+    lines,
+  };
 }
 
 describe("installProcessPolicy", () => {
@@ -51,6 +59,7 @@ describe("installProcessPolicy", () => {
     await new Promise((r) => setImmediate(r));
     expect(closed).toBe(1);
     expect(p.exits).toEqual([1]);
+    expect(p.raw.exitCode).toBe(1);
     expect(p.lines).toHaveLength(2);
   });
 });

@@ -112,4 +112,24 @@ describe("waitForRunning", () => {
     expect(calls).toBe(1);
     expect(read).toEqual(["GET /api/v1/namespaces/ns/pods/p-0"]);
   });
+
+  it("keeps waiting through an outage (watch and read failing) and ends at its timeout with what it saw", async () => {
+    const { deps } = depsWith([], pod("starting", "10"));
+    let reads = 0;
+    const down = {
+      ...deps,
+      kube: new KubeClient(async () => {
+        reads++;
+        throw new Error("connect ECONNREFUSED");
+      }),
+      watch: async () => {
+        throw new Error("watch: connect ECONNREFUSED");
+      },
+    } as typeof deps;
+    const claimed = pod("starting", "10");
+    const outcome = await waitForRunning(down, claimed, pool, 1200);
+    expect(outcome).toMatchObject({ ok: false, reason: "timeout", pod: claimed });
+    expect(reads).toBeGreaterThanOrEqual(2);
+    expect(reads).toBeLessThanOrEqual(6);
+  });
 });

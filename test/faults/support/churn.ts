@@ -20,6 +20,7 @@ export class Churn {
   /** handedOut are the sandboxes callers learned of, by id. */
   readonly handedOut = new Set<string>();
   private stopping = false;
+  private failure: unknown;
   private readonly clients: Promise<void>[];
 
   private readonly c: FaultCluster;
@@ -30,7 +31,13 @@ export class Churn {
     this.c = c;
     this.pool = pool;
     this.lifetimeSeconds = lifetimeSeconds;
-    this.clients = Array.from({ length: clients }, () => this.client());
+    // A client's failure is kept at once (never an unobserved rejection) and thrown by stop().
+    this.clients = Array.from({ length: clients }, () =>
+      this.client().catch((e: unknown) => {
+        this.failure ??= e;
+        this.stopping = true;
+      }),
+    );
   }
 
   /** since is the answers from index `from` on. */
@@ -42,6 +49,7 @@ export class Churn {
   async stop(): Promise<void> {
     this.stopping = true;
     await Promise.all(this.clients);
+    if (this.failure) throw this.failure;
   }
 
   private async send(op: Answer["op"], method: string, path: string, body?: unknown) {
