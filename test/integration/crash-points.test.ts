@@ -143,4 +143,59 @@ describe("a run crashed after its k-th write, for every k", () => {
     expect(crashedAt.length).toBeGreaterThanOrEqual(4);
     expect(crashedAt).toEqual(crashedAt.map((_, i) => i + 1));
   }, 300_000);
+
+  it("an idle release crashed at any write still releases each sandbox once, as IdleTimeout", async () => {
+    const IDLE = "idle-crash";
+    // Idle since the start counts: no activity report is needed for a sandbox to be idle.
+    const idleDeps: StepDeps = { ...deps, idleRelease: "since-start" };
+    await t.createPool(IDLE, SANDBOXES);
+    const crashedAt: number[] = [];
+    try {
+      for (let k = 1; k <= 20; k++) {
+        point.disarm();
+        t.deps.clock.offsetMs = 0;
+        const idle = await reconcileUntil(idleDeps, t.ns, IDLE, `${SANDBOXES} idle pods`, async () => {
+          const ps = await t.pods(IDLE);
+          return ps.length === SANDBOXES && ps.every((p) => phaseOf(p) === "idle" && isReady(p))
+            ? ps
+            : undefined;
+        });
+        const ids = idle.map((_, i) => `idle-crash-${k}-${i}`);
+        for (const [i, sandboxId] of ids.entries())
+          expect(
+            (
+              await claimSandbox(idleDeps, idle[i] as V1Pod, {
+                sandboxId,
+                containerImages: { sandbox: "registry.local/sandbox/agent:1" },
+                idleTimeoutSeconds: 30,
+              })
+            ).ok,
+          ).toBe(true);
+        await reconcileUntil(idleDeps, t.ns, IDLE, "the sandboxes running", async () =>
+          (await t.pods(IDLE)).every((p) => phaseOf(p) === "running"),
+        );
+        t.deps.clock.offsetMs = 120_000; // 90 s past their idle timeout
+        point.arm(k);
+        const crashed = await reconcilePool(idleDeps, t.ns, IDLE).then(
+          () => point.crashed,
+          () => point.crashed,
+        );
+        point.disarm();
+        await reconcileUntil(idleDeps, t.ns, IDLE, `round ${k} back to idle`, async () => {
+          const ps = await t.pods(IDLE);
+          return ps.length === SANDBOXES && ps.every((p) => phaseOf(p) === "idle" && isReady(p));
+        });
+        for (const id of ids) {
+          expect(inserted.get(id), `record of ${id} after a crash at write ${k}`).toBe(1);
+          expect((await t.deps.history.get(id))?.failureReason).toBe("IdleTimeout");
+        }
+        if (!crashed) break;
+        crashedAt.push(k);
+      }
+    } finally {
+      t.deps.clock.offsetMs = 0;
+    }
+    // Three releases (and their events) at least: every one of them was a crash point.
+    expect(crashedAt.length).toBeGreaterThanOrEqual(3);
+  }, 300_000);
 });
