@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import type { StepDeps } from "../../functions/deps.ts";
 import { targetDigests } from "../../functions/digests.ts";
+import { reconcileEnv } from "../../functions/reconcile-env.ts";
 import { reconcilePool } from "../../functions/reconcile-pool.ts";
 import { releaseSandbox } from "../../functions/release-sandbox.ts";
 import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
@@ -11,8 +12,9 @@ import type { HistoryStore } from "../../lib/history/store.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeTransport } from "../../lib/kube/transport.ts";
 import { planStopping } from "../../lib/reconcile/stopping.ts";
+import { ENVS, envObject, TEMPLATES, templateObject } from "./support/envs.ts";
 import { kube, until } from "./support/kube.ts";
-import { isReady, phaseOf, poolTest, reconcileUntil } from "./support/steps.ts";
+import { isReady, phaseOf, poolTest, reconcileUntil, runUntil } from "./support/steps.ts";
 
 // A run that crashes after its k-th write, for every k, followed by normal runs: the pool still
 // converges, each sandbox's record is inserted once, and every pod ends idle exactly once. The
@@ -20,12 +22,12 @@ import { isReady, phaseOf, poolTest, reconcileUntil } from "./support/steps.ts";
 // that write's answer and fails every later call, as a process killed at that point would.
 
 const t = poolTest("crash");
-const { kc } = kube();
+const { kc, custom } = kube();
 const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 /** crashPoint arms a crash after the k-th write of the next run; disarmed, it passes everything. */
 function crashPoint(real: KubeTransport) {
-  const s = { crashAfter: 0, writes: 0, crashed: false, created: 0 };
+  const s = { crashAfter: 0, writes: 0, crashed: false, created: 0, createdPools: 0 };
   const check = () => {
     if (s.crashed) throw new Error("crashed (injected)");
   };
@@ -33,6 +35,7 @@ function crashPoint(real: KubeTransport) {
     check();
     const res = await real(req);
     if (req.method === "POST" && req.path.endsWith("/pods") && res.status === 201) s.created++;
+    if (req.method === "POST" && req.path.endsWith("/sandboxpools") && res.status === 201) s.createdPools++;
     if (s.crashAfter > 0 && WRITES.has(req.method) && ++s.writes >= s.crashAfter) {
       s.crashed = true;
       check();
@@ -50,6 +53,10 @@ function crashPoint(real: KubeTransport) {
     /** created counts the pods the apiserver created through this transport (201s to a pod POST). */
     get created() {
       return s.created;
+    },
+    /** createdPools counts the SandboxPools the apiserver created through this transport. */
+    get createdPools() {
+      return s.createdPools;
     },
   };
 }
@@ -197,5 +204,59 @@ describe("a run crashed after its k-th write, for every k", () => {
     }
     // Three releases (and their events) at least: every one of them was a crash point.
     expect(crashedAt.length).toBeGreaterThanOrEqual(3);
+  }, 300_000);
+
+  it("an Env run crashed after each of its writes: each member pool created once, the Env's status converges", async () => {
+    const template = `crash-${t.ns}`;
+    await custom.createClusterCustomObject({
+      ...TEMPLATES,
+      body: templateObject(template, "v1", "python:3"),
+    });
+    try {
+      const crashedAt: number[] = [];
+      for (let k = 1; k <= 20; k++) {
+        const env = `env-${k}`;
+        const members = [`${env}-a`, `${env}-b`];
+        await custom.createNamespacedCustomObject({
+          ...ENVS,
+          namespace: t.ns,
+          body: envObject(
+            t.ns,
+            env,
+            template,
+            members.map((name) => ({ name, spec: { replicas: 1 }, config: { scalingGroup: "default" } })),
+          ),
+        });
+        const before = point.createdPools;
+        point.arm(k);
+        const crashed = await reconcileEnv(deps, t.ns, env).then(
+          () => point.crashed,
+          () => point.crashed,
+        );
+        point.disarm();
+        await runUntil(
+          `Env ${env} converged after a crash at write ${k}`,
+          () => reconcileEnv(deps, t.ns, env),
+          async () => {
+            const found = await deps.kube.getEnv(t.ns, env);
+            const observed =
+              found.status?.clusters?.find((c) => c.clusterID === "local")?.observedMembers ?? [];
+            const pools = (await deps.kube.listPools(t.ns)).items.filter((p) =>
+              members.includes(p.metadata?.name ?? ""),
+            );
+            return pools.length === members.length && observed.length === members.length;
+          },
+        );
+        expect(point.createdPools - before, `member pools created around a crash at write ${k}`).toBe(
+          members.length,
+        );
+        if (!crashed) break;
+        crashedAt.push(k);
+      }
+      // Two pool creates and the Env's status, at least: each a crash point.
+      expect(crashedAt.length).toBeGreaterThanOrEqual(3);
+    } finally {
+      await custom.deleteClusterCustomObject({ ...TEMPLATES, name: template }).catch(() => {});
+    }
   }, 300_000);
 });
