@@ -11,6 +11,7 @@ import {
   timeoutFor,
 } from "../../lib/kube/transport.ts";
 import { watchLines } from "../../lib/kube/watch-lines.ts";
+import { withTimeout } from "../../lib/util/with-timeout.ts";
 
 /** NodeTransportOptions tune the connection pool and bound each request (DEFAULT_KUBE_TIMEOUTS). */
 export interface NodeTransportOptions {
@@ -33,6 +34,21 @@ function urlOf(server: string, req: KubeRequest): URL {
 }
 
 /**
+ * credentials applies the kubeconfig's credentials to a request within `ms`: an exec plugin (a
+ * cloud CLI minting tokens) that hangs fails the request as ApiServerUnreachable instead of
+ * holding it, and every request after it, forever.
+ */
+async function credentials(kc: KubeConfig, options: RequestOptions, ms: number, host: string): Promise<void> {
+  await withTimeout(kc.applyToHTTPSOptions(options), ms, "the kubeconfig's credentials").catch(
+    (e: unknown) => {
+      throw new ApiServerUnreachable(
+        `cannot reach the API server at ${host}: ${e instanceof Error ? e.message : String(e)}`,
+      );
+    },
+  );
+}
+
+/**
  * nodeKubeTransport reaches the API server the kubeconfig names, with its credentials of any kind
  * (client certificates, tokens, exec plugins, the in-cluster service account) as client-node's
  * KubeConfig applies them, over keep-alive HTTPS connections. Every request is bounded by its
@@ -52,7 +68,7 @@ export function nodeKubeTransport(kc: KubeConfig, opts: NodeTransportOptions = {
       method: req.method,
       headers: { accept: req.accept ?? "application/json" },
     };
-    await kc.applyToHTTPSOptions(options);
+    await credentials(kc, options, ms, host);
     // applyToHTTPSOptions makes a fresh agent per call; reuse one keep-alive pool instead (the
     // TLS material stays on the request options, which the agent's pool key includes).
     options.agent = agent;
@@ -98,7 +114,7 @@ export function nodeKubeWatch(kc: KubeConfig): KubeWatchTransport {
     const url = urlOf(server, req);
     url.searchParams.set("watch", "1");
     const options: RequestOptions = { method: "GET", headers: { accept: "application/json" }, signal };
-    await kc.applyToHTTPSOptions(options);
+    await credentials(kc, options, DEFAULT_KUBE_TIMEOUTS.read, new URL(server).host);
     await new Promise<void>((resolve, reject) => {
       const r = request(url, options, (res) => {
         if ((res.statusCode ?? 0) >= 300) {
