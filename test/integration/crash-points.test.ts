@@ -11,6 +11,7 @@ import type { SandboxRecord } from "../../lib/history/record.ts";
 import type { HistoryStore } from "../../lib/history/store.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeTransport } from "../../lib/kube/transport.ts";
+import { planStarting } from "../../lib/reconcile/starting.ts";
 import { planStopping } from "../../lib/reconcile/stopping.ts";
 import { ENVS, envObject, TEMPLATES, templateObject } from "./support/envs.ts";
 import { kube, until } from "./support/kube.ts";
@@ -28,6 +29,8 @@ const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 /** crashPoint arms a crash after the k-th write of the next run; disarmed, it passes everything. */
 function crashPoint(real: KubeTransport) {
   const s = { crashAfter: 0, writes: 0, crashed: false, created: 0, createdPools: 0 };
+  /** ran counts, per pod, the patches that moved it to running and landed. */
+  const ran = new Map<string, number>();
   const check = () => {
     if (s.crashed) throw new Error("crashed (injected)");
   };
@@ -36,6 +39,11 @@ function crashPoint(real: KubeTransport) {
     const res = await real(req);
     if (req.method === "POST" && req.path.endsWith("/pods") && res.status === 201) s.created++;
     if (req.method === "POST" && req.path.endsWith("/sandboxpools") && res.status === 201) s.createdPools++;
+    const toRunning = JSON.stringify(req.body ?? "").includes('sandbox-phase","value":"running"');
+    if (req.method === "PATCH" && res.status === 200 && toRunning) {
+      const pod = req.path.split("/").pop() ?? "";
+      ran.set(pod, (ran.get(pod) ?? 0) + 1);
+    }
     if (s.crashAfter > 0 && WRITES.has(req.method) && ++s.writes >= s.crashAfter) {
       s.crashed = true;
       check();
@@ -54,6 +62,7 @@ function crashPoint(real: KubeTransport) {
     get created() {
       return s.created;
     },
+    ran,
     /** createdPools counts the SandboxPools the apiserver created through this transport. */
     get createdPools() {
       return s.createdPools;
@@ -258,5 +267,62 @@ describe("a run crashed after its k-th write, for every k", () => {
     } finally {
       await custom.deleteClusterCustomObject({ ...TEMPLATES, name: template }).catch(() => {});
     }
+  }, 300_000);
+
+  it("a start crashed after each of its writes: every sandbox reaches Running once, by one patch", async () => {
+    const START = "start-crash";
+    await t.createPool(START, SANDBOXES);
+    const crashedAt: number[] = [];
+    for (let k = 1; k <= 20; k++) {
+      point.disarm();
+      const idle = await reconcileUntil(deps, t.ns, START, `${SANDBOXES} idle pods`, async () => {
+        const ps = await t.pods(START);
+        return ps.length === SANDBOXES && ps.every((p) => phaseOf(p) === "idle" && isReady(p))
+          ? ps
+          : undefined;
+      });
+      for (const [i, pod] of idle.entries())
+        expect(
+          (
+            await claimSandbox(deps, pod, {
+              sandboxId: `start-crash-${k}-${i}`,
+              containerImages: { sandbox: "registry.local/sandbox/agent:1" },
+            })
+          ).ok,
+        ).toBe(true);
+      const pool = await deps.kube.getPool(t.ns, START);
+      // Wait, running no step, until kwok runs the new image on all three.
+      await until("the claimed pods ready to run", 30_000, async () => {
+        const ps = await t.pods(START);
+        return (
+          planStarting(pool, ps, await targetDigests(deps, ps), deps.now()).filter(
+            (a) => a.why === "sandbox is running",
+          ).length === SANDBOXES
+        );
+      });
+      point.ran.clear();
+      point.arm(k);
+      const crashed = await reconcilePool(deps, t.ns, START).then(
+        () => point.crashed,
+        () => point.crashed,
+      );
+      point.disarm();
+      const running = await reconcileUntil(deps, t.ns, START, `round ${k} running`, async () => {
+        const ps = await t.pods(START);
+        return ps.every((p) => phaseOf(p) === "running") ? ps : undefined;
+      });
+      for (const pod of running)
+        expect(
+          point.ran.get(pod.metadata?.name ?? ""),
+          `patches to running of ${pod.metadata?.name} around a crash at write ${k}`,
+        ).toBe(1);
+      for (const pod of running) {
+        const released = await releaseSandbox(deps, pool, pod, { stopReason: "Released" });
+        expect(released.ok).toBe(true);
+      }
+      if (!crashed) break;
+      crashedAt.push(k);
+    }
+    expect(crashedAt.length).toBeGreaterThanOrEqual(3);
   }, 300_000);
 });
