@@ -135,8 +135,14 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
     // A failed E2B create leaves nothing behind: the caller never got the id to release it.
     await deleteSandbox(deps, c.get("tenant"), outcome.sandbox.sandboxId);
     const detail = whyNotRunning(view);
-    if (!waited.ok && waited.reason === "timeout")
-      return fail(c, 504, `sandbox ${outcome.sandbox.sandboxId} did not start within ${seconds} s${detail}`);
+    // A start the control plane ended for its startup timeout (the record says so) timed out too:
+    // whether the waiter's clock or the step's ran out first is a race, not a different answer.
+    const record = waited.ok ? undefined : await deps.history.get(outcome.sandbox.sandboxId);
+    if (!waited.ok && (waited.reason === "timeout" || record?.failureReason === "StartupTimeout")) {
+      // The pod may be gone by now: its record keeps the diagnosis (e.g. ImagePullBackOff).
+      const why = detail || (record?.failureMessage ? `: ${record.failureMessage}` : "");
+      return fail(c, 504, `sandbox ${outcome.sandbox.sandboxId} did not start within ${seconds} s${why}`);
+    }
     return fail(c, 500, `sandbox ${outcome.sandbox.sandboxId} failed to start${detail}`);
   };
   app.post("/v2/sandboxes", create(NewSandboxV2));
