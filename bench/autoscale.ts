@@ -11,9 +11,9 @@ import { demandCurve } from "./demand-curve.ts";
 import { PodTally } from "./pod-tally.ts";
 import {
   adminClient,
+  benchNamespacesAndHost,
   cpuSeconds,
   cpuTable,
-  forkHost,
   httpsClient,
   percentile,
   type Send,
@@ -47,13 +47,7 @@ let api: Send = async () => {
 };
 const state = await up({ name, nodes: 3, pullDelayMs: PULL_DELAY_MS, backoffDelayMs: 1000, log });
 try {
-  const admin = adminClient(state);
-  for (const ns of ["agentbox-system", NS])
-    await admin("POST", "/api/v1/namespaces", json({ metadata: { name: ns } }));
-  await waitFor(
-    async () => (await admin("GET", `/api/v1/namespaces/${NS}/serviceaccounts/default`)).status === 200,
-  );
-  const host = await forkHost(state, "on");
+  const { admin, host } = await benchNamespacesAndHost(state, NS);
   hostPid = host.pid;
   // The host installs the CRDs: the template comes after it.
   must(

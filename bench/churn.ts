@@ -8,7 +8,7 @@ import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
 import { SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
 import { PodTally } from "./pod-tally.ts";
-import { adminClient, cpuSeconds, cpuTable, forkHost, httpsClient, percentile, waitFor } from "./support.ts";
+import { benchNamespacesAndHost, cpuSeconds, cpuTable, httpsClient, percentile, waitFor } from "./support.ts";
 
 const CLIENTS = Number(process.env.CLIENTS ?? 30);
 const POOL = Number(process.env.POOL ?? 150);
@@ -21,13 +21,7 @@ const json = JSON.stringify;
 
 const state = await up({ name, nodes: 3, pullDelayMs: PULL_DELAY_MS, backoffDelayMs: 1000, log });
 try {
-  const admin = adminClient(state);
-  for (const ns of ["agentbox-system", NS])
-    await admin("POST", "/api/v1/namespaces", json({ metadata: { name: ns } }));
-  await waitFor(
-    async () => (await admin("GET", `/api/v1/namespaces/${NS}/serviceaccounts/default`)).status === 200,
-  );
-  const host = await forkHost(state, "on");
+  const { admin, host } = await benchNamespacesAndHost(state, NS);
   const processes = [...state.processes, { name: "host (Node)", pid: host.pid }];
   const { key } = await host.ask({ op: "key", team: "bench", user: "bench" });
   const api = httpsClient(`https://127.0.0.1:${state.hostPort}`, readFileSync(state.caCert), {

@@ -90,6 +90,22 @@ export async function forkHost(state: ClusterState, reconcile: "on" | "off"): Pr
   } as HostProcess;
 }
 
+/**
+ * benchNamespacesAndHost creates the API keys' namespace and the benchmark's, waits until pods
+ * may be created in the latter (its default service account), and forks the host with its
+ * reconciles on: the start every load benchmark shares.
+ */
+export async function benchNamespacesAndHost(state: ClusterState, namespace: string) {
+  const admin = adminClient(state);
+  for (const ns of ["agentbox-system", namespace])
+    await admin("POST", "/api/v1/namespaces", JSON.stringify({ metadata: { name: ns } }));
+  await waitFor(
+    async () =>
+      (await admin("GET", `/api/v1/namespaces/${namespace}/serviceaccounts/default`)).status === 200,
+  );
+  return { admin, host: await forkHost(state, "on") };
+}
+
 /** waitFor polls check (errors count as "not yet") until it holds or the deadline passes. */
 export async function waitFor(check: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

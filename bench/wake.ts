@@ -12,7 +12,7 @@ import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
 import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
 import { PENDING_REQUESTS_PREFIX } from "../lib/pool/pending-requests.ts";
 import { follow } from "./follow.ts";
-import { adminClient, forkHost, httpsClient, percentile, waitFor } from "./support.ts";
+import { type adminClient, benchNamespacesAndHost, httpsClient, percentile, waitFor } from "./support.ts";
 
 const PULL_DELAYS = (process.env.PULL_DELAYS ?? "500,1000").split(",").map(Number);
 const WAKES = Number(process.env.WAKES ?? 10);
@@ -36,13 +36,7 @@ for (const pullDelayMs of PULL_DELAYS) {
   const name = `bench-wake-${process.pid}-${pullDelayMs}`;
   const state = await up({ name, nodes: 3, pullDelayMs, backoffDelayMs: 1000, log });
   try {
-    const admin = adminClient(state);
-    for (const ns of ["agentbox-system", NS])
-      await admin("POST", "/api/v1/namespaces", json({ metadata: { name: ns } }));
-    await waitFor(
-      async () => (await admin("GET", `/api/v1/namespaces/${NS}/serviceaccounts/default`)).status === 200,
-    );
-    const host = await forkHost(state, "on");
+    const { admin, host } = await benchNamespacesAndHost(state, NS);
     const template = {
       apiVersion: "agents.navix.sh/v1alpha1",
       kind: "SandboxTemplate",
