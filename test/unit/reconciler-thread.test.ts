@@ -28,14 +28,20 @@ function recordingLog() {
   return { log, entries };
 }
 
+/** threadToNowhere starts a reconciler thread against an apiserver that is not there, logging to entries. */
+async function threadToNowhere() {
+  const { log, entries } = recordingLog();
+  const historyPath = join(mkdtempSync(join(tmpdir(), "reconciler-")), "history.sqlite");
+  const reconciler = await startReconcilerThread(
+    { kubeconfig: nowhere(), historyPath, tickSeconds: 0, tickConcurrency: 1 },
+    log,
+  );
+  return { reconciler, entries };
+}
+
 describe("the reconciler thread", () => {
   it("runs steps in its own thread: errors come back to the caller, logs to the host's logger", async () => {
-    const { log, entries } = recordingLog();
-    const historyPath = join(mkdtempSync(join(tmpdir(), "reconciler-")), "history.sqlite");
-    const reconciler = await startReconcilerThread(
-      { kubeconfig: nowhere(), historyPath, tickSeconds: 0, tickConcurrency: 1 },
-      log,
-    );
+    const { reconciler, entries } = await threadToNowhere();
     try {
       await expect(reconciler.run("reconcile", "ns", "pool")).rejects.toThrow(/127\.0\.0\.1:1|ECONNREFUSED/);
       // An audit batch is accepted at once; its runs fail in the thread and are logged here.
@@ -53,12 +59,7 @@ describe("the reconciler thread", () => {
   });
 
   it("is started again after it dies, and serves calls again", async () => {
-    const { log, entries } = recordingLog();
-    const historyPath = join(mkdtempSync(join(tmpdir(), "reconciler-")), "history.sqlite");
-    const reconciler = await startReconcilerThread(
-      { kubeconfig: nowhere(), historyPath, tickSeconds: 0, tickConcurrency: 1 },
-      log,
-    );
+    const { reconciler, entries } = await threadToNowhere();
     try {
       await reconciler.idle();
       expect(await reconciler.kill()).toBe(1);
