@@ -99,7 +99,8 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
   app.get("/openapi.json", (c) => c.json(openApiDocument()));
 
   app.post("/sandboxes", async (c) => {
-    // The key check and the target's reads run together; nothing is answered before the key is
+    // The key check and the target's watch-cache reads run together; candidate lists and etcd
+    // reads wait for a good key (readTarget's `known`). Nothing is answered before the key is
     // known good (an anonymous caller learns nothing, not even whether its body is valid).
     const t0 = performance.now();
     const since = (t: number) => hundredths(performance.now() - t);

@@ -7,8 +7,8 @@ import type { ApiDeps } from "./deps.ts";
  * authenticate maps a presented API key to its tenant by looking its SHA-256 up in the keys
  * Secret. It reads the apiserver's watch cache first and, for a key not found there, etcd itself
  * (shared by the host's requests within a second, deps.keyReads), so a key created a moment ago
- * works and a revoked key stops working within about a second. Only hashes are stored, so the Secret never reveals a usable key; undefined for
- * unknown keys or no Secret.
+ * works and a revoked key stops working within about a second. Only hashes are stored, so the
+ * Secret never reveals a usable key; undefined for unknown keys or no Secret.
  */
 export async function authenticate(
   deps: ApiDeps,
