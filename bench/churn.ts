@@ -4,11 +4,22 @@
 // the same run). Reports cycles per second, where pods spend their time (from a watch), and the
 // CPU each process used. See docs/benchmarks.md.
 import { readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
 import { SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+import { cpuProfile, profileSummary, requestCounts, requestTable } from "./apiserver-evidence.ts";
 import { PodTally } from "./pod-tally.ts";
-import { benchNamespacesAndHost, cpuSeconds, cpuTable, httpsClient, percentile, waitFor } from "./support.ts";
+import {
+  adminClient,
+  benchNamespacesAndHost,
+  cpuSeconds,
+  cpuTable,
+  httpsClient,
+  percentile,
+  waitFor,
+} from "./support.ts";
 
 const CLIENTS = Number(process.env.CLIENTS ?? 30);
 const POOL = Number(process.env.POOL ?? 150);
@@ -104,9 +115,16 @@ try {
   const toRunning: number[] = [];
   const toReleased: number[] = [];
   const phaseSamples: Record<string, number>[] = [];
+  const observer = adminClient(state);
+  const profile = join(tmpdir(), `${name}.pprof`);
+  const counts0 = await requestCounts(observer);
   const cpu0 = cpuSeconds(processes, "load generator");
   const start = performance.now();
   tally.mark(start);
+  // The apiserver's profile covers the middle of the churn (5 s in, for half the run).
+  const profiled = new Promise((r) => setTimeout(r, 5000)).then(() =>
+    cpuProfile(observer, Math.max(1, Math.floor(DURATION_S / 2)), profile),
+  );
   const sampler = setInterval(() => phaseSamples.push(tally.phases()), 1000);
   const rounds = await Promise.all(
     Array.from({ length: CLIENTS }, () =>
@@ -128,6 +146,8 @@ try {
   const seconds = (performance.now() - start) / 1000;
   const cycles = rounds.reduce((a, b) => a + b, 0);
   const cpu = cpuTable("churn: process", cpu0, cpuSeconds(processes, "load generator"), seconds);
+  const requests = requestTable("churn: apiserver requests", counts0, await requestCounts(observer), cycles);
+  await profiled;
   const stays = tally.stayTimes();
   const mean = (k: string) =>
     phaseSamples.reduce((a, s) => a + (s[k] ?? 0), 0) / Math.max(1, phaseSamples.length);
@@ -155,7 +175,7 @@ try {
       .map(([k, v]) => `${k} ${v.p50} ms (${v.n})`)
       .join(", ")} |`,
   );
-  console.log(`\n${cpu}\n`);
+  console.log(`\n${cpu}\n\n${requests}\n\n${profileSummary(profile)}\n\n(profile: ${profile})\n`);
   console.log(
     json({
       clients: CLIENTS,

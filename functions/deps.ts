@@ -1,9 +1,11 @@
+import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
 import type { HistoryStore } from "../lib/history/store.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
 import type { Log } from "../lib/log.ts";
 import type { IdleReleaseMode } from "../lib/reconcile/idle-release.ts";
 import type { DigestResolver } from "../lib/sandbox/digest-resolver.ts";
 import type { SealKeys } from "../lib/sandboxes/sealing.ts";
+import type { SharedReads } from "../lib/util/shared-read.ts";
 
 /** PostStartDeps is what running post-start hooks needs: the sealing keys and how hard to try. */
 export interface PostStartDeps {
@@ -61,4 +63,9 @@ export interface StepDeps {
   clusterId?: string;
   /** adoptPools lets the tick give every standalone pool a same-named Env (opt-in). */
   adoptPools?: boolean;
+  /**
+   * poolReads shares this process's watch-cache reads of a pool among the pod runs of about the
+   * same moment (ADR 0020); unset, each run reads its pool.
+   */
+  poolReads?: SharedReads<SandboxPool | undefined>;
 }

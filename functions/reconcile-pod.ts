@@ -1,6 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
 import { orMissing } from "../lib/kube/errors.ts";
+import { hasPendingHooks } from "../lib/sandbox/post-start-hooks.ts";
 import type { PodTarget } from "../lib/triggers/audit-targets.ts";
 import { completeStarting } from "./complete-starting.ts";
 import { completeStopping } from "./complete-stopping.ts";
@@ -26,7 +27,13 @@ export const POD_STEPS: readonly Step[] = [
  * the pool's size). The audit path uses it for pod writes, so a claim's start completes without
  * listing the whole pool; the pool-wide steps follow on the (rate-limited) pool run. With a
  * version an audit event reported, both reads come from the apiserver's watch cache: the pod at
- * least that new, the pool as cached (a pool change triggers its own runs).
+ * least that new, the pool as cached (a pool change triggers its own runs), shared by this
+ * process's runs for a moment when deps.poolReads is set.
+ *
+ * When the event recorded the pod whole (target.reported), the steps first plan on that version
+ * and the pod is read only if they would act: most writes (our own claims, releases and
+ * completions) leave nothing to do, and acting is always on a fresh read. A later write to the
+ * pod has its own event and run, so looking at this version alone loses nothing.
  */
 export async function reconcilePod(
   deps: StepDeps,
@@ -36,12 +43,31 @@ export async function reconcilePod(
   target: PodTarget = { notOlderThan: undefined },
 ): Promise<PoolReport> {
   const cached = target.notOlderThan !== undefined;
+  const readPool = () => orMissing(deps.kube.getPool(namespace, poolName, { cached }));
+  const pooled =
+    cached && deps.poolReads ? deps.poolReads.get(`${namespace}/${poolName}`, readPool) : readPool();
+  const notFound = { pool: `${namespace}/${poolName}`, found: false, steps: [] };
+  if (target.reported) {
+    const pool = await pooled;
+    if (!pool) return notFound;
+    if (await plansNothing(deps, pool, target.reported)) return { ...notFound, found: true };
+  }
   const [pool, pod] = await Promise.all([
-    orMissing(deps.kube.getPool(namespace, poolName, { cached })),
+    pooled,
     orMissing<V1Pod>(deps.kube.getPod(namespace, podName, { notOlderThan: target.notOlderThan })),
   ]);
-  if (!pool || !pod) return { pool: `${namespace}/${poolName}`, found: false, steps: [] };
+  if (!pool || !pod) return notFound;
   return runPodSteps(deps, pool, pod);
+}
+
+/**
+ * plansNothing says whether the per-pod steps would leave this version of the pod alone. A pod
+ * with hooks still to run counts as work: planning the hooks step runs them.
+ */
+async function plansNothing(deps: StepDeps, pool: SandboxPool, pod: V1Pod): Promise<boolean> {
+  if (hasPendingHooks(pod)) return false;
+  for (const step of POD_STEPS) if ((await step.plan(deps, { pool, pods: [pod] })).length > 0) return false;
+  return true;
 }
 
 /**

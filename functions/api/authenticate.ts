@@ -5,10 +5,12 @@ import type { ApiDeps } from "./deps.ts";
 
 /**
  * authenticate maps a presented API key to its tenant by looking its SHA-256 up in the keys
- * Secret. It reads the apiserver's watch cache first and, for a key not found there, etcd itself
- * (shared by the host's requests within a second, deps.keyReads), so a key created a moment ago
- * works and a revoked key stops working within about a second. Only hashes are stored, so the
- * Secret never reveals a usable key; undefined for unknown keys or no Secret.
+ * Secret. It reads the apiserver's watch cache first (a read the host's requests share for a
+ * second, deps.keyCacheReads, then, for a key that read does not show, one of its own) and, for
+ * a key not found there, etcd itself (shared by the host's requests within a second,
+ * deps.keyReads), so a key created a moment ago works and a revoked key stops working within
+ * about two seconds (ADR 0020). Only hashes are stored, so the Secret never reveals a usable key;
+ * undefined for unknown keys or no Secret.
  */
 export async function authenticate(
   deps: ApiDeps,
@@ -22,6 +24,10 @@ export async function authenticate(
     const entry = secret?.data && Object.hasOwn(secret.data, hash) ? secret.data[hash] : undefined;
     return entry ? decodeStoredKeyEntry(entry) : undefined;
   };
+  // A read shared for a second serves known keys; a key it does not show (made since, or
+  // unknown) gets a read of its own from the cache, as fresh as the cache is.
+  const shared = deps.keyCacheReads ? lookup(await deps.keyCacheReads.get(() => read(true))) : undefined;
+  if (shared) return shared;
   const cached = lookup(await read(true));
   if (cached) return cached;
   // Not in the watch cache: a key made a moment ago, or no key at all. One etcd read per

@@ -23,6 +23,8 @@ export interface ApiDeps extends StepDeps {
   envdPort?: number;
   /** keyReads shares the key check's etcd reads of the keys Secret among this host's requests. */
   keyReads?: SharedRead<V1Secret | undefined>;
+  /** keyCacheReads shares the key check's watch-cache reads of the keys Secret likewise (ADR 0020). */
+  keyCacheReads?: SharedRead<V1Secret | undefined>;
   /** teamLimits cap each team's sandboxes held at once (none when unset). */
   teamLimits?: TeamLimits;
   /** watch streams watch requests (waiting for a sandbox to run). */

@@ -89,7 +89,14 @@ export async function readTarget(
       ok ? listCandidates(deps, namespace, shardGroupSelector(name, shards.slice(0, 1))) : undefined,
     );
     first.catch(() => {}); // awaited below, unless the pool read fails first
-    const pool = await cachedThenFresh((o) => deps.kube.getPool(namespace, name, o), known);
+    // The cached read is shared with this host's other creates of the moment (ADR 0020).
+    const pool = await cachedThenFresh(
+      (o) =>
+        o.cached && deps.poolReads
+          ? deps.poolReads.get(target.pool ?? "", () => orMissing(deps.kube.getPool(namespace, name, o)))
+          : deps.kube.getPool(namespace, name, o),
+      known,
+    );
     const templateName = pool?.spec.templateName;
     const template = templateName
       ? await cachedThenFresh((o) => deps.kube.getTemplate(templateName, o), known)

@@ -68,7 +68,7 @@ export interface HostConfig {
   onAuditEvents?: (list: AuditEventList) => void;
 }
 
-/** KEY_READ_SHARE_MS: how long one etcd read of the keys Secret serves this host's key checks. */
+/** KEY_READ_SHARE_MS: how long one read of the keys Secret (cached or etcd) serves this host's key checks. */
 const KEY_READ_SHARE_MS = 1000;
 
 export interface Host {
@@ -110,6 +110,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     ...(config.envdPort ? { envdPort: config.envdPort } : {}),
     ...(config.teamLimits ? { teamLimits: config.teamLimits } : {}),
     keyReads: new SharedRead(KEY_READ_SHARE_MS, () => Date.now()),
+    keyCacheReads: new SharedRead(KEY_READ_SHARE_MS, () => Date.now()),
     watch,
   };
   const reconciler = await startReconcilerThread(

@@ -14,7 +14,11 @@ import type { Log } from "../../lib/log.ts";
 import type { IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
 import { importSealKeys } from "../../lib/sandboxes/sealing.ts";
+import { SharedReads } from "../../lib/util/shared-read.ts";
 import { nodeKubeTransport } from "./kube-transport.ts";
+
+/** POOL_READ_SHARE_MS: how long one watch-cache read of a pool serves this thread's pod runs (ADR 0020). */
+const POOL_READ_SHARE_MS = 500;
 
 /** StepSettings are the Node host's settings the reconcile steps depend on. */
 export interface StepSettings {
@@ -63,6 +67,7 @@ export async function nodeStepDeps(
         }
       : {}),
     noticed: new Set<string>(),
+    poolReads: new SharedReads(POOL_READ_SHARE_MS, () => Date.now()),
     ...(settings.idleRelease ? { idleRelease: settings.idleRelease } : {}),
     ...(settings.clusterId ? { clusterId: settings.clusterId } : {}),
     ...(settings.adoptPools ? { adoptPools: true } : {}),

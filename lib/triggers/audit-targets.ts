@@ -1,3 +1,4 @@
+import type { V1Pod } from "@kubernetes/client-node";
 import { GROUP, IMAGE_PULL_SECRET_NAME_PREFIX, RESOURCE, SANDBOX_POOL_LABEL } from "../api/keys.ts";
 
 /** AuditEvent is the part of an audit.k8s.io/v1 Event that maps a change to a pool. */
@@ -13,7 +14,9 @@ export interface AuditEvent {
   responseStatus?: { code?: number };
   responseObject?: {
     kind?: string;
+    apiVersion?: string;
     metadata?: { labels?: Record<string, string>; resourceVersion?: string };
+    spec?: unknown;
   };
   requestObject?: { kind?: string; metadata?: { labels?: Record<string, string> } };
 }
@@ -52,7 +55,8 @@ export type PodKey = `${string}/${string}/${string}`;
 /**
  * auditPodTargets maps one audit batch to the pool pods that were written, each once, with the
  * version to read them at (see PodTarget), so the pod's own transitions (start, stop, failure,
- * deletion) can run on a read of just that pod instead of a list of the whole pool.
+ * deletion) can run on a read of just that pod instead of a list of the whole pool. Where the
+ * newest of a pod's writes in the batch recorded the whole pod, the target carries it (reported).
  */
 export function auditPodTargets(events: readonly AuditEvent[]): Map<PodKey, PodTarget> {
   const targets = new Map<PodKey, PodTarget>();
@@ -67,7 +71,10 @@ export function auditPodTargets(events: readonly AuditEvent[]): Map<PodKey, PodT
     const key: PodKey = `${ref.namespace}/${pool}/${ref.name}`;
     const seen = targets.get(key);
     const version = e.responseObject?.metadata?.resourceVersion;
-    targets.set(key, { notOlderThan: seen ? newest(seen.notOlderThan, version) : version });
+    const notOlderThan = seen ? newest(seen.notOlderThan, version) : version;
+    const pod = wholePod(e);
+    const reported = notOlderThan === undefined ? undefined : notOlderThan === version ? pod : seen?.reported;
+    targets.set(key, { notOlderThan, ...(reported ? { reported } : {}) });
   }
   return targets;
 }
@@ -75,10 +82,25 @@ export function auditPodTargets(events: readonly AuditEvent[]): Map<PodKey, PodT
 /**
  * PodTarget says how fresh a pod run's read must be: at least notOlderThan, the newest version the
  * batch reported for the pod (the watch cache can serve that read), or, when undefined, a quorum
- * read of etcd.
+ * read of etcd. reported is the pod as the apiserver answered that newest write, when the event
+ * recorded it whole (the policy logs pod writes at RequestResponse level): the run looks at it
+ * first and reads the pod only when it shows something to do (see reconcilePod).
  */
 export interface PodTarget {
   notOlderThan: string | undefined;
+  reported?: V1Pod;
+}
+
+/**
+ * wholePod is the pod an event's response recorded, when it is one: a create, update or patch
+ * answered with a v1 Pod that has its version and spec (a delete's answer, a Status, or a body
+ * the apiserver truncated is not).
+ */
+function wholePod(e: AuditEvent): V1Pod | undefined {
+  const o = e.responseObject;
+  if (e.verb === "delete" || e.verb === "deletecollection") return undefined;
+  if (o?.kind !== "Pod" || o.apiVersion !== "v1" || !o.metadata?.resourceVersion || !o.spec) return undefined;
+  return o as V1Pod;
 }
 
 const DECIMAL = /^[1-9][0-9]*$/;

@@ -26,3 +26,33 @@ export class SharedRead<T> {
     return answer;
   }
 }
+
+/**
+ * SharedReads is SharedRead per key (a pool's "namespace/name"): concurrent callers for the same
+ * key within maxAgeMs of a read's start share its answer. Entries older than maxAgeMs are dropped
+ * as new keys come in, so it holds at most the keys read in the last interval.
+ */
+export class SharedReads<T> {
+  private readonly last = new Map<string, { at: number; answer: Promise<T> }>();
+  private readonly maxAgeMs: number;
+  private readonly now: () => number;
+
+  constructor(maxAgeMs: number, now: () => number) {
+    this.maxAgeMs = maxAgeMs;
+    this.now = now;
+  }
+
+  get(key: string, read: () => Promise<T>): Promise<T> {
+    const at = this.now();
+    const last = this.last.get(key);
+    if (last && at - last.at < this.maxAgeMs) return last.answer;
+    if (!last) for (const [k, v] of this.last) if (at - v.at >= this.maxAgeMs) this.last.delete(k);
+    const answer = read();
+    const entry = { at, answer };
+    this.last.set(key, entry);
+    answer.catch(() => {
+      if (this.last.get(key) === entry) this.last.delete(key);
+    });
+    return answer;
+  }
+}

@@ -15,6 +15,7 @@ import { POOLS, poolObject, testDeps } from "./support/steps.ts";
 
 const { core, custom, kc } = kube();
 const sent: KubeRequest[] = [];
+let keyClock = 0;
 const real = nodeKubeTransport(kc);
 const base = testDeps();
 const deps: ApiDeps = {
@@ -27,6 +28,8 @@ const deps: ApiDeps = {
   random: Math.random,
   watch: nodeKubeWatch(kc),
   keyReads: new SharedRead(1000, () => Date.now()),
+  // Its clock stands still unless a test moves it: sharing does not hang on how fast creates run.
+  keyCacheReads: new SharedRead(1000, () => keyClock),
 };
 // Mounted as the host mounts it: the create route's own key check is what is measured.
 const app = new Hono().route("/v1", sandboxRoutes(deps));
@@ -83,5 +86,28 @@ describe("an anonymous create", () => {
     const answer = await create(key);
     expect(answer.status).toBe(503); // the pool has no pods
     expect(sent.some((r) => r.method === "GET" && r.path === `/api/v1/namespaces/${ns}/pods`)).toBe(true);
+  });
+});
+
+describe("known keys", () => {
+  const secretReads = () =>
+    sent.filter((r) => r.method === "GET" && r.path.endsWith(`/secrets/${deps.apiKeys.name}`)).length;
+
+  it("share one read of the keys Secret among a host's creates of a second", async () => {
+    keyClock += 1000;
+    await create(key); // a shared read starts now
+    sent.length = 0;
+    const answers = await Promise.all(Array.from({ length: 20 }, () => create(key)));
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 503)); // known, and the pool has no pods
+    expect(secretReads()).toBe(0);
+  });
+
+  it("and a key made after that read still works at once", async () => {
+    keyClock += 1000;
+    await create(key);
+    const fresh = await createApiKey(deps, { team: "anon-test", user: "v" });
+    sent.length = 0;
+    expect((await create(fresh)).status).toBe(503);
+    expect(secretReads()).toBeGreaterThanOrEqual(1); // its own read: the shared one predates it
   });
 });

@@ -100,6 +100,32 @@ describe("auditPodTargets", () => {
     expect(targets.get("ns/a/a-1")).toEqual({ notOlderThan: "1200" });
   });
 
+  it("carries the pod the newest write recorded whole, and only that one", () => {
+    const whole = (name: string, resourceVersion: string, verb = "patch"): AuditEvent => ({
+      verb,
+      objectRef: { resource: "pods", namespace: "ns", name },
+      responseStatus: { code: 200 },
+      responseObject: {
+        kind: "Pod",
+        apiVersion: "v1",
+        metadata: { labels: { "agentbox.navix.sh/sandbox-pool": "a" }, resourceVersion },
+        spec: { containers: [] },
+      },
+    });
+    const targets = auditPodTargets([
+      whole("a-0", "20"),
+      whole("a-0", "10"),
+      whole("a-1", "10"),
+      write("patch", "a-1", "a", 200, "30"),
+      whole("a-2", "40", "delete"),
+    ]);
+    expect(targets.get("ns/a/a-0")?.reported?.metadata?.resourceVersion).toBe("20");
+    // The newest write of a-1 recorded no whole pod: the older one it did record is no use.
+    expect(targets.get("ns/a/a-1")).toEqual({ notOlderThan: "30" });
+    // A delete's answer is never acted on.
+    expect(targets.get("ns/a/a-2")).toEqual({ notOlderThan: "40" });
+  });
+
   it("asks for a quorum read when a version is missing or cannot be ordered", () => {
     const targets = auditPodTargets([
       write("patch", "a-0", "a", 200, "12"),

@@ -1,0 +1,73 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import { claimSandbox } from "../../functions/claim-sandbox.ts";
+import type { StepDeps } from "../../functions/deps.ts";
+import { reconcilePod } from "../../functions/reconcile-pod.ts";
+import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
+import { KubeClient } from "../../lib/kube/client.ts";
+import type { KubeTransport } from "../../lib/kube/transport.ts";
+import { kube, watchPodUntil } from "./support/kube.ts";
+import { isReady, phaseOf, poolTest, reconcileUntil } from "./support/steps.ts";
+
+// A pod run handed the pod an audit event recorded (PodTarget.reported) plans on it first and
+// reads the pod only when the steps would act; it acts on that fresh read, never on the payload.
+
+const { kc } = kube();
+const t = poolTest("podrun");
+const requests: string[] = [];
+const counting =
+  (inner: KubeTransport): KubeTransport =>
+  async (req) => {
+    const res = await inner(req);
+    requests.push(`${req.method} ${req.path.split("?")[0]} ${res.status}`);
+    return res;
+  };
+const deps: StepDeps = { ...t.deps, kube: new KubeClient(counting(nodeKubeTransport(kc))) };
+const POOL = "reported";
+
+describe("pod runs on a reported pod", () => {
+  it("read nothing but the pool when the reported version needs nothing, and act on a fresh read otherwise", async () => {
+    await t.createPool(POOL, 1);
+    const [idle] = await reconcileUntil(deps, t.ns, POOL, "an idle ready pod", async () => {
+      const pods = await t.pods(POOL);
+      return pods.length === 1 && pods.every((p) => phaseOf(p) === "idle" && isReady(p)) && pods;
+    });
+    const name = idle?.metadata?.name ?? "";
+    const claimed = await claimSandbox(deps, idle as V1Pod, {
+      sandboxId: "reported-1",
+      containerImages: { sandbox: "registry.local/sandbox/agent:1" },
+    });
+    if (!claimed.ok) throw new Error(`claim failed: ${claimed.detail}`);
+    const at = (pod: V1Pod) => ({ notOlderThan: pod.metadata?.resourceVersion, reported: pod });
+    const podPath = `/api/v1/namespaces/${t.ns}/pods/${name}`;
+
+    // The claim's own answer: Starting, nothing pulled yet. Nothing to do, and the pod is not read.
+    requests.length = 0;
+    const quiet = await reconcilePod(deps, t.ns, POOL, name, at(claimed.pod));
+    expect(quiet).toMatchObject({ found: true, steps: [] });
+    expect(requests.filter((r) => r.includes(podPath))).toEqual([]);
+
+    // kubelet has run the new image: this version asks for completing the start, so the run
+    // reads the pod and completes it.
+    const pulled = await watchPodUntil(kc, t.ns, name, "the sandbox image running", (p) =>
+      (p.status?.containerStatuses ?? []).some((c) => c.image?.includes("agent:1") && c.state?.running),
+    );
+    requests.length = 0;
+    const acted = await reconcilePod(deps, t.ns, POOL, name, at(pulled));
+    expect(requests).toContain(`GET ${podPath} 200`);
+    expect(acted.steps.map((s) => [s.step, s.outcomes.map((o) => o.result)])).toContainEqual([
+      "complete-starting",
+      ["done"],
+    ]);
+    const running = await watchPodUntil(kc, t.ns, name, "running", (p) => phaseOf(p) === "running");
+
+    // The same event handled again (a second host, a retry): the payload still says "complete
+    // the start", but the fresh read shows it done, so nothing is written.
+    requests.length = 0;
+    const again = await reconcilePod(deps, t.ns, POOL, name, at(pulled));
+    expect(requests).toContain(`GET ${podPath} 200`);
+    expect(requests.filter((r) => r.startsWith("PATCH"))).toEqual([]);
+    expect(again.steps).toEqual([]);
+    expect(phaseOf(running)).toBe("running");
+  });
+});
