@@ -27,14 +27,23 @@ export type Claim = (pod: V1Pod) => Promise<V1Pod | undefined | typeof UNSUITABL
 export const LOSSES_BEFORE_FRESH_LOOK = 4;
 
 /**
+ * DRAINED_HINT_MS is how long a fresh look that found a pool drained makes this host's next
+ * creates for it start with a fresh look of their own (a hint only: each still reads).
+ */
+export const DRAINED_HINT_MS = 2000;
+
+/**
  * claimFrom lists the idle pods of a random group of the pool's claim shards, orders the
  * claimable ones (shuffled, so concurrent creates pick different pods) and tries them one by one
  * with the preconditioned claim patch; a lost race moves on to the next candidate, an exhausted
  * group to the next, larger one, until `budget` attempts are spent. After LOSSES_BEFORE_FRESH_LOOK
  * lost races in a row it lists the pool's idle pods consistently (not from the cache) and goes on
  * with those, and stops at once when that list has none: a burst larger than the pool fails fast
- * instead of spending its budget on pods that are gone. `first` is a pool target's first shard,
- * listed alongside the pool read (see readTarget).
+ * instead of spending its budget on pods that are gone. Those fresh looks are shared by the host's
+ * creates of the moment (deps.freshLooks), and for DRAINED_HINT_MS after one found the pool
+ * drained, this host's creates for it start with a fresh look. A create never answers "none"
+ * from a read older than its own call. `first` is a pool target's first shard, listed alongside
+ * the pool read (see readTarget).
  */
 export async function claimFrom(
   deps: ApiDeps,
@@ -49,42 +58,67 @@ export async function claimFrom(
   const window = scaleDownPolicyFor(pool).protectionWindowSeconds;
   const { shards = shardOrder(deps.random), firstPage } = first ?? {};
   const selectors = selectorsAfterFirst(name, shards, firstPage !== undefined, pool.status?.idleReplicas);
-  // The claimable idle pods of a consistent list, page by page until a page has some (pods not
-  // Ready or marked for scale-down fill whole pages during a scale-up): none at all, the pool is drained.
-  const fresh = async (): Promise<V1Pod[]> => {
+  // The idle pods of a consistent list, page by page until a page has claimable ones (pods not
+  // Ready or marked for scale-down fill whole pages during a scale-up): none at all, the pool is
+  // drained. Creates of this host that look at the same moment share one list that started after
+  // they asked (deps.freshLooks); each orders what it shows in its own random order.
+  const listIdle = async (): Promise<V1Pod[]> => {
     let next: string | undefined;
     do {
       const page = await deps.kube.listPods(namespace, idleSelector(name), {
         limit: CANDIDATES_PER_LIST,
         ...(next ? { continue: next } : {}),
       });
-      const claimable = orderCandidates(page.items, deps.now(), window, deps.random);
-      if (claimable.length > 0) return claimable;
+      if (orderCandidates(page.items, deps.now(), window, () => 0).length > 0) return page.items;
       next = page.continue;
     } while (next);
     return [];
   };
-  let pages: (() => Promise<V1Pod[]>)[] = [
-    ...(firstPage ? [async () => firstPage] : []),
-    ...selectors.map((selector) => () => listCandidates(deps, namespace, selector)),
-  ];
+  const fresh = async () =>
+    orderCandidates(
+      await (deps.freshLooks ? deps.freshLooks.get(`${namespace}/${name}`, listIdle) : listIdle()),
+      deps.now(),
+      window,
+      deps.random,
+    );
+  // What this host last saw of the pool afresh: drained, by a read that started at or after `t`.
+  const key = `${namespace}/${name}`;
+  const drainedSince = (t: number) => {
+    const looked = deps.freshLooks?.latest(key);
+    return looked !== undefined && looked.value.length === 0 && looked.at >= t;
+  };
+  // Found drained a moment ago: start with a fresh look, not with the cache's stale candidates.
+  let pages: { list: () => Promise<V1Pod[]>; fresh?: true }[] = drainedSince(now.getTime() - DRAINED_HINT_MS)
+    ? [{ list: fresh, fresh: true }]
+    : [
+        ...(firstPage ? [{ list: async () => firstPage }] : []),
+        ...selectors.map((selector) => ({ list: () => listCandidates(deps, namespace, selector) })),
+      ];
   let tried = 0;
   let lost = 0;
   while (pages.length > 0) {
-    const [list, ...rest] = pages;
+    const [page, ...rest] = pages;
     pages = rest;
-    const candidates = orderCandidates((await list?.()) ?? [], now, window, deps.random);
+    const listedAt = deps.now().getTime();
+    const candidates = page?.fresh
+      ? await page.list()
+      : orderCandidates((await page?.list()) ?? [], now, window, deps.random);
     for (const pod of candidates) {
       if (tried >= budget) return { tried };
-      tried++;
-      const won = await claim(pod);
-      if (won && won !== UNSUITABLE) return { pod: won, tried };
-      if (won === UNSUITABLE || ++lost < LOSSES_BEFORE_FRESH_LOOK) continue;
+      // Another create of this host found the pool drained since this page was listed: its pods
+      // are gone, so look afresh (with it) rather than lose races for them.
+      const stale = drainedSince(listedAt);
+      if (!stale) {
+        tried++;
+        const won = await claim(pod);
+        if (won && won !== UNSUITABLE) return { pod: won, tried };
+        if (won === UNSUITABLE || ++lost < LOSSES_BEFORE_FRESH_LOOK) continue;
+      }
       // The cache is behind: look afresh, and go on with what that shows (nothing: stop).
       lost = 0;
       const idle = await fresh();
       if (idle.length === 0) return { tried };
-      pages = [async () => idle];
+      pages = [{ list: async () => idle, fresh: true }];
       break;
     }
   }

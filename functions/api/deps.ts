@@ -1,7 +1,7 @@
-import type { V1Secret } from "@kubernetes/client-node";
+import type { V1Pod, V1Secret } from "@kubernetes/client-node";
 import type { KubeWatchTransport } from "../../lib/kube/transport.ts";
 import type { TeamLimits } from "../../lib/sandboxes/team-limits.ts";
-import type { SharedRead } from "../../lib/util/shared-read.ts";
+import type { NextReads, SharedRead } from "../../lib/util/shared-read.ts";
 import type { StepDeps } from "../deps.ts";
 import type { CreateStamps } from "./create-stamps.ts";
 import type { IdleDispatch } from "./idle-dispatch.ts";
@@ -25,6 +25,11 @@ export interface ApiDeps extends StepDeps {
   keyReads?: SharedRead<V1Secret | undefined>;
   /** keyCacheReads shares the key check's watch-cache reads of the keys Secret likewise (ADR 0020). */
   keyCacheReads?: SharedRead<V1Secret | undefined>;
+  /**
+   * freshLooks shares a create's consistent list of a pool's idle pods (after lost claims) with
+   * this host's other creates asking at the same moment, never with one that asked after it began.
+   */
+  freshLooks?: NextReads<V1Pod[]>;
   /** teamLimits cap each team's sandboxes held at once (none when unset). */
   teamLimits?: TeamLimits;
   /** watch streams watch requests (waiting for a sandbox to run). */

@@ -7,6 +7,8 @@ import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
 import type { ApiDeps } from "./deps.ts";
 
+/** IDLE_WATCH_SECONDS is how long one idle-pod watch lasts before it is reopened (timeoutSeconds). */
+export const IDLE_WATCH_SECONDS = 120;
 /**
  * UNSUITABLE is what a waiter's claim answers for a pod it cannot use (its request does not fit the
  * pod's pool): the pod stays on offer to the other waiters, never to this one again.
@@ -152,7 +154,13 @@ export class IdleDispatch {
           {
             method: "GET",
             path: `/api/v1/namespaces/${encodeURIComponent(stream.namespace)}/pods`,
-            query: { labelSelector: idleSelector([...stream.pools.keys()]) },
+            // The apiserver ends it after a while (the transport gives up on one that outlives
+            // that: a stopped apiserver, a dead connection), so a stream with waiters always on it
+            // is still renewed.
+            query: {
+              labelSelector: idleSelector([...stream.pools.keys()]),
+              timeoutSeconds: String(IDLE_WATCH_SECONDS),
+            },
           },
           (event) => {
             this.onEvent(stream, event.type, event.object as V1Pod);

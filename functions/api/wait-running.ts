@@ -7,6 +7,7 @@ import { retryDelay } from "../../lib/util/backoff.ts";
 import { latestOnly } from "../../lib/util/latest-only.ts";
 import { runPodSteps } from "../reconcile-pod.ts";
 import type { ApiDeps } from "./deps.ts";
+import { IDLE_WATCH_SECONDS } from "./idle-dispatch.ts";
 
 /**
  * WaitTimeline says where a wait went, in ms from its start: when the watch delivered the version
@@ -129,6 +130,8 @@ export async function waitForRunning(
               fieldSelector: `metadata.name=${name}`,
               resourceVersion: resumeFrom,
               allowWatchBookmarks: "true",
+              // Renewed now and then, like the idle watch: a dead stream is noticed and reopened.
+              timeoutSeconds: String(IDLE_WATCH_SECONDS),
             },
           },
           (event) => {

@@ -12,7 +12,7 @@ import type { Log } from "../../lib/log.ts";
 import type { IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import type { TeamLimits } from "../../lib/sandboxes/team-limits.ts";
 import { auditEnvTargets, auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
-import { SharedRead } from "../../lib/util/shared-read.ts";
+import { NextReads, SharedRead } from "../../lib/util/shared-read.ts";
 import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
 import { nodeKubeWatch } from "./kube-transport.ts";
@@ -99,7 +99,10 @@ export async function startHost(config: HostConfig): Promise<Host> {
     ...hooks,
     ...(config.clusterId ? { clusterId: config.clusterId } : {}),
   });
-  const watch = nodeKubeWatch(config.kubeconfig);
+  const watch = nodeKubeWatch(
+    config.kubeconfig,
+    config.kubeTimeouts?.read ? { headerTimeoutMs: config.kubeTimeouts.read } : {},
+  );
   const api: ApiDeps = {
     ...deps,
     apiKeys: config.apiKeys ?? { namespace: "agentbox-system", name: "agentbox-api-keys" },
@@ -111,6 +114,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     ...(config.teamLimits ? { teamLimits: config.teamLimits } : {}),
     keyReads: new SharedRead(KEY_READ_SHARE_MS, () => Date.now()),
     keyCacheReads: new SharedRead(KEY_READ_SHARE_MS, () => Date.now()),
+    freshLooks: new NextReads(() => Date.now()),
     watch,
   };
   const reconciler = await startReconcilerThread(

@@ -102,24 +102,55 @@ export function nodeKubeTransport(kc: KubeConfig, opts: NodeTransportOptions = {
   };
 }
 
+/** WATCH_GRACE_MS is how long past its own timeoutSeconds a watch may stay open before it counts as lost. */
+export const WATCH_GRACE_MS = 10_000;
+
+/** NodeWatchOptions bound a watch: its answer's headers, and its whole life when it asks for timeoutSeconds. */
+export interface NodeWatchOptions {
+  /** headerTimeoutMs: no response headers within this, the watch fails (default: the read timeout). */
+  headerTimeoutMs?: number;
+  /** graceMs past a request's timeoutSeconds the stream is given up on (WATCH_GRACE_MS). */
+  graceMs?: number;
+}
+
 /**
  * nodeKubeWatch streams watch requests with the kubeconfig's credentials: newline-delimited JSON
  * events, one callback each, until the callback says stop, the server ends the stream, or abort.
  * A line that is not JSON, or a callback that throws, ends the watch with that error (the
- * caller's promise rejects); nothing throws out of the stream's handlers.
+ * caller's promise rejects); nothing throws out of the stream's handlers. A watch is bounded
+ * like every other request: an apiserver that sends no headers within headerTimeoutMs, or keeps a
+ * stream open graceMs past the timeoutSeconds it asked for (a stopped apiserver, a dead
+ * connection), fails it with ApiServerUnreachable, so its owner opens a new one.
  */
-export function nodeKubeWatch(kc: KubeConfig): KubeWatchTransport {
+export function nodeKubeWatch(kc: KubeConfig, opts: NodeWatchOptions = {}): KubeWatchTransport {
   const server = serverOf(kc);
+  const host = new URL(server).host;
+  const headerMs = opts.headerTimeoutMs ?? DEFAULT_KUBE_TIMEOUTS.read;
   return async (req, onEvent, signal) => {
     const url = urlOf(server, req);
     url.searchParams.set("watch", "1");
     const options: RequestOptions = { method: "GET", headers: { accept: "application/json" }, signal };
-    await credentials(kc, options, DEFAULT_KUBE_TIMEOUTS.read, new URL(server).host);
+    await credentials(kc, options, headerMs, host);
+    const seconds = Number(req.query?.timeoutSeconds);
+    const lifeMs = seconds > 0 ? seconds * 1000 + (opts.graceMs ?? WATCH_GRACE_MS) : undefined;
     await new Promise<void>((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const settle = (e?: Error) => {
+        clearTimeout(timer);
+        if (e) reject(e);
+        else resolve();
+      };
+      const lost = (why: string) => () => {
+        r.destroy();
+        settle(new ApiServerUnreachable(`cannot reach the API server at ${host}: watch ${req.path}: ${why}`));
+      };
       const r = request(url, options, (res) => {
+        clearTimeout(timer);
+        if (lifeMs !== undefined)
+          timer = setTimeout(lost(`still open ${lifeMs - seconds * 1000} ms past its ${seconds} s`), lifeMs);
         if ((res.statusCode ?? 0) >= 300) {
           res.resume();
-          reject(new Error(`watch ${req.path}: HTTP ${res.statusCode}`));
+          settle(new Error(`watch ${req.path}: HTTP ${res.statusCode}`));
           return;
         }
         const feed = watchLines(`watch ${req.path}`, onEvent);
@@ -128,16 +159,17 @@ export function nodeKubeWatch(kc: KubeConfig): KubeWatchTransport {
           try {
             if (!feed(chunk)) return;
             r.destroy();
-            resolve();
+            settle();
           } catch (e) {
             r.destroy();
-            reject(e instanceof Error ? e : new Error(String(e)));
+            settle(e instanceof Error ? e : new Error(String(e)));
           }
         });
-        res.on("end", () => resolve());
-        res.on("error", (e) => (signal.aborted ? resolve() : reject(e)));
+        res.on("end", () => settle());
+        res.on("error", (e) => (signal.aborted ? settle() : settle(e)));
       });
-      r.on("error", (e) => (signal.aborted ? resolve() : reject(e)));
+      timer = setTimeout(lost(`no answer within ${headerMs} ms`), headerMs);
+      r.on("error", (e) => (signal.aborted ? settle() : settle(e)));
       r.end();
     });
   };

@@ -2,6 +2,8 @@ import { readFileSync } from "node:fs";
 import { request } from "node:https";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
+import { ApiServerUnreachable } from "../../lib/kube/errors.ts";
 import { until } from "../integration/support/kube.ts";
 import { poolObject } from "../integration/support/steps.ts";
 import { Churn } from "./support/churn.ts";
@@ -142,5 +144,46 @@ describe("the apiserver stops answering", () => {
     expect(
       records.filter((r) => r.failureReason === "StartupTimeout" || r.failureReason === "IdleTimeout"),
     ).toEqual([]);
+  });
+
+  it("a watch is bounded too: no headers in time, or open past its timeoutSeconds, fails as unreachable", async () => {
+    const watch = nodeKubeWatch(c.kc, { headerTimeoutMs: 1000, graceMs: 1000 });
+    const path = `/api/v1/namespaces/${NS}/pods`;
+    const ignore = () => false;
+    const failed = async (p: Promise<void>) => {
+      const t0 = Date.now();
+      const error = await p.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      return { error, ms: Date.now() - t0 };
+    };
+    // Opened against a stopped apiserver: no answer within the header bound.
+    const unanswered = await stopped(() =>
+      failed(watch({ method: "GET", path }, ignore, new AbortController().signal)),
+    );
+    expect(unanswered.error).toBeInstanceOf(ApiServerUnreachable);
+    expect(String(unanswered.error)).toContain("no answer within 1000 ms");
+    expect(unanswered.ms).toBeLessThan(5000);
+    // Opened while it answers, asking for 1 s; then it stops: the stream is given up on at 1 s + grace.
+    let opened!: () => void;
+    const open = new Promise<void>((r) => {
+      opened = r;
+    });
+    const stream = failed(
+      watch(
+        { method: "GET", path, query: { timeoutSeconds: "1" } },
+        () => {
+          opened();
+          return false;
+        },
+        new AbortController().signal,
+      ),
+    );
+    await open; // the pool's pods, ADDED
+    const silent = await stopped(() => stream);
+    expect(silent.error).toBeInstanceOf(ApiServerUnreachable);
+    expect(String(silent.error)).toContain("past its 1 s");
+    expect(silent.ms).toBeLessThan(5000);
   });
 });

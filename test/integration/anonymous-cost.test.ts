@@ -1,38 +1,22 @@
-import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
-import type { ApiDeps } from "../../functions/api/deps.ts";
-import { nodeKubeTransport, nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
-import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeRequest } from "../../lib/kube/transport.ts";
 import { SharedRead } from "../../lib/util/shared-read.ts";
-import { sandboxRoutes } from "../../webhooks/sandboxes.ts";
+import { inProcessApi } from "./support/in-process-api.ts";
 import { kube, newNamespace } from "./support/kube.ts";
 import { POOLS, poolObject, testDeps } from "./support/steps.ts";
 
 // What an anonymous create costs the apiserver, counted on the wire of the real one: the sandbox
 // routes run in this process over a transport that records every request.
 
-const { core, custom, kc } = kube();
-const sent: KubeRequest[] = [];
+const { core, custom } = kube();
 let keyClock = 0;
-const real = nodeKubeTransport(kc);
 const base = testDeps();
-const deps: ApiDeps = {
-  ...base,
-  kube: new KubeClient(async (req) => {
-    sent.push(req);
-    return real(req);
-  }),
-  apiKeys: { namespace: "agentbox-system", name: "agentbox-api-keys" },
-  random: Math.random,
-  watch: nodeKubeWatch(kc),
+const { deps, sent, app } = inProcessApi(base, {
   keyReads: new SharedRead(1000, () => Date.now()),
   // Its clock stands still unless a test moves it: sharing does not hang on how fast creates run.
   keyCacheReads: new SharedRead(1000, () => keyClock),
-};
-// Mounted as the host mounts it: the create route's own key check is what is measured.
-const app = new Hono().route("/v1", sandboxRoutes(deps));
+});
 let ns = "";
 let cleanup = async () => {};
 let key = "";

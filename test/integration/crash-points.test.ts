@@ -129,6 +129,34 @@ async function prepare(round: number, replicas: number): Promise<string[]> {
   return ids;
 }
 
+/**
+ * claimAllIdle waits (reconciling) until the pool has SANDBOXES idle, Ready pods and claims each
+ * as `<pool>-<round>-<i>` with the agent image, or `options`' fields; returns the pods and IDs.
+ */
+async function claimAllIdle(
+  stepDeps: StepDeps,
+  pool: string,
+  round: number,
+  options: { containerImages?: Record<string, string>; idleTimeoutSeconds?: number } = {},
+): Promise<{ idle: V1Pod[]; ids: string[] }> {
+  const idle = await reconcileUntil(stepDeps, t.ns, pool, `${SANDBOXES} idle pods`, async () => {
+    const ps = await t.pods(pool);
+    return ps.length === SANDBOXES && ps.every((p) => phaseOf(p) === "idle" && isReady(p)) ? ps : undefined;
+  });
+  const ids = idle.map((_, i) => `${pool}-${round}-${i}`);
+  for (const [i, sandboxId] of ids.entries())
+    expect(
+      (
+        await claimSandbox(stepDeps, idle[i] as V1Pod, {
+          sandboxId,
+          containerImages: { sandbox: "registry.local/sandbox/agent:1" },
+          ...options,
+        })
+      ).ok,
+    ).toBe(true);
+  return { idle, ids };
+}
+
 describe("a run crashed after its k-th write, for every k", () => {
   it("converges on the next runs: records inserted once, every pod idle, none created twice", async () => {
     await t.createPool(POOL, SANDBOXES);
@@ -170,23 +198,7 @@ describe("a run crashed after its k-th write, for every k", () => {
       for (let k = 1; k <= 20; k++) {
         point.disarm();
         t.deps.clock.offsetMs = 0;
-        const idle = await reconcileUntil(idleDeps, t.ns, IDLE, `${SANDBOXES} idle pods`, async () => {
-          const ps = await t.pods(IDLE);
-          return ps.length === SANDBOXES && ps.every((p) => phaseOf(p) === "idle" && isReady(p))
-            ? ps
-            : undefined;
-        });
-        const ids = idle.map((_, i) => `idle-crash-${k}-${i}`);
-        for (const [i, sandboxId] of ids.entries())
-          expect(
-            (
-              await claimSandbox(idleDeps, idle[i] as V1Pod, {
-                sandboxId,
-                containerImages: { sandbox: "registry.local/sandbox/agent:1" },
-                idleTimeoutSeconds: 30,
-              })
-            ).ok,
-          ).toBe(true);
+        const { ids } = await claimAllIdle(idleDeps, IDLE, k, { idleTimeoutSeconds: 30 });
         await reconcileUntil(idleDeps, t.ns, IDLE, "the sandboxes running", async () =>
           (await t.pods(IDLE)).every((p) => phaseOf(p) === "running"),
         );
@@ -275,21 +287,7 @@ describe("a run crashed after its k-th write, for every k", () => {
     const crashedAt: number[] = [];
     for (let k = 1; k <= 20; k++) {
       point.disarm();
-      const idle = await reconcileUntil(deps, t.ns, START, `${SANDBOXES} idle pods`, async () => {
-        const ps = await t.pods(START);
-        return ps.length === SANDBOXES && ps.every((p) => phaseOf(p) === "idle" && isReady(p))
-          ? ps
-          : undefined;
-      });
-      for (const [i, pod] of idle.entries())
-        expect(
-          (
-            await claimSandbox(deps, pod, {
-              sandboxId: `start-crash-${k}-${i}`,
-              containerImages: { sandbox: "registry.local/sandbox/agent:1" },
-            })
-          ).ok,
-        ).toBe(true);
+      await claimAllIdle(deps, START, k);
       const pool = await deps.kube.getPool(t.ns, START);
       // Wait, running no step, until kwok runs the new image on all three.
       await until("the claimed pods ready to run", 30_000, async () => {
@@ -325,4 +323,49 @@ describe("a run crashed after its k-th write, for every k", () => {
     }
     expect(crashedAt.length).toBeGreaterThanOrEqual(3);
   }, 300_000);
+
+  it("a startup timeout crashed after each of its writes: each sandbox recorded once as StartupTimeout, each pod replaced once", async () => {
+    const STUCK = "stuck-crash";
+    await t.createPool(STUCK, SANDBOXES, { defaultStartupTimeout: "20s" });
+    const crashedAt: number[] = [];
+    try {
+      for (let k = 1; k <= 30; k++) {
+        point.disarm();
+        t.deps.clock.offsetMs = 0;
+        const { idle, ids } = await claimAllIdle(deps, STUCK, k, {
+          containerImages: { sandbox: "registry.invalid/unpullable:1" },
+        });
+        t.deps.clock.offsetMs = 60_000; // 40 s past their startup timeout
+        const createdBefore = point.created;
+        point.arm(k);
+        const crashed = await reconcilePool(deps, t.ns, STUCK).then(
+          () => point.crashed,
+          () => point.crashed,
+        );
+        point.disarm();
+        await reconcileUntil(deps, t.ns, STUCK, `round ${k} replaced`, async () => {
+          const ps = await t.pods(STUCK);
+          return (
+            ps.length === SANDBOXES &&
+            ps.every(
+              (p) =>
+                phaseOf(p) === "idle" && isReady(p) && !idle.some((o) => o.metadata?.uid === p.metadata?.uid),
+            )
+          );
+        });
+        for (const id of ids) {
+          expect(inserted.get(id), `record of ${id} after a crash at write ${k}`).toBe(1);
+          expect((await t.deps.history.get(id))?.failureReason).toBe("StartupTimeout");
+        }
+        // Deterministic names: a replacement whose create answer was lost is not made twice.
+        expect(point.created - createdBefore, `pods created around a crash at write ${k}`).toBe(SANDBOXES);
+        if (!crashed) break;
+        crashedAt.push(k);
+      }
+    } finally {
+      t.deps.clock.offsetMs = 0;
+    }
+    // Three deletes and three creates at least: each a crash point.
+    expect(crashedAt.length).toBeGreaterThanOrEqual(6);
+  }, 600_000);
 });

@@ -1,0 +1,32 @@
+import { Hono } from "hono";
+import type { ApiDeps } from "../../../functions/api/deps.ts";
+import type { StepDeps } from "../../../functions/deps.ts";
+import { nodeKubeTransport, nodeKubeWatch } from "../../../hosts/node/kube-transport.ts";
+import { KubeClient } from "../../../lib/kube/client.ts";
+import type { KubeRequest } from "../../../lib/kube/transport.ts";
+import { sandboxRoutes } from "../../../webhooks/sandboxes.ts";
+import { kube } from "./kube.ts";
+
+/**
+ * inProcessApi mounts the /v1 sandbox routes in the test's own process, as the host mounts them,
+ * over a transport to the run's real apiserver that records every request it sends (`sent`), so
+ * a test can count what a call cost the apiserver. `extra` adds the host's shared pieces.
+ */
+export function inProcessApi(base: StepDeps, extra: Partial<ApiDeps> = {}) {
+  const { kc } = kube();
+  const sent: KubeRequest[] = [];
+  const real = nodeKubeTransport(kc);
+  const deps: ApiDeps = {
+    ...base,
+    kube: new KubeClient(async (req) => {
+      sent.push(req);
+      return real(req);
+    }),
+    apiKeys: { namespace: "agentbox-system", name: "agentbox-api-keys" },
+    random: Math.random,
+    watch: nodeKubeWatch(kc),
+    ...extra,
+  };
+  const app = new Hono().route("/v1", sandboxRoutes(deps));
+  return { deps, sent, app };
+}
