@@ -33,6 +33,9 @@ export async function autoscaleEnv(
     report.outcomes.push(outcome);
     if (outcome.result !== "done") return { ...report, env: undefined };
     report.env = (written as SandboxEnv | undefined) ?? snap.env;
+    // Counted once the Env write landed: a decision a racing run overtook was not taken.
+    for (const c of plan.changes)
+      deps.metrics?.autoscalerDecisions.inc({ direction: c.direction, reason: c.reason });
   }
   // Each bookkeeping write moves its pool's resourceVersion: the Env step's patches in the same
   // run must be tested against the pool as written, not as read.

@@ -2,6 +2,7 @@ import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
 import type { HistoryStore } from "../lib/history/store.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
 import type { Log } from "../lib/log.ts";
+import type { Metrics } from "../lib/metrics/metrics.ts";
 import type { IdleReleaseMode } from "../lib/reconcile/idle-release.ts";
 import type { DigestResolver } from "../lib/sandbox/digest-resolver.ts";
 import type { SealKeys } from "../lib/sandboxes/sealing.ts";
@@ -68,4 +69,6 @@ export interface StepDeps {
    * same moment (ADR 0020); unset, each run reads its pool.
    */
   poolReads?: SharedReads<SandboxPool | undefined>;
+  /** metrics are this thread's Prometheus instruments (the Node host); unset, nothing is measured. */
+  metrics?: Metrics;
 }

@@ -48,6 +48,7 @@ export async function executeOne(
   try {
     if (action.record) outcome.record = await deps.history.put(action.record);
     written = await write(deps, action);
+    for (const { metric, seconds } of action.observe ?? []) deps.metrics?.phases[metric].observe(seconds);
     if (action.event) {
       await deps.kube
         .createEvent(

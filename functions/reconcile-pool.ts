@@ -1,3 +1,4 @@
+import { poolGauges, setPoolGauges } from "../lib/metrics/pool-gauges.ts";
 import { completeStarting } from "./complete-starting.ts";
 import { completeStopping } from "./complete-stopping.ts";
 import { copyTemplate } from "./copy-template.ts";
@@ -64,6 +65,8 @@ export async function reconcilePool(
   const steps = only === RECONCILE ? STEPS : [...STEPS, ...MANUAL_STEPS].filter((s) => s.name === only);
   if (steps.length === 0) throw new RangeError(`unknown step "${only}"`);
   const snap = snapshot ?? (await readSnapshot(deps.kube, namespace, name));
+  if (deps.metrics)
+    setPoolGauges(deps.metrics, report.pool, snap ? poolGauges(snap.pool, snap.pods) : undefined);
   if (!snap) return report;
   report.found = true;
   for (const step of steps) {

@@ -5,10 +5,12 @@ import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
 import type { E2bSettings } from "../lib/e2b/views.ts";
 import { isApiServerTrouble } from "../lib/kube/errors.ts";
 import type { Log } from "../lib/log.ts";
+import type { Metrics } from "../lib/metrics/metrics.ts";
 import { admissionRoutes } from "../webhooks/admission.ts";
 import { type AuditEventList, auditRoutes } from "../webhooks/audit.ts";
 import { e2bRoutes } from "../webhooks/e2b.ts";
 import { type EnvRunner, functionsRoutes, type StepRunner } from "../webhooks/functions.ts";
+import { httpMetrics, metricsRoutes, type Scrape } from "../webhooks/metrics.ts";
 import { sandboxRoutes } from "../webhooks/sandboxes.ts";
 
 export interface AppDeps {
@@ -25,6 +27,10 @@ export interface AppDeps {
   api?: ApiDeps;
   /** e2b is what the E2B API reports of every sandbox (envd version, domain). */
   e2b?: E2bSettings;
+  /** metrics count every HTTP request by route template, and audit events. */
+  metrics?: Metrics;
+  /** scrape serves /metrics under its token; without it /metrics is not served. */
+  scrape?: Scrape;
 }
 
 /** DEFAULT_E2B_SETTINGS: envd 0.5.7 is the newest version the e2b SDK gates features on. */
@@ -33,7 +39,9 @@ export const DEFAULT_E2B_SETTINGS: E2bSettings = { envdVersion: "0.5.7" };
 /** createApp composes every HTTP surface of the host; both hosts serve this same app. */
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
+  if (deps.metrics) app.use("*", httpMetrics(deps.metrics));
   app.get("/healthz", (c) => c.text("ok"));
+  if (deps.scrape) app.route("/metrics", metricsRoutes(deps.scrape));
   app.route("/admission", admissionRoutes(deps));
   app.route("/audit", auditRoutes({ ...deps, onEvents: deps.onAuditEvents }));
   if (deps.api) app.route("/v1", sandboxRoutes(deps.api));

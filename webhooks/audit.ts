@@ -3,6 +3,7 @@ import { bodyLimit } from "hono/body-limit";
 import * as v from "valibot";
 import { parseWith } from "../lib/api/parse.ts";
 import type { Log } from "../lib/log.ts";
+import type { Metrics } from "../lib/metrics/metrics.ts";
 import { requireToken } from "./require-token.ts";
 
 /** AuditEventList is the part of an audit.k8s.io/v1 EventList the sink relies on. */
@@ -13,6 +14,7 @@ const AuditEventList = v.looseObject({
     v.looseObject({
       auditID: v.string(),
       verb: v.string(),
+      stageTimestamp: v.optional(v.string()),
       objectRef: v.optional(
         v.looseObject({
           resource: v.optional(v.string()),
@@ -29,6 +31,8 @@ export type AuditEventList = v.InferOutput<typeof AuditEventList>;
 export interface AuditDeps {
   callbackToken: string;
   logger: Log;
+  /** metrics count the events and their lag (from the audited request's completion to now). */
+  metrics?: Metrics;
   /** onEvents receives each authenticated, well-formed batch; the reconcile steps hang off it. */
   onEvents?: (list: AuditEventList) => void;
 }
@@ -63,6 +67,14 @@ export function auditRoutes(deps: AuditDeps): Hono {
       );
     }
     deps.logger.debug({ events: list.value.items.length }, "audit batch");
+    if (deps.metrics) {
+      deps.metrics.auditEvents.inc(list.value.items.length);
+      const now = Date.now();
+      for (const e of list.value.items) {
+        const at = Date.parse(e.stageTimestamp ?? "");
+        if (Number.isFinite(at)) deps.metrics.auditLag.observe(Math.max(0, now - at) / 1000);
+      }
+    }
     deps.onEvents?.(list.value);
     return c.json({ accepted: list.value.items.length });
   });

@@ -187,20 +187,23 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
   app.post("/v2/sandboxes/:id/connect", connect(ConnectSandboxV2));
 
   // What a warm pool of pods cannot do (yet): E2B's shape, 501.
-  const notImplemented = (what: string) => (c: C) =>
-    fail(
+  // Counted by operation (agentbox_e2b_unsupported_total), so operators see what callers miss.
+  const notImplemented = (operation: string, what: string) => (c: C) => {
+    deps.metrics?.e2bUnsupported.inc({ operation });
+    return fail(
       c,
       501,
       `${what} is not supported by this control plane (agentbox pools run sandboxes in place; they cannot pause)`,
     );
-  app.post("/sandboxes/:id/pause", notImplemented("pausing a sandbox"));
-  app.post("/sandboxes/:id/resume", notImplemented("resuming a sandbox"));
-  app.post("/sandboxes/:id/snapshots", notImplemented("snapshots"));
-  app.post("/sandboxes/:id/fork", notImplemented("forking a sandbox"));
-  app.put("/sandboxes/:id/network", notImplemented("network rules"));
-  app.get("/sandboxes/:id/metrics", notImplemented("sandbox metrics"));
-  app.get("/sandboxes/:id/logs", notImplemented("sandbox logs"));
-  app.get("/v2/sandboxes/:id/logs", notImplemented("sandbox logs"));
+  };
+  app.post("/sandboxes/:id/pause", notImplemented("pause", "pausing a sandbox"));
+  app.post("/sandboxes/:id/resume", notImplemented("resume", "resuming a sandbox"));
+  app.post("/sandboxes/:id/snapshots", notImplemented("snapshot", "snapshots"));
+  app.post("/sandboxes/:id/fork", notImplemented("fork", "forking a sandbox"));
+  app.put("/sandboxes/:id/network", notImplemented("network", "network rules"));
+  app.get("/sandboxes/:id/metrics", notImplemented("metrics", "sandbox metrics"));
+  app.get("/sandboxes/:id/logs", notImplemented("logs", "sandbox logs"));
+  app.get("/v2/sandboxes/:id/logs", notImplemented("logs", "sandbox logs"));
   // E2B's shape for everything under /e2b, errors included (a mounted app's notFound is not used).
   app.all("*", (c) => fail(c, 404, `no route for ${c.req.method} ${c.req.path}`));
   app.onError((err, c) => {

@@ -98,7 +98,9 @@ function planClaims(deps: ApiDeps, target: Extract<PoolResolution, { ok: true }>
  * create leaves every pod idle. Every create stamps its pool's last-sandbox-create-time (the
  * autoscaler's demand signal, throttled); one that found no idle pod and may wait registers as
  * pending on the member that would grow, and watches every pool of its target for a pod that
- * becomes idle (a release, a new pod).
+ * becomes idle (a release, a new pod). With deps.metrics, the claim is timed by its outcome
+ * (agentbox_sandbox_claim_duration_seconds: claimed, exhausted, limited, unknown, invalid,
+ * not-configured) and a claimed one counted by pool.
  */
 export async function createSandbox(
   deps: ApiDeps,
@@ -106,6 +108,28 @@ export async function createSandbox(
   req: CreateSandboxRequest,
   extras: ClaimExtras = {},
   reads?: Promise<TargetReads>,
+): Promise<CreateOutcome> {
+  const t0 = performance.now();
+  const outcome = await claimOrWhy(deps, tenant, req, extras, reads);
+  deps.metrics?.claimDuration.observe(
+    { outcome: outcome.ok ? "claimed" : outcome.reason },
+    (performance.now() - t0) / 1000,
+  );
+  if (outcome.ok)
+    deps.metrics?.creates.inc({
+      namespace: outcome.pool.metadata?.namespace ?? "",
+      pool: outcome.pool.metadata?.name ?? "",
+    });
+  return outcome;
+}
+
+/** claimOrWhy is createSandbox's work: the claimed sandbox, or why there is none. */
+async function claimOrWhy(
+  deps: ApiDeps,
+  tenant: Tenant,
+  req: CreateSandboxRequest,
+  extras: ClaimExtras,
+  reads: Promise<TargetReads> | undefined,
 ): Promise<CreateOutcome> {
   if (req.env && !deps.clusterId)
     return {

@@ -25,7 +25,13 @@ export async function deleteSandbox(deps: ApiDeps, tenant: Tenant, id: string): 
       pod.metadata?.labels?.[SANDBOX_POOL_LABEL] ?? "",
     );
     const result = await releaseSandbox(deps, pool, pod, { stopReason: "Released" });
-    if (result.ok) return "released";
+    if (result.ok) {
+      deps.metrics?.deletes.inc({
+        namespace: pod.metadata?.namespace ?? "",
+        pool: pod.metadata?.labels?.[SANDBOX_POOL_LABEL] ?? "",
+      });
+      return "released";
+    }
     if (result.reason !== "conflict") return "already-released";
   }
   return "already-released";

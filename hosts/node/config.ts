@@ -37,6 +37,8 @@ const ENV = v.object({
   AGENTBOX_CALLBACK_TOKEN_FILE: v.optional(v.string()),
   AGENTBOX_ADMIN_TOKEN: v.optional(v.pipe(v.string(), v.minLength(16, "must be at least 16 characters"))),
   AGENTBOX_ADMIN_TOKEN_FILE: v.optional(v.string()),
+  AGENTBOX_METRICS_TOKEN: v.optional(v.pipe(v.string(), v.minLength(16, "must be at least 16 characters"))),
+  AGENTBOX_METRICS_TOKEN_FILE: v.optional(v.string()),
   AGENTBOX_TLS_CERT: v.optional(v.string()),
   AGENTBOX_TLS_KEY: v.optional(v.string()),
   AGENTBOX_LISTEN_HOST: v.optional(v.string(), "0.0.0.0"),
@@ -142,6 +144,8 @@ export function readActivitySource(
 export interface HostEnv {
   callbackToken: string;
   adminToken: string;
+  /** metricsToken opens /metrics only (AGENTBOX_METRICS_TOKEN[_FILE]); unset, the admin token does. */
+  metricsToken?: string;
   certFile: string;
   keyFile: string;
   host: string;
@@ -211,6 +215,11 @@ export function readHostEnv(
     e.AGENTBOX_CALLBACK_TOKEN_FILE,
   );
   const adminToken = secret("AGENTBOX_ADMIN_TOKEN", e.AGENTBOX_ADMIN_TOKEN, e.AGENTBOX_ADMIN_TOKEN_FILE);
+  // Optional: a scraper's token that opens /metrics and nothing else (else the admin token does).
+  const metricsToken =
+    e.AGENTBOX_METRICS_TOKEN || e.AGENTBOX_METRICS_TOKEN_FILE
+      ? secret("AGENTBOX_METRICS_TOKEN", e.AGENTBOX_METRICS_TOKEN, e.AGENTBOX_METRICS_TOKEN_FILE)
+      : undefined;
   let sealingKey = e.AGENTBOX_SEALING_KEY;
   if (!sealingKey && e.AGENTBOX_SEALING_KEY_FILE) {
     try {
@@ -235,12 +244,15 @@ export function readHostEnv(
   if (!limits.ok) errors.push(`AGENTBOX_TEAM_SANDBOX_LIMIT(S): ${limits.error}`);
   if (callbackToken && callbackToken === adminToken)
     errors.push("AGENTBOX_ADMIN_TOKEN: must differ from the callback token");
+  if (metricsToken && metricsToken === callbackToken)
+    errors.push("AGENTBOX_METRICS_TOKEN: must differ from the callback token");
   if (errors.length) return { ok: false, errors };
   return {
     ok: true,
     value: {
       callbackToken,
       adminToken,
+      ...(metricsToken ? { metricsToken } : {}),
       certFile: e.AGENTBOX_TLS_CERT ?? "",
       keyFile: e.AGENTBOX_TLS_KEY ?? "",
       host: e.AGENTBOX_LISTEN_HOST,

@@ -1,4 +1,5 @@
 import type { KubeConfig } from "@kubernetes/client-node";
+import { AggregatorRegistry, collectDefaultMetrics, Registry } from "prom-client";
 import type { ActivitySourceConfig } from "../../functions/activity-source.ts";
 import { CreateStamps } from "../../functions/api/create-stamps.ts";
 import type { ApiDeps } from "../../functions/api/deps.ts";
@@ -9,6 +10,7 @@ import { STEP_NAMES } from "../../functions/reconcile-pool.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
 import type { KubeTimeouts } from "../../lib/kube/transport.ts";
 import type { Log } from "../../lib/log.ts";
+import { createMetrics } from "../../lib/metrics/metrics.ts";
 import type { IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import type { TeamLimits } from "../../lib/sandboxes/team-limits.ts";
 import { auditEnvTargets, auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
@@ -66,6 +68,8 @@ export interface HostConfig {
   kubeTimeouts?: Partial<KubeTimeouts>;
   /** onAuditEvents also receives every accepted batch (tests record them). */
   onAuditEvents?: (list: AuditEventList) => void;
+  /** metricsToken is the bearer token /metrics asks for (default: the admin token). */
+  metricsToken?: string;
 }
 
 /** KEY_READ_SHARE_MS: how long one read of the keys Secret (cached or etcd) serves this host's key checks. */
@@ -95,10 +99,16 @@ export async function startHost(config: HostConfig): Promise<Host> {
     ...(config.postStartDeadlineSeconds ? { postStartDeadlineSeconds: config.postStartDeadlineSeconds } : {}),
   };
   // The API thread routes Env creates across the local segment's members: it needs the cluster ID too.
-  const deps = await nodeStepDeps(config.kubeconfig, history, config.log, {
-    ...hooks,
-    ...(config.clusterId ? { clusterId: config.clusterId } : {}),
-  });
+  // This thread's metrics; the reconciler thread keeps its own, merged into /metrics per scrape.
+  const metrics = createMetrics(new Registry());
+  collectDefaultMetrics({ register: metrics.registry });
+  const deps = await nodeStepDeps(
+    config.kubeconfig,
+    history,
+    config.log,
+    { ...hooks, ...(config.clusterId ? { clusterId: config.clusterId } : {}) },
+    metrics,
+  );
   const watch = nodeKubeWatch(
     config.kubeconfig,
     config.kubeTimeouts?.read ? { headerTimeoutMs: config.kubeTimeouts.read } : {},
@@ -131,13 +141,22 @@ export async function startHost(config: HostConfig): Promise<Host> {
       ...(config.auditNamespacePrefix ? { auditNamespacePrefix: config.auditNamespacePrefix } : {}),
     },
     config.log,
+    metrics.reconcilerRestarts,
   );
+  // One exposition for both threads; a thread that is restarting leaves its part out of that scrape.
+  const collect = async () => {
+    const thread = await reconciler.metrics().catch(() => []);
+    const merged = AggregatorRegistry.aggregate([await metrics.registry.getMetricsAsJSON(), thread]);
+    return { contentType: merged.contentType, body: await merged.metrics() };
+  };
   const prefix = config.auditNamespacePrefix ?? "";
   const inScope = (key: string) => config.auditTriggers !== false && key.startsWith(prefix);
   const app = createApp({
     callbackToken: config.callbackToken,
     adminToken: config.adminToken,
     logger: config.log,
+    metrics,
+    scrape: { token: config.metricsToken ?? config.adminToken, collect },
     onAuditEvents: (list) => {
       config.onAuditEvents?.(list);
       const envs = auditEnvTargets(list.items);

@@ -20,6 +20,7 @@ const host = await startHost({
   kubeconfig,
   callbackToken: c.callbackToken,
   adminToken: c.adminToken,
+  ...(c.metricsToken ? { metricsToken: c.metricsToken } : {}),
   historyPath: c.historyPath,
   listen: { host: c.host, port: c.port, certFile: c.certFile, keyFile: c.keyFile },
   tickSeconds: c.tickSeconds,
@@ -38,6 +39,7 @@ logger.info(
   {
     server: kubeconfig.getCurrentCluster()?.server,
     listen: `${c.host}:${c.port}`,
+    metrics: `https://${c.host}:${c.port}/metrics (bearer: ${c.metricsToken ? "AGENTBOX_METRICS_TOKEN" : "the admin token"})`,
     clusterId: c.clusterId ?? "none (SandboxEnvs are not reconciled)",
     adoptPools: c.adoptPools,
     idleRelease: c.idleRelease,

@@ -4,7 +4,9 @@
 // settings it was started with, and talks to the host's thread only by messages.
 import { parentPort, workerData } from "node:worker_threads";
 import { KubeConfig } from "@kubernetes/client-node";
+import { Registry } from "prom-client";
 import type { Log } from "../../lib/log.ts";
+import { createMetrics } from "../../lib/metrics/metrics.ts";
 import { startReconciler } from "./reconciler.ts";
 import type { FromReconciler, ReconcilerThreadSettings, ToReconciler } from "./reconciler-worker.ts";
 import { SqliteHistoryStore } from "./sqlite-history.ts";
@@ -30,7 +32,9 @@ const settings = workerData as ReconcilerThreadSettings;
 const kubeconfig = new KubeConfig();
 kubeconfig.loadFromString(settings.kubeconfig);
 const history = new SqliteHistoryStore(settings.historyPath);
-const reconciler = startReconciler(await nodeStepDeps(kubeconfig, history, log, settings), settings);
+// This thread's metrics: the host's thread asks for them on every scrape and merges them with its own.
+const metrics = createMetrics(new Registry());
+const reconciler = startReconciler(await nodeStepDeps(kubeconfig, history, log, settings, metrics), settings);
 
 port.on("message", async (m: ToReconciler) => {
   if (m.op === "audit") return reconciler.audit(m.work);
@@ -40,6 +44,8 @@ port.on("message", async (m: ToReconciler) => {
     else if (m.op === "run-env")
       post({ op: "reply", id: m.id, value: await reconciler.runEnv(m.namespace, m.env) });
     else if (m.op === "idle") post({ op: "reply", id: m.id, value: await reconciler.idle() });
+    else if (m.op === "metrics")
+      post({ op: "reply", id: m.id, value: await metrics.registry.getMetricsAsJSON() });
     else {
       await reconciler.close();
       history.close();

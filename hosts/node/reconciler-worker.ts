@@ -1,4 +1,5 @@
 import { Worker } from "node:worker_threads";
+import type { Counter, MetricObjectWithValues, MetricValue } from "prom-client";
 import type { EnvReport } from "../../functions/reconcile-env.ts";
 import type { PoolReport } from "../../functions/reconcile-pool.ts";
 import type { Log } from "../../lib/log.ts";
@@ -18,6 +19,7 @@ export type ToReconciler =
   | { op: "run"; id: number; step: string; namespace: string; pool: string }
   | { op: "run-env"; id: number; namespace: string; env: string }
   | { op: "idle"; id: number }
+  | { op: "metrics"; id: number }
   | { op: "close"; id: number };
 
 /** FromReconciler is what the reconciler's thread sends back. */
@@ -43,6 +45,8 @@ const STABLE_MS = 60_000;
  */
 export interface ReconcilerThread extends Reconciler {
   kill(): Promise<number>;
+  /** metrics are the thread's metrics as prom-client's JSON (merged into the host's /metrics). */
+  metrics(): Promise<MetricObjectWithValues<MetricValue<string>>[]>;
 }
 
 /**
@@ -55,6 +59,7 @@ export interface ReconcilerThread extends Reconciler {
 export async function startReconcilerThread(
   settings: ReconcilerThreadSettings,
   log: Log,
+  restarts?: Counter<never>,
 ): Promise<ReconcilerThread> {
   const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   let worker: Worker | undefined;
@@ -67,6 +72,7 @@ export async function startReconcilerThread(
     const delay = restartDelay;
     restartDelay = Math.min(restartDelay * 2, RESTART_DELAY_MAX_MS);
     log.error({ delayMs: delay }, "reconciler thread down; starting it again");
+    restarts?.inc();
     setTimeout(() => {
       if (closing) return;
       spawn().catch((err: unknown) => {
@@ -119,7 +125,7 @@ export async function startReconcilerThread(
     m:
       | { op: "run"; step: string; namespace: string; pool: string }
       | { op: "run-env"; namespace: string; env: string }
-      | { op: "idle" | "close" },
+      | { op: "idle" | "close" | "metrics" },
   ) =>
     new Promise<T>((resolve, reject) => {
       if (!worker) return reject(new Error("the reconciler thread is restarting"));
@@ -133,6 +139,7 @@ export async function startReconcilerThread(
     run: (step, namespace, pool) => ask<PoolReport>({ op: "run", step, namespace, pool }),
     runEnv: (namespace, env) => ask<EnvReport>({ op: "run-env", namespace, env }),
     idle: () => ask<void>({ op: "idle" }),
+    metrics: () => ask<MetricObjectWithValues<MetricValue<string>>[]>({ op: "metrics" }),
     kill: async () => {
       const w = worker;
       if (!w) throw new Error("no reconciler thread is running");

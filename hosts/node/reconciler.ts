@@ -78,6 +78,7 @@ export function startReconciler(deps: StepDeps, options: ReconcilerOptions): Rec
   const cron =
     options.tickSeconds > 0
       ? new Cron("* * * * * *", { interval: options.tickSeconds, protect: true }, async () => {
+          const started = performance.now();
           const report = await tick(deps, {
             periodMs,
             jitter: 0.2,
@@ -94,6 +95,8 @@ export function startReconciler(deps: StepDeps, options: ReconcilerOptions): Rec
             deps.log.warn({ err: String(err) }, "tick failed");
             return undefined;
           });
+          deps.metrics?.tickDuration.observe((performance.now() - started) / 1000);
+          if (report) deps.metrics?.tickLastSuccess.set(Date.now() / 1000);
           if (report?.envsSkipped && !saidEnvsSkipped) {
             saidEnvsSkipped = true;
             deps.log.error(

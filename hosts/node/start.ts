@@ -116,6 +116,9 @@ Run the steps by hand:
   curl --cacert ${ca} -H "Authorization: Bearer $(cat ${adminTokenFile})" \\
        -X POST "${baseUrl}/functions/reconcile?namespace=agentbox-demo&pool=python"
 
+Metrics (Prometheus text, both threads merged; the admin token opens them):
+  curl --cacert ${ca} -H "Authorization: Bearer $(cat ${adminTokenFile})" ${baseUrl}/metrics
+
 Ctrl-C stops this host; npm run cluster -- down stops the cluster.
 `);
 

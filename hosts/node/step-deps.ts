@@ -11,6 +11,8 @@ import type { HistoryStore } from "../../lib/history/store.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeTimeouts } from "../../lib/kube/transport.ts";
 import type { Log } from "../../lib/log.ts";
+import { meteredTransport } from "../../lib/metrics/metered-transport.ts";
+import type { Metrics } from "../../lib/metrics/metrics.ts";
 import type { IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
 import { importSealKeys } from "../../lib/sandboxes/sealing.ts";
@@ -40,18 +42,23 @@ export interface StepSettings {
 
 /**
  * nodeStepDeps is what the steps touch in the Node host, built the same way in each thread that
- * runs them (the API's thread for waiting creates, the reconciler's for everything else).
+ * runs them (the API's thread for waiting creates, the reconciler's for everything else), with
+ * that thread's metrics when given (its apiserver requests are counted too).
  */
 export async function nodeStepDeps(
   kubeconfig: KubeConfig,
   history: HistoryStore,
   log: Log,
   settings: StepSettings,
+  metrics?: Metrics,
 ): Promise<StepDeps> {
+  const transport = nodeKubeTransport(
+    kubeconfig,
+    settings.kubeTimeouts ? { timeouts: settings.kubeTimeouts } : {},
+  );
   return {
-    kube: new KubeClient(
-      nodeKubeTransport(kubeconfig, settings.kubeTimeouts ? { timeouts: settings.kubeTimeouts } : {}),
-    ),
+    kube: new KubeClient(metrics ? meteredTransport(transport, metrics) : transport),
+    ...(metrics ? { metrics } : {}),
     history,
     now: () => new Date(),
     log,

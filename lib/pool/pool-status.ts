@@ -17,7 +17,7 @@ import { pendingRequestsOf } from "./pending-requests.ts";
 import { podFacts } from "./pod-facts.ts";
 
 /** PodCounts are the per-phase replica counts of the status. */
-interface PodCounts {
+export interface PodCounts {
   idle: number;
   unavailableIdle: number;
   running: number;
@@ -32,7 +32,7 @@ interface PodCounts {
  * label counts as idle (as upstream does: it is not serving a sandbox); an idle Pod whose PodReady
  * condition is not True also counts as unavailable.
  */
-function countPods(pods: readonly V1Pod[]): PodCounts {
+export function countPods(pods: readonly V1Pod[]): PodCounts {
   const c: PodCounts = {
     idle: 0,
     unavailableIdle: 0,

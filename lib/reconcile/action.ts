@@ -32,7 +32,15 @@ export interface Action {
     | { op: "patch-status"; patch: JsonPatchOp[] }
     | { op: "delete"; uid?: string; resourceVersion?: string };
   event?: ActionEvent;
+  /**
+   * observe is what the write ends, to record in the duration histograms once it succeeded
+   * (seconds): a start (claim → Running), a sandbox's life (Running → stop), a recycle (Stopping → Idle).
+   */
+  observe?: { metric: PhaseMetric; seconds: number }[];
 }
+
+/** PhaseMetric names a phase duration an action can end (agentbox_sandbox_<metric>_duration_seconds). */
+export type PhaseMetric = "starting" | "running" | "recycle";
 
 /** podTarget names a pod as an action target. */
 export function podTarget(pod: V1Pod): Action["target"] {
@@ -75,4 +83,18 @@ export function testSpec(obj: { metadata?: { uid?: string; generation?: number }
 /** isTerminating: deletion was requested for the object. */
 export function isTerminating(obj: { metadata?: { deletionTimestamp?: unknown } }): boolean {
   return obj.metadata?.deletionTimestamp !== undefined && obj.metadata?.deletionTimestamp !== null;
+}
+
+/** observations is an action's observe field: each duration in ms that is known, in seconds. */
+export function observations(...durations: [PhaseMetric, number | undefined][]): Pick<Action, "observe"> {
+  const observe = durations.flatMap(([metric, ms]) =>
+    ms === undefined || !Number.isFinite(ms) ? [] : [{ metric, seconds: ms / 1000 }],
+  );
+  return observe.length > 0 ? { observe } : {};
+}
+
+/** between is the ms from one RFC 3339 time to another, when both parse. */
+export function between(from: string | undefined, to: string | undefined): number | undefined {
+  const ms = Date.parse(to ?? "") - Date.parse(from ?? "");
+  return Number.isFinite(ms) && ms >= 0 ? ms : undefined;
 }

@@ -15,7 +15,7 @@ import { toJsonPatch } from "../sandbox/intent-patch.ts";
 import { podPhaseDuration } from "../sandbox/phase-since.ts";
 import { captureStopRecord } from "../sandbox/stop-record.ts";
 import { parseGoDuration } from "../util/duration.ts";
-import { type Action, guardedDelete, isTerminating, podTarget, testVersion } from "./action.ts";
+import { type Action, guardedDelete, isTerminating, observations, podTarget, testVersion } from "./action.ts";
 
 /**
  * startupTimeoutMs is how long a sandbox may stay starting: the per-pod startup-timeout
@@ -60,6 +60,7 @@ export function planStarting(
               target: podTarget(pod),
               why: "sandbox is running",
               write: { op: "patch", patch: toJsonPatch(pod, result.intent) },
+              ...observations(["starting", podPhaseDuration(pod, SANDBOX_PHASE.STARTING, now)]),
             },
           ]
         : [];

@@ -4,8 +4,9 @@ import { completeStoppingIntent } from "../sandbox/complete-intent.ts";
 import { isUpdateComplete } from "../sandbox/completion.ts";
 import { readInplaceState, sandboxPhaseOf } from "../sandbox/inplace-state.ts";
 import { toJsonPatch } from "../sandbox/intent-patch.ts";
+import { podPhaseDuration } from "../sandbox/phase-since.ts";
 import { captureStopRecord } from "../sandbox/stop-record.ts";
-import { type Action, isTerminating, podTarget } from "./action.ts";
+import { type Action, between, isTerminating, observations, podTarget } from "./action.ts";
 
 /**
  * planStopping returns each stopping pod whose idle image is back to Idle. The terminal record is
@@ -33,6 +34,10 @@ export function planStopping(
           : "pod back to idle",
         ...(record ? { record } : {}),
         write: { op: "patch", patch: toJsonPatch(pod, result.intent) },
+        ...observations(
+          ["recycle", podPhaseDuration(pod, SANDBOX_PHASE.STOPPING, now)],
+          ["running", between(record?.startedAt, record?.terminatedAt)],
+        ),
       },
     ];
   });

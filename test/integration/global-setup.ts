@@ -27,6 +27,8 @@ export interface TestCluster {
   auditLog: string;
   /** Bearer token of the test host's /functions routes. */
   functionsToken: string;
+  /** Bearer token of the test host's /metrics. */
+  metricsToken: string;
   /** envdPort is where every pod's (fake) envd listens, on the pod's loopback IP. */
   envdPort: number;
   /** postStartDeadlineSeconds: the test host releases sandboxes whose hooks fail this long. */
@@ -70,6 +72,7 @@ export default async function setup(project: TestProject) {
     createWriteStream(join(state.dir, "logs", "host.log"), { flags: "a" }),
   );
   const functionsToken = randomBytes(16).toString("hex");
+  const metricsToken = randomBytes(16).toString("hex");
   const envd = await startFakeEnvd();
   const postStartDeadlineSeconds = 3;
   const sealingKey = randomBytes(32).toString("hex");
@@ -80,6 +83,7 @@ export default async function setup(project: TestProject) {
     kubeconfig: kc,
     callbackToken,
     adminToken: functionsToken,
+    metricsToken,
     historyPath: join(state.dir, "test-history.sqlite"),
     listen: {
       host: "127.0.0.1",
@@ -117,6 +121,7 @@ export default async function setup(project: TestProject) {
     pullDelayMs: state.pullDelayMs,
     auditLog,
     functionsToken,
+    metricsToken,
     envdPort: envd.port,
     postStartDeadlineSeconds,
     sealingKey,

@@ -1,0 +1,181 @@
+// The Prometheus metrics of the Node host, on a registry the caller owns (one per thread; the
+// host merges the reconciler thread's into its own /metrics). Names and labels of agentbox's
+// metrics are kept, so its users' dashboards and alerts work unchanged; the rest are ours.
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import type { PhaseMetric } from "../reconcile/action.ts";
+
+/**
+ * CLAIM_BUCKETS suit millisecond claims and the waits around them: 1 ms to 60 s (a create that
+ * waits for an idle pod or for its sandbox to run).
+ */
+export const CLAIM_BUCKETS = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+] as const;
+
+/** LIFETIME_BUCKETS suit sandbox phases: a start or recycle (100 ms up) to a session (hours). */
+export const LIFETIME_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 14400] as const;
+
+/** POOL_PHASES are the pool gauges' phases: agentbox_sandboxpool_replicas_<phase>. */
+export const POOL_PHASES = ["desired", "idle", "running", "starting", "stopping", "failed"] as const;
+export type PoolPhase = (typeof POOL_PHASES)[number];
+
+/** PoolLabels name a pool's series: its namespace, name and Env (empty for a standalone pool). */
+export interface PoolLabels {
+  namespace: string;
+  pool: string;
+  sandbox_env: string;
+}
+
+/**
+ * Metrics are the host's instruments. Each is optional to its users (StepDeps.metrics,
+ * ApiDeps.metrics): code paths observe when a registry was handed in, and tests without one
+ * run the same code.
+ */
+export interface Metrics {
+  registry: Registry;
+  poolReplicas: Record<PoolPhase, Gauge<keyof PoolLabels>>;
+  /** poolSeries are the labels each pool's gauges carry now ("namespace/name"; see setPoolGauges). */
+  poolSeries: Map<string, PoolLabels>;
+  claimDuration: Histogram<"outcome">;
+  /** phases are the phase-duration histograms, by the PhaseMetric an action ends. */
+  phases: Record<PhaseMetric, Histogram<never>>;
+  creates: Counter<"namespace" | "pool">;
+  deletes: Counter<"namespace" | "pool">;
+  inplaceUpdates: Counter<"direction">;
+  httpRequests: Counter<"method" | "route" | "code">;
+  httpDuration: Histogram<"method" | "route">;
+  e2bUnsupported: Counter<"operation">;
+  autoscalerDecisions: Counter<"direction" | "reason">;
+  apiserverRequests: Counter<"verb" | "resource" | "code">;
+  apiserverDuration: Histogram<"verb" | "resource">;
+  apiserverConflicts: Counter<"verb" | "resource">;
+  auditEvents: Counter<never>;
+  auditLag: Histogram<never>;
+  tickDuration: Histogram<never>;
+  tickLastSuccess: Gauge<never>;
+  reconcilerRestarts: Counter<never>;
+}
+
+/** createMetrics registers every instrument on `registry` (not prom-client's global one). */
+export function createMetrics(registry: Registry): Metrics {
+  const registers = [registry];
+  const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+    new Gauge<L>({ name, help, labelNames, registers });
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) =>
+    new Counter<L>({ name, help, labelNames, registers });
+  const histogram = <L extends string>(
+    name: string,
+    help: string,
+    buckets: readonly number[],
+    labelNames: readonly L[] = [],
+  ) => new Histogram<L>({ name, help, labelNames, buckets: [...buckets], registers });
+  const poolLabels = ["namespace", "pool", "sandbox_env"] as const;
+  const poolReplicas = Object.fromEntries(
+    POOL_PHASES.map((phase) => [
+      phase,
+      gauge(
+        `agentbox_sandboxpool_replicas_${phase}`,
+        phase === "desired"
+          ? "Pods the pool asks for (spec.replicas)."
+          : `Pods of the pool in phase ${phase}, as its last run saw them.`,
+        poolLabels,
+      ),
+    ]),
+  ) as Record<PoolPhase, Gauge<keyof PoolLabels>>;
+  return {
+    registry,
+    poolReplicas,
+    poolSeries: new Map(),
+    claimDuration: histogram(
+      "agentbox_sandbox_claim_duration_seconds",
+      "A create's claim of an idle pod, from the request to its answer, by outcome.",
+      CLAIM_BUCKETS,
+      ["outcome"],
+    ),
+    phases: {
+      starting: histogram(
+        "agentbox_sandbox_starting_duration_seconds",
+        "A sandbox's start: from its claim to Running.",
+        LIFETIME_BUCKETS,
+      ),
+      running: histogram(
+        "agentbox_sandbox_running_duration_seconds",
+        "A sandbox's life: from Running to its stop (recorded when its pod is back to idle).",
+        LIFETIME_BUCKETS,
+      ),
+      recycle: histogram(
+        "agentbox_sandbox_recycle_duration_seconds",
+        "A pod's way back to idle: from Stopping to Idle.",
+        LIFETIME_BUCKETS,
+      ),
+    },
+    creates: counter("agentbox_sandbox_create_total", "Sandboxes created (claims that won).", [
+      "namespace",
+      "pool",
+    ]),
+    deletes: counter("agentbox_sandbox_delete_total", "Sandboxes released through the API.", [
+      "namespace",
+      "pool",
+    ]),
+    inplaceUpdates: counter(
+      "agentbox_inplace_update_total",
+      "In-place image updates written: start (claim) or stop (release).",
+      ["direction"],
+    ),
+    httpRequests: counter("agentbox_http_requests_total", "HTTP requests served, by route template.", [
+      "method",
+      "route",
+      "code",
+    ]),
+    httpDuration: histogram(
+      "agentbox_http_request_duration_seconds",
+      "HTTP request duration, by route template.",
+      CLAIM_BUCKETS,
+      ["method", "route"],
+    ),
+    e2bUnsupported: counter(
+      "agentbox_e2b_unsupported_total",
+      "E2B API calls this control plane does not support, by operation.",
+      ["operation"],
+    ),
+    autoscalerDecisions: counter(
+      "agentbox_autoscaler_decisions_total",
+      "Autoscaler decisions that changed a group's replicas, by direction and reason.",
+      ["direction", "reason"],
+    ),
+    apiserverRequests: counter(
+      "agentbox_apiserver_requests_total",
+      "Requests this host sent the apiserver, by verb, resource and HTTP code (0: no answer).",
+      ["verb", "resource", "code"],
+    ),
+    apiserverDuration: histogram(
+      "agentbox_apiserver_request_duration_seconds",
+      "Duration of this host's apiserver requests (watches excluded).",
+      CLAIM_BUCKETS,
+      ["verb", "resource"],
+    ),
+    apiserverConflicts: counter(
+      "agentbox_apiserver_conflicts_total",
+      "Preconditioned writes that lost (409, or 422 from a failed JSON Patch test).",
+      ["verb", "resource"],
+    ),
+    auditEvents: counter("agentbox_audit_events_total", "Audit events received from the apiserver."),
+    auditLag: histogram(
+      "agentbox_audit_lag_seconds",
+      "From an audited request's completion (its stageTimestamp) to its batch reaching this host.",
+      CLAIM_BUCKETS,
+    ),
+    tickDuration: histogram("agentbox_tick_duration_seconds", "Duration of a reconcile tick.", CLAIM_BUCKETS),
+    // Kept by the reconciler thread only; "max" when the host merges its threads' registries.
+    tickLastSuccess: new Gauge({
+      name: "agentbox_tick_last_success_timestamp_seconds",
+      help: "When the last tick that listed every pool ended (Unix seconds).",
+      aggregator: "max",
+      registers,
+    }),
+    reconcilerRestarts: counter(
+      "agentbox_reconciler_thread_restarts_total",
+      "Times the reconciler thread died and was started again.",
+    ),
+  };
+}
