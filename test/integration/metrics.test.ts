@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import { POOL_PHASES } from "../../lib/metrics/metrics.ts";
@@ -106,4 +107,39 @@ describe("/metrics", () => {
     // Route templates only: no sandbox ID ever becomes a label value.
     expect(s.samples.filter((x) => JSON.stringify(x.labels).includes(sandboxId))).toEqual([]);
   }, 180_000);
+
+  it("backs every query of the Grafana dashboard with a metric this host exports", async () => {
+    const dashboard = JSON.parse(readFileSync("infra/grafana/agentbox-dashboard.json", "utf8")) as {
+      panels: { type: string; title: string; targets?: { expr: string }[] }[];
+      templating: { list: { query?: { query?: string } | string }[] };
+    };
+    const graphs = dashboard.panels.filter((p) => p.type !== "row");
+    const queries = [
+      ...graphs.flatMap((p) => {
+        expect(p.targets?.length, `panel "${p.title}" has queries`).toBeGreaterThan(0);
+        return (p.targets ?? []).map((t) => ({ where: p.title, expr: t.expr }));
+      }),
+      ...dashboard.templating.list.flatMap((v) =>
+        typeof v.query === "object" && v.query.query ? [{ where: "variables", expr: v.query.query }] : [],
+      ),
+    ];
+    const { families } = await scrape();
+    const named = queries.flatMap(({ where, expr }) =>
+      [...expr.matchAll(/\b(agentbox_[a-z0-9_]+)/g)].map((m) => ({ where, name: m[1] ?? "" })),
+    );
+    // A histogram's series (_bucket, _count, _sum) belong to the family its # TYPE line names.
+    const family = (name: string) => name.replace(/_(bucket|count|sum)$/, "");
+    const missing = named.filter(({ name }) => !families.has(name) && !families.has(family(name)));
+    expect(missing).toEqual([]);
+    // The four areas the dashboard is for, each queried.
+    const all = new Set(named.map(({ name }) => family(name)));
+    for (const name of [
+      "agentbox_sandboxpool_replicas_idle",
+      "agentbox_sandbox_claim_duration_seconds",
+      "agentbox_autoscaler_decisions_total",
+      "agentbox_tick_last_success_timestamp_seconds",
+      "agentbox_audit_lag_seconds",
+    ])
+      expect(all.has(name), name).toBe(true);
+  });
 });
