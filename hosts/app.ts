@@ -8,6 +8,7 @@ import type { Log } from "../lib/log.ts";
 import type { Metrics } from "../lib/metrics/metrics.ts";
 import { admissionRoutes } from "../webhooks/admission.ts";
 import { type AuditEventList, auditRoutes } from "../webhooks/audit.ts";
+import { consoleRoutes } from "../webhooks/console.ts";
 import { e2bRoutes } from "../webhooks/e2b.ts";
 import { type EnvRunner, functionsRoutes, type StepRunner } from "../webhooks/functions.ts";
 import { httpMetrics, metricsRoutes, type Scrape } from "../webhooks/metrics.ts";
@@ -46,6 +47,8 @@ export function createApp(deps: AppDeps): Hono {
   app.route("/audit", auditRoutes({ ...deps, onEvents: deps.onAuditEvents }));
   if (deps.api) app.route("/v1", sandboxRoutes(deps.api));
   if (deps.api) app.route("/e2b", e2bRoutes(deps.api, deps.e2b ?? DEFAULT_E2B_SETTINGS));
+  if (deps.api && deps.adminToken)
+    app.route("/ui", consoleRoutes({ api: deps.api, adminToken: deps.adminToken }));
   if (deps.functions && deps.adminToken) {
     app.route(
       "/functions",

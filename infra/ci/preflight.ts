@@ -1,6 +1,7 @@
 // preflight: fail early, with the fix, when the machine lacks what the tests need. It runs on
 // the Node that npm scripts use (node_modules/.bin/node from the `node` package).
 import { execFileSync } from "node:child_process";
+import { ensureChromium } from "./chromium.ts";
 
 const problems: string[] = [];
 const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
@@ -19,8 +20,12 @@ for (const [tool, args, why] of [
     problems.push(`${tool} is not on PATH: it ${why}`);
   }
 }
+const chromium = ensureChromium((line) => console.error(`preflight: ${line}`));
+if ("problem" in chromium) problems.push(chromium.problem);
 if (problems.length) {
   console.error(`preflight failed:\n- ${problems.join("\n- ")}`);
   process.exit(1);
 }
-console.error(`preflight ok (node ${process.versions.node})`);
+console.error(
+  `preflight ok (node ${process.versions.node}, chromium ${"path" in chromium ? chromium.path : "none"})`,
+);

@@ -1,0 +1,126 @@
+import { randomBytes } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApiKey } from "../../functions/api/create-api-key.ts";
+import { CHROMIUM_ARGS, chromiumPath } from "../../infra/ci/chromium.ts";
+import { TEMPLATES, templateObject } from "./support/envs.ts";
+import { httpsRequest } from "./support/http.ts";
+import { kube, newNamespace, until } from "./support/kube.ts";
+import { POOLS, poolObject, testDeps } from "./support/steps.ts";
+
+// The web console in a real browser (Debian's Chromium, driven by playwright-core; ADR 0021),
+// against the test host: sign in with an API key, find the pool, see a sandbox claimed through
+// the API, release it from the console, find its record in history. The screenshot is kept in
+// test-results/ (README's picture: docs/console.png).
+
+const { core, custom, cluster } = kube();
+const deps = testDeps();
+const keys = { namespace: "agentbox-system", name: "agentbox-api-keys" };
+const base = `https://127.0.0.1:${cluster.hostPort}`;
+const template = `console-${randomBytes(3).toString("hex")}`;
+let ns = "";
+let cleanup = async () => {};
+let browser: Browser;
+const keyOf = (user: string) =>
+  createApiKey({ kube: deps.kube, apiKeys: keys, now: () => new Date() }, { team: "console", user });
+
+beforeAll(async () => {
+  ({ ns, cleanup } = await newNamespace(core, "audit-console"));
+  await core.createNamespace({ body: { metadata: { name: keys.namespace } } }).catch(() => {});
+  await custom.createNamespacedCustomObject({ ...POOLS, namespace: ns, body: poolObject(ns, "p", 1) });
+  const docs = "# Python sandbox\n\nUse `python3`. <script>alert('x')</script>\n\n[bad](javascript:alert(1))";
+  const t = templateObject(template, "v1", "registry.local/sandbox/python:3.12");
+  await custom.createClusterCustomObject({
+    ...TEMPLATES,
+    body: { ...t, metadata: { ...t.metadata, annotations: { "agentbox.navix.sh/docs": docs } } },
+  });
+  const executablePath = chromiumPath();
+  if (!executablePath) throw new Error("no Chromium: the test preflight installs Debian's (see ADR 0021)");
+  browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await custom.deleteClusterCustomObject({ ...TEMPLATES, name: template }).catch(() => {});
+  await cleanup();
+  deps.history.close();
+});
+
+/** signIn opens a browser page signed in with `credential` (the console's own form). */
+async function signIn(credential: string): Promise<Page> {
+  const context = await browser.newContext({
+    ignoreHTTPSErrors: true,
+    viewport: { width: 1400, height: 900 },
+  });
+  const page = await context.newPage();
+  await page.goto(`${base}/ui`);
+  expect(new URL(page.url()).pathname).toBe("/ui/login");
+  await page.fill("input[name=credential]", credential);
+  await page.click("button[type=submit]");
+  await page.waitForURL(`${base}/ui`);
+  return page;
+}
+
+describe("the web console", () => {
+  it("signs in with a key, shows its sandbox, releases it, and finds its record in history", async () => {
+    const key = await keyOf(`alice-${randomBytes(2).toString("hex")}`);
+    const page = await signIn(key);
+    await expect(page.locator(`tr[data-pool="${ns}/p"]`).count()).resolves.toBe(1);
+
+    const created = await httpsRequest(`${base}/v1/sandboxes`, cluster.caCert, {
+      timeoutMs: 60_000,
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      body: JSON.stringify({ pool: `${ns}/p`, wait: true, waitTimeout: 30 }),
+    });
+    expect(created.status).toBe(201);
+    const { sandboxId } = JSON.parse(created.body) as { sandboxId: string };
+    await page.reload();
+    const row = page.locator(`tr[data-sandbox="${sandboxId}"]`);
+    await expect(row.locator(".phase").textContent()).resolves.toBe("running");
+    mkdirSync("test-results", { recursive: true });
+    await page.screenshot({ path: "test-results/console.png", fullPage: true });
+
+    // Another tenant's console does not show it.
+    const other = await signIn(await keyOf(`bob-${randomBytes(2).toString("hex")}`));
+    await expect(other.locator(`tr[data-sandbox="${sandboxId}"]`).count()).resolves.toBe(0);
+    await other.context().close();
+
+    await row.locator("button", { hasText: "Release" }).click();
+    await page.waitForURL(`${base}/ui#sandboxes`);
+    await until("the sandbox's record in the console's history", 60_000, async () => {
+      await page.goto(`${base}/ui/history?namespace=${ns}`);
+      return (await page.locator(`tr[data-record="${sandboxId}"]`).count()) === 1;
+    });
+    await expect(page.locator(`tr[data-record="${sandboxId}"] td`).nth(2).textContent()).resolves.toBe(
+      "Released",
+    );
+  }, 180_000);
+
+  it("renders a template's docs as Markdown without running what they embed", async () => {
+    const page = await signIn(cluster.functionsToken); // the admin token: every template
+    await page.goto(`${base}/ui/templates`);
+    const docs = page.locator(`article[data-template="${template}"] .docs`);
+    await expect(docs.locator("h1").textContent()).resolves.toBe("Python sandbox");
+    await expect(docs.locator("code").textContent()).resolves.toBe("python3");
+    await expect(docs.locator("script").count()).resolves.toBe(0);
+    await expect(docs.locator("a[href^='javascript:']").count()).resolves.toBe(0);
+    await page.context().close();
+  });
+
+  it("refuses a wrong credential and cross-origin forms", async () => {
+    const context = await browser.newContext({ ignoreHTTPSErrors: true });
+    const page = await context.newPage();
+    await page.goto(`${base}/ui/login`);
+    await page.fill("input[name=credential]", "abx_not-a-key");
+    await page.click("button[type=submit]");
+    await expect(page.locator(".warn").textContent()).resolves.toContain("neither a valid API key");
+    await context.close();
+    const forged = await httpsRequest(`${base}/ui/logout`, cluster.caCert, {
+      timeoutMs: 10_000,
+      method: "POST",
+      headers: { origin: "https://evil.example" },
+    });
+    expect(forged.status).toBe(403);
+  });
+});

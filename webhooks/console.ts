@@ -1,0 +1,135 @@
+import { type Context, Hono } from "hono";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { html } from "hono/html";
+import { timingSafeEqual } from "hono/utils/buffer";
+import { authenticate } from "../functions/api/authenticate.ts";
+import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
+import type { ApiDeps } from "../functions/api/deps.ts";
+import { loadConsole } from "../functions/console/load-console.ts";
+import { parseWith } from "../lib/api/parse.ts";
+import { type Html, page } from "../lib/console/layout.ts";
+import {
+  envsView,
+  historyView,
+  loginView,
+  poolsView,
+  sandboxesView,
+  templatesView,
+} from "../lib/console/views.ts";
+import type { HistoryQuery as StoreQuery } from "../lib/history/store.ts";
+import type { Tenant } from "../lib/sandboxes/api-keys.ts";
+import { HistoryQuery } from "../lib/sandboxes/schemas.ts";
+
+/** CONSOLE_COOKIE holds the signed-in credential: HttpOnly, Secure, SameSite=Strict, under /ui. */
+const CONSOLE_COOKIE = "agentbox_console";
+
+/** ConsoleDeps are the API's deps (the console reads as the API does) and the admin token. */
+export interface ConsoleDeps {
+  api: ApiDeps;
+  adminToken: string;
+}
+
+type Env = { Variables: { tenant: Tenant } };
+
+/** ADMIN is the admin token's tenant: it sees every tenant's sandboxes, pools and templates. */
+const ADMIN: Tenant = { team: "*", user: "admin", admin: true };
+
+/**
+ * consoleRoutes is the web console under /ui, server-rendered HTML with the API's own auth: the
+ * credential (an API key: its tenant's view; the admin token: everything) is checked on every
+ * request, exactly as the API checks it, from an HttpOnly, Secure, SameSite=Strict cookie the
+ * sign-in form sets; a revoked key stops working on the next page. Forms that change something
+ * (release) must come from this origin. Nothing is kept on the server.
+ */
+export function consoleRoutes(deps: ConsoleDeps): Hono<Env> {
+  const app = new Hono<Env>();
+  const tenantOf = async (credential: string | undefined): Promise<Tenant | undefined> => {
+    if (!credential) return undefined;
+    // Compared in constant time (hashed first), as bearer tokens are.
+    if (await timingSafeEqual(credential, deps.adminToken)) return ADMIN;
+    return authenticate(deps.api, credential);
+  };
+  const show = (c: Context<Env>, title: string, body: Html, status: 200 | 401 = 200) => {
+    const t = c.get("tenant");
+    const who = t ? (t.admin ? "admin (every tenant)" : `${t.team} / ${t.user}`) : undefined;
+    return c.html(page(title, who, body), status);
+  };
+  app.use("*", async (c, next) => {
+    c.header("cache-control", "no-store");
+    c.header("content-security-policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'");
+    c.header("x-frame-options", "DENY");
+    if (c.req.method === "POST") {
+      // SameSite=Strict keeps other sites' forms from carrying the cookie; Origin says so again.
+      const origin = c.req.header("origin");
+      if (!origin || origin !== new URL(c.req.url).origin) return c.text("cross-origin form refused", 403);
+    }
+    if (c.req.path.endsWith("/login")) return next();
+    const tenant = await tenantOf(getCookie(c, CONSOLE_COOKIE));
+    if (!tenant) return c.redirect("/ui/login", 303);
+    c.set("tenant", tenant);
+    return next();
+  });
+  app.get("/login", (c) => show(c, "Sign in", loginView()));
+  app.post("/login", async (c) => {
+    const form = await c.req.parseBody();
+    const credential = typeof form.credential === "string" ? form.credential.trim() : "";
+    if (!(await tenantOf(credential)))
+      return show(c, "Sign in", loginView("That is neither a valid API key nor the admin token."), 401);
+    setCookie(c, CONSOLE_COOKIE, credential, {
+      httpOnly: true,
+      secure: true,
+      sameSite: "Strict",
+      path: "/ui",
+      maxAge: 12 * 3600,
+    });
+    return c.redirect("/ui", 303);
+  });
+  app.post("/logout", (c) => {
+    deleteCookie(c, CONSOLE_COOKIE, { path: "/ui", secure: true });
+    return c.redirect("/ui/login", 303);
+  });
+  app.get("/", async (c) => {
+    const d = await loadConsole(deps.api, c.get("tenant"), { limit: 20 });
+    const now = deps.api.now();
+    return show(
+      c,
+      "Overview",
+      html`${envsView(d.envs)}${poolsView(d.pools)}${sandboxesView(d.sandboxes, d.warnings, now)}${historyView(d.history, {})}`,
+    );
+  });
+  app.get("/history", async (c) => {
+    const q = parseWith(HistoryQuery, dropEmpty(c.req.query()));
+    if (!q.ok)
+      return show(
+        c,
+        "History",
+        html`<section><p class="warn">${q.issues.map((i) => `${i.path}: ${i.message}`).join("; ")}</p></section>`,
+      );
+    const query = q.value as StoreQuery;
+    const d = await loadConsole(deps.api, c.get("tenant"), query).catch((e: unknown) => {
+      if (e instanceof RangeError) return undefined; // a cursor from another query
+      throw e;
+    });
+    if (!d)
+      return show(
+        c,
+        "History",
+        html`<section><p class="warn">That page cursor is not valid here.</p></section>`,
+      );
+    return show(c, "History", historyView(d.history, query));
+  });
+  app.get("/templates", async (c) => {
+    const d = await loadConsole(deps.api, c.get("tenant"), { limit: 1 });
+    return show(c, "Templates", templatesView(d.templates));
+  });
+  app.post("/sandboxes/:id/release", async (c) => {
+    await deleteSandbox(deps.api, c.get("tenant"), c.req.param("id"));
+    return c.redirect("/ui#sandboxes", 303);
+  });
+  return app;
+}
+
+/** dropEmpty leaves out a form's empty fields (an empty filter means no filter). */
+function dropEmpty(q: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(q).filter(([, v]) => v !== ""));
+}
