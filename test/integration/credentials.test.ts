@@ -2,13 +2,14 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
+import { KubeConfig, type KubernetesObject, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
 import { reconcileEnv } from "../../functions/reconcile-env.ts";
 import { reconcilePool } from "../../functions/reconcile-pool.ts";
 import { tick } from "../../functions/tick.ts";
 import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
-import { apply, readYamlObjects } from "../../infra/cluster/install.ts";
+import { apply } from "../../infra/cluster/install.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import { createTemplateAndEnv, TEMPLATES } from "./support/envs.ts";
 import { kube, newNamespace } from "./support/kube.ts";
@@ -47,7 +48,12 @@ const depsWith = (k: KubeConfig) => ({ ...base, kube: new KubeClient(nodeKubeTra
 beforeAll(async () => {
   ({ ns, cleanup } = await newNamespace(core, "creds"));
   await core.createNamespace({ body: { metadata: { name: "agentbox-system" } } }).catch(() => {});
-  await apply(kc, readYamlObjects(join(new URL("../../infra/deploy", import.meta.url).pathname)));
+  // rbac.yaml alone: the rest of infra/deploy (the host's Deployment, its webhooks) is not for here.
+  const rbac = readFileSync(new URL("../../infra/deploy/rbac.yaml", import.meta.url), "utf8");
+  await apply(
+    kc,
+    parseAllDocuments(rbac).map((d) => d.toJS() as KubernetesObject),
+  );
 });
 afterAll(async () => {
   await cleanup();
