@@ -19,6 +19,7 @@ import { readState } from "../infra/cluster/state.ts";
 import { KubeClient } from "../lib/kube/client.ts";
 import { referenceDigestResolver } from "../lib/sandbox/digest-resolver.ts";
 import { decodeKeyEntry, encodeKeyEntry } from "../lib/sandboxes/api-keys.ts";
+import { SANDBOX_COMMANDS, SANDBOX_USAGE, sandboxCommand } from "./sandbox-commands.ts";
 
 const USAGE = `usage: agentbox reconcile <namespace>/<pool> [--step NAME] [--kubeconfig FILE | --cluster NAME] [--history FILE]
        agentbox refresh-template <namespace>/<pool> [--kubeconfig FILE | --cluster NAME]
@@ -26,6 +27,7 @@ const USAGE = `usage: agentbox reconcile <namespace>/<pool> [--step NAME] [--kub
        agentbox api-key create --team TEAM --user USER [--admin] [--keys NAMESPACE/NAME] [--kubeconfig FILE | --cluster NAME]
        agentbox api-key list [--keys NAMESPACE/NAME] [--kubeconfig FILE | --cluster NAME]
        agentbox api-key revoke <KEY | KEY-ID> [--keys NAMESPACE/NAME] [--kubeconfig FILE | --cluster NAME]
+${SANDBOX_USAGE}
 
 steps: ${STEP_NAMES.join(", ")} (default: reconcile = all but refresh-template, in order)
 refresh-template re-renders a standalone pool from its template's current revision, its overrides re-applied.
@@ -49,6 +51,8 @@ type Values = {
 const COMMANDS = new Set(["reconcile", "refresh-template", "reconcile-env"]);
 
 async function main(): Promise<number> {
+  const first = process.argv[2] ?? "";
+  if (SANDBOX_COMMANDS.has(first)) return sandboxCommand(process.argv.slice(2));
   const { values, positionals } = parseArgs({
     allowPositionals: true,
     options: {

@@ -8,6 +8,7 @@ import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
 import type { ApiDeps } from "../functions/api/deps.ts";
 import { getSandbox } from "../functions/api/get-sandbox.ts";
 import { listSandboxes } from "../functions/api/list-sandboxes.ts";
+import { listTargets } from "../functions/api/list-targets.ts";
 import { recordActivity } from "../functions/api/record-activity.ts";
 import { readTarget } from "../functions/api/resolve-pool.ts";
 import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
@@ -31,6 +32,7 @@ import {
   ListSandboxesQuery,
   TimeoutRequest,
 } from "../lib/sandboxes/schemas.ts";
+import { envSummary, poolSummary } from "../lib/sandboxes/target-views.ts";
 import { timeoutChange } from "../lib/sandboxes/timeouts.ts";
 import {
   isMetadataFilterError,
@@ -182,6 +184,14 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
     });
     return c.json({ sandboxes: page.sandboxes, ...(page.continue ? { continue: page.continue } : {}) });
   });
+
+  // What the caller may claim from, with how full each is (the CLI's `get pools|envs`).
+  app.get("/pools", async (c) =>
+    c.json({ pools: (await listTargets(deps, c.get("tenant"))).pools.map(poolSummary) }),
+  );
+  app.get("/envs", async (c) =>
+    c.json({ envs: (await listTargets(deps, c.get("tenant"))).envs.map(envSummary) }),
+  );
 
   app.get("/sandboxes/:id", async (c) => {
     const view = await getSandbox(deps, c.get("tenant"), c.req.param("id"));

@@ -2,38 +2,29 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApiKey } from "../../functions/api/create-api-key.ts";
 import { CHROMIUM_ARGS, chromiumPath } from "../../infra/ci/chromium.ts";
 import { TEMPLATES, templateObject } from "./support/envs.ts";
 import { httpsRequest } from "./support/http.ts";
-import { kube, newNamespace, until } from "./support/kube.ts";
-import { POOLS, poolObject, testDeps } from "./support/steps.ts";
+import { kube, until } from "./support/kube.ts";
+import { tenantPool } from "./support/tenant-pool.ts";
 
 // The web console in a real browser (Debian's Chromium, driven by playwright-core; ADR 0021),
 // against the test host: sign in with an API key, find the pool, see a sandbox claimed through
 // the API, release it from the console, find its record in history. The screenshot is kept in
 // test-results/ (README's picture: docs/console.png).
 
-const { core, custom, cluster } = kube();
-const deps = testDeps();
-const keys = { namespace: "agentbox-system", name: "agentbox-api-keys" };
+const { custom, cluster } = kube();
+const t = tenantPool("console", "console");
 const base = `https://127.0.0.1:${cluster.hostPort}`;
 const template = `console-${randomBytes(3).toString("hex")}`;
-let ns = "";
-let cleanup = async () => {};
 let browser: Browser;
-const keyOf = (user: string) =>
-  createApiKey({ kube: deps.kube, apiKeys: keys, now: () => new Date() }, { team: "console", user });
 
 beforeAll(async () => {
-  ({ ns, cleanup } = await newNamespace(core, "audit-console"));
-  await core.createNamespace({ body: { metadata: { name: keys.namespace } } }).catch(() => {});
-  await custom.createNamespacedCustomObject({ ...POOLS, namespace: ns, body: poolObject(ns, "p", 1) });
   const docs = "# Python sandbox\n\nUse `python3`. <script>alert('x')</script>\n\n[bad](javascript:alert(1))";
-  const t = templateObject(template, "v1", "registry.local/sandbox/python:3.12");
+  const tpl = templateObject(template, "v1", "registry.local/sandbox/python:3.12");
   await custom.createClusterCustomObject({
     ...TEMPLATES,
-    body: { ...t, metadata: { ...t.metadata, annotations: { "agentbox.navix.sh/docs": docs } } },
+    body: { ...tpl, metadata: { ...tpl.metadata, annotations: { "agentbox.navix.sh/docs": docs } } },
   });
   const executablePath = chromiumPath();
   if (!executablePath) throw new Error("no Chromium: the test preflight installs Debian's (see ADR 0021)");
@@ -42,8 +33,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await custom.deleteClusterCustomObject({ ...TEMPLATES, name: template }).catch(() => {});
-  await cleanup();
-  deps.history.close();
 });
 
 /** signIn opens a browser page signed in with `credential` (the console's own form). */
@@ -63,15 +52,15 @@ async function signIn(credential: string): Promise<Page> {
 
 describe("the web console", () => {
   it("signs in with a key, shows its sandbox, releases it, and finds its record in history", async () => {
-    const key = await keyOf(`alice-${randomBytes(2).toString("hex")}`);
+    const key = await t.keyOf(`alice-${randomBytes(2).toString("hex")}`);
     const page = await signIn(key);
-    await expect(page.locator(`tr[data-pool="${ns}/p"]`).count()).resolves.toBe(1);
+    await expect(page.locator(`tr[data-pool="${t.ns}/p"]`).count()).resolves.toBe(1);
 
     const created = await httpsRequest(`${base}/v1/sandboxes`, cluster.caCert, {
       timeoutMs: 60_000,
       method: "POST",
       headers: { "x-api-key": key, "content-type": "application/json" },
-      body: JSON.stringify({ pool: `${ns}/p`, wait: true, waitTimeout: 30 }),
+      body: JSON.stringify({ pool: `${t.ns}/p`, wait: true, waitTimeout: 30 }),
     });
     expect(created.status).toBe(201);
     const { sandboxId } = JSON.parse(created.body) as { sandboxId: string };
@@ -82,14 +71,14 @@ describe("the web console", () => {
     await page.screenshot({ path: "test-results/console.png", fullPage: true });
 
     // Another tenant's console does not show it.
-    const other = await signIn(await keyOf(`bob-${randomBytes(2).toString("hex")}`));
+    const other = await signIn(await t.keyOf(`bob-${randomBytes(2).toString("hex")}`));
     await expect(other.locator(`tr[data-sandbox="${sandboxId}"]`).count()).resolves.toBe(0);
     await other.context().close();
 
     await row.locator("button", { hasText: "Release" }).click();
     await page.waitForURL(`${base}/ui#sandboxes`);
     await until("the sandbox's record in the console's history", 60_000, async () => {
-      await page.goto(`${base}/ui/history?namespace=${ns}`);
+      await page.goto(`${base}/ui/history?namespace=${t.ns}`);
       return (await page.locator(`tr[data-record="${sandboxId}"]`).count()) === 1;
     });
     await expect(page.locator(`tr[data-record="${sandboxId}"] td`).nth(2).textContent()).resolves.toBe(

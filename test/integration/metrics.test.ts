@@ -1,22 +1,17 @@
-import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApiKey } from "../../functions/api/create-api-key.ts";
+import { describe, expect, it } from "vitest";
 import { POOL_PHASES } from "../../lib/metrics/metrics.ts";
 import { parseExposition, type Samples, sampleOf } from "./support/exposition.ts";
 import { httpsRequest } from "./support/http.ts";
-import { kube, newNamespace, until } from "./support/kube.ts";
-import { POOLS, phaseOf, poolObject, testDeps } from "./support/steps.ts";
+import { kube, until } from "./support/kube.ts";
+import { phaseOf } from "./support/steps.ts";
+import { tenantPool } from "./support/tenant-pool.ts";
 
 // The test host's /metrics: behind its token, both threads in one exposition, and the figures
 // moving as a sandbox is created and released in a pool the host reconciles on audit events.
 
-const { core, custom, cluster } = kube();
-const deps = testDeps();
-const keys = { namespace: "agentbox-system", name: "agentbox-api-keys" };
-let ns = "";
-let cleanup = async () => {};
-let apiKey = "";
+const { core, cluster } = kube();
+const t = tenantPool("metrics", "metrics");
 
 const host = (
   path: string,
@@ -32,20 +27,6 @@ const scrape = async (): Promise<Samples> => {
   return parseExposition(res.body);
 };
 
-beforeAll(async () => {
-  ({ ns, cleanup } = await newNamespace(core, "audit-metrics"));
-  await core.createNamespace({ body: { metadata: { name: keys.namespace } } }).catch(() => {});
-  apiKey = await createApiKey(
-    { kube: deps.kube, apiKeys: keys, now: () => new Date() },
-    { team: "metrics", user: `u-${randomBytes(3).toString("hex")}` },
-  );
-  await custom.createNamespacedCustomObject({ ...POOLS, namespace: ns, body: poolObject(ns, "p", 1) });
-});
-afterAll(async () => {
-  await cleanup();
-  deps.history.close();
-});
-
 describe("/metrics", () => {
   it("answers only the metrics token", async () => {
     expect((await host("/metrics")).status).toBe(401);
@@ -53,7 +34,7 @@ describe("/metrics", () => {
   });
 
   it("follows a sandbox through its pool's gauges, the claim, its phases, the API and the apiserver", async () => {
-    const pool = { namespace: ns, pool: "p", sandbox_env: "" };
+    const pool = { namespace: t.ns, pool: "p", sandbox_env: "" };
     await until("the pool's gauges: 1 desired, 1 idle", 60_000, async () => {
       const s = await scrape();
       return sampleOf(s, "agentbox_sandboxpool_replicas_desired", pool) === 1 &&
@@ -64,16 +45,16 @@ describe("/metrics", () => {
     const api = (method: string, path: string, body?: unknown) =>
       host(path, {
         method,
-        headers: { "x-api-key": apiKey, "content-type": "application/json" },
+        headers: { "x-api-key": t.key, "content-type": "application/json" },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
-    const created = await api("POST", "/v1/sandboxes", { pool: `${ns}/p`, wait: true, waitTimeout: 30 });
+    const created = await api("POST", "/v1/sandboxes", { pool: `${t.ns}/p`, wait: true, waitTimeout: 30 });
     expect(created.status).toBe(201);
     const { sandboxId } = JSON.parse(created.body) as { sandboxId: string };
     expect((await api("POST", `/e2b/sandboxes/${sandboxId}/pause`)).status).toBe(501);
     expect((await api("DELETE", `/v1/sandboxes/${sandboxId}`)).status).toBe(204);
     await until("the pod back to idle", 60_000, async () => {
-      const pods = (await core.listNamespacedPod({ namespace: ns })).items;
+      const pods = (await core.listNamespacedPod({ namespace: t.ns })).items;
       return pods.length === 1 && pods.every((p) => phaseOf(p) === "idle");
     });
     const s = await until("the pool's gauges back to 1 idle, the recycle observed", 60_000, async () => {
@@ -86,8 +67,8 @@ describe("/metrics", () => {
     // The pool's own series: every phase, this pool's create and delete.
     for (const phase of POOL_PHASES)
       expect(sampleOf(s, `agentbox_sandboxpool_replicas_${phase}`, pool), phase).toBeTypeOf("number");
-    expect(sampleOf(s, "agentbox_sandbox_create_total", { namespace: ns, pool: "p" })).toBe(1);
-    expect(sampleOf(s, "agentbox_sandbox_delete_total", { namespace: ns, pool: "p" })).toBe(1);
+    expect(sampleOf(s, "agentbox_sandbox_create_total", { namespace: t.ns, pool: "p" })).toBe(1);
+    expect(sampleOf(s, "agentbox_sandbox_delete_total", { namespace: t.ns, pool: "p" })).toBe(1);
     // Host-wide series (other tests share this host): at least this sandbox's share.
     const atLeastOne = (name: string, labels: Record<string, string> = {}) =>
       expect(sampleOf(s, name, labels) ?? 0, `${name} ${JSON.stringify(labels)}`).toBeGreaterThanOrEqual(1);

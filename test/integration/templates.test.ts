@@ -1,8 +1,7 @@
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { runCli } from "./support/cli.ts";
 import { eventsAbout, TEMPLATES, templateObject } from "./support/envs.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, until } from "./support/kube.ts";
@@ -170,19 +169,15 @@ describe("templates fill pools", () => {
     expect(http.metadata?.annotations?.["agentbox.navix.sh/template-version"]).toBe("v2");
 
     await bump("v3", "registry.local/sandbox/python:3.14");
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      [
-        "bin/agentbox.ts",
-        "refresh-template",
-        `${t.ns}/refreshed`,
-        "--kubeconfig",
-        cluster.kubeconfig,
-        "--history",
-        ":memory:",
-      ],
-      { cwd: new URL("../../", import.meta.url).pathname },
-    );
+    const { stdout, code } = await runCli([
+      "refresh-template",
+      `${t.ns}/refreshed`,
+      "--kubeconfig",
+      cluster.kubeconfig,
+      "--history",
+      ":memory:",
+    ]);
+    expect(code).toBe(0);
     expect(stdout).toMatch(
       /done\s+SandboxPool\/.+\/refreshed\s+refreshed from SandboxTemplate ".+" \(version v3\)/,
     );

@@ -1,10 +1,9 @@
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { promisify } from "node:util";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { runCli } from "./support/cli.ts";
 import { ENVS, envObject, TEMPLATES, templateObject } from "./support/envs.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, newNamespace, until, watchPodUntil } from "./support/kube.ts";
@@ -190,21 +189,17 @@ describe("manual triggers", () => {
       headers: auth,
     });
     expect(bad.status).toBe(400);
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      [
-        "bin/agentbox.ts",
-        "reconcile-env",
-        `${manualNs}/manual-env`,
-        "--cluster-id",
-        "local",
-        "--kubeconfig",
-        cluster.kubeconfig,
-        "--history",
-        ":memory:",
-      ],
-      { cwd: new URL("../../", import.meta.url).pathname },
-    );
+    const { stdout, code } = await runCli([
+      "reconcile-env",
+      `${manualNs}/manual-env`,
+      "--cluster-id",
+      "local",
+      "--kubeconfig",
+      cluster.kubeconfig,
+      "--history",
+      ":memory:",
+    ]);
+    expect(code).toBe(0);
     expect(stdout).toMatch(/done\s+SandboxEnv\/.+\/manual-env\s+status: 1 member\(s\)/);
   });
 
@@ -214,21 +209,17 @@ describe("manual triggers", () => {
       namespace: manualNs,
       body: poolObject(manualNs, "cli", 1),
     });
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      [
-        "bin/agentbox.ts",
-        "reconcile",
-        `${manualNs}/cli`,
-        "--step",
-        "materialise-pool",
-        "--kubeconfig",
-        cluster.kubeconfig,
-        "--history",
-        ":memory:",
-      ],
-      { cwd: new URL("../../", import.meta.url).pathname },
-    );
+    const { stdout, code } = await runCli([
+      "reconcile",
+      `${manualNs}/cli`,
+      "--step",
+      "materialise-pool",
+      "--kubeconfig",
+      cluster.kubeconfig,
+      "--history",
+      ":memory:",
+    ]);
+    expect(code).toBe(0);
     expect(stdout).toContain("materialise-pool:");
     expect(stdout).toMatch(/done\s+Pod\/.*\/cli-0\s+create pod in slot 0/);
   });

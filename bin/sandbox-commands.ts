@@ -1,0 +1,215 @@
+// The sandbox commands of the CLI: get pools|envs|sandboxes, create, delete, history. They speak
+// to a host's /v1 API with an API key, as any client would, so they see what that key may see.
+import { parseArgs } from "node:util";
+import { httpsRequest } from "../infra/cluster/http.ts";
+import { readState } from "../infra/cluster/state.ts";
+import { age, apiErrorText, table } from "../lib/cli/table.ts";
+import type { EnvSummary, PoolSummary } from "../lib/sandboxes/target-views.ts";
+import type { SandboxView } from "../lib/sandboxes/view.ts";
+
+export const SANDBOX_COMMANDS = new Set(["get", "create", "delete", "history"]);
+
+export const SANDBOX_USAGE = `       agentbox get pools|envs|sandboxes [-o json] [CONNECTION]
+       agentbox create --pool NS/NAME | --env NS/NAME | --template NAME [--wait] [--wait-timeout S] [--timeout S] [-o json] [CONNECTION]
+       agentbox delete <SANDBOX-ID> [CONNECTION]
+       agentbox history [--namespace NS] [--pool NAME] [--limit N] [-o json] [CONNECTION]
+
+CONNECTION: --key KEY (else $AGENTBOX_KEY), and --cluster NAME (a local cluster's host and CA) or
+--url URL (else $AGENTBOX_URL) with --ca FILE (else $AGENTBOX_CA; default: the system's CAs).`;
+
+type Api = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: string }>;
+
+/** connect resolves where the API is and with which key; an error says what is missing. */
+function connect(v: { key?: string; url?: string; ca?: string; cluster?: string }): Api | string {
+  const key = v.key ?? process.env.AGENTBOX_KEY;
+  if (!key) return "error: no API key: pass --key or set AGENTBOX_KEY (npm run agentbox -- api-key create)";
+  const local = v.cluster ? readState(v.cluster) : undefined;
+  if (v.cluster && !local) return `error: no local cluster "${v.cluster}" is running`;
+  const url =
+    v.url ?? process.env.AGENTBOX_URL ?? (local ? `https://127.0.0.1:${local.hostPort}` : undefined);
+  if (!url) return "error: where is the API? pass --url, --cluster NAME or set AGENTBOX_URL";
+  const caFile = v.ca ?? process.env.AGENTBOX_CA ?? local?.caCert;
+  return (method, path, body) =>
+    httpsRequest(`${url.replace(/\/$/, "")}/v1${path}`, {
+      method,
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      ...(caFile ? { caFile } : {}),
+      timeoutMs: 120_000,
+    });
+}
+
+/**
+ * progress shows a spinner with the seconds waited on stderr while `work` runs, on a terminal
+ * only (a pipe or a log gets no control characters), and clears it when done.
+ */
+async function progress<T>(what: string, work: Promise<T>): Promise<T> {
+  if (!process.stderr.isTTY) return work;
+  const frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+  const t0 = Date.now();
+  let i = 0;
+  const timer = setInterval(() => {
+    process.stderr.write(
+      `\r${frames[i++ % frames.length]} ${what} ${((Date.now() - t0) / 1000).toFixed(0)}s`,
+    );
+  }, 100);
+  try {
+    return await work;
+  } finally {
+    clearInterval(timer);
+    process.stderr.write("\r\x1b[K");
+  }
+}
+
+const sandboxRows = (list: readonly SandboxView[], now: Date) =>
+  table(
+    ["sandbox", "pool", "phase", "claimed", "started", "pod ip"],
+    list.map((s) => [
+      s.sandboxId,
+      `${s.namespace}/${s.pool}`,
+      s.phase,
+      age(s.claimedAt, now),
+      age(s.startedAt, now),
+      s.podIP ?? "-",
+    ]),
+  );
+
+/** sandboxCommand runs one sandbox command and returns the exit code (2: bad usage, 1: refused). */
+export async function sandboxCommand(argv: string[]): Promise<number> {
+  const { values: v, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      key: { type: "string" },
+      url: { type: "string" },
+      ca: { type: "string" },
+      cluster: { type: "string" },
+      output: { type: "string", short: "o", default: "table" },
+      pool: { type: "string" },
+      env: { type: "string" },
+      template: { type: "string" },
+      namespace: { type: "string" },
+      wait: { type: "boolean", default: false },
+      "wait-timeout": { type: "string" },
+      timeout: { type: "string" },
+      limit: { type: "string" },
+    },
+  });
+  const [command, what] = positionals;
+  if (v.output !== "table" && v.output !== "json") {
+    console.error(`error: -o ${v.output}: choose table or json`);
+    return 2;
+  }
+  const api = connect(v);
+  if (typeof api === "string") {
+    console.error(api);
+    return 2;
+  }
+  const json = v.output === "json";
+  const now = new Date();
+  const print = (value: unknown, asTable: () => string) =>
+    console.log(json ? JSON.stringify(value, null, 2) : asTable());
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await api(method, path, body);
+    if (res.status >= 300) {
+      console.error(apiErrorText(res.status, res.body));
+      return undefined;
+    }
+    return res.body ? (JSON.parse(res.body) as unknown) : {};
+  };
+  if (command === "get" && (what === "pools" || what === "envs" || what === "sandboxes")) {
+    const got = (await call("GET", `/${what}`)) as Record<string, unknown[]> | undefined;
+    if (!got) return 1;
+    if (what === "pools")
+      print(got.pools, () =>
+        table(
+          ["pool", "phase", "desired", "idle", "starting", "running", "stopping", "failed", "template"],
+          (got.pools as PoolSummary[]).map((p) => [
+            p.pool,
+            p.phase,
+            ...[p.desired, p.idle, p.starting, p.running, p.stopping, p.failed].map(String),
+            p.template ?? "-",
+          ]),
+        ),
+      );
+    else if (what === "envs")
+      print(got.envs, () =>
+        table(
+          ["env", "template", "desired", "idle", "running", "members"],
+          (got.envs as EnvSummary[]).map((e) => [
+            e.env,
+            e.template,
+            String(e.desired),
+            String(e.idle),
+            String(e.running),
+            e.members.map((m) => `${m.name}:${m.state}`).join(",") || "-",
+          ]),
+        ),
+      );
+    else print(got.sandboxes, () => sandboxRows(got.sandboxes as SandboxView[], now));
+    return 0;
+  }
+  if (command === "create") {
+    const target = v.pool
+      ? { pool: v.pool }
+      : v.env
+        ? { env: v.env }
+        : v.template
+          ? { template: v.template }
+          : undefined;
+    if (!target) {
+      console.error(`error: create needs --pool, --env or --template\n${SANDBOX_USAGE}`);
+      return 2;
+    }
+    const body = {
+      ...target,
+      ...(v.wait ? { wait: true } : {}),
+      ...(v["wait-timeout"] ? { waitTimeout: Number(v["wait-timeout"]) } : {}),
+      ...(v.timeout ? { timeout: Number(v.timeout) } : {}),
+    };
+    const created = (await progress(
+      v.wait ? "waiting for the sandbox to run" : "claiming",
+      call("POST", "/sandboxes", body),
+    )) as SandboxView | undefined;
+    if (!created) return 1;
+    print(created, () => sandboxRows([created], now));
+    return 0;
+  }
+  if (command === "delete" && what) {
+    if (!(await call("DELETE", `/sandboxes/${encodeURIComponent(what)}`))) return 1;
+    console.log(`released ${what}`);
+    return 0;
+  }
+  if (command === "history") {
+    const q = new URLSearchParams({
+      ...(v.namespace ? { namespace: v.namespace } : {}),
+      ...(v.pool ? { pool: v.pool } : {}),
+      ...(v.limit ? { limit: v.limit } : {}),
+    });
+    type Record = {
+      sandboxId: string;
+      namespace: string;
+      poolName: string;
+      stopReason: string;
+      failureReason?: string;
+      terminatedAt: string;
+    };
+    const page = (await call("GET", `/history${q.size ? `?${q}` : ""}`)) as { records: Record[] } | undefined;
+    if (!page) return 1;
+    print(page.records, () =>
+      table(
+        ["sandbox", "pool", "stop", "failure", "ended"],
+        page.records.map((r) => [
+          r.sandboxId,
+          `${r.namespace}/${r.poolName}`,
+          r.stopReason,
+          r.failureReason ?? "-",
+          age(r.terminatedAt, now),
+        ]),
+      ),
+    );
+    return 0;
+  }
+  console.error(SANDBOX_USAGE);
+  return 2;
+}

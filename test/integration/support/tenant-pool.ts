@@ -1,0 +1,40 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll } from "vitest";
+import { createApiKey } from "../../../functions/api/create-api-key.ts";
+import { kube, newNamespace } from "./kube.ts";
+import { POOLS, poolObject, testDeps } from "./steps.ts";
+
+/** API_KEYS is where the test host keeps its hashed API keys. */
+export const API_KEYS = { namespace: "agentbox-system", name: "agentbox-api-keys" };
+
+/**
+ * tenantPool sets up what the tests of the host's surfaces (metrics, console, CLI) start from: an
+ * `audit-<prefix>` namespace (the test host reconciles it on audit events) with a pool "p" of
+ * `replicas`, and an API key of team `team` (a fresh user). `keyOf` mints more keys of the team.
+ * Available once the file's tests run; the namespace goes after them.
+ */
+export function tenantPool(prefix: string, team: string, replicas = 1) {
+  const { core, custom } = kube();
+  const deps = testDeps();
+  let cleanup = async () => {};
+  const keyOf = (user: string) =>
+    createApiKey({ kube: deps.kube, apiKeys: API_KEYS, now: () => new Date() }, { team, user });
+  const t = { ns: "", key: "", deps, keyOf };
+  beforeAll(async () => {
+    const created = await newNamespace(core, `audit-${prefix}`);
+    t.ns = created.ns;
+    cleanup = created.cleanup;
+    await core.createNamespace({ body: { metadata: { name: API_KEYS.namespace } } }).catch(() => {});
+    t.key = await keyOf(`u-${randomBytes(3).toString("hex")}`);
+    await custom.createNamespacedCustomObject({
+      ...POOLS,
+      namespace: t.ns,
+      body: poolObject(t.ns, "p", replicas),
+    });
+  });
+  afterAll(async () => {
+    await cleanup();
+    deps.history.close();
+  });
+  return t;
+}
