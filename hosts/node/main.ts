@@ -2,9 +2,9 @@
 // hosts/node/config.ts). The API server comes from the standard kubeconfig resolution of
 // client-node: $KUBECONFIG, ~/.kube/config, or the in-cluster service account.
 import { KubeConfig } from "@kubernetes/client-node";
-import { pino } from "pino";
 import { readHostEnv } from "./config.ts";
 import { startHost } from "./host.ts";
+import { hostLogger } from "./logger.ts";
 import { installProcessPolicy } from "./process-policy.ts";
 
 const env = readHostEnv(process.env);
@@ -13,7 +13,7 @@ if (!env.ok) {
   process.exit(2);
 }
 const c = env.value;
-const logger = pino({ level: c.logLevel });
+const logger = hostLogger(c.logLevel);
 const kubeconfig = new KubeConfig();
 kubeconfig.loadFromDefault();
 const host = await startHost({
@@ -39,6 +39,7 @@ logger.info(
   {
     server: kubeconfig.getCurrentCluster()?.server,
     listen: `${c.host}:${c.port}`,
+    console: `https://${c.host}:${c.port}/ui`,
     metrics: `https://${c.host}:${c.port}/metrics (bearer: ${c.metricsToken ? "AGENTBOX_METRICS_TOKEN" : "the admin token"})`,
     clusterId: c.clusterId ?? "none (SandboxEnvs are not reconciled)",
     adoptPools: c.adoptPools,

@@ -6,7 +6,6 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
-import { pino } from "pino";
 import * as v from "valibot";
 import {
   apply,
@@ -20,9 +19,10 @@ import { startFakeEnvd } from "../../infra/dev/fake-envd.ts";
 import { idleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { IdleReleaseSetting, readActivitySource } from "./config.ts";
 import { startHost } from "./host.ts";
+import { hostLogger } from "./logger.ts";
 import { installProcessPolicy } from "./process-policy.ts";
 
-const logger = pino({ level: process.env.LOG_LEVEL ?? "info" });
+const logger = hostLogger(process.env.LOG_LEVEL ?? "info");
 const name = process.env.AGENTBOX_CLUSTER ?? "dev";
 const activity = readActivitySource(process.env);
 if (!activity.ok) {
@@ -116,6 +116,8 @@ Run the steps by hand:
   curl --cacert ${ca} -H "Authorization: Bearer $(cat ${adminTokenFile})" \\
        -X POST "${baseUrl}/functions/reconcile?namespace=agentbox-demo&pool=python"
 
+Console: ${baseUrl}/ui   (sign in with an API key, or the admin token: cat ${adminTokenFile})
+  The browser will not know the local CA: accept the warning, or trust ${ca}.
 Metrics (Prometheus text, both threads merged; the admin token opens them):
   curl --cacert ${ca} -H "Authorization: Bearer $(cat ${adminTokenFile})" ${baseUrl}/metrics
 
