@@ -26,6 +26,8 @@ const WorkerEnvSchema = v.object({
   KUBE_TOKEN: Secret(8),
   CALLBACK_TOKEN: Secret(16),
   ADMIN_TOKEN: Secret(16),
+  /** METRICS_TOKEN opens /metrics only (a scraper's token); unset, the admin token does. */
+  METRICS_TOKEN: v.optional(Secret(16)),
   SEALING_KEY: v.optional(Secret(32)),
   ENVD_PORT: v.optional(
     v.pipe(
@@ -81,6 +83,7 @@ export type WorkerBindings = Env & {
   KUBE_TOKEN?: string;
   CALLBACK_TOKEN?: string;
   ADMIN_TOKEN?: string;
+  METRICS_TOKEN?: string;
   SEALING_KEY?: string;
   ENVD_PORT?: string;
   TICK_NAMESPACE?: string;

@@ -22,6 +22,7 @@ import { KubeClient } from "../../lib/kube/client.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
 import { fetchKubeTransport, fetchKubeWatch } from "../../lib/kube/fetch-transport.ts";
 import { consoleLog, type Log } from "../../lib/log.ts";
+import { EXPOSITION_CONTENT_TYPE, poolExposition } from "../../lib/metrics/pool-exposition.ts";
 import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
 import { importSealKeys, type SealKeys } from "../../lib/sandboxes/sealing.ts";
 import { parseTeamLimits, type TeamLimits } from "../../lib/sandboxes/team-limits.ts";
@@ -124,6 +125,14 @@ export default {
       adminToken: config.value.ADMIN_TOKEN,
       logger: log,
       api,
+      // Pool gauges only, from one list of pools per scrape (README, Metrics).
+      scrape: {
+        token: config.value.METRICS_TOKEN ?? config.value.ADMIN_TOKEN,
+        collect: async () => ({
+          contentType: EXPOSITION_CONTENT_TYPE,
+          body: poolExposition((await api.kube.listPools(undefined, { cached: true })).items),
+        }),
+      },
       onAuditEvents: (list) => {
         // After the 200: each written pod's own steps, then each touched pool once.
         const pods = [...auditPodTargets(list.items)].map(([key, target]) => {

@@ -3,6 +3,9 @@
 // metrics are kept, so its users' dashboards and alerts work unchanged; the rest are ours.
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { PhaseMetric } from "../reconcile/action.ts";
+import { POOL_PHASES, type PoolLabels, type PoolPhase } from "./pool-phases.ts";
+
+export { POOL_PHASES, type PoolLabels, type PoolPhase };
 
 /**
  * CLAIM_BUCKETS suit millisecond claims and the waits around them: 1 ms to 60 s (a create that
@@ -14,17 +17,6 @@ export const CLAIM_BUCKETS = [
 
 /** LIFETIME_BUCKETS suit sandbox phases: a start or recycle (100 ms up) to a session (hours). */
 export const LIFETIME_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 14400] as const;
-
-/** POOL_PHASES are the pool gauges' phases: agentbox_sandboxpool_replicas_<phase>. */
-export const POOL_PHASES = ["desired", "idle", "running", "starting", "stopping", "failed"] as const;
-export type PoolPhase = (typeof POOL_PHASES)[number];
-
-/** PoolLabels name a pool's series: its namespace, name and Env (empty for a standalone pool). */
-export interface PoolLabels {
-  namespace: string;
-  pool: string;
-  sandbox_env: string;
-}
 
 /**
  * Metrics are the host's instruments. Each is optional to its users (StepDeps.metrics,

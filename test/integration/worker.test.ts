@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import { createTemplateAndEnv, ENVS, TEMPLATES } from "./support/envs.ts";
+import { parseExposition, sampleOf } from "./support/exposition.ts";
 import { kube, newNamespace, until, watchPodUntil } from "./support/kube.ts";
 import { isReady, POOLS, phaseOf, poolObject, testDeps } from "./support/steps.ts";
 import { buildWorker, cron, DOWN_HOST, dispatch, startWorker } from "./support/worker.ts";
@@ -82,6 +83,17 @@ describe("the Worker in workerd", () => {
         : undefined;
     });
     expect(ready.map((p) => p.metadata?.name).sort()).toEqual(["w-0", "w-1"]);
+  });
+
+  it("serves the pool gauges on /metrics behind its token, from one list of pools", async () => {
+    expect((await call("/metrics")).status).toBe(401);
+    const res = await call("/metrics", { headers: { authorization: `Bearer ${cluster.functionsToken}` } });
+    expect(res.status).toBe(200);
+    const s = parseExposition(await res.text());
+    const w = { namespace: ns, pool: "w", sandbox_env: "" };
+    expect(sampleOf(s, "agentbox_sandboxpool_replicas_desired", w)).toBe(2);
+    expect(sampleOf(s, "agentbox_sandboxpool_replicas_idle", w)).toBe(2);
+    expect(sampleOf(s, "agentbox_sandboxpool_replicas_running", w)).toBe(0);
   });
 
   it("a scheduled invocation materialises an Env's member pool (CLUSTER_ID), which /functions runs too", async () => {

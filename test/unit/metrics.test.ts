@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import type { KubeRequest } from "../../lib/kube/transport.ts";
 import { createMetrics } from "../../lib/metrics/metrics.ts";
+import { poolExposition } from "../../lib/metrics/pool-exposition.ts";
 import { poolGauges, setPoolGauges } from "../../lib/metrics/pool-gauges.ts";
 import { inplaceDirection, requestKind } from "../../lib/metrics/request-kind.ts";
 import { between, observations } from "../../lib/reconcile/action.ts";
@@ -109,5 +110,27 @@ describe("phase observations", () => {
     expect(between("2026-11-24T10:00:00Z", "2026-11-24T10:01:00Z")).toBe(60_000);
     expect(between(undefined, "2026-11-24T10:01:00Z")).toBeUndefined();
     expect(between("2026-11-24T10:02:00Z", "2026-11-24T10:01:00Z")).toBeUndefined();
+  });
+});
+
+describe("poolExposition (the Worker's /metrics)", () => {
+  it("writes each phase's gauge per pool from its status, label values escaped", () => {
+    const text = poolExposition([
+      {
+        metadata: { namespace: "ns", name: "p", labels: { "agentbox.navix.sh/env": 'odd"env\\' } },
+        spec: { replicas: 3 },
+        status: { idleReplicas: 2, runningReplicas: 1 },
+      } as unknown as SandboxPool,
+    ]);
+    expect(text).toContain("# TYPE agentbox_sandboxpool_replicas_idle gauge\n");
+    expect(text).toContain(
+      'agentbox_sandboxpool_replicas_idle{namespace="ns",pool="p",sandbox_env="odd\\"env\\\\"} 2\n',
+    );
+    expect(text).toContain(
+      'agentbox_sandboxpool_replicas_desired{namespace="ns",pool="p",sandbox_env="odd\\"env\\\\"} 3\n',
+    );
+    expect(text).toContain(
+      'agentbox_sandboxpool_replicas_failed{namespace="ns",pool="p",sandbox_env="odd\\"env\\\\"} 0\n',
+    );
   });
 });

@@ -124,7 +124,7 @@ export async function dispatch(
   mf: Miniflare,
   path: string,
   init: { method?: string; body?: string; headers?: Record<string, string> } = {},
-): Promise<{ status: number; json: () => Promise<unknown> }> {
+): Promise<{ status: number; json: () => Promise<unknown>; text: () => Promise<string> }> {
   const res = await mf.dispatchFetch(`https://worker.test${path}`, init);
-  return { status: res.status, json: () => res.json() };
+  return { status: res.status, json: () => res.json(), text: () => res.text() };
 }
