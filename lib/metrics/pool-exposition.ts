@@ -1,6 +1,7 @@
 import { ENV_LABEL } from "../api/keys.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
-import { POOL_PHASES, type PoolPhase } from "./pool-phases.ts";
+import { poolSummary } from "../sandboxes/target-views.ts";
+import { POOL_PHASES } from "./pool-phases.ts";
 
 /** EXPOSITION_CONTENT_TYPE is Prometheus's text format, version 0.0.4. */
 export const EXPOSITION_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -8,19 +9,6 @@ export const EXPOSITION_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8
 /** escapeLabel escapes a label value as the text format asks: backslash, double quote, newline. */
 const escapeLabel = (value: string) =>
   value.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
-
-/** fromStatus is each pool gauge's value as the pool's status last counted it (desired: spec). */
-function fromStatus(p: SandboxPool): Record<PoolPhase, number> {
-  const s = p.status;
-  return {
-    desired: p.spec.replicas ?? 0,
-    idle: s?.idleReplicas ?? 0,
-    running: s?.runningReplicas ?? 0,
-    starting: s?.startingReplicas ?? 0,
-    stopping: s?.stoppingReplicas ?? 0,
-    failed: s?.failedReplicas ?? 0,
-  };
-}
 
 /**
  * poolExposition writes agentbox's pool gauges for `pools` in the Prometheus text format, from
@@ -44,7 +32,7 @@ export function poolExposition(pools: readonly SandboxPool[]): string {
       ]
         .map(([k, v]) => `${k}="${escapeLabel(v ?? "")}"`)
         .join(",");
-      lines.push(`${name}{${labels}} ${fromStatus(p)[phase]}`);
+      lines.push(`${name}{${labels}} ${poolSummary(p)[phase]}`);
     }
   }
   return `${lines.join("\n")}\n`;
