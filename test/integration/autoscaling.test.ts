@@ -134,6 +134,11 @@ describe("autoscaler: scale-up triggers", () => {
       "autoscaler: react-a 0→3 (default: Reactive)",
       "autoscaler: react-a 3→5 (default: Reactive)",
     ]);
+    // The same two decisions in the autoscaler's counter (the metric operators alert on).
+    const decisions = (await t.deps.metrics?.autoscalerDecisions.get())?.values ?? [];
+    expect(decisions.find((v) => v.labels.direction === "up" && v.labels.reason === "Reactive")?.value).toBe(
+      2,
+    );
   });
 
   it("idle-zero: grows after idleThresholdSeconds without an idle pod, gated by the quiet window and the cooldown", async () => {

@@ -2,9 +2,11 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
+import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { startReconcilerThread } from "../../hosts/node/reconciler-worker.ts";
 import type { Log } from "../../lib/log.ts";
+import { createMetrics } from "../../lib/metrics/metrics.ts";
 import { until } from "../integration/support/kube.ts";
 
 /** A kubeconfig for an apiserver that is not there (port 1 refuses connections). */
@@ -32,11 +34,13 @@ function recordingLog() {
 async function threadToNowhere() {
   const { log, entries } = recordingLog();
   const historyPath = join(mkdtempSync(join(tmpdir(), "reconciler-")), "history.sqlite");
+  const metrics = createMetrics(new Registry());
   const reconciler = await startReconcilerThread(
     { kubeconfig: nowhere(), historyPath, tickSeconds: 0, tickConcurrency: 1 },
     log,
+    metrics.reconcilerRestarts,
   );
-  return { reconciler, entries };
+  return { reconciler, entries, metrics };
 }
 
 describe("the reconciler thread", () => {
@@ -52,6 +56,11 @@ describe("the reconciler thread", () => {
       });
       await reconciler.idle();
       expect(entries.some((e) => e.level === "warn" && e.msg === "reconcile failed")).toBe(true);
+      // The thread counted those requests in its own registry, for the host's /metrics: no answer.
+      const requests = (await reconciler.metrics()).find(
+        (m) => m.name === "agentbox_apiserver_requests_total",
+      );
+      expect(requests?.values.filter((v) => v.labels.code === "0").length).toBeGreaterThan(0);
     } finally {
       await reconciler.close();
     }
@@ -59,7 +68,7 @@ describe("the reconciler thread", () => {
   });
 
   it("is started again after it dies, and serves calls again", async () => {
-    const { reconciler, entries } = await threadToNowhere();
+    const { reconciler, entries, metrics } = await threadToNowhere();
     try {
       await reconciler.idle();
       expect(await reconciler.kill()).toBe(1);
@@ -74,6 +83,7 @@ describe("the reconciler thread", () => {
       expect(entries.map((e) => e.msg)).toEqual(
         expect.arrayContaining(["reconciler thread exited", "reconciler thread down; starting it again"]),
       );
+      expect((await metrics.reconcilerRestarts.get()).values[0]?.value).toBe(1);
       // The new thread runs steps as the first did.
       await expect(reconciler.run("reconcile", "ns", "pool")).rejects.toThrow(/127\.0\.0\.1:1|ECONNREFUSED/);
     } finally {

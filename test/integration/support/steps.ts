@@ -1,4 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
+import { Registry } from "prom-client";
 import { afterAll, beforeAll } from "vitest";
 import type { StepDeps } from "../../../functions/deps.ts";
 import { reconcilePool } from "../../../functions/reconcile-pool.ts";
@@ -7,6 +8,7 @@ import { SqliteHistoryStore } from "../../../hosts/node/sqlite-history.ts";
 import type { SandboxPool } from "../../../lib/api/sandbox-pool.ts";
 import { KubeClient } from "../../../lib/kube/client.ts";
 import type { Log } from "../../../lib/log.ts";
+import { createMetrics } from "../../../lib/metrics/metrics.ts";
 import { referenceDigestResolver } from "../../../lib/sandbox/digest-resolver.ts";
 import { importSealKeys } from "../../../lib/sandboxes/sealing.ts";
 import { kube, newNamespace } from "./kube.ts";
@@ -30,6 +32,8 @@ export function testDeps(): StepDeps & { history: SqliteHistoryStore; clock: { o
     digests: referenceDigestResolver,
     reporter: { controller: "agentbox-functions/test", instance: `test-${process.pid}` },
     clusterId: "local",
+    // Its own registry: a test can read what the steps it ran observed.
+    metrics: createMetrics(new Registry()),
   };
 }
 
