@@ -160,13 +160,42 @@ function statusAction(
 ): Action[] {
   const next = computeEnvStatus(env, clusterId, views, templateFound, now);
   if (jsonEqual(env.status ?? {}, next)) return [];
+  const saturated = newlySaturated(env.status, next, clusterId);
   return [
     {
       target: envTarget(env),
       why: `status: ${next.memberCount} member(s), desired ${next.desiredReplicas}, idle ${next.idleReplicas}, running ${next.runningReplicas}`,
       write: { op: "patch-status", patch: [testVersion(env), { op: "add", path: "/status", value: next }] },
+      ...(saturated.length > 0
+        ? {
+            event: {
+              type: "Warning" as const,
+              reason: "Saturated",
+              action: "Scale",
+              note: `member(s) saturated, held back from routing and growth: ${saturated.join(", ")}`,
+            },
+          }
+        : {}),
     },
   ];
+}
+
+/** newlySaturated names the local members Saturated in `next` that were not in `previous`. */
+function newlySaturated(
+  previous: SandboxEnv["status"],
+  next: NonNullable<SandboxEnv["status"]>,
+  clusterId: string,
+): string[] {
+  const members = (s: SandboxEnv["status"]) =>
+    s?.clusters?.find((c) => c.clusterID === clusterId)?.observedMembers ?? [];
+  const before = new Set(
+    members(previous)
+      .filter((m) => m.state === "Saturated")
+      .map((m) => m.name),
+  );
+  return members(next)
+    .filter((m) => m.state === "Saturated" && !before.has(m.name))
+    .map((m) => m.name);
 }
 
 /**

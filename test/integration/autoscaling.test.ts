@@ -213,6 +213,10 @@ describe("autoscaler: saturation", () => {
       expect(observed).toMatchObject({ state: "Saturated" });
       expect(Date.parse(observed?.saturatedUntil ?? "")).toBe(attempt + 60_000);
       expect((await eventsAbout(core, ns, "q1")).map((e) => e.reason)).toContain("ScaleUpInsufficient");
+      // The Env says so once, when q1 turned Saturated.
+      expect(
+        (await eventsAbout(core, ns, "quota")).filter((e) => e.reason === "Saturated").map((e) => e.message),
+      ).toEqual(["member(s) saturated, held back from routing and growth: q1"]);
     } finally {
       await cleanup();
     }
