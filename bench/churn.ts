@@ -17,6 +17,7 @@ import {
   cpuSeconds,
   cpuTable,
   httpsClient,
+  namedPool,
   percentile,
   waitFor,
 } from "./support.ts";
@@ -48,16 +49,7 @@ try {
     await admin(
       "POST",
       "/apis/agents.navix.sh/v1alpha1/namespaces/bench/sandboxpools",
-      json({
-        apiVersion: "agents.navix.sh/v1alpha1",
-        kind: "SandboxPool",
-        metadata: { name: "churn", namespace: NS },
-        spec: {
-          replicas: POOL,
-          idleImage: "registry.local/sandbox/idle:1",
-          template: { spec: { containers: [{ name: "sandbox", image: "registry.local/sandbox/base:1" }] } },
-        },
-      }),
+      json(namedPool(NS, "churn", POOL)),
     ),
   );
   const tally = await PodTally.start(state, NS, `${SANDBOX_POOL_LABEL}=churn`, ["churn"]);

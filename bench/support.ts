@@ -259,10 +259,20 @@ export async function fetchJson(kc: KubeConfig, method: string, path: string, bo
 
 /** benchPool is pool `p<i>` of a benchmark: `replicas` idle pods of a small image, no template. */
 export function benchPool(ns: string, i: number, replicas: number, annotations: Record<string, string> = {}) {
+  return namedPool(ns, `p${i}`, replicas, annotations);
+}
+
+/** namedPool is a benchmark pool named `name`: `replicas` idle pods of a small image, no template. */
+export function namedPool(
+  ns: string,
+  name: string,
+  replicas: number,
+  annotations: Record<string, string> = {},
+) {
   return {
     apiVersion: "agents.navix.sh/v1alpha1",
     kind: "SandboxPool",
-    metadata: { name: `p${i}`, namespace: ns },
+    metadata: { name, namespace: ns },
     spec: {
       replicas,
       idleImage: "registry.local/sandbox/idle:1",

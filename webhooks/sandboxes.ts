@@ -166,7 +166,14 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
     if (outcome.reason === "limited")
       return send(c, tooManySandboxes(outcome.team, outcome.held, outcome.limit));
     c.header("Retry-After", "1");
-    return send(c, unavailable(`no idle sandbox in ${outcome.where} right now (tried ${outcome.tried})`));
+    return send(
+      c,
+      unavailable(
+        outcome.contended
+          ? `the idle sandboxes in ${outcome.where} were all taken by other creates while this one tried (tried ${outcome.tried}); retry`
+          : `no idle sandbox in ${outcome.where} right now (tried ${outcome.tried})`,
+      ),
+    );
   });
 
   app.get("/sandboxes", async (c) => {

@@ -1,11 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import {
-  CANDIDATES_PER_LIST,
-  idleSelector,
-  selectorsAfterFirst,
-  shardOrder,
-} from "../../lib/pool/claim-shards.ts";
+import { idleSelector, selectorsAfterFirst, shardOrder } from "../../lib/pool/claim-shards.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
 import type { ApiDeps } from "./deps.ts";
@@ -32,32 +27,45 @@ export const LOSSES_BEFORE_FRESH_LOOK = 4;
  */
 export const DRAINED_HINT_MS = 2000;
 
+/** FRESH_PAGE is the page size of a fresh look: large, since a host's creates share each look. */
+export const FRESH_PAGE = 256;
+
+/** ClaimFromResult is the pod won, or why none: the pool drained, or contention past the deadline. */
+export interface ClaimFromResult {
+  pod?: V1Pod;
+  tried: number;
+  /** contended: idle pods remained, but others won every race until `deadline`. */
+  contended?: boolean;
+}
+
 /**
  * claimFrom lists the idle pods of a random group of the pool's claim shards, orders the
  * claimable ones (shuffled, so concurrent creates pick different pods) and tries them one by one
  * with the preconditioned claim patch; a lost race moves on to the next candidate, an exhausted
- * group to the next, larger one, until `budget` attempts are spent. After LOSSES_BEFORE_FRESH_LOOK
- * lost races in a row it lists the pool's idle pods consistently (not from the cache) and goes on
- * with those, and stops at once when that list has none: a burst larger than the pool fails fast
- * instead of spending its budget on pods that are gone. Those fresh looks are shared by the host's
- * creates of the moment (deps.freshLooks), and for DRAINED_HINT_MS after one found the pool
- * drained, this host's creates for it start with a fresh look. A create never answers "none"
- * from a read older than its own call. `first` is a pool target's first shard, listed alongside
- * the pool read (see readTarget).
+ * group to the next, larger one. After LOSSES_BEFORE_FRESH_LOOK lost races in a row, or when the
+ * cached groups are used up, it lists the pool's idle pods consistently (not from the cache) and
+ * goes on with those. It answers "none" only from such a fresh look that shows no idle pod (a
+ * burst larger than the pool fails fast, and never while pods remain); a request that does not
+ * fit the pool ends at once; contention past `deadline` (epoch ms) ends with `contended`. Fresh
+ * looks are shared by the host's creates of the moment (deps.freshLooks), never one that began
+ * before the create asked, and for DRAINED_HINT_MS after one found the pool drained this host's
+ * creates for it start with a fresh look. `first` is a pool target's first shard, listed
+ * alongside the pool read (see readTarget).
  */
 export async function claimFrom(
   deps: ApiDeps,
   pool: SandboxPool,
   claim: Claim,
-  budget: number,
+  deadline: number,
   first?: TargetReads,
-): Promise<{ pod?: V1Pod; tried: number }> {
+): Promise<ClaimFromResult> {
   const namespace = pool.metadata?.namespace ?? "";
   const name = pool.metadata?.name ?? "";
   const now = deps.now();
   const window = scaleDownPolicyFor(pool).protectionWindowSeconds;
   const { shards = shardOrder(deps.random), firstPage } = first ?? {};
   const selectors = selectorsAfterFirst(name, shards, firstPage !== undefined, pool.status?.idleReplicas);
+  const key = `${namespace}/${name}`;
   // The idle pods of a consistent list, page by page until a page has claimable ones (pods not
   // Ready or marked for scale-down fill whole pages during a scale-up): none at all, the pool is
   // drained. Creates of this host that look at the same moment share one list that started after
@@ -66,7 +74,7 @@ export async function claimFrom(
     let next: string | undefined;
     do {
       const page = await deps.kube.listPods(namespace, idleSelector(name), {
-        limit: CANDIDATES_PER_LIST,
+        limit: FRESH_PAGE,
         ...(next ? { continue: next } : {}),
       });
       if (orderCandidates(page.items, deps.now(), window, () => 0).length > 0) return page.items;
@@ -76,51 +84,48 @@ export async function claimFrom(
   };
   const fresh = async () =>
     orderCandidates(
-      await (deps.freshLooks ? deps.freshLooks.get(`${namespace}/${name}`, listIdle) : listIdle()),
+      await (deps.freshLooks ? deps.freshLooks.get(key, listIdle) : listIdle()),
       deps.now(),
       window,
       deps.random,
     );
   // What this host last saw of the pool afresh: drained, by a read that started at or after `t`.
-  const key = `${namespace}/${name}`;
   const drainedSince = (t: number) => {
     const looked = deps.freshLooks?.latest(key);
     return looked !== undefined && looked.value.length === 0 && looked.at >= t;
   };
   // Found drained a moment ago: start with a fresh look, not with the cache's stale candidates.
-  let pages: { list: () => Promise<V1Pod[]>; fresh?: true }[] = drainedSince(now.getTime() - DRAINED_HINT_MS)
-    ? [{ list: fresh, fresh: true }]
+  const pages: (() => Promise<V1Pod[]>)[] = drainedSince(now.getTime() - DRAINED_HINT_MS)
+    ? []
     : [
-        ...(firstPage ? [{ list: async () => firstPage }] : []),
-        ...selectors.map((selector) => ({ list: () => listCandidates(deps, namespace, selector) })),
+        ...(firstPage ? [async () => firstPage] : []),
+        ...selectors.map((selector) => () => listCandidates(deps, namespace, selector)),
       ];
   let tried = 0;
   let lost = 0;
-  while (pages.length > 0) {
-    const [page, ...rest] = pages;
-    pages = rest;
+  for (;;) {
+    const cached = pages.shift();
     const listedAt = deps.now().getTime();
-    const candidates = page?.fresh
-      ? await page.list()
-      : orderCandidates((await page?.list()) ?? [], now, window, deps.random);
+    // Out of cached pages (or told to look afresh): only a fresh look may say "none".
+    const candidates = cached ? orderCandidates(await cached(), now, window, deps.random) : await fresh();
+    if (!cached && candidates.length === 0) return { tried };
     for (const pod of candidates) {
-      if (tried >= budget) return { tried };
+      if (deps.now().getTime() >= deadline) return { tried, contended: true };
       // Another create of this host found the pool drained since this page was listed: its pods
       // are gone, so look afresh (with it) rather than lose races for them.
-      const stale = drainedSince(listedAt);
-      if (!stale) {
-        tried++;
-        const won = await claim(pod);
-        if (won && won !== UNSUITABLE) return { pod: won, tried };
-        if (won === UNSUITABLE || ++lost < LOSSES_BEFORE_FRESH_LOOK) continue;
+      if (drainedSince(listedAt)) {
+        pages.length = 0;
+        break;
       }
-      // The cache is behind: look afresh, and go on with what that shows (nothing: stop).
+      tried++;
+      const won = await claim(pod);
+      if (won === UNSUITABLE) return { tried }; // the request does not fit this pool's pods
+      if (won) return { pod: won, tried };
+      if (++lost < LOSSES_BEFORE_FRESH_LOOK) continue;
+      // The cache is behind: look afresh, and go on with what that shows.
       lost = 0;
-      const idle = await fresh();
-      if (idle.length === 0) return { tried };
-      pages = [{ list: async () => idle, fresh: true }];
+      pages.length = 0;
       break;
     }
   }
-  return { tried };
 }

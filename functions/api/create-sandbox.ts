@@ -19,15 +19,18 @@ import { type PoolResolution, readTarget, resolvePool, type TargetReads } from "
 import { teamSandboxes } from "./team-usage.ts";
 import { recordDemand, waitForIdle } from "./wait-for-idle.ts";
 
-/** MAX_ATTEMPTS bounds the claim patches one create tries before answering 503. */
-const MAX_ATTEMPTS = 48;
+/**
+ * CLAIM_DEADLINE_MS bounds how long one create keeps racing others for idle pods that remain
+ * (a 503 "contended"); a drained pool answers at once instead.
+ */
+const CLAIM_DEADLINE_MS = 30_000;
 
 export type CreateOutcome =
   | { ok: true; sandbox: SandboxView; pod: V1Pod; pool: SandboxPool }
   | { ok: false; reason: "unknown"; what: "pool" | "env" | "template"; name: string; choices: string[] }
   | { ok: false; reason: "invalid"; message: string }
   | { ok: false; reason: "not-configured"; message: string }
-  | { ok: false; reason: "exhausted"; where: string; tried: number }
+  | { ok: false; reason: "exhausted"; where: string; tried: number; contended?: boolean }
   | { ok: false; reason: "limited"; team: string; held: number; limit: number };
 
 /** ClaimExtras are what the E2B API adds to a create: envd's /init even without env vars, and annotations. */
@@ -187,12 +190,13 @@ async function claimOrWhy(
   };
   const first = "pool" in resolved ? await targetReads : undefined;
   let tried = 0;
+  const deadline = deps.now().getTime() + CLAIM_DEADLINE_MS;
   for (const pool of plan.tryNow) {
-    const got = await claimFrom(deps, pool, claimIn(pool), MAX_ATTEMPTS - tried, first);
+    const got = await claimFrom(deps, pool, claimIn(pool), deadline, first);
     tried += got.tried;
     const outcome = got.pod && served(got.pod, pool);
     if (outcome) return outcome;
-    if (tried >= MAX_ATTEMPTS) break;
+    if (got.contended) return { ok: false, reason: "exhausted", where: plan.where, tried, contended: true };
   }
   // No idle pod now: say so to the autoscaler, then, when the caller is willing to wait, watch
   // for a pod that becomes idle and race for it.
