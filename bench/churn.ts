@@ -9,10 +9,12 @@ import { join } from "node:path";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
 import { SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+import { parseExposition } from "../lib/metrics/parse-exposition.ts";
 import { cpuProfile, profileSummary, requestCounts, requestTable } from "./apiserver-evidence.ts";
 import { PodTally } from "./pod-tally.ts";
 import {
   adminClient,
+  BENCH_METRICS_TOKEN,
   benchNamespacesAndHost,
   cpuSeconds,
   cpuTable,
@@ -108,6 +110,18 @@ try {
   const toReleased: number[] = [];
   const phaseSamples: Record<string, number>[] = [];
   const observer = adminClient(state);
+  // The host's own counters (its /metrics) before and after: which transitions lost races.
+  const hostMetrics = httpsClient(`https://127.0.0.1:${state.hostPort}`, readFileSync(state.caCert), {
+    authorization: `Bearer ${BENCH_METRICS_TOKEN}`,
+  });
+  const conflicts = async () => {
+    const s = parseExposition((await hostMetrics("GET", "/metrics")).body);
+    const by = new Map<string, number>();
+    for (const x of s.samples.filter((x) => x.name === "agentbox_apiserver_conflicts_total"))
+      by.set(`${x.labels.verb} ${x.labels.resource} → ${x.labels.transition || "(other)"}`, x.value);
+    return by;
+  };
+  const conflicts0 = await conflicts();
   const profile = join(tmpdir(), `${name}.pprof`);
   const counts0 = await requestCounts(observer);
   const cpu0 = cpuSeconds(processes, "load generator");
@@ -139,6 +153,12 @@ try {
   const cycles = rounds.reduce((a, b) => a + b, 0);
   const cpu = cpuTable("churn: process", cpu0, cpuSeconds(processes, "load generator"), seconds);
   const requests = requestTable("churn: apiserver requests", counts0, await requestCounts(observer), cycles);
+  const lost = requestTable(
+    "churn: our writes that lost, by transition",
+    conflicts0,
+    await conflicts(),
+    cycles,
+  );
   await profiled;
   const stays = tally.stayTimes();
   const mean = (k: string) =>
@@ -167,7 +187,7 @@ try {
       .map(([k, v]) => `${k} ${v.p50} ms (${v.n})`)
       .join(", ")} |`,
   );
-  console.log(`\n${cpu}\n\n${requests}\n\n${profileSummary(profile)}\n\n(profile: ${profile})\n`);
+  console.log(`\n${cpu}\n\n${requests}\n\n${lost}\n\n${profileSummary(profile)}\n\n(profile: ${profile})\n`);
   console.log(
     json({
       clients: CLIENTS,

@@ -27,6 +27,7 @@ export async function benchHost(state: ClusterState, options: Partial<HostConfig
     kubeconfig: kc,
     callbackToken: readFileSync(state.callbackTokenFile, "utf8").trim(),
     adminToken: randomBytes(16).toString("hex"),
+    metricsToken: BENCH_METRICS_TOKEN,
     historyPath: join(state.dir, "bench-history.sqlite"),
     listen: {
       host: "127.0.0.1",
@@ -44,6 +45,9 @@ export async function benchHost(state: ClusterState, options: Partial<HostConfig
   await registerWebhooks(kc, `https://127.0.0.1:${state.hostPort}`, state.caCert);
   return { kc, host };
 }
+
+/** BENCH_METRICS_TOKEN opens a benchmark host's /metrics (a local, throwaway cluster's). */
+export const BENCH_METRICS_TOKEN = "bench-metrics-token";
 
 /** HostProcess is the Node host running in a child process (bench/host-process.ts). */
 export interface HostProcess {

@@ -40,7 +40,7 @@ export interface Metrics {
   autoscalerDecisions: Counter<"direction" | "reason">;
   apiserverRequests: Counter<"verb" | "resource" | "code">;
   apiserverDuration: Histogram<"verb" | "resource">;
-  apiserverConflicts: Counter<"verb" | "resource">;
+  apiserverConflicts: Counter<"verb" | "resource" | "transition">;
   auditEvents: Counter<never>;
   auditLag: Histogram<never>;
   tickDuration: Histogram<never>;
@@ -148,8 +148,8 @@ export function createMetrics(registry: Registry): Metrics {
     ),
     apiserverConflicts: counter(
       "agentbox_apiserver_conflicts_total",
-      "Preconditioned writes that lost (409, or 422 from a failed JSON Patch test).",
-      ["verb", "resource"],
+      "Preconditioned writes that lost (409, or 422 from a failed JSON Patch test), by the sandbox phase a pod patch tried to reach.",
+      ["verb", "resource", "transition"],
     ),
     auditEvents: counter("agentbox_audit_events_total", "Audit events received from the apiserver."),
     auditLag: histogram(

@@ -43,6 +43,18 @@ const PHASE_PATH = `/metadata/labels/${escapePointer(SANDBOX_PHASE_LABEL)}`;
 const IMAGE_PATH = /^\/spec\/containers\/\d+\/image$/;
 
 /**
+ * phaseTarget is the sandbox phase a pod patch moves the pod to (its phase label's new value):
+ * "starting" (a claim), "running", "stopping" (a release), "idle"; undefined for any other request.
+ */
+export function phaseTarget(req: Pick<KubeRequest, "method" | "path" | "body">): string | undefined {
+  if (req.method !== "PATCH" || !Array.isArray(req.body) || requestKind(req).resource !== "pods")
+    return undefined;
+  const ops = req.body as { op?: string; path?: string; value?: unknown }[];
+  const value = ops.find((o) => o.op !== "test" && o.path === PHASE_PATH)?.value;
+  return typeof value === "string" ? value : undefined;
+}
+
+/**
  * inplaceDirection says whether a pod patch is an in-place update (it replaces a container's
  * image) and which way: "start" when it moves the pod to starting (a claim), "stop" when to
  * stopping (a release); undefined for any other request.
@@ -54,6 +66,6 @@ export function inplaceDirection(
     return undefined;
   const ops = req.body as { op?: string; path?: string; value?: unknown }[];
   if (!ops.some((o) => o.op === "replace" && IMAGE_PATH.test(o.path ?? ""))) return undefined;
-  const phase = ops.find((o) => o.op !== "test" && o.path === PHASE_PATH)?.value;
+  const phase = phaseTarget(req);
   return phase === SANDBOX_PHASE.STARTING ? "start" : phase === SANDBOX_PHASE.STOPPING ? "stop" : undefined;
 }

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { POOL_PHASES } from "../../lib/metrics/metrics.ts";
-import { parseExposition, type Samples, sampleOf } from "./support/exposition.ts";
+import { parseExposition, type Samples, sampleOf } from "../../lib/metrics/parse-exposition.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, until } from "./support/kube.ts";
 import { phaseOf } from "./support/steps.ts";

@@ -6,7 +6,7 @@ import type { KubeRequest } from "../../lib/kube/transport.ts";
 import { createMetrics } from "../../lib/metrics/metrics.ts";
 import { poolExposition } from "../../lib/metrics/pool-exposition.ts";
 import { poolGauges, setPoolGauges } from "../../lib/metrics/pool-gauges.ts";
-import { inplaceDirection, requestKind } from "../../lib/metrics/request-kind.ts";
+import { inplaceDirection, phaseTarget, requestKind } from "../../lib/metrics/request-kind.ts";
 import { between, observations } from "../../lib/reconcile/action.ts";
 
 describe("requestKind", () => {
@@ -55,6 +55,14 @@ describe("inplaceDirection", () => {
       inplaceDirection(patch([{ op: "test", path: "/x", value: "idle" }, phase("starting"), image])),
     ).toBe("start");
     expect(inplaceDirection(patch([phase("stopping"), image]))).toBe("stop");
+  });
+
+  it("names the phase a pod patch moves to, for the conflicts' transition label", () => {
+    expect(phaseTarget(patch([{ op: "test", path: "/x", value: "starting" }, phase("running")]))).toBe(
+      "running",
+    );
+    expect(phaseTarget(patch([image]))).toBeUndefined();
+    expect(phaseTarget({ method: "GET", path: "/api/v1/namespaces/ns/pods/p" })).toBeUndefined();
   });
 
   it("counts no other write: no image replaced, another phase, another resource", () => {

@@ -1,3 +1,5 @@
+// Reading a Prometheus text exposition back: the tests check what a host serves, the benchmarks
+// what a host counted during a run.
 /** Sample is one line of a Prometheus text exposition: a series and its value. */
 export interface Sample {
   name: string;
