@@ -72,18 +72,27 @@ async function plansNothing(deps: StepDeps, pool: SandboxPool, pod: V1Pod): Prom
 
 /**
  * runPodSteps runs the per-pod steps on one version of a pod the caller holds: a fresh read
- * (reconcilePod) or a version a watch just delivered (a create waiting for its sandbox to run).
+ * (reconcilePod) or a version a watch just delivered (a create waiting for its sandbox to run:
+ * asWaiter, so it completes the start the reconcile runs leave to it, ADR 0022).
  * Every write is preconditioned on that version, so a version that is already stale costs a
  * conflict, never a transition made twice.
  */
-export async function runPodSteps(deps: StepDeps, pool: SandboxPool, pod: V1Pod): Promise<PoolReport> {
+export async function runPodSteps(
+  deps: StepDeps,
+  pool: SandboxPool,
+  pod: V1Pod,
+  asWaiter = false,
+): Promise<PoolReport> {
   const report: PoolReport = {
     pool: `${pool.metadata?.namespace}/${pool.metadata?.name}`,
     found: true,
     steps: [],
   };
   for (const step of POD_STEPS) {
-    const outcomes = await execute(deps, await step.plan(deps, { pool, pods: [pod] }));
+    const outcomes = await execute(
+      deps,
+      await step.plan(deps, { pool, pods: [pod], ...(asWaiter ? { waiter: true } : {}) }),
+    );
     if (outcomes.length) report.steps.push({ step: step.name, outcomes });
   }
   return report;

@@ -13,6 +13,8 @@ import { envSnapshotsFrom } from "./env-snapshot.ts";
 export interface PoolSnapshot {
   pool: SandboxPool;
   pods: V1Pod[];
+  /** waiter: the caller is the create that waits for these pods to run (ADR 0022). */
+  waiter?: boolean;
   env?: SandboxEnv;
   /**
    * template is read only for a pool still waiting for its template copy (templateCopyNeeded):

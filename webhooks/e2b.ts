@@ -108,6 +108,8 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
     const outcome = await createSandbox(deps, c.get("tenant"), native.value, {
       envdInit: true,
       annotations: { [TEMPLATE_ID_ANNOTATION]: req.templateID },
+      // It waits for Running at most this long (what is left of it, below), completing the start.
+      waitSeconds: (pool) => createWaitSeconds(pool),
     });
     if (!outcome.ok) {
       if (outcome.reason === "unknown")

@@ -11,6 +11,7 @@ import type { CreateSandboxRequest } from "../../lib/sandboxes/schemas.ts";
 import { seal } from "../../lib/sandboxes/sealing.ts";
 import { limitFor } from "../../lib/sandboxes/team-limits.ts";
 import { type SandboxView, sandboxView } from "../../lib/sandboxes/view.ts";
+import { waitSeconds } from "../../lib/sandboxes/wait-seconds.ts";
 import { claimSandbox } from "../claim-sandbox.ts";
 import { type Claim, claimFrom } from "./claim-from.ts";
 import type { ApiDeps } from "./deps.ts";
@@ -37,6 +38,8 @@ export type CreateOutcome =
 export interface ClaimExtras {
   envdInit?: boolean;
   annotations?: Readonly<Record<string, string>>;
+  /** waitSeconds: the caller waits this long for Running (E2B always does), by the pool claimed. */
+  waitSeconds?: (pool: SandboxPool) => number;
 }
 
 /**
@@ -168,6 +171,8 @@ async function claimOrWhy(
     async (pod) => {
       const images = requestedImages(pool, req);
       if (typeof images === "string") return UNSUITABLE;
+      // A create that will wait for Running says so on the pod: it completes the start itself.
+      const waits = req.wait ? waitSeconds(pool, req) : extras.waitSeconds?.(pool);
       const result = await claimSandbox(deps, pod, {
         sandboxId,
         containerImages: images,
@@ -178,6 +183,7 @@ async function claimOrWhy(
         ...(extras.annotations || Object.keys(annotations).length > 0
           ? { annotations: { ...extras.annotations, ...annotations } }
           : {}),
+        ...(waits ? { waiterUntil: new Date(deps.now().getTime() + waits * 1000) } : {}),
         ...claimTimeouts(pool, req),
         ...(req.timeout ? { lifetimeSeconds: req.timeout } : {}),
       });

@@ -74,7 +74,7 @@ export async function waitForRunning(
   let kubeletMs: number | undefined;
   const advance = latestOnly(async ({ pod, at }: { pod: V1Pod; at: number }) => {
     try {
-      const report = await runPodSteps(deps, pool, pod);
+      const report = await runPodSteps(deps, pool, pod, true);
       const started = report.steps.some(
         (s) => s.step === "complete-starting" && s.outcomes.some((o) => o.result === "done"),
       );

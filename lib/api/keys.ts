@@ -63,6 +63,13 @@ export const SYNC_SOURCE_GLOBAL = "global";
 export const SANDBOX_ID_ANNOTATION = "agentbox.navix.sh/sandbox-id";
 /** CLAIMED_AT_ANNOTATION records when a Pod was claimed for a sandbox. */
 export const CLAIMED_AT_ANNOTATION = "agentbox.navix.sh/claimed-at";
+/**
+ * WAITER_UNTIL_ANNOTATION (this project's own key, not agentbox's) says that the create which
+ * claimed the pod waits for it to run until then (RFC 3339) and completes the start itself; the
+ * reconcile runs leave that transition to it until then (ADR 0022). A claim-time annotation, so
+ * it goes with the sandbox's other annotations when the pod returns to idle.
+ */
+export const WAITER_UNTIL_ANNOTATION = "agentbox.navix.sh/waiter-until";
 /** STARTED_AT_ANNOTATION records when a claimed sandbox started running. */
 export const STARTED_AT_ANNOTATION = "agentbox.navix.sh/started-at";
 /** IDLE_TIMEOUT_ANNOTATION holds the idle timeout in seconds ("600"), written at claim when > 0. */

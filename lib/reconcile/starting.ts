@@ -4,6 +4,7 @@ import {
   SANDBOX_STATUS_DETAIL_ANNOTATION,
   STARTUP_TIMEOUT_ANNOTATION,
   STOP_REASON,
+  WAITER_UNTIL_ANNOTATION,
 } from "../api/keys.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { escapePointer } from "../kube/json-patch.ts";
@@ -41,18 +42,22 @@ export const SLOW_PULL_MS = 5000;
  * image in a new container; deleted with a Failed/StartupTimeout record once it outlived its
  * startup timeout (the pool replaces the pod); otherwise its diagnostic annotation is kept
  * current (e.g. ImagePullBackOff at once, Pulling after SLOW_PULL_MS), written only when it
- * changed.
+ * changed. With leaveToWaiters (the reconcile runs, not the waiting create), a start whose create
+ * still waits for it (waiter-until in the future) is left to that create (ADR 0022).
  */
 export function planStarting(
   pool: SandboxPool,
   pods: readonly V1Pod[],
   digests: ReadonlyMap<string, string>,
   now: Date,
+  opts: { leaveToWaiters?: boolean } = {},
 ): Action[] {
   return pods.flatMap((pod): Action[] => {
     if (isTerminating(pod) || sandboxPhaseOf(pod) !== SANDBOX_PHASE.STARTING) return [];
     const { state } = readInplaceState(pod);
     if (state && isUpdateComplete(pod, state, digests)) {
+      // Its create waits for it and completes the start itself: a second patch would only lose.
+      if (opts.leaveToWaiters && waitedUntil(pod, now)) return [];
       const result = completeStartingIntent(pod, now);
       return result.ok
         ? [
@@ -119,4 +124,10 @@ function currentDetail(pod: V1Pod): { reason?: string; message?: string } | unde
   } catch {
     return undefined;
   }
+}
+
+/** waitedUntil says whether the pod's create still waits for it at `now` (WAITER_UNTIL_ANNOTATION). */
+export function waitedUntil(pod: V1Pod, now: Date): boolean {
+  const until = Date.parse(pod.metadata?.annotations?.[WAITER_UNTIL_ANNOTATION] ?? "");
+  return Number.isFinite(until) && until > now.getTime();
 }

@@ -26,6 +26,7 @@ import {
   STARTUP_TIMEOUT_ANNOTATION,
   TEAM_LABEL,
   USER_LABEL,
+  WAITER_UNTIL_ANNOTATION,
 } from "../api/keys.ts";
 import { rfc3339 } from "../util/time.ts";
 import { stableContainerStatuses } from "./completion.ts";
@@ -58,6 +59,11 @@ export interface ClaimOptions {
   metadata?: Readonly<Record<string, string>>;
   /** postStartHooks are run by the controller after Starting → Running; stored as JSON. */
   postStartHooks?: readonly unknown[];
+  /**
+   * waiterUntil: the create waits for Running until then and completes the start itself; the
+   * reconcile runs leave it that long (WAITER_UNTIL_ANNOTATION, ADR 0022).
+   */
+  waiterUntil?: Date;
 }
 
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
@@ -147,6 +153,7 @@ export function claimIntent(pod: V1Pod, options: ClaimOptions, now: Date): Inten
       : {}),
     ...(Object.keys(metadata).length > 0 ? { [SANDBOX_METADATA_ANNOTATION]: JSON.stringify(metadata) } : {}),
     ...(hooks.length > 0 ? { [POST_START_HOOKS_ANNOTATION]: JSON.stringify(hooks) } : {}),
+    ...(options.waiterUntil ? { [WAITER_UNTIL_ANNOTATION]: rfc3339(options.waiterUntil) } : {}),
     // Team and user stay until the pod is idle again: the stop record needs them.
     [MANAGED_LABEL_KEYS_ANNOTATION]: sortedKeysJson(
       Object.keys(callerLabels).filter((k) => k !== TEAM_LABEL && k !== USER_LABEL),

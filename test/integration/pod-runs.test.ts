@@ -2,7 +2,8 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import type { StepDeps } from "../../functions/deps.ts";
-import { reconcilePod } from "../../functions/reconcile-pod.ts";
+import { reconcilePod, runPodSteps } from "../../functions/reconcile-pod.ts";
+import { reconcilePool } from "../../functions/reconcile-pool.ts";
 import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeTransport } from "../../lib/kube/transport.ts";
@@ -25,33 +26,43 @@ const counting =
 const deps: StepDeps = { ...t.deps, kube: new KubeClient(counting(nodeKubeTransport(kc))) };
 const POOL = "reported";
 
+/** claimOne makes a pool of one idle pod and claims it as `sandboxId` (with `waiterUntil`, if given). */
+async function claimOne(pool: string, sandboxId: string, waiterUntil?: Date) {
+  await t.createPool(pool, 1);
+  const [idle] = await reconcileUntil(deps, t.ns, pool, "an idle ready pod", async () => {
+    const pods = await t.pods(pool);
+    return pods.length === 1 && pods.every((p) => phaseOf(p) === "idle" && isReady(p)) && pods;
+  });
+  const claimed = await claimSandbox(deps, idle as V1Pod, {
+    sandboxId,
+    containerImages: { sandbox: "registry.local/sandbox/agent:1" },
+    ...(waiterUntil ? { waiterUntil } : {}),
+  });
+  if (!claimed.ok) throw new Error(`claim failed: ${claimed.detail}`);
+  return { name: idle?.metadata?.name ?? "", claimed: claimed.pod };
+}
+
+/** pulledVersion waits (a watch) for the version of the pod in which kubelet runs the sandbox image. */
+const pulledVersion = (name: string) =>
+  watchPodUntil(kc, t.ns, name, "the sandbox image running", (p) =>
+    (p.status?.containerStatuses ?? []).some((c) => c.image?.includes("agent:1") && c.state?.running),
+  );
+
 describe("pod runs on a reported pod", () => {
   it("read nothing but the pool when the reported version needs nothing, and act on a fresh read otherwise", async () => {
-    await t.createPool(POOL, 1);
-    const [idle] = await reconcileUntil(deps, t.ns, POOL, "an idle ready pod", async () => {
-      const pods = await t.pods(POOL);
-      return pods.length === 1 && pods.every((p) => phaseOf(p) === "idle" && isReady(p)) && pods;
-    });
-    const name = idle?.metadata?.name ?? "";
-    const claimed = await claimSandbox(deps, idle as V1Pod, {
-      sandboxId: "reported-1",
-      containerImages: { sandbox: "registry.local/sandbox/agent:1" },
-    });
-    if (!claimed.ok) throw new Error(`claim failed: ${claimed.detail}`);
+    const { name, claimed } = await claimOne(POOL, "reported-1");
     const at = (pod: V1Pod) => ({ notOlderThan: pod.metadata?.resourceVersion, reported: pod });
     const podPath = `/api/v1/namespaces/${t.ns}/pods/${name}`;
 
     // The claim's own answer: Starting, nothing pulled yet. Nothing to do, and the pod is not read.
     requests.length = 0;
-    const quiet = await reconcilePod(deps, t.ns, POOL, name, at(claimed.pod));
+    const quiet = await reconcilePod(deps, t.ns, POOL, name, at(claimed));
     expect(quiet).toMatchObject({ found: true, steps: [] });
     expect(requests.filter((r) => r.includes(podPath))).toEqual([]);
 
     // kubelet has run the new image: this version asks for completing the start, so the run
     // reads the pod and completes it.
-    const pulled = await watchPodUntil(kc, t.ns, name, "the sandbox image running", (p) =>
-      (p.status?.containerStatuses ?? []).some((c) => c.image?.includes("agent:1") && c.state?.running),
-    );
+    const pulled = await pulledVersion(name);
     requests.length = 0;
     const acted = await reconcilePod(deps, t.ns, POOL, name, at(pulled));
     expect(requests).toContain(`GET ${podPath} 200`);
@@ -69,5 +80,36 @@ describe("pod runs on a reported pod", () => {
     expect(requests.filter((r) => r.startsWith("PATCH"))).toEqual([]);
     expect(again.steps).toEqual([]);
     expect(phaseOf(running)).toBe("running");
+  });
+
+  it("leave a start to the create that waits for it until its waiter-until, then complete it", async () => {
+    const { name } = await claimOne("waited", "waited-1", new Date(Date.now() + 60_000));
+    const pulled = await pulledVersion(name);
+    // The reconcile runs (pool-wide and per pod) leave it: its create completes it.
+    const pool = await t.getPool("waited");
+    const byPool = await reconcilePool(deps, t.ns, "waited");
+    const byPod = await runPodSteps(deps, pool, pulled);
+    for (const report of [byPool, byPod])
+      expect(report.steps.find((s) => s.step === "complete-starting")?.outcomes ?? []).toEqual([]);
+    expect(phaseOf((await t.pods("waited"))[0] as V1Pod)).toBe("starting");
+    // Past waiter-until (the create gone), the reconcile runs complete it.
+    t.deps.clock.offsetMs = 120_000;
+    try {
+      const late = await reconcilePool(deps, t.ns, "waited");
+      expect(late.steps.find((s) => s.step === "complete-starting")?.outcomes.map((o) => o.result)).toEqual([
+        "done",
+      ]);
+    } finally {
+      t.deps.clock.offsetMs = 0;
+    }
+  });
+
+  it("the waiting create itself completes its start while waiter-until holds", async () => {
+    const { name } = await claimOne("waiter", "waiter-1", new Date(Date.now() + 60_000));
+    const pulled = await pulledVersion(name);
+    const report = await runPodSteps(deps, await t.getPool("waiter"), pulled, true);
+    expect(report.steps.find((s) => s.step === "complete-starting")?.outcomes.map((o) => o.result)).toEqual([
+      "done",
+    ]);
   });
 });
