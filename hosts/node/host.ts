@@ -15,6 +15,7 @@ import type { IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import type { TeamLimits } from "../../lib/sandboxes/team-limits.ts";
 import { auditEnvTargets, auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
 import { NextReads, SharedRead } from "../../lib/util/shared-read.ts";
+import { withTimeout } from "../../lib/util/with-timeout.ts";
 import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
 import { nodeKubeWatch } from "./kube-transport.ts";
@@ -71,6 +72,9 @@ export interface HostConfig {
   /** metricsToken is the bearer token /metrics asks for (default: the admin token). */
   metricsToken?: string;
 }
+
+/** THREAD_METRICS_MS bounds how long a scrape waits for the reconciler thread's metrics. */
+const THREAD_METRICS_MS = 2000;
 
 /** KEY_READ_SHARE_MS: how long one read of the keys Secret (cached or etcd) serves this host's key checks. */
 const KEY_READ_SHARE_MS = 1000;
@@ -143,9 +147,14 @@ export async function startHost(config: HostConfig): Promise<Host> {
     config.log,
     metrics.reconcilerRestarts,
   );
-  // One exposition for both threads; a thread that is restarting leaves its part out of that scrape.
+  // One exposition for both threads; a thread that is restarting, or too busy to answer within
+  // THREAD_METRICS_MS, leaves its part out of that scrape (the scraper keeps its own deadline).
   const collect = async () => {
-    const thread = await reconciler.metrics().catch(() => []);
+    const thread = await withTimeout(
+      reconciler.metrics(),
+      THREAD_METRICS_MS,
+      "the reconciler's metrics",
+    ).catch(() => []);
     const merged = AggregatorRegistry.aggregate([await metrics.registry.getMetricsAsJSON(), thread]);
     return { contentType: merged.contentType, body: await merged.metrics() };
   };
