@@ -5,6 +5,7 @@ import { timingSafeEqual } from "hono/utils/buffer";
 import { authenticate } from "../functions/api/authenticate.ts";
 import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
 import type { ApiDeps } from "../functions/api/deps.ts";
+import { listTargets } from "../functions/api/list-targets.ts";
 import { loadConsole } from "../functions/console/load-console.ts";
 import { parseWith } from "../lib/api/parse.ts";
 import { type Html, page } from "../lib/console/layout.ts";
@@ -18,6 +19,7 @@ import {
 } from "../lib/console/views.ts";
 import type { HistoryQuery as StoreQuery } from "../lib/history/store.ts";
 import type { Tenant } from "../lib/sandboxes/api-keys.ts";
+import { historyScope } from "../lib/sandboxes/history-scope.ts";
 import { HistoryQuery } from "../lib/sandboxes/schemas.ts";
 
 /** CONSOLE_COOKIE holds the signed-in credential: HttpOnly, Secure, SameSite=Strict, under /ui. */
@@ -106,21 +108,24 @@ export function consoleRoutes(deps: ConsoleDeps): Hono<Env> {
         html`<section><p class="warn">${q.issues.map((i) => `${i.path}: ${i.message}`).join("; ")}</p></section>`,
       );
     const query = q.value as StoreQuery;
-    const d = await loadConsole(deps.api, c.get("tenant"), query).catch((e: unknown) => {
-      if (e instanceof RangeError) return undefined; // a cursor from another query
-      throw e;
-    });
-    if (!d)
+    // The history page reads the history alone, in the tenant's scope as the API does.
+    const page = await deps.api.history
+      .query({ ...query, ...historyScope(c.get("tenant")) })
+      .catch((e: unknown) => {
+        if (e instanceof RangeError) return undefined; // a cursor from another query
+        throw e;
+      });
+    if (!page)
       return show(
         c,
         "History",
         html`<section><p class="warn">That page cursor is not valid here.</p></section>`,
       );
-    return show(c, "History", historyView(d.history, query));
+    return show(c, "History", historyView(page, query));
   });
   app.get("/templates", async (c) => {
-    const d = await loadConsole(deps.api, c.get("tenant"), { limit: 1 });
-    return show(c, "Templates", templatesView(d.templates));
+    const { templates } = await listTargets(deps.api, c.get("tenant"));
+    return show(c, "Templates", templatesView(templates));
   });
   app.post("/sandboxes/:id/release", async (c) => {
     await deleteSandbox(deps.api, c.get("tenant"), c.req.param("id"));

@@ -25,6 +25,7 @@ import {
   unauthorized,
   unavailable,
 } from "../lib/sandboxes/errors.ts";
+import { historyScope } from "../lib/sandboxes/history-scope.ts";
 import { openApiDocument } from "../lib/sandboxes/openapi.ts";
 import {
   CreateSandboxRequest,
@@ -238,7 +239,7 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
     if (!q.ok) return send(c, invalid("query", q.issues));
     const tenant = c.get("tenant");
     // Tenants see their own records only; admins may filter by any team or user.
-    const scope = tenant.admin ? {} : { team: tenant.team, user: tenant.user };
+    const scope = historyScope(tenant);
     try {
       return c.json(await deps.history.query({ ...q.value, ...scope }));
     } catch (e) {

@@ -4,6 +4,7 @@ import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
 import type { HistoryPage, HistoryQuery } from "../../lib/history/store.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
+import { historyScope } from "../../lib/sandboxes/history-scope.ts";
 import type { SandboxView } from "../../lib/sandboxes/view.ts";
 import type { ApiDeps } from "../api/deps.ts";
 import { listSandboxes } from "../api/list-sandboxes.ts";
@@ -35,11 +36,10 @@ export async function loadConsole(
   tenant: Tenant,
   history: HistoryQuery,
 ): Promise<ConsoleData> {
-  const scope = tenant.admin ? {} : { team: tenant.team, user: tenant.user };
   const [targets, sandboxes, page] = await Promise.all([
     listTargets(deps, tenant),
     listSandboxes(deps, tenant, { limit: CONSOLE_SANDBOXES }),
-    deps.history.query({ ...history, ...scope }),
+    deps.history.query({ ...history, ...historyScope(tenant) }),
   ]);
   const shown = new Set(sandboxes.sandboxes.map((s) => `${s.namespace}/${s.pod}`));
   const namespaces = [...new Set(sandboxes.sandboxes.map((s) => s.namespace))];

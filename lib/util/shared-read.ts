@@ -6,24 +6,14 @@
  * answer for a moment, never a source of truth.
  */
 export class SharedRead<T> {
-  private last: { at: number; answer: Promise<T> } | undefined;
-  private readonly maxAgeMs: number;
-  private readonly now: () => number;
+  private readonly reads: SharedReads<T>;
 
   constructor(maxAgeMs: number, now: () => number) {
-    this.maxAgeMs = maxAgeMs;
-    this.now = now;
+    this.reads = new SharedReads(maxAgeMs, now);
   }
 
   get(read: () => Promise<T>): Promise<T> {
-    const at = this.now();
-    if (this.last && at - this.last.at < this.maxAgeMs) return this.last.answer;
-    const answer = read();
-    this.last = { at, answer };
-    answer.catch(() => {
-      if (this.last?.answer === answer) this.last = undefined;
-    });
-    return answer;
+    return this.reads.get("", read);
   }
 }
 

@@ -35,7 +35,7 @@ describe("/metrics", () => {
 
   it("follows a sandbox through its pool's gauges, the claim, its phases, the API and the apiserver", async () => {
     const pool = { namespace: t.ns, pool: "p", sandbox_env: "" };
-    await until("the pool's gauges: 1 desired, 1 idle", 60_000, async () => {
+    const before = await until("the pool's gauges: 1 desired, 1 idle", 60_000, async () => {
       const s = await scrape();
       return sampleOf(s, "agentbox_sandboxpool_replicas_desired", pool) === 1 &&
         sampleOf(s, "agentbox_sandboxpool_replicas_idle", pool) === 1
@@ -69,9 +69,13 @@ describe("/metrics", () => {
       expect(sampleOf(s, `agentbox_sandboxpool_replicas_${phase}`, pool), phase).toBeTypeOf("number");
     expect(sampleOf(s, "agentbox_sandbox_create_total", { namespace: t.ns, pool: "p" })).toBe(1);
     expect(sampleOf(s, "agentbox_sandbox_delete_total", { namespace: t.ns, pool: "p" })).toBe(1);
-    // Host-wide series (other tests share this host): at least this sandbox's share.
+    // Host-wide series (other tests share this host): grown since before this sandbox, by at
+    // least its share.
     const atLeastOne = (name: string, labels: Record<string, string> = {}) =>
-      expect(sampleOf(s, name, labels) ?? 0, `${name} ${JSON.stringify(labels)}`).toBeGreaterThanOrEqual(1);
+      expect(
+        (sampleOf(s, name, labels) ?? 0) - (sampleOf(before, name, labels) ?? 0),
+        `${name} ${JSON.stringify(labels)}`,
+      ).toBeGreaterThanOrEqual(1);
     atLeastOne("agentbox_sandbox_claim_duration_seconds_count", { outcome: "claimed" });
     atLeastOne("agentbox_sandbox_starting_duration_seconds_count");
     atLeastOne("agentbox_sandbox_running_duration_seconds_count");
