@@ -8,7 +8,6 @@ import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
 import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
 import { cpuProfile, profileSummary, requestCounts, requestTable } from "./apiserver-evidence.ts";
-import { RunningTimes } from "./running-times.ts";
 import {
   adminClient,
   cpuSeconds,
@@ -23,6 +22,8 @@ import { timedBurst } from "./timed-burst.ts";
 
 const LATENCY = Number(process.env.LATENCY ?? 200);
 const BURST = Number(process.env.BURST ?? 1000);
+/** BURSTS: the sizes of the bursts of creates with `wait` (issue #15: 300 and 1,000), each until Running. */
+const BURSTS = (process.env.BURSTS ?? `300,${BURST}`).split(",").map(Number);
 /** DOUBLE: the pool size of the overload phase (an exact-size burst, then twice its size). */
 const DOUBLE = Number(process.env.DOUBLE ?? 300);
 /** TTR sequential creates with `wait` per pull delay measure the time to Running. */
@@ -70,9 +71,9 @@ try {
   // The latency pool is twice the number of claims, so it is never drained during the run; the
   // burst pool's pods take the bare pod PATCHes before the burst claims them.
   const ttr = reconcile === "off" ? 0 : TTR; // Time to Running needs the reconciles.
-  const pools = [
+  const pools: (readonly [string, number, string | undefined])[] = [
     ["lat", LATENCY * 2, undefined],
-    ["burst", BURST, undefined],
+    ...BURSTS.map((n) => [`burst${n}`, n, undefined] as const),
     // The sequential bare pod PATCHes go to a pool of their own: patching a big pool's pods would
     // make every round list that whole pool (its pool run), a cost the creates would pay too.
     ["probe", 10, undefined],
@@ -80,7 +81,7 @@ try {
     ["double", DOUBLE, undefined],
     ["ttr0", ttr, undefined],
     ["ttr300", ttr, "300ms"],
-  ] as const;
+  ];
   for (const [p, n, delay] of pools)
     if (n > 0)
       await admin(
@@ -229,12 +230,14 @@ try {
     );
     const result = await run();
     const seconds = (performance.now() - t0) / 1000;
-    const cpu = cpuTable(`${label}: process`, cpu0, cpuSeconds(processes, "load generator"), seconds);
+    const cpu1 = cpuSeconds(processes, "load generator");
+    const cpu = cpuTable(`${label}: process`, cpu0, cpu1, seconds);
+    const used = Object.fromEntries(Object.entries(cpu1).map(([k, v]) => [k, v - (cpu0[k] ?? 0)]));
     const requests = requestTable(`${label}: apiserver requests`, counts0, await requestCounts(observer), n);
     await profiled;
-    return { result, seconds, cpu, requests, profile, summary: profileSummary(profile) };
+    return { result, seconds, cpu, cpuSeconds: used, requests, profile, summary: profileSummary(profile) };
   };
-  log(`burst: ${barePods.length} concurrent bare pod PATCHes, then ${BURST} concurrent creates`);
+  log(`burst: ${barePods.length} concurrent bare pod PATCHes`);
   const raw = await burst("raw PATCH burst", barePods.length, 3, () =>
     Promise.all(
       barePods.map(async (p) =>
@@ -249,27 +252,19 @@ try {
       ),
     ),
   );
-  // What users feel: when each claimed pod reaches Running (from a watch), over the same burst.
-  const running = await RunningTimes.follow(state, "burst");
-  const claimStart = performance.now();
-  const claims = await burst("claim burst", BURST, 8, () =>
-    Promise.all(
-      Array.from({ length: BURST }, () => api("POST", "/v1/sandboxes", json({ pool: "bench/burst" }))),
-    ),
-  );
-  const results = claims.result;
-  const created = results.filter((r) => r.status === 201).map((r) => JSON.parse(r.body) as { pod: string });
-  const distinctPods = new Set(created.map((c) => c.pod)).size;
-  const unavailable = results.filter((r) => r.status === 503).length;
-  const other = results.filter((r) => r.status !== 201 && r.status !== 503);
-  if (other.length > 0)
-    throw new Error(`burst: ${other.length} answers neither 201 nor 503: ${other[0]?.body}`);
-  const lastRunning = await running.allRunning(
-    created.map((c) => c.pod),
-    120_000,
-  );
-  running.stop();
-  const runningPerSecond = created.length / ((lastRunning - claimStart) / 1000);
+  // What users feel: sandboxes Running. A create with `wait` answers once its sandbox runs, so
+  // each burst lasts until its last sandbox is Running, and the CPU is what bringing them there cost.
+  const bursts: ({ n: number } & Awaited<ReturnType<typeof burst<Awaited<ReturnType<typeof timedBurst>>>>>)[] = [];
+  for (const n of BURSTS) {
+    log(`burst: ${n} concurrent creates with wait`);
+    await host.ask({ op: "idle" });
+    const b = await burst(`burst of ${n} with wait`, n, n >= 1000 ? 8 : 3, () =>
+      timedBurst(api, `bench/burst${n}`, n, { wait: true }),
+    );
+    bursts.push({ n, ...b });
+  }
+  /** brief is a burst's record without its sandbox ids. */
+  const brief = ({ sandboxIds: _, ...rest }: Awaited<ReturnType<typeof timedBurst>>) => rest;
   // Overload: an exact-size burst, then twice the pool's size against a pool as large.
   log(`overload: ${DOUBLE} creates against ${DOUBLE} idle pods, then ${2 * DOUBLE} against ${DOUBLE}`);
   const exact = await timedBurst(api, "bench/exact", DOUBLE);
@@ -277,7 +272,7 @@ try {
   await host.ask({ op: "close" });
 
   console.log(
-    `\n## Claims (${LATENCY} sequential rounds, then ${BURST} concurrent; reconciles ${reconcile})\n`,
+    `\n## Claims (${LATENCY} sequential rounds, then bursts of ${BURSTS.join(" and ")} with wait; reconciles ${reconcile})\n`,
   );
   console.log("| round trip | p50 | p99 | max |");
   console.log("| --- | --- | --- | --- |");
@@ -316,15 +311,19 @@ try {
     }
     console.log("");
   }
+  const barePerSecond = barePods.length / raw.seconds;
   console.log(
-    "| burst | requests | created | 503 | double claims | wall time | per second | Running per second |",
+    "| burst with wait, until Running | creates | Running | 503 | Running per second | ÷ bare PATCH/s | p50 / p99 to Running | apiserver CPU per sandbox | host CPU per sandbox |",
   );
-  console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+  const perSandbox = (b: (typeof bursts)[number], process: string) =>
+    `${((1000 * (b.cpuSeconds[process] ?? 0)) / Math.max(1, b.result.served.length)).toFixed(1)} ms`;
+  for (const b of bursts)
+    console.log(
+      `| ${b.n} | ${b.n} | ${b.result.served.length} | ${b.result.refused.length} | ${b.result.servedPerSecond.toFixed(0)} (last ${(b.result.lastServedMs / 1000).toFixed(2)} s in) | ${(b.result.servedPerSecond / barePerSecond).toFixed(3)} | ${(pct(b.result.served, 50) / 1000).toFixed(2)} / ${(pct(b.result.served, 99) / 1000).toFixed(2)} s | ${perSandbox(b, "kube-apiserver")} | ${perSandbox(b, "host (Node)")} |`,
+    );
   console.log(
-    `| creates | ${BURST} | ${created.length} | ${unavailable} | ${created.length - distinctPods} | ${claims.seconds.toFixed(2)} s | ${(created.length / claims.seconds).toFixed(0)} | ${runningPerSecond.toFixed(0)} (last Running ${((lastRunning - claimStart) / 1000).toFixed(2)} s in) |`,
-  );
-  console.log(
-    `| bare pod merge-PATCHes (pods of no pool) | ${barePods.length} | | | | ${raw.seconds.toFixed(2)} s | ${(barePods.length / raw.seconds).toFixed(0)} | |`,
+    `| bare pod merge-PATCHes (pods of no pool), for scale | ${barePods.length} | | | ${barePerSecond.toFixed(0)} PATCH/s (${raw.seconds.toFixed(2)} s) | 1 | | | |`,
   );
   console.log(
     `\n| overload, pool of ${DOUBLE} | creates | 201 | 503 | pool's worth served in | 201 per second | p99 of a 201 | p99 of a 503 | 503s within a 201's p99 |`,
@@ -341,9 +340,9 @@ try {
     `\nThe pool's worth at twice the size is served at ${(double.servedPerSecond / exact.servedPerSecond).toFixed(2)}× the exact-size rate (goal: ≥ 0.8×).`,
   );
   console.log(
-    `\n${json({ exact, double, runningPerSecond, createsPerSecond: created.length / claims.seconds, barePatchesPerSecond: barePods.length / raw.seconds })}`,
+    `\n${json({ exact: brief(exact), double: brief(double), bursts: bursts.map((b) => ({ n: b.n, ...brief(b.result), cpuSeconds: b.cpuSeconds })), barePatchesPerSecond: barePerSecond })}`,
   );
-  for (const b of [claims, raw])
+  for (const b of [...bursts, raw])
     console.log(`\n${b.cpu}\n\n${b.requests}\n\n${b.summary}\n\n(profile: ${b.profile})`);
 } finally {
   await down(name, () => {});
