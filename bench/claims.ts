@@ -254,7 +254,9 @@ try {
   );
   // What users feel: sandboxes Running. A create with `wait` answers once its sandbox runs, so
   // each burst lasts until its last sandbox is Running, and the CPU is what bringing them there cost.
-  const bursts: ({ n: number } & Awaited<ReturnType<typeof burst<Awaited<ReturnType<typeof timedBurst>>>>>)[] = [];
+  const bursts: ({ n: number } & Awaited<
+    ReturnType<typeof burst<Awaited<ReturnType<typeof timedBurst>>>>
+  >)[] = [];
   for (const n of BURSTS) {
     log(`burst: ${n} concurrent creates with wait`);
     await host.ask({ op: "idle" });
