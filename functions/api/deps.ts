@@ -6,6 +6,7 @@ import type { StepDeps } from "../deps.ts";
 import type { CreateStamps } from "./create-stamps.ts";
 import type { IdleDispatch } from "./idle-dispatch.ts";
 import type { PendingGauge } from "./pending-gauge.ts";
+import type { PoolPodWatch } from "./pool-pod-watch.ts";
 
 /** ApiDeps adds what the sandbox API needs beyond the reconcile steps. */
 export interface ApiDeps extends StepDeps {
@@ -17,6 +18,8 @@ export interface ApiDeps extends StepDeps {
   pending?: PendingGauge;
   /** idle shares one idle-pod watch among this host's waiting creates (one per request when unset). */
   idle?: IdleDispatch;
+  /** pods shares one watch of a pool's pods among this host's creates waiting for Running (ADR 0023). */
+  pods?: PoolPodWatch;
   /** stamps throttles this host's last-sandbox-create-time writes per pool; optional. */
   stamps?: CreateStamps;
   /** envdPort is the port post-start hooks reach envd on (default 49983, E2B's). */

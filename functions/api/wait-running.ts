@@ -1,13 +1,11 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { POST_START_HOOKS_ANNOTATION, SANDBOX_ID_LABEL, SANDBOX_PHASE } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { orMissing } from "../../lib/kube/errors.ts";
 import { sandboxPhaseOf } from "../../lib/sandbox/inplace-state.ts";
-import { retryDelay } from "../../lib/util/backoff.ts";
 import { latestOnly } from "../../lib/util/latest-only.ts";
 import { runPodSteps } from "../reconcile-pod.ts";
 import type { ApiDeps } from "./deps.ts";
-import { IDLE_WATCH_SECONDS } from "./idle-dispatch.ts";
+import { followPod } from "./follow-pod.ts";
 
 /**
  * WaitTimeline says where a wait went, in ms from its start: when the watch delivered the version
@@ -24,27 +22,10 @@ export type WaitOutcome = (
   | { ok: false; reason: "timeout" | "ended"; pod: V1Pod | undefined }
 ) & { timeline?: WaitTimeline };
 
-/** QUICK_END_MS: a watch that ends sooner than this is paced before it is opened again. */
-const QUICK_END_MS = 1000;
-
-/** pause waits ms, or less when signal aborts first. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
-}
-
 /**
- * waitForRunning watches one claimed pod (no polling) from the version the claim wrote until its
- * sandbox is running with its post-start hooks done, or it left the sandbox's path (failed,
- * released, deleted, reclaimed), or timeoutMs passes. Watches the apiserver ends early are
- * resumed from the last version seen.
+ * waitForRunning follows one claimed pod (a watch, no polling) from the version the claim wrote
+ * until its sandbox is running with its post-start hooks done, or it left the sandbox's path
+ * (failed, released, deleted, reclaimed), or timeoutMs passes.
  *
  * The waiter also drives its sandbox: each version still on the way runs the per-pod steps
  * (complete the start, run the hooks) on that version, one run at a time and always on the newest
@@ -90,81 +71,19 @@ export async function waitForRunning(
   };
   outcome = judge(claimed);
   if (!outcome) advance({ pod: claimed, at: t0 });
-  // The version the next watch resumes from: the last event's, bookmarks included (kept apart from
-  // the pods, which the steps may be planning from).
-  let resumeFrom = claimed.metadata?.resourceVersion;
-  let reread = false;
-  let quick = 0;
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);
   try {
-    while (!outcome && !controller.signal.aborted) {
-      if (reread) {
-        // The watch said it cannot go on from resumeFrom (e.g. 410 Gone), or failed: start over
-        // from a read. A read that fails too (an outage) is tried again after a pause: the sandbox
-        // is claimed, so the wait goes on, and at its end answers with what it last saw.
-        const read = await orMissing<V1Pod>(deps.kube.getPod(namespace, name)).then(
-          (pod) => ({ ok: true as const, pod }),
-          (err: unknown) => ({ ok: false as const, err }),
-        );
-        if (!read.ok) {
-          deps.log.debug(
-            { pod: `${namespace}/${name}`, err: String(read.err) },
-            "waiter could not read its pod",
-          );
-          await pause(retryDelay(quick++), controller.signal);
-          continue;
-        }
-        reread = false;
-        seen(read.pod);
-        resumeFrom = last?.metadata?.resourceVersion;
-        if (outcome || !last) break;
-      }
-      const opened = Date.now();
-      const failed = await deps
-        .watch(
-          {
-            method: "GET",
-            path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
-            query: {
-              fieldSelector: `metadata.name=${name}`,
-              resourceVersion: resumeFrom,
-              allowWatchBookmarks: "true",
-              // Renewed now and then, like the idle watch: a dead stream is noticed and reopened.
-              timeoutSeconds: String(IDLE_WATCH_SECONDS),
-            },
-          },
-          (event) => {
-            if (event.type === "ERROR") {
-              reread = true;
-              return true;
-            }
-            const pod = event.object as V1Pod;
-            resumeFrom = pod.metadata?.resourceVersion ?? resumeFrom;
-            if (event.type === "BOOKMARK") return false;
-            seen(event.type === "DELETED" ? undefined : pod);
-            return outcome !== undefined;
-          },
-          controller.signal,
-        )
-        .then(
-          () => false,
-          (e: unknown) => {
-            deps.log.debug(
-              { pod: `${namespace}/${name}`, err: String(e) },
-              "waiter's watch failed; reading again",
-            );
-            return true;
-          },
-        );
-      if (outcome || controller.signal.aborted) break;
-      // A watch that failed, or ended at once, is opened again after a pause that grows while
-      // they keep doing so, never in a tight loop; a failed one starts over from a read.
-      if (failed) reread = true;
-      quick = Date.now() - opened < QUICK_END_MS ? quick + 1 : 0;
-      if (quick > 0) await pause(retryDelay(quick - 1), controller.signal);
-    }
-    if (!last) outcome ??= { ok: false, reason: "ended", pod: undefined };
+    if (!outcome)
+      await followPod(
+        deps,
+        claimed,
+        (pod) => {
+          seen(pod);
+          return outcome !== undefined;
+        },
+        controller.signal,
+      );
   } finally {
     clearTimeout(timer);
   }

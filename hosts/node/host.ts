@@ -5,6 +5,7 @@ import { CreateStamps } from "../../functions/api/create-stamps.ts";
 import type { ApiDeps } from "../../functions/api/deps.ts";
 import { IdleDispatch } from "../../functions/api/idle-dispatch.ts";
 import { PendingGauge } from "../../functions/api/pending-gauge.ts";
+import { PoolPodWatch } from "../../functions/api/pool-pod-watch.ts";
 import type { StepDeps } from "../../functions/deps.ts";
 import { STEP_NAMES } from "../../functions/reconcile-pool.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
@@ -124,6 +125,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     pending: new PendingGauge(deps, deps.reporter.instance),
     stamps: new CreateStamps(deps),
     idle: new IdleDispatch({ ...deps, random: Math.random, watch }),
+    pods: new PoolPodWatch({ ...deps, watch }),
     ...(config.envdPort ? { envdPort: config.envdPort } : {}),
     ...(config.teamLimits ? { teamLimits: config.teamLimits } : {}),
     keyReads: new SharedRead(KEY_READ_SHARE_MS, () => Date.now()),
@@ -203,6 +205,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     reconciler,
     close: async () => {
       await server.close();
+      api.pods?.close();
       await api.pending?.flushed();
       await api.stamps?.flushed();
       await reconciler.close();

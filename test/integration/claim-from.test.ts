@@ -4,7 +4,7 @@ import { claimFrom } from "../../functions/api/claim-from.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { NextReads } from "../../lib/util/shared-read.ts";
 import { inProcessApi } from "./support/in-process-api.ts";
-import { isReady, phaseOf, poolTest, reconcileUntil } from "./support/steps.ts";
+import { poolTest, reconcileUntil } from "./support/steps.ts";
 
 // claimFrom's promise (issue #15): "no idle pod" only from a consistent read that shows none,
 // however many races a create loses; contention that outlasts the deadline is said as such. The
@@ -20,12 +20,8 @@ const freshLists = () =>
   );
 
 beforeAll(async () => {
-  await t.createPool("five", 5);
   await t.createPool("none", 0);
-  await reconcileUntil(t.deps, t.ns, "five", "5 idle pods", async () => {
-    const pods = await t.pods("five");
-    return pods.length === 5 && pods.every((p) => phaseOf(p) === "idle" && isReady(p));
-  });
+  await t.readyPool("five", 5);
   await reconcileUntil(
     t.deps,
     t.ns,

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import { NextReads } from "../../lib/util/shared-read.ts";
 import { inProcessApi } from "./support/in-process-api.ts";
-import { isReady, phaseOf, poolTest, reconcileUntil } from "./support/steps.ts";
+import { poolTest } from "./support/steps.ts";
 
 // A burst twice a pool's size, against the create route running in this process over a transport
 // that records every request: the creates that find the pool drained share their fresh looks
@@ -15,11 +15,7 @@ let key = "";
 
 beforeAll(async () => {
   key = await createApiKey(deps, { team: "overload-test", user: "u" });
-  await t.createPool("p", N);
-  await reconcileUntil(t.deps, t.ns, "p", `${N} idle pods`, async () => {
-    const pods = await t.pods("p");
-    return pods.length === N && pods.every((p) => phaseOf(p) === "idle" && isReady(p));
-  });
+  await t.readyPool("p", N);
 });
 
 describe("a burst twice the pool's size", () => {

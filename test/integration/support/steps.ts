@@ -155,6 +155,14 @@ export function poolTest(prefix: string) {
         namespace: t.ns,
         body: poolObject(t.ns, name, replicas, spec),
       }),
+    /** readyPool creates a pool and reconciles it until all its pods are idle and Ready. */
+    readyPool: async (name: string, replicas: number, spec: Record<string, unknown> = {}) => {
+      await t.createPool(name, replicas, spec);
+      await reconcileUntil(deps, t.ns, name, `${replicas} idle pods in ${name}`, async () => {
+        const pods = await t.pods(name);
+        return pods.length === replicas && pods.every((p) => phaseOf(p) === "idle" && isReady(p));
+      });
+    },
   };
   beforeAll(async () => {
     const created = await newNamespace(core, prefix);

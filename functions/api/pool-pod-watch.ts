@@ -1,0 +1,279 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
+import { orMissing } from "../../lib/kube/errors.ts";
+import { resourceVersionOf } from "../../lib/kube/resource-version.ts";
+import { retryDelay } from "../../lib/util/backoff.ts";
+import type { ApiDeps } from "./deps.ts";
+import { pause, type Seen, watchOnePod } from "./follow-pod.ts";
+import { IDLE_WATCH_SECONDS } from "./idle-dispatch.ts";
+
+/** Follower is one waiting create: the pod it follows and the newest version it was handed. */
+interface Follower {
+  name: string;
+  at: bigint;
+  seen: Seen;
+  finish: () => void;
+}
+
+/** Stream is one watch of a pool's pods, shared by this process's followers of them. */
+interface Stream {
+  key: string;
+  namespace: string;
+  pool: string;
+  followers: Map<string, Set<Follower>>;
+  /**
+   * recent holds the newest version (undefined: deleted) of each pod the watch reported, in the
+   * order reported (so oldest version first), each with when it came: a create whose claim landed
+   * before its follow began is handed what the watch already said.
+   */
+  recent: Map<string, { at: bigint; pod: V1Pod | undefined; came: number }>;
+  /**
+   * covered: `recent` holds every version newer than this one (undefined while the stream starts
+   * over after a 410). A follower whose claim is older reads its pod once.
+   */
+  covered: bigint | undefined;
+  resumeFrom: string;
+  controller: AbortController;
+  linger?: ReturnType<typeof setTimeout>;
+}
+
+/** PoolPodWatchOptions tunes how long a stream outlives its last follower and keeps what it saw. */
+export interface PoolPodWatchOptions {
+  /** lingerMs: a stream with no follower stays open this long for the next create (default 10 s). */
+  lingerMs?: number;
+  /** keepMs: how long a reported version is kept for a follower that comes after it (default 10 s). */
+  keepMs?: number;
+}
+
+/** QUICK_END_MS: a watch that ends sooner than this is paced before it is opened again. */
+const QUICK_END_MS = 1000;
+
+/**
+ * PoolPodWatch follows claimed pods for the creates waiting for them in this process: one watch
+ * per pool however many wait, each event handed to the followers of its pod. With a watch per
+ * create, a burst of N waiting creates cost N watch requests (each its own TLS connection) and
+ * the apiserver handed every pod event to every one of them (N² deliveries to filter). What it
+ * holds is this process's open requests and what its watch reported, never a source of truth:
+ * versions are ordered by resourceVersion (comparable since Kubernetes 1.35), each follower is
+ * handed only versions newer than the last it had, and any gap (a 410, a follower whose claim
+ * predates the watch) is closed by reading the pod. See ADR 0023.
+ */
+export class PoolPodWatch {
+  private readonly streams = new Map<string, Stream>();
+  private readonly deps: Pick<ApiDeps, "kube" | "watch" | "log">;
+  private readonly lingerMs: number;
+  private readonly keepMs: number;
+
+  constructor(deps: Pick<ApiDeps, "kube" | "watch" | "log">, options: PoolPodWatchOptions = {}) {
+    this.deps = deps;
+    this.lingerMs = options.lingerMs ?? 10_000;
+    this.keepMs = options.keepMs ?? 10_000;
+  }
+
+  /** close stops every stream (the host is shutting down: no create is left to follow a pod). */
+  close(): void {
+    for (const stream of this.streams.values()) {
+      clearTimeout(stream.linger);
+      stream.controller.abort();
+    }
+    this.streams.clear();
+  }
+
+  /** streamCount is the number of watches open now (for tests and metrics). */
+  get streamCount(): number {
+    return this.streams.size;
+  }
+
+  /**
+   * follow hands `seen` each version of the pod newer than `from` until seen says done or signal
+   * aborts. A pod with no pool label or a version that is not a number is followed on a watch of
+   * its own.
+   */
+  follow(from: V1Pod, seen: Seen, signal: AbortSignal): Promise<void> {
+    const pool = from.metadata?.labels?.[SANDBOX_POOL_LABEL];
+    const at = resourceVersionOf(from.metadata?.resourceVersion);
+    if (!pool || at === undefined || signal.aborted)
+      return signal.aborted ? Promise.resolve() : watchOnePod(this.deps, from, seen, signal);
+    const namespace = from.metadata?.namespace ?? "";
+    const name = from.metadata?.name ?? "";
+    const stream = this.streamFor(namespace, pool, from.metadata?.resourceVersion ?? "", at);
+    return new Promise<void>((resolve) => {
+      const follower: Follower = {
+        name,
+        at,
+        seen,
+        finish: () => {
+          signal.removeEventListener("abort", follower.finish);
+          const set = stream.followers.get(name);
+          set?.delete(follower);
+          if (set?.size === 0) stream.followers.delete(name);
+          if (stream.followers.size === 0) this.idle(stream);
+          resolve();
+        },
+      };
+      signal.addEventListener("abort", follower.finish, { once: true });
+      const set = stream.followers.get(name) ?? new Set();
+      set.add(follower);
+      stream.followers.set(name, set);
+      clearTimeout(stream.linger);
+      const known = stream.recent.get(name);
+      if (known) this.hand(follower, known.at, known.pod);
+      // A claim older than what the stream covers (or a stream starting over) may have missed a
+      // version: read the pod once. What the watch says meanwhile is ordered against it.
+      else if (stream.covered !== undefined && at < stream.covered) this.read(stream, follower);
+    });
+  }
+
+  /** hand gives a follower a version if it is newer than the last it had. */
+  private hand(follower: Follower, at: bigint, pod: V1Pod | undefined): void {
+    if (at <= follower.at) return;
+    follower.at = at;
+    if (follower.seen(pod)) follower.finish();
+  }
+
+  /** read reads a follower's pod and hands it over (in the background; see readNow). */
+  private read(stream: Stream, follower: Follower): void {
+    this.readNow(stream, follower).catch((e: unknown) =>
+      this.deps.log.warn({ pod: follower.name, err: String(e) }, "follower's read stopped"),
+    );
+  }
+
+  /** readNow reads a follower's pod (retried while reads fail) and hands it over. */
+  private async readNow(stream: Stream, follower: Follower): Promise<void> {
+    const { signal } = stream.controller;
+    for (let attempt = 0; !signal.aborted; attempt++) {
+      try {
+        const pod = await orMissing<V1Pod>(this.deps.kube.getPod(stream.namespace, follower.name));
+        // A pod that is gone stays gone for this sandbox (a slot's new pod has another sandbox).
+        if (!pod) {
+          if (follower.seen(undefined)) follower.finish();
+        } else this.hand(follower, resourceVersionOf(pod.metadata?.resourceVersion) ?? follower.at, pod);
+        return;
+      } catch (e) {
+        this.deps.log.debug({ pod: follower.name, err: String(e) }, "follower could not read its pod");
+        await pause(retryDelay(attempt), signal);
+      }
+    }
+  }
+
+  private streamFor(namespace: string, pool: string, version: string, at: bigint): Stream {
+    const key = `${namespace}/${pool}`;
+    const open = this.streams.get(key);
+    if (open) return open;
+    const stream: Stream = {
+      key,
+      namespace,
+      pool,
+      followers: new Map(),
+      recent: new Map(),
+      covered: at,
+      resumeFrom: version,
+      controller: new AbortController(),
+    };
+    this.streams.set(key, stream);
+    this.run(stream).catch((e: unknown) => this.deps.log.warn({ err: String(e) }, "pool pod watch stopped"));
+    return stream;
+  }
+
+  /** idle closes a stream with no follower after lingerMs, unless one comes first. */
+  private idle(stream: Stream): void {
+    clearTimeout(stream.linger);
+    stream.linger = setTimeout(() => {
+      if (stream.followers.size > 0) return;
+      stream.controller.abort();
+      if (this.streams.get(stream.key) === stream) this.streams.delete(stream.key);
+    }, this.lingerMs);
+  }
+
+  /** run keeps the stream's watch open, resumed from the last version seen, until it is closed. */
+  private async run(stream: Stream): Promise<void> {
+    const { signal } = stream.controller;
+    let quick = 0;
+    while (!signal.aborted) {
+      let gone = false;
+      const opened = Date.now();
+      const failed = await this.deps
+        .watch(
+          {
+            method: "GET",
+            path: `/api/v1/namespaces/${encodeURIComponent(stream.namespace)}/pods`,
+            query: {
+              labelSelector: `${SANDBOX_POOL_LABEL}=${stream.pool}`,
+              resourceVersion: stream.resumeFrom,
+              allowWatchBookmarks: "true",
+              timeoutSeconds: String(IDLE_WATCH_SECONDS),
+            },
+          },
+          (event) => {
+            if (event.type === "ERROR") {
+              gone = true;
+              return true;
+            }
+            const pod = event.object as V1Pod;
+            stream.resumeFrom = pod.metadata?.resourceVersion ?? stream.resumeFrom;
+            if (event.type !== "BOOKMARK") this.onEvent(stream, pod, event.type === "DELETED");
+            return false;
+          },
+          signal,
+        )
+        .then(
+          () => false,
+          (e: unknown) => {
+            if (!signal.aborted) this.deps.log.debug({ err: String(e) }, "pool pod watch failed; resuming");
+            return true;
+          },
+        );
+      if (signal.aborted) return;
+      // The watch cannot go on from its version (410 Gone): start over from now, and read the
+      // followers' pods, whose versions in between the stream will never see.
+      if (gone) await this.startOver(stream);
+      quick = failed || Date.now() - opened < QUICK_END_MS ? quick + 1 : 0;
+      if (quick > 0) await pause(retryDelay(quick - 1), signal);
+    }
+  }
+
+  private onEvent(stream: Stream, pod: V1Pod, deleted: boolean): void {
+    const name = pod.metadata?.name ?? "";
+    const at = resourceVersionOf(pod.metadata?.resourceVersion);
+    if (at === undefined) return;
+    const now = Date.now();
+    stream.recent.delete(name);
+    stream.recent.set(name, { at, pod: deleted ? undefined : pod, came: now });
+    this.forget(stream, now);
+    for (const follower of [...(stream.followers.get(name) ?? [])])
+      this.hand(follower, at, deleted ? undefined : pod);
+  }
+
+  /**
+   * forget drops the versions kept longer than keepMs (the oldest first) and moves what the
+   * stream covers past them: a follower older than that reads its pod instead.
+   */
+  private forget(stream: Stream, now: number): void {
+    for (const [name, kept] of stream.recent) {
+      if (now - kept.came <= this.keepMs) return;
+      stream.recent.delete(name);
+      if (stream.covered !== undefined && kept.at > stream.covered) stream.covered = kept.at;
+    }
+  }
+
+  /** startOver resumes the stream from the current version and reads every follower's pod. */
+  private async startOver(stream: Stream): Promise<void> {
+    const { signal } = stream.controller;
+    stream.covered = undefined;
+    for (let attempt = 0; !signal.aborted; attempt++) {
+      try {
+        const list = await this.deps.kube.listPods(stream.namespace, `${SANDBOX_POOL_LABEL}=${stream.pool}`, {
+          limit: 1,
+        });
+        stream.resumeFrom = list.resourceVersion;
+        stream.covered = resourceVersionOf(list.resourceVersion) ?? 0n;
+        stream.recent.clear();
+        for (const set of stream.followers.values()) for (const f of set) this.read(stream, f);
+        return;
+      } catch (e) {
+        this.deps.log.debug({ err: String(e) }, "pool pod watch could not start over");
+        await pause(retryDelay(attempt), signal);
+      }
+    }
+  }
+}
