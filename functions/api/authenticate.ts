@@ -17,7 +17,7 @@ export async function authenticate(
   presented: string | undefined,
 ): Promise<Tenant | undefined> {
   if (!presented) return undefined;
-  const hash = await hashApiKey(presented);
+  const hash = await (deps.hashKey ?? hashApiKey)(presented);
   const read = (cached: boolean) =>
     orMissing(deps.kube.getSecret(deps.apiKeys.namespace, deps.apiKeys.name, { cached }));
   const lookup = (secret: V1Secret | undefined) => {

@@ -24,6 +24,11 @@ export interface ApiDeps extends StepDeps {
   stamps?: CreateStamps;
   /** envdPort is the port post-start hooks reach envd on (default 49983, E2B's). */
   envdPort?: number;
+  /**
+   * hashKey computes hashApiKey's value where the platform has a synchronous SHA-256 (the Node
+   * host: node:crypto); hashApiKey's WebCrypto digest when unset (the Worker).
+   */
+  hashKey?: (key: string) => string;
   /** keyReads shares the key check's etcd reads of the keys Secret among this host's requests. */
   keyReads?: SharedRead<V1Secret | undefined>;
   /** keyCacheReads shares the key check's watch-cache reads of the keys Secret likewise (ADR 0020). */

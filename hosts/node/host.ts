@@ -19,6 +19,7 @@ import { NextReads, SharedRead } from "../../lib/util/shared-read.ts";
 import { withTimeout } from "../../lib/util/with-timeout.ts";
 import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
+import { sha256Hex } from "./hash-key.ts";
 import { nodeKubeWatch } from "./kube-transport.ts";
 import type { Reconciler } from "./reconciler.ts";
 import { startReconcilerThread } from "./reconciler-worker.ts";
@@ -128,6 +129,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     pods: new PoolPodWatch({ ...deps, watch }),
     ...(config.envdPort ? { envdPort: config.envdPort } : {}),
     ...(config.teamLimits ? { teamLimits: config.teamLimits } : {}),
+    hashKey: sha256Hex,
     keyReads: new SharedRead(KEY_READ_SHARE_MS, () => Date.now()),
     keyCacheReads: new SharedRead(KEY_READ_SHARE_MS, () => Date.now()),
     freshLooks: new NextReads(() => Date.now()),

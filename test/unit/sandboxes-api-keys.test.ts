@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { sha256Hex } from "../../hosts/node/hash-key.ts";
 import {
   API_KEY_PREFIX,
   bearerOrApiKey,
@@ -34,8 +35,9 @@ describe("hashApiKey", () => {
     ["", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"],
     // UTF-8 bytes (c3 a9), not UTF-16 code units.
     ["é", "4a99557e4033c3539de2eb65472017cad5f9557f7a0625a09f1c3f6e2ba69c4c"],
-  ])("sha256(%j) in lowercase hex", async (key, hex) => {
+  ])("sha256(%j) in lowercase hex, the same from the Node host's synchronous hash", async (key, hex) => {
     expect(await hashApiKey(key)).toBe(hex);
+    expect(sha256Hex(key)).toBe(hex);
   });
 
   it("differs per key", async () => {
