@@ -103,6 +103,30 @@ export async function claimFrom(
       ];
   let tried = 0;
   let lost = 0;
+  // This host's feed of the pool's idle pods (ADR 0024): each candidate handed to one create at
+  // a time, no list. Lost races past LOSSES_BEFORE_FRESH_LOOK, or a feed with nothing to give,
+  // go on to a fresh look, as with the cached lists it replaces.
+  const feed = pages.length > 0 && deps.idleFeed?.ready(namespace, name) ? deps.idleFeed : undefined;
+  if (feed) {
+    pages.length = 0;
+    for (let taken = feed.take(pool, deps.now(), deps.random); taken; ) {
+      if (deps.now().getTime() >= deadline) {
+        taken.settle("kept");
+        return { tried, contended: true };
+      }
+      tried++;
+      const won = await claim(taken.pod).catch((e: unknown) => {
+        taken?.settle("kept");
+        throw e;
+      });
+      taken.settle(won === UNSUITABLE ? "kept" : won ? "won" : "lost");
+      if (won === UNSUITABLE) return { tried };
+      if (won) return { pod: won, tried };
+      if (++lost >= LOSSES_BEFORE_FRESH_LOOK) break;
+      taken = feed.take(pool, deps.now(), deps.random);
+    }
+    lost = 0;
+  }
   for (;;) {
     const cached = pages.shift();
     const listedAt = deps.now().getTime();

@@ -5,6 +5,7 @@ import type { NextReads, SharedRead } from "../../lib/util/shared-read.ts";
 import type { StepDeps } from "../deps.ts";
 import type { CreateStamps } from "./create-stamps.ts";
 import type { IdleDispatch } from "./idle-dispatch.ts";
+import type { IdleFeed } from "./idle-feed.ts";
 import type { PendingGauge } from "./pending-gauge.ts";
 import type { PoolPodWatch } from "./pool-pod-watch.ts";
 
@@ -18,6 +19,8 @@ export interface ApiDeps extends StepDeps {
   pending?: PendingGauge;
   /** idle shares one idle-pod watch among this host's waiting creates (one per request when unset). */
   idle?: IdleDispatch;
+  /** idleFeed hands this host's creates candidates from one list and watch of a pool's idle pods (ADR 0024). */
+  idleFeed?: IdleFeed;
   /** pods shares one watch of a pool's pods among this host's creates waiting for Running (ADR 0023). */
   pods?: PoolPodWatch;
   /** stamps throttles this host's last-sandbox-create-time writes per pool; optional. */

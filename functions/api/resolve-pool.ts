@@ -85,8 +85,11 @@ export async function readTarget(
     // One random shard: the pool's idle count, which sizes the later groups, is not known yet. On
     // a pool of fewer than ~64 idle pods that shard is often empty and the create lists once more.
     const shards = shardOrder(deps.random);
+    // A host whose feed of the pool's idle pods is ready takes candidates from it (ADR 0024).
     const first = known.then((ok) =>
-      ok ? listCandidates(deps, namespace, shardGroupSelector(name, shards.slice(0, 1))) : undefined,
+      ok && !deps.idleFeed?.ready(namespace, name)
+        ? listCandidates(deps, namespace, shardGroupSelector(name, shards.slice(0, 1)))
+        : undefined,
     );
     first.catch(() => {}); // awaited below, unless the pool read fails first
     // The cached read is shared with this host's other creates of the moment (ADR 0020).

@@ -4,6 +4,7 @@ import type { ActivitySourceConfig } from "../../functions/activity-source.ts";
 import { CreateStamps } from "../../functions/api/create-stamps.ts";
 import type { ApiDeps } from "../../functions/api/deps.ts";
 import { IdleDispatch } from "../../functions/api/idle-dispatch.ts";
+import { IdleFeed } from "../../functions/api/idle-feed.ts";
 import { PendingGauge } from "../../functions/api/pending-gauge.ts";
 import { PoolPodWatch } from "../../functions/api/pool-pod-watch.ts";
 import type { StepDeps } from "../../functions/deps.ts";
@@ -127,6 +128,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     stamps: new CreateStamps(deps),
     idle: new IdleDispatch({ ...deps, random: Math.random, watch }),
     pods: new PoolPodWatch({ ...deps, watch }),
+    idleFeed: new IdleFeed({ ...deps, watch }),
     ...(config.envdPort ? { envdPort: config.envdPort } : {}),
     ...(config.teamLimits ? { teamLimits: config.teamLimits } : {}),
     hashKey: sha256Hex,
@@ -208,6 +210,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     close: async () => {
       await server.close();
       api.pods?.close();
+      api.idleFeed?.close();
       await api.pending?.flushed();
       await api.stamps?.flushed();
       await reconciler.close();

@@ -1,10 +1,9 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, it } from "vitest";
-import { createApiKey } from "../../functions/api/create-api-key.ts";
 import { PoolPodWatch } from "../../functions/api/pool-pod-watch.ts";
 import { nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
 import type { KubeRequest } from "../../lib/kube/transport.ts";
-import { inProcessApi } from "./support/in-process-api.ts";
+import { inProcessApi, postCreate, tenantKey } from "./support/in-process-api.ts";
 import { kube, until } from "./support/kube.ts";
 import { phaseOf, poolTest } from "./support/steps.ts";
 
@@ -28,18 +27,10 @@ const { deps, app } = inProcessApi(t.deps, { pods, watch });
 const N = 20;
 let key = "";
 
-const create = (body: Record<string, unknown>) =>
-  app.request("/v1/sandboxes", {
-    method: "POST",
-    headers: { "x-api-key": key, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
+const create = (body: Record<string, unknown>) => postCreate(app, key, body);
 
 beforeAll(async () => {
-  await kube()
-    .core.createNamespace({ body: { metadata: { name: "agentbox-system" } } })
-    .catch(() => {});
-  key = await createApiKey(deps, { team: "pod-watch-test", user: "u" });
+  key = await tenantKey(deps, "pod-watch-test");
   await t.readyPool("p", N);
 });
 

@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { createApiKey } from "../../../functions/api/create-api-key.ts";
 import type { ApiDeps } from "../../../functions/api/deps.ts";
 import type { StepDeps } from "../../../functions/deps.ts";
 import { nodeKubeTransport, nodeKubeWatch } from "../../../hosts/node/kube-transport.ts";
@@ -29,4 +30,21 @@ export function inProcessApi(base: StepDeps, extra: Partial<ApiDeps> = {}) {
   };
   const app = new Hono().route("/v1", sandboxRoutes(deps));
   return { deps, sent, app };
+}
+
+/** tenantKey mints an API key of `team` (a user "u") for in-process calls, making the keys' namespace first if needed. */
+export async function tenantKey(deps: ApiDeps, team: string): Promise<string> {
+  await kube()
+    .core.createNamespace({ body: { metadata: { name: deps.apiKeys.namespace } } })
+    .catch(() => {});
+  return createApiKey(deps, { team, user: "u" });
+}
+
+/** postCreate sends a create (POST /v1/sandboxes) with `key` and `body` to an in-process app. */
+export function postCreate(app: Hono, key: string, body: Record<string, unknown>) {
+  return app.request("/v1/sandboxes", {
+    method: "POST",
+    headers: { "x-api-key": key, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
 }

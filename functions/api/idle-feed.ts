@@ -1,0 +1,218 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { idleSelector } from "../../lib/pool/claim-shards.ts";
+import { podFacts } from "../../lib/pool/pod-facts.ts";
+import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
+import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
+import { retryDelay } from "../../lib/util/backoff.ts";
+import type { ApiDeps } from "./deps.ts";
+import { pause } from "./follow-pod.ts";
+import { IDLE_WATCH_SECONDS } from "./idle-dispatch.ts";
+
+/** Feed is one pool's idle pods as this process's list and watch of them last said. */
+interface Feed {
+  namespace: string;
+  pool: string;
+  /** idle holds the claimable idle pods by name, with when a scale-down marked them (if it did). */
+  idle: Map<string, { pod: V1Pod; markedAt?: number }>;
+  /** held names the pods one of this process's creates is claiming now. */
+  held: Set<string>;
+  synced: boolean;
+  resumeFrom?: string;
+  usedAt: number;
+  controller: AbortController;
+}
+
+/** IdleFeedOptions: how long a feed nobody asks for stays open (default 60 s). */
+export interface IdleFeedOptions {
+  lingerMs?: number;
+}
+
+/** LIST_PAGE is the page size of the feed's list of a pool's idle pods. */
+const LIST_PAGE = 500;
+
+/** Settle ends a create's hold of a taken pod: it won the pod, lost it, or leaves it for others. */
+export type Settle = (result: "won" | "lost" | "kept") => void;
+
+/**
+ * IdleFeed keeps, per pool a create asked for, what one list and watch of the pool's idle pods
+ * say, so this process's creates take candidates from it instead of each listing the pool: in a
+ * burst those lists were a quarter of the apiserver's CPU (the watch cache scans the namespace
+ * for each). It hands each pod to one create of this process at a time, so they no longer race
+ * each other for the same pods. It is a hint, never the truth: every claim is still a patch
+ * preconditioned on the version taken (another host may win it), a lost claim drops that version,
+ * and a create answers "none" only from a consistent list (claimFrom). A feed closes when no
+ * create asked for it for lingerMs. See ADR 0024.
+ */
+export class IdleFeed {
+  private readonly feeds = new Map<string, Feed>();
+  private readonly deps: Pick<ApiDeps, "kube" | "watch" | "log">;
+  private readonly lingerMs: number;
+
+  constructor(deps: Pick<ApiDeps, "kube" | "watch" | "log">, options: IdleFeedOptions = {}) {
+    this.deps = deps;
+    this.lingerMs = options.lingerMs ?? 60_000;
+  }
+
+  /**
+   * ready says whether the pool's feed has listed its idle pods and follows them; the first ask
+   * opens it (until then the create lists as before).
+   */
+  ready(namespace: string, pool: string): boolean {
+    const key = `${namespace}/${pool}`;
+    const open = this.feeds.get(key);
+    if (open) {
+      open.usedAt = Date.now();
+      return open.synced;
+    }
+    const feed: Feed = {
+      namespace,
+      pool,
+      idle: new Map(),
+      held: new Set(),
+      synced: false,
+      usedAt: Date.now(),
+      controller: new AbortController(),
+    };
+    this.feeds.set(key, feed);
+    this.run(feed).catch((e: unknown) => this.deps.log.warn({ err: String(e) }, "idle feed stopped"));
+    return false;
+  }
+
+  /**
+   * take hands one claimable idle pod of the pool to the caller, held for it until `settle`:
+   * unmarked pods before those marked for scale-down (claimable inside the protection window
+   * only), at random within each. Undefined when the feed has none to give.
+   */
+  take(pool: SandboxPool, now: Date, random: () => number): { pod: V1Pod; settle: Settle } | undefined {
+    const feed = this.feeds.get(`${pool.metadata?.namespace ?? ""}/${pool.metadata?.name ?? ""}`);
+    if (!feed?.synced) return undefined;
+    const window = scaleDownPolicyFor(pool).protectionWindowSeconds * 1000;
+    const unmarked: string[] = [];
+    const marked: string[] = [];
+    for (const [name, entry] of feed.idle) {
+      if (feed.held.has(name)) continue;
+      if (entry.markedAt === undefined) unmarked.push(name);
+      else if (now.getTime() - entry.markedAt < window) marked.push(name);
+    }
+    const names = unmarked.length > 0 ? unmarked : marked;
+    const name = names[Math.min(names.length - 1, Math.floor(random() * names.length))];
+    const entry = name === undefined ? undefined : feed.idle.get(name);
+    if (name === undefined || !entry) return undefined;
+    feed.held.add(name);
+    return {
+      pod: entry.pod,
+      settle: (result) => {
+        feed.held.delete(name);
+        // Won: no longer idle. Lost: that version is gone (a newer one the watch reported stays).
+        if (result !== "kept" && feed.idle.get(name)?.pod === entry.pod) feed.idle.delete(name);
+      },
+    };
+  }
+
+  /** close stops every feed (the host is shutting down). */
+  close(): void {
+    for (const feed of this.feeds.values()) feed.controller.abort();
+    this.feeds.clear();
+  }
+
+  /** feedCount is the number of feeds open now (for tests). */
+  get feedCount(): number {
+    return this.feeds.size;
+  }
+
+  /** put files a reported pod: claimable ones (take applies the scale-down window), else none. */
+  private put(idle: Feed["idle"], pod: V1Pod): void {
+    const name = pod.metadata?.name ?? "";
+    const [claimable] = orderCandidates([pod], new Date(0), Number.POSITIVE_INFINITY, () => 0);
+    if (!claimable) {
+      idle.delete(name);
+      return;
+    }
+    const facts = podFacts(pod);
+    // A mark that cannot be parsed never leads to a delete: such a pod stays claimable, as a marked one.
+    idle.set(
+      name,
+      facts.scaleDownMark === undefined
+        ? { pod }
+        : { pod, markedAt: facts.scaleDownMarkedAt?.getTime() ?? Number.MAX_SAFE_INTEGER },
+    );
+  }
+
+  /** list reads the pool's idle pods from the watch cache, page by page, and marks the feed synced. */
+  private async list(feed: Feed): Promise<void> {
+    const fresh: Feed["idle"] = new Map();
+    let next: string | undefined;
+    let version = "";
+    do {
+      const page = await this.deps.kube.listPods(feed.namespace, idleSelector(feed.pool), {
+        limit: LIST_PAGE,
+        cached: true,
+        ...(next ? { continue: next } : {}),
+      });
+      for (const pod of page.items) this.put(fresh, pod);
+      version ||= page.resourceVersion;
+      next = page.continue;
+    } while (next);
+    feed.idle = fresh;
+    feed.resumeFrom = version;
+    feed.synced = true;
+  }
+
+  /** run lists the pool's idle pods, then watches them from that list's version, until closed. */
+  private async run(feed: Feed): Promise<void> {
+    const { signal } = feed.controller;
+    let quick = 0;
+    while (!signal.aborted) {
+      if (Date.now() - feed.usedAt > this.lingerMs) break;
+      try {
+        if (!feed.synced) await this.list(feed);
+      } catch (e) {
+        this.deps.log.debug({ pool: feed.pool, err: String(e) }, "idle feed could not list; trying again");
+        await pause(retryDelay(quick++), signal);
+        continue;
+      }
+      const opened = Date.now();
+      const failed = await this.deps
+        .watch(
+          {
+            method: "GET",
+            path: `/api/v1/namespaces/${encodeURIComponent(feed.namespace)}/pods`,
+            query: {
+              labelSelector: idleSelector(feed.pool),
+              resourceVersion: feed.resumeFrom,
+              allowWatchBookmarks: "true",
+              // Short enough that a feed nobody asks for closes soon after its linger.
+              timeoutSeconds: String(Math.min(IDLE_WATCH_SECONDS, Math.ceil(this.lingerMs / 1000))),
+            },
+          },
+          (event) => {
+            if (event.type === "ERROR") {
+              // The watch cannot go on from its version (410 Gone): list again.
+              feed.synced = false;
+              return true;
+            }
+            const pod = event.object as V1Pod;
+            feed.resumeFrom = pod.metadata?.resourceVersion ?? feed.resumeFrom;
+            if (event.type === "DELETED") feed.idle.delete(pod.metadata?.name ?? "");
+            else if (event.type !== "BOOKMARK") this.put(feed.idle, pod);
+            return false;
+          },
+          signal,
+        )
+        .then(
+          () => false,
+          (e: unknown) => {
+            if (!signal.aborted)
+              this.deps.log.debug({ err: String(e) }, "idle feed's watch failed; resuming");
+            return true;
+          },
+        );
+      quick = failed || Date.now() - opened < 1000 ? quick + 1 : 0;
+      if (quick > 0) await pause(retryDelay(quick - 1), signal);
+    }
+    feed.controller.abort();
+    if (this.feeds.get(`${feed.namespace}/${feed.pool}`) === feed)
+      this.feeds.delete(`${feed.namespace}/${feed.pool}`);
+  }
+}

@@ -1,0 +1,145 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import { IdleFeed } from "../../functions/api/idle-feed.ts";
+import { SCALE_DOWN_PROTECTED_ANNOTATION } from "../../lib/api/keys.ts";
+import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { KubeClient } from "../../lib/kube/client.ts";
+import type { KubeRequest, WatchEvent } from "../../lib/kube/transport.ts";
+
+// The feed's bookkeeping over a scripted list and watch: when it is ready, which pod each create
+// is handed, and what a lost or kept claim, a watch event or a 410 does to what it offers.
+// (Against the apiserver: test/integration/idle-feed.test.ts.)
+
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+const pool = {
+  metadata: { name: "p", namespace: "ns" },
+  spec: { replicas: 3 },
+} as unknown as SandboxPool;
+const now = new Date("2026-11-24T12:00:00Z");
+
+function idlePod(name: string, version = "1", extra: { ready?: boolean; markedAt?: string } = {}): V1Pod {
+  return {
+    metadata: {
+      name,
+      namespace: "ns",
+      resourceVersion: version,
+      labels: { "agentbox.navix.sh/sandbox-pool": "p", "agentbox.navix.sh/sandbox-phase": "idle" },
+      ...(extra.markedAt ? { annotations: { [SCALE_DOWN_PROTECTED_ANNOTATION]: extra.markedAt } } : {}),
+    },
+    status: {
+      phase: "Running",
+      conditions: [{ type: "Ready", status: extra.ready === false ? "False" : "True" }],
+    },
+  };
+}
+
+/** scripted answers lists with `listed` (version "100") and lets the test push watch events. */
+function scripted(listed: V1Pod[]) {
+  const watches: { req: KubeRequest; onEvent: (e: WatchEvent) => boolean; end: () => void }[] = [];
+  let lists = 0;
+  const kube = new KubeClient(async () => {
+    lists++;
+    return { status: 200, body: JSON.stringify({ items: listed, metadata: { resourceVersion: "100" } }) };
+  });
+  const watch = (req: KubeRequest, onEvent: (e: WatchEvent) => boolean, signal: AbortSignal) =>
+    new Promise<void>((resolve) => {
+      watches.push({ req, onEvent, end: () => resolve() });
+      signal.addEventListener("abort", () => resolve());
+    });
+  const push = (type: WatchEvent["type"], object: unknown) => {
+    const w = watches.at(-1);
+    if (w?.onEvent({ type, object } as WatchEvent)) w.end();
+  };
+  return { kube, watch, watches, push, lists: () => lists };
+}
+
+const settle = () => new Promise((r) => setTimeout(r, 10));
+const first = () => 0;
+
+/** readyFeed is a feed over `listed` that has listed and watches. */
+async function readyFeed(listed: V1Pod[]) {
+  const s = scripted(listed);
+  const feed = new IdleFeed({ kube: s.kube, watch: s.watch, log: quiet });
+  expect(feed.ready("ns", "p")).toBe(false);
+  await settle();
+  expect(feed.ready("ns", "p")).toBe(true);
+  return { ...s, feed };
+}
+
+describe("IdleFeed", () => {
+  it("is ready once it has listed, then watches from the list's version; each pod to one create at a time", async () => {
+    const { feed, watches, lists } = await readyFeed([idlePod("a"), idlePod("b")]);
+    expect(lists()).toBe(1);
+    expect(watches[0]?.req.query).toMatchObject({
+      labelSelector: "agentbox.navix.sh/sandbox-pool=p,agentbox.navix.sh/sandbox-phase=idle",
+      resourceVersion: "100",
+    });
+    const one = feed.take(pool, now, first);
+    const two = feed.take(pool, now, first);
+    expect([one?.pod.metadata?.name, two?.pod.metadata?.name].sort()).toEqual(["a", "b"]);
+    expect(feed.take(pool, now, first)).toBeUndefined();
+    one?.settle("kept"); // e.g. the claim failed: the pod is on offer again
+    expect(feed.take(pool, now, first)?.pod.metadata?.name).toBe(one?.pod.metadata?.name);
+    feed.close();
+  });
+
+  it("drops a version a claim lost or won; a newer version the watch reports is offered again", async () => {
+    const { feed, push } = await readyFeed([idlePod("a", "5")]);
+    feed.take(pool, now, first)?.settle("lost");
+    expect(feed.take(pool, now, first)).toBeUndefined();
+    push("MODIFIED", idlePod("a", "7"));
+    const again = feed.take(pool, now, first);
+    expect(again?.pod.metadata?.resourceVersion).toBe("7");
+    again?.settle("won");
+    expect(feed.take(pool, now, first)).toBeUndefined();
+    // A version that came while a claim of the older one was under way outlives that claim's loss.
+    push("MODIFIED", idlePod("a", "8"));
+    const held = feed.take(pool, now, first);
+    push("MODIFIED", idlePod("a", "9"));
+    held?.settle("lost");
+    expect(feed.take(pool, now, first)?.pod.metadata?.resourceVersion).toBe("9");
+    feed.close();
+  });
+
+  it("offers no pod that is not Ready or was deleted, and marked pods only inside their window, after the unmarked", async () => {
+    // A pool of no autoscaling group: a 10 s protection window (the CRD's default).
+    const inside = new Date(now.getTime() - 5_000).toISOString();
+    const past = new Date(now.getTime() - 10_000).toISOString();
+    const { feed, push } = await readyFeed([
+      idlePod("marked", "1", { markedAt: inside }),
+      idlePod("expired", "1", { markedAt: past }),
+      idlePod("plain"),
+      idlePod("cold", "1", { ready: false }),
+    ]);
+    expect(feed.take(pool, now, first)?.pod.metadata?.name).toBe("plain");
+    expect(feed.take(pool, now, first)?.pod.metadata?.name).toBe("marked");
+    expect(feed.take(pool, now, first)).toBeUndefined();
+    push("MODIFIED", idlePod("cold", "2"));
+    push("DELETED", idlePod("cold", "3"));
+    expect(feed.take(pool, now, first)).toBeUndefined();
+    feed.close();
+  });
+
+  it("after a 410 it is not ready until it has listed again", async () => {
+    const { feed, push, lists } = await readyFeed([idlePod("a")]);
+    push("ERROR", { kind: "Status", code: 410, reason: "Expired" });
+    expect(feed.ready("ns", "p")).toBe(false);
+    expect(feed.take(pool, now, first)).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 1200)); // a watch that ended at once is paced
+    expect(lists()).toBe(2);
+    expect(feed.ready("ns", "p")).toBe(true);
+    feed.close();
+  });
+
+  it("closes a feed no create asked for within lingerMs", async () => {
+    const s = scripted([idlePod("a")]);
+    const feed = new IdleFeed({ kube: s.kube, watch: s.watch, log: quiet }, { lingerMs: 1000 });
+    feed.ready("ns", "p");
+    await settle();
+    expect(s.watches[0]?.req.query?.timeoutSeconds).toBe("1");
+    await new Promise((r) => setTimeout(r, 1100));
+    s.watches[0]?.end(); // the apiserver ends the watch at its timeout
+    await settle();
+    expect(feed.feedCount).toBe(0);
+  });
+});
