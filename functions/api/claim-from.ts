@@ -106,7 +106,11 @@ export async function claimFrom(
   // This host's feed of the pool's idle pods (ADR 0024): each candidate handed to one create at
   // a time, no list. Lost races past LOSSES_BEFORE_FRESH_LOOK, or a feed with nothing to give,
   // go on to a fresh look, as with the cached lists it replaces.
-  const feed = pages.length > 0 && deps.idleFeed?.ready(namespace, name) ? deps.idleFeed : undefined;
+  // A create with a first page of its own does not wait for a feed still making its first list.
+  const fed = firstPage
+    ? deps.idleFeed?.ready(namespace, name)
+    : await deps.idleFeed?.settled(namespace, name);
+  const feed = pages.length > 0 && fed ? deps.idleFeed : undefined;
   if (feed) {
     pages.length = 0;
     for (let taken = feed.take(pool, deps.now(), deps.random); taken; ) {

@@ -18,6 +18,9 @@ interface Feed {
   /** held names the pods one of this process's creates is claiming now. */
   held: Set<string>;
   synced: boolean;
+  /** firstList settles when the feed's first list is in (or the feed closed before it was). */
+  firstList: Promise<void>;
+  listedFirst: () => void;
   resumeFrom?: string;
   usedAt: number;
   controller: AbortController;
@@ -27,6 +30,12 @@ interface Feed {
 export interface IdleFeedOptions {
   lingerMs?: number;
 }
+
+/**
+ * FIRST_LIST_WAIT_MS bounds how long a create waits for a feed's first list (another create
+ * opened it) before it lists candidates itself.
+ */
+export const FIRST_LIST_WAIT_MS = 1000;
 
 /** LIST_PAGE is the page size of the feed's list of a pool's idle pods. */
 const LIST_PAGE = 500;
@@ -65,18 +74,42 @@ export class IdleFeed {
       open.usedAt = Date.now();
       return open.synced;
     }
+    let listedFirst = () => {};
+    const firstList = new Promise<void>((resolve) => {
+      listedFirst = resolve;
+    });
     const feed: Feed = {
       namespace,
       pool,
       idle: new Map(),
       held: new Set(),
       synced: false,
+      firstList,
+      listedFirst,
       usedAt: Date.now(),
       controller: new AbortController(),
     };
     this.feeds.set(key, feed);
     this.run(feed).catch((e: unknown) => this.deps.log.warn({ err: String(e) }, "idle feed stopped"));
     return false;
+  }
+
+  /**
+   * settled is ready, except that a create finding the feed at its first list (another create
+   * opened it) waits for that list, at most waitMs, instead of listing the pool itself: a burst's
+   * creates then cost the pool one list, not one each. The create that opens a feed does not wait.
+   */
+  async settled(namespace: string, pool: string, waitMs = FIRST_LIST_WAIT_MS): Promise<boolean> {
+    const feed = this.feeds.get(`${namespace}/${pool}`);
+    if (!feed || feed.synced) return this.ready(namespace, pool);
+    feed.usedAt = Date.now();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, waitMs);
+    });
+    await Promise.race([feed.firstList, late]);
+    clearTimeout(timer);
+    return feed.synced;
   }
 
   /**
@@ -112,7 +145,10 @@ export class IdleFeed {
 
   /** close stops every feed (the host is shutting down). */
   close(): void {
-    for (const feed of this.feeds.values()) feed.controller.abort();
+    for (const feed of this.feeds.values()) {
+      feed.controller.abort();
+      feed.listedFirst();
+    }
     this.feeds.clear();
   }
 
@@ -157,6 +193,7 @@ export class IdleFeed {
     feed.idle = fresh;
     feed.resumeFrom = version;
     feed.synced = true;
+    feed.listedFirst();
   }
 
   /** run lists the pool's idle pods, then watches them from that list's version, until closed. */
@@ -212,6 +249,7 @@ export class IdleFeed {
       if (quick > 0) await pause(retryDelay(quick - 1), signal);
     }
     feed.controller.abort();
+    feed.listedFirst();
     if (this.feeds.get(`${feed.namespace}/${feed.pool}`) === feed)
       this.feeds.delete(`${feed.namespace}/${feed.pool}`);
   }

@@ -86,8 +86,8 @@ export async function readTarget(
     // a pool of fewer than ~64 idle pods that shard is often empty and the create lists once more.
     const shards = shardOrder(deps.random);
     // A host whose feed of the pool's idle pods is ready takes candidates from it (ADR 0024).
-    const first = known.then((ok) =>
-      ok && !deps.idleFeed?.ready(namespace, name)
+    const first = known.then(async (ok) =>
+      ok && !(await deps.idleFeed?.settled(namespace, name))
         ? listCandidates(deps, namespace, shardGroupSelector(name, shards.slice(0, 1)))
         : undefined,
     );

@@ -131,6 +131,32 @@ describe("IdleFeed", () => {
     feed.close();
   });
 
+  it("settled: the create that opens a feed does not wait; the next ones wait for its first list, at most waitMs", async () => {
+    let answer: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      answer = r;
+    });
+    let lists = 0;
+    const kube = new KubeClient(async () => {
+      lists++;
+      await gate;
+      return {
+        status: 200,
+        body: JSON.stringify({ items: [idlePod("a")], metadata: { resourceVersion: "100" } }),
+      };
+    });
+    const s = scripted([]);
+    const feed = new IdleFeed({ kube, watch: s.watch, log: quiet });
+    expect(await feed.settled("ns", "p")).toBe(false); // the opener lists candidates itself
+    expect(await feed.settled("ns", "p", 20)).toBe(false); // the list is slow: it stops waiting
+    const waiting = feed.settled("ns", "p");
+    answer();
+    expect(await waiting).toBe(true);
+    expect(lists).toBe(1);
+    expect(feed.take(pool, now, first)?.pod.metadata?.name).toBe("a");
+    feed.close();
+  });
+
   it("closes a feed no create asked for within lingerMs", async () => {
     const s = scripted([idlePod("a")]);
     const feed = new IdleFeed({ kube: s.kube, watch: s.watch, log: quiet }, { lingerMs: 1000 });
