@@ -206,6 +206,7 @@ export class IdleFeed {
         if (!feed.synced) await this.list(feed);
       } catch (e) {
         this.deps.log.debug({ pool: feed.pool, err: String(e) }, "idle feed could not list; trying again");
+        feed.listedFirst(); // creates waiting for it list for themselves until a list succeeds
         await pause(retryDelay(quick++), signal);
         continue;
       }

@@ -85,21 +85,27 @@ export async function readTarget(
     // One random shard: the pool's idle count, which sizes the later groups, is not known yet. On
     // a pool of fewer than ~64 idle pods that shard is often empty and the create lists once more.
     const shards = shardOrder(deps.random);
-    // A host whose feed of the pool's idle pods is ready takes candidates from it (ADR 0024).
-    const first = known.then(async (ok) =>
-      ok && !(await deps.idleFeed?.settled(namespace, name))
-        ? listCandidates(deps, namespace, shardGroupSelector(name, shards.slice(0, 1)))
-        : undefined,
-    );
-    first.catch(() => {}); // awaited below, unless the pool read fails first
     // The cached read is shared with this host's other creates of the moment (ADR 0020).
-    const pool = await cachedThenFresh(
+    const poolRead = cachedThenFresh(
       (o) =>
         o.cached && deps.poolReads
           ? deps.poolReads.get(target.pool ?? "", () => orMissing(deps.kube.getPool(namespace, name, o)))
           : deps.kube.getPool(namespace, name, o),
       known,
     );
+    // A host with a feed of the pool's idle pods takes candidates from it (ADR 0024); it opens a
+    // feed only for a pool that exists, so a caller naming pools at random opens none.
+    const listFirst = deps.idleFeed
+      ? Promise.all([known, poolRead]).then(
+          async ([ok, found]) =>
+            ok && found !== undefined && !(await deps.idleFeed?.settled(namespace, name)),
+        )
+      : known;
+    const first = listFirst.then((list) =>
+      list ? listCandidates(deps, namespace, shardGroupSelector(name, shards.slice(0, 1))) : undefined,
+    );
+    first.catch(() => {}); // awaited below, unless the pool read fails first
+    const pool = await poolRead;
     const templateName = pool?.spec.templateName;
     const template = templateName
       ? await cachedThenFresh((o) => deps.kube.getTemplate(templateName, o), known)

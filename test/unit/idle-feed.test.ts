@@ -157,6 +157,19 @@ describe("IdleFeed", () => {
     feed.close();
   });
 
+  it("settled: a feed whose first list failed keeps no create waiting (each lists for itself until a list succeeds)", async () => {
+    const kube = new KubeClient(async () => ({
+      status: 500,
+      body: JSON.stringify({ kind: "Status", code: 500, reason: "InternalError" }),
+    }));
+    const s = scripted([]);
+    const feed = new IdleFeed({ kube, watch: s.watch, log: quiet });
+    expect(await feed.settled("ns", "p")).toBe(false);
+    // Without the failure ending the wait this would hang for the minute asked (the test's timeout ends it).
+    expect(await feed.settled("ns", "p", 60_000)).toBe(false);
+    feed.close();
+  });
+
   it("closes a feed no create asked for within lingerMs", async () => {
     const s = scripted([idlePod("a")]);
     const feed = new IdleFeed({ kube: s.kube, watch: s.watch, log: quiet }, { lingerMs: 1000 });
