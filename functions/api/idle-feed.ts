@@ -3,7 +3,7 @@ import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { idleSelector } from "../../lib/pool/claim-shards.ts";
 import { podFacts } from "../../lib/pool/pod-facts.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
-import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
+import { orderCandidates, pickIdle } from "../../lib/sandboxes/candidates.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
 import type { ApiDeps } from "./deps.ts";
 import { pause } from "./follow-pod.ts";
@@ -120,16 +120,8 @@ export class IdleFeed {
   take(pool: SandboxPool, now: Date, random: () => number): { pod: V1Pod; settle: Settle } | undefined {
     const feed = this.feeds.get(`${pool.metadata?.namespace ?? ""}/${pool.metadata?.name ?? ""}`);
     if (!feed?.synced) return undefined;
-    const window = scaleDownPolicyFor(pool).protectionWindowSeconds * 1000;
-    const unmarked: string[] = [];
-    const marked: string[] = [];
-    for (const [name, entry] of feed.idle) {
-      if (feed.held.has(name)) continue;
-      if (entry.markedAt === undefined) unmarked.push(name);
-      else if (now.getTime() - entry.markedAt < window) marked.push(name);
-    }
-    const names = unmarked.length > 0 ? unmarked : marked;
-    const name = names[Math.min(names.length - 1, Math.floor(random() * names.length))];
+    const window = scaleDownPolicyFor(pool).protectionWindowSeconds;
+    const name = pickIdle(feed.idle, feed.held, now.getTime(), window, random);
     const entry = name === undefined ? undefined : feed.idle.get(name);
     if (name === undefined || !entry) return undefined;
     feed.held.add(name);

@@ -51,3 +51,27 @@ export function orderCandidates(
   }
   return [...shuffle(unmarked, random), ...shuffle(marked, random)];
 }
+
+/**
+ * pickIdle chooses the pod a create takes from a host's feed of idle pods (functions/api/idle-feed.ts):
+ * the same rule as orderCandidates over pods already known claimable, by name. Pods another
+ * create of the host holds are skipped; unmarked pods come before marked ones, and a marked pod
+ * (markedAt, epoch ms) only inside its protection window; at random within each group.
+ */
+export function pickIdle(
+  idle: Iterable<[string, { markedAt?: number }]>,
+  held: ReadonlySet<string>,
+  nowMs: number,
+  protectionWindowSeconds: number,
+  random: () => number,
+): string | undefined {
+  const unmarked: string[] = [];
+  const marked: string[] = [];
+  for (const [name, entry] of idle) {
+    if (held.has(name)) continue;
+    if (entry.markedAt === undefined) unmarked.push(name);
+    else if (nowMs - entry.markedAt < protectionWindowSeconds * 1000) marked.push(name);
+  }
+  const names = unmarked.length > 0 ? unmarked : marked;
+  return names[Math.min(names.length - 1, Math.floor(random() * names.length))];
+}

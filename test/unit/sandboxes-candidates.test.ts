@@ -5,7 +5,7 @@ import {
   type SandboxPhase,
   SCALE_DOWN_PROTECTED_ANNOTATION,
 } from "../../lib/api/keys.ts";
-import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
+import { orderCandidates, pickIdle } from "../../lib/sandboxes/candidates.ts";
 
 const NOW = new Date("2026-05-10T12:00:00Z");
 const WINDOW = 60;
@@ -135,5 +135,25 @@ describe("orderCandidates: order", () => {
     const a = names(orderCandidates(idle, NOW, WINDOW, mulberry32(1)));
     const b = names(orderCandidates(idle, NOW, WINDOW, mulberry32(2)));
     expect(a[0]).not.toBe(b[0]);
+  });
+});
+
+describe("pickIdle: which pod of a host's feed a create takes", () => {
+  const at = Date.parse("2026-11-24T12:00:00Z");
+  const feed: [string, { markedAt?: number }][] = [
+    ["a", {}],
+    ["b", {}],
+    ["m", { markedAt: at - 5_000 }],
+    ["old", { markedAt: at - 10_000 }],
+  ];
+  it("takes an unmarked pod no other create holds, at random", () => {
+    expect(pickIdle(feed, new Set(), at, 10, () => 0)).toBe("a");
+    expect(pickIdle(feed, new Set(), at, 10, () => 0.99)).toBe("b");
+    expect(pickIdle(feed, new Set(["a"]), at, 10, () => 0)).toBe("b");
+  });
+  it("takes a marked pod only when no unmarked one is free, and only inside its window", () => {
+    expect(pickIdle(feed, new Set(["a", "b"]), at, 10, () => 0.99)).toBe("m");
+    expect(pickIdle(feed, new Set(["a", "b", "m"]), at, 10, () => 0)).toBeUndefined();
+    expect(pickIdle([], new Set(), at, 10, () => 0)).toBeUndefined();
   });
 });
