@@ -2,29 +2,13 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { orMissing } from "../../lib/kube/errors.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
 import type { ApiDeps } from "./deps.ts";
-import { IDLE_WATCH_SECONDS } from "./idle-dispatch.ts";
+import { paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
 
 /**
  * Seen takes each newer version of a followed pod (undefined: the pod is gone) and returns true
  * once it needs no more.
  */
 export type Seen = (pod: V1Pod | undefined) => boolean;
-
-/** QUICK_END_MS: a watch that ends sooner than this is paced before it is opened again. */
-const QUICK_END_MS = 1000;
-
-/** pause waits ms, or less when signal aborts first. */
-export function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
-}
 
 /**
  * followPod hands `seen` each version of one pod after `from` (no polling) until seen says done
@@ -54,7 +38,7 @@ export async function watchOnePod(
   const namespace = from.metadata?.namespace ?? "";
   const name = from.metadata?.name ?? "";
   // The version the next watch resumes from: the last event's, bookmarks included.
-  let resumeFrom = from.metadata?.resourceVersion;
+  const cursor = { resumeFrom: from.metadata?.resourceVersion };
   let reread = false;
   let quick = 0;
   while (!signal.aborted) {
@@ -73,51 +57,20 @@ export async function watchOnePod(
       }
       reread = false;
       if (seen(read.pod) || !read.pod) return;
-      resumeFrom = read.pod.metadata?.resourceVersion;
+      cursor.resumeFrom = read.pod.metadata?.resourceVersion;
     }
-    let done = false;
     const opened = Date.now();
-    const failed = await deps
-      .watch(
-        {
-          method: "GET",
-          path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
-          query: {
-            fieldSelector: `metadata.name=${name}`,
-            resourceVersion: resumeFrom,
-            allowWatchBookmarks: "true",
-            // Renewed now and then, like the idle watch: a dead stream is noticed and reopened.
-            timeoutSeconds: String(IDLE_WATCH_SECONDS),
-          },
-        },
-        (event) => {
-          if (event.type === "ERROR") {
-            reread = true;
-            return true;
-          }
-          const pod = event.object as V1Pod;
-          resumeFrom = pod.metadata?.resourceVersion ?? resumeFrom;
-          if (event.type === "BOOKMARK") return false;
-          done = seen(event.type === "DELETED" ? undefined : pod);
-          return done;
-        },
-        signal,
-      )
-      .then(
-        () => false,
-        (e: unknown) => {
-          deps.log.debug(
-            { pod: `${namespace}/${name}`, err: String(e) },
-            "waiter's watch failed; reading again",
-          );
-          return true;
-        },
-      );
-    if (done || signal.aborted) return;
-    // A watch that failed, or ended at once, is opened again after a pause that grows while they
-    // keep doing so, never in a tight loop; a failed one starts over from a read.
-    if (failed) reread = true;
-    quick = Date.now() - opened < QUICK_END_MS ? quick + 1 : 0;
-    if (quick > 0) await pause(retryDelay(quick - 1), signal);
+    const end = await watchPodsFrom(
+      deps,
+      { namespace, selector: { fieldSelector: `metadata.name=${name}` }, cursor },
+      (pod, deleted) => seen(deleted ? undefined : pod),
+      signal,
+      "waiter's watch failed; reading again",
+    );
+    if (end === "stopped" || signal.aborted) return;
+    // A watch that cannot go on from its version (410 Gone), or failed, starts over from a read;
+    // any that failed or ended at once is paced first.
+    if (end === "gone" || end === "failed") reread = true;
+    quick = await paceReopen(quick, opened, end === "failed", signal);
   }
 }

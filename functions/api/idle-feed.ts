@@ -6,8 +6,8 @@ import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { orderCandidates, pickIdle } from "../../lib/sandboxes/candidates.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
 import type { ApiDeps } from "./deps.ts";
-import { pause } from "./follow-pod.ts";
 import { IDLE_WATCH_SECONDS } from "./idle-dispatch.ts";
+import { paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
 
 /** Feed is one pool's idle pods as this process's list and watch of them last said. */
 interface Feed {
@@ -203,43 +203,28 @@ export class IdleFeed {
         continue;
       }
       const opened = Date.now();
-      const failed = await this.deps
-        .watch(
-          {
-            method: "GET",
-            path: `/api/v1/namespaces/${encodeURIComponent(feed.namespace)}/pods`,
-            query: {
-              labelSelector: idleSelector(feed.pool),
-              resourceVersion: feed.resumeFrom,
-              allowWatchBookmarks: "true",
-              // Short enough that a feed nobody asks for closes soon after its linger.
-              timeoutSeconds: String(Math.min(IDLE_WATCH_SECONDS, Math.ceil(this.lingerMs / 1000))),
-            },
+      const end = await watchPodsFrom(
+        this.deps,
+        {
+          namespace: feed.namespace,
+          selector: { labelSelector: idleSelector(feed.pool) },
+          cursor: feed,
+          // Short enough that a feed nobody asks for closes soon after its linger.
+          timeoutSeconds: Math.min(IDLE_WATCH_SECONDS, Math.ceil(this.lingerMs / 1000)),
+          // The watch cannot go on from its version (410 Gone): stop offering what it said; list again.
+          onGone: () => {
+            feed.synced = false;
           },
-          (event) => {
-            if (event.type === "ERROR") {
-              // The watch cannot go on from its version (410 Gone): list again.
-              feed.synced = false;
-              return true;
-            }
-            const pod = event.object as V1Pod;
-            feed.resumeFrom = pod.metadata?.resourceVersion ?? feed.resumeFrom;
-            if (event.type === "DELETED") feed.idle.delete(pod.metadata?.name ?? "");
-            else if (event.type !== "BOOKMARK") this.put(feed.idle, pod);
-            return false;
-          },
-          signal,
-        )
-        .then(
-          () => false,
-          (e: unknown) => {
-            if (!signal.aborted)
-              this.deps.log.debug({ err: String(e) }, "idle feed's watch failed; resuming");
-            return true;
-          },
-        );
-      quick = failed || Date.now() - opened < 1000 ? quick + 1 : 0;
-      if (quick > 0) await pause(retryDelay(quick - 1), signal);
+        },
+        (pod, deleted) => {
+          if (deleted) feed.idle.delete(pod.metadata?.name ?? "");
+          else this.put(feed.idle, pod);
+          return false;
+        },
+        signal,
+        "idle feed's watch failed; resuming",
+      );
+      quick = await paceReopen(quick, opened, end === "failed", signal);
     }
     feed.controller.abort();
     feed.listedFirst();

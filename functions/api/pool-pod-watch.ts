@@ -4,8 +4,8 @@ import { orMissing } from "../../lib/kube/errors.ts";
 import { resourceVersionOf } from "../../lib/kube/resource-version.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
 import type { ApiDeps } from "./deps.ts";
-import { pause, type Seen, watchOnePod } from "./follow-pod.ts";
-import { IDLE_WATCH_SECONDS } from "./idle-dispatch.ts";
+import { type Seen, watchOnePod } from "./follow-pod.ts";
+import { paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
 
 /** Follower is one waiting create: the pod it follows and the newest version it was handed. */
 interface Follower {
@@ -32,7 +32,8 @@ interface Stream {
    * over after a 410). A follower whose claim is older reads its pod once.
    */
   covered: bigint | undefined;
-  resumeFrom: string;
+  /** resumeFrom: the version the next watch resumes from (the last event's, bookmarks included). */
+  resumeFrom: string | undefined;
   controller: AbortController;
   linger?: ReturnType<typeof setTimeout>;
 }
@@ -44,9 +45,6 @@ export interface PoolPodWatchOptions {
   /** keepMs: how long a reported version is kept for a follower that comes after it (default 10 s). */
   keepMs?: number;
 }
-
-/** QUICK_END_MS: a watch that ends sooner than this is paced before it is opened again. */
-const QUICK_END_MS = 1000;
 
 /**
  * PoolPodWatch follows claimed pods for the creates waiting for them in this process: one watch
@@ -190,45 +188,26 @@ export class PoolPodWatch {
     const { signal } = stream.controller;
     let quick = 0;
     while (!signal.aborted) {
-      let gone = false;
       const opened = Date.now();
-      const failed = await this.deps
-        .watch(
-          {
-            method: "GET",
-            path: `/api/v1/namespaces/${encodeURIComponent(stream.namespace)}/pods`,
-            query: {
-              labelSelector: `${SANDBOX_POOL_LABEL}=${stream.pool}`,
-              resourceVersion: stream.resumeFrom,
-              allowWatchBookmarks: "true",
-              timeoutSeconds: String(IDLE_WATCH_SECONDS),
-            },
-          },
-          (event) => {
-            if (event.type === "ERROR") {
-              gone = true;
-              return true;
-            }
-            const pod = event.object as V1Pod;
-            stream.resumeFrom = pod.metadata?.resourceVersion ?? stream.resumeFrom;
-            if (event.type !== "BOOKMARK") this.onEvent(stream, pod, event.type === "DELETED");
-            return false;
-          },
-          signal,
-        )
-        .then(
-          () => false,
-          (e: unknown) => {
-            if (!signal.aborted) this.deps.log.debug({ err: String(e) }, "pool pod watch failed; resuming");
-            return true;
-          },
-        );
+      const end = await watchPodsFrom(
+        this.deps,
+        {
+          namespace: stream.namespace,
+          selector: { labelSelector: `${SANDBOX_POOL_LABEL}=${stream.pool}` },
+          cursor: stream,
+        },
+        (pod, deleted) => {
+          this.onEvent(stream, pod, deleted);
+          return false;
+        },
+        signal,
+        "pool pod watch failed; resuming",
+      );
       if (signal.aborted) return;
       // The watch cannot go on from its version (410 Gone): start over from now, and read the
       // followers' pods, whose versions in between the stream will never see.
-      if (gone) await this.startOver(stream);
-      quick = failed || Date.now() - opened < QUICK_END_MS ? quick + 1 : 0;
-      if (quick > 0) await pause(retryDelay(quick - 1), signal);
+      if (end === "gone") await this.startOver(stream);
+      quick = await paceReopen(quick, opened, end === "failed", signal);
     }
   }
 

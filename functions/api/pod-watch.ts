@@ -1,0 +1,98 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { retryDelay } from "../../lib/util/backoff.ts";
+import type { ApiDeps } from "./deps.ts";
+import { IDLE_WATCH_SECONDS } from "./idle-dispatch.ts";
+
+/** QUICK_END_MS: a watch that ends sooner than this is paced before it is opened again. */
+const QUICK_END_MS = 1000;
+
+/** pause waits ms, or less when signal aborts first. */
+export function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+/**
+ * paceReopen is what a watch loop does between two watches: a watch that failed or ended within
+ * QUICK_END_MS counts one more quick end and waits a pause that grows with them (never a tight
+ * loop); one that lasted resets the count. It resolves with the new count.
+ */
+export async function paceReopen(
+  quick: number,
+  openedAt: number,
+  failed: boolean,
+  signal: AbortSignal,
+): Promise<number> {
+  const next = failed || Date.now() - openedAt < QUICK_END_MS ? quick + 1 : 0;
+  if (next > 0) await pause(retryDelay(next - 1), signal);
+  return next;
+}
+
+/** PodWatch is one watch of a namespace's pods: by label or field selector, resumed from a version. */
+export interface PodWatch {
+  namespace: string;
+  selector: { labelSelector: string } | { fieldSelector: string };
+  /** resumeFrom is advanced to each event's version, bookmarks included. */
+  cursor: { resumeFrom?: string | undefined };
+  timeoutSeconds?: number;
+  /** onGone runs the moment the apiserver says it cannot go on (before the watch has closed). */
+  onGone?: () => void;
+}
+
+/** WatchEnd is how one watch ended: onPod stopped it, 410 Gone, a failed request, or the apiserver closed it. */
+export type WatchEnd = "stopped" | "gone" | "failed" | "ended";
+
+/**
+ * watchPodsFrom runs one watch of pods from the cursor's version (bookmarks asked for, renewed by
+ * the apiserver after timeoutSeconds, IDLE_WATCH_SECONDS by default). onPod sees each pod
+ * (deleted: gone, or out of the selection) and returns true to stop. A watch the apiserver cannot
+ * continue from that version (an ERROR event, e.g. 410 Gone) ends "gone"; a failed request is
+ * logged with `what` and ends "failed".
+ */
+export async function watchPodsFrom(
+  deps: Pick<ApiDeps, "watch" | "log">,
+  watch: PodWatch,
+  onPod: (pod: V1Pod, deleted: boolean) => boolean,
+  signal: AbortSignal,
+  what: string,
+): Promise<WatchEnd> {
+  let end: WatchEnd = "ended";
+  await deps
+    .watch(
+      {
+        method: "GET",
+        path: `/api/v1/namespaces/${encodeURIComponent(watch.namespace)}/pods`,
+        query: {
+          ...watch.selector,
+          resourceVersion: watch.cursor.resumeFrom,
+          allowWatchBookmarks: "true",
+          timeoutSeconds: String(watch.timeoutSeconds ?? IDLE_WATCH_SECONDS),
+        },
+      },
+      (event) => {
+        if (event.type === "ERROR") {
+          end = "gone";
+          watch.onGone?.();
+          return true;
+        }
+        const pod = event.object as V1Pod;
+        watch.cursor.resumeFrom = pod.metadata?.resourceVersion ?? watch.cursor.resumeFrom;
+        if (event.type === "BOOKMARK" || !onPod(pod, event.type === "DELETED")) return false;
+        end = "stopped";
+        return true;
+      },
+      signal,
+    )
+    .catch((e: unknown) => {
+      if (!signal.aborted) deps.log.debug({ watch: watch.selector, err: String(e) }, what);
+      end = "failed";
+    });
+  return end;
+}
