@@ -5,7 +5,6 @@ import {
   insertParams,
   page,
   type Row,
-  SCHEMA,
   SELECT_ONE,
   selectQuery,
 } from "../../lib/history/sql.ts";
@@ -20,54 +19,60 @@ export interface D1Like {
       all<T = Record<string, unknown>>(): Promise<{ results: T[] }>;
     };
   };
-  exec(sql: string): Promise<unknown>;
 }
+
+/** MIGRATE is what to run when the table is missing (README, Deploying to Cloudflare). */
+const MIGRATE = "npx wrangler d1 migrations apply agentbox-history --remote";
 
 /**
  * D1HistoryStore is the Worker's history backend: D1 (SQLite at the edge) with the same schema and
- * queries as the Node host's store (lib/history/sql.ts), so records and pages are identical. The
- * schema is applied once per isolate (CREATE … IF NOT EXISTS), or ahead of time as a migration.
+ * queries as the Node host's store (lib/history/sql.ts), so records and pages are identical. It
+ * runs no DDL: the schema is D1's migrations (infra/worker/migrations, equal to SCHEMA), applied
+ * at deploy time, so no request pays for schema statements and an index is built once, out of
+ * band, not inside the first requests of every isolate. A database without them gets an error
+ * that names the command.
  */
 export class D1HistoryStore implements HistoryStore {
-  private ready: Promise<void> | undefined;
   private readonly db: D1Like;
 
   constructor(db: D1Like) {
     this.db = db;
   }
 
-  private schema(): Promise<void> {
-    this.ready ??= (async () => {
-      for (const stmt of SCHEMA) await this.db.prepare(stmt).bind().run();
-    })().catch((e: unknown) => {
-      this.ready = undefined;
-      throw e;
-    });
-    return this.ready;
-  }
-
   async put(record: SandboxRecord): Promise<"inserted" | "exists"> {
-    await this.schema();
-    const res = await this.db
-      .prepare(INSERT)
-      .bind(...insertParams(record))
-      .run();
+    const res = await migrated(
+      this.db
+        .prepare(INSERT)
+        .bind(...insertParams(record))
+        .run(),
+    );
     return res.meta.changes === 1 ? "inserted" : "exists";
   }
 
   async get(sandboxId: string): Promise<SandboxRecord | undefined> {
-    await this.schema();
-    const row = await this.db.prepare(SELECT_ONE).bind(sandboxId).first<Row>();
+    const row = await migrated(this.db.prepare(SELECT_ONE).bind(sandboxId).first<Row>());
     return row ? fromRow(row) : undefined;
   }
 
   async query(q: HistoryQuery): Promise<HistoryPage> {
-    await this.schema();
     const { sql, params, limit } = selectQuery(q);
-    const { results } = await this.db
-      .prepare(sql)
-      .bind(...params)
-      .all<Row>();
+    const { results } = await migrated(
+      this.db
+        .prepare(sql)
+        .bind(...params)
+        .all<Row>(),
+    );
     return page(results, limit);
   }
+}
+
+/** migrated names the missing migration when D1 has no history table. */
+function migrated<T>(statement: Promise<T>): Promise<T> {
+  return statement.catch((e: unknown) => {
+    if (/no such table: sandbox_history/.test(String(e)))
+      throw new Error(
+        `the D1 history database has no sandbox_history table: apply its migrations (${MIGRATE})`,
+      );
+    throw e;
+  });
 }

@@ -24,27 +24,26 @@ import { fetchKubeTransport, fetchKubeWatch } from "../../lib/kube/fetch-transpo
 import { consoleLog, type Log } from "../../lib/log.ts";
 import { EXPOSITION_CONTENT_TYPE, poolExposition } from "../../lib/metrics/pool-exposition.ts";
 import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
-import { importSealKeys, type SealKeys } from "../../lib/sandboxes/sealing.ts";
 import { parseTeamLimits, type TeamLimits } from "../../lib/sandboxes/team-limits.ts";
 import { auditEnvTargets, auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
 import { createApp } from "../app.ts";
 import { readWorkerEnv, type WorkerBindings, type WorkerConfig } from "./config.ts";
-import { D1HistoryStore, type D1Like } from "./d1-history.ts";
+import type { D1Like } from "./d1-history.ts";
+import { isolateOf } from "./isolate.ts";
+import { misconfigured } from "./misconfigured.ts";
 
 /** WorkerContext is the part of the Workers ExecutionContext the host uses. */
 interface WorkerContext {
   waitUntil(promise: Promise<unknown>): void;
 }
 
-/** sealKeys derives the sealing keys once per isolate and secret (derivation, not state). */
-let sealed: { secret: string; keys: Promise<SealKeys> } | undefined;
-function sealKeys(secret: string): Promise<SealKeys> {
-  if (sealed?.secret !== secret) sealed = { secret, keys: importSealKeys(secret) };
-  return sealed.keys;
-}
-
-/** workerDeps builds the steps' and the API's dependencies from the validated configuration. */
+/**
+ * workerDeps builds the steps' and the API's dependencies from the validated configuration: per
+ * invocation the client and the marks, per isolate (isolateOf) the history store, the shared
+ * reads of the keys Secret and the sealing keys.
+ */
 async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): Promise<ApiDeps> {
+  const isolate = isolateOf(env.HISTORY as unknown as D1Like);
   // An [[mtls_certificates]] binding (KUBE_MTLS) presents a client certificate; else global fetch.
   const mtls = env.KUBE_MTLS;
   const kube = {
@@ -57,7 +56,7 @@ async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): 
 
   const deps: StepDeps = {
     kube: new KubeClient(fetchKubeTransport(kube)),
-    history: new D1HistoryStore(env.HISTORY as unknown as D1Like),
+    history: isolate.history,
     now: () => new Date(),
     log,
     digests: referenceDigestResolver,
@@ -81,7 +80,7 @@ async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): 
       : {}),
     ...(config.SEALING_KEY
       ? {
-          postStart: postStartDeps(await sealKeys(config.SEALING_KEY), (i, r) => fetch(i, r)),
+          postStart: postStartDeps(await isolate.sealKeys(config.SEALING_KEY), (i, r) => fetch(i, r)),
         }
       : {}),
   };
@@ -95,6 +94,8 @@ async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): 
     stamps: new CreateStamps(deps),
     ...(config.ENVD_PORT ? { envdPort: config.ENVD_PORT } : {}),
     ...teamLimitsOf(config),
+    keyReads: isolate.keyReads,
+    keyCacheReads: isolate.keyCacheReads,
     watch: fetchKubeWatch(kube),
   };
 }
@@ -105,20 +106,11 @@ function teamLimitsOf(config: WorkerConfig): { teamLimits?: TeamLimits } {
   return limits.ok && limits.value ? { teamLimits: limits.value } : {};
 }
 
-const misconfigured = (errors: string[]) =>
-  Response.json(
-    { error: { code: "Misconfigured", message: "the Worker is misconfigured", fields: errors } },
-    { status: 500 },
-  );
-
 export default {
   async fetch(request: Request, env: WorkerBindings, ctx: WorkerContext): Promise<Response> {
     const log = consoleLog({ host: "worker" });
     const config = readWorkerEnv(env);
-    if (!config.ok) {
-      log.error({ errors: config.errors }, "misconfigured");
-      return misconfigured(config.errors);
-    }
+    if (!config.ok) return misconfigured(request, env.ADMIN_TOKEN, config.errors, log);
     const api = await workerDeps(config.value, env, log);
     const app = createApp({
       callbackToken: config.value.CALLBACK_TOKEN,
@@ -179,8 +171,9 @@ export default {
 
   /**
    * scheduled runs TICK_PASSES passes over every pool, TICK_SPACING_SECONDS apart (Workers cron
-   * fires at most once a minute; 5 passes 10 s apart keep the Node host's 10 s safety net). A pass
-   * that fails logs one error line and fails the invocation: never a silent success.
+   * fires at most once a minute; 5 passes 10 s apart keep the Node host's 10 s safety net), over
+   * TICK_NAMESPACE's pools and Envs only when it is set (a namespace-scoped token can list nothing
+   * else). A pass that fails logs one error line and fails the invocation: never a silent success.
    */
   async scheduled(_event: unknown, env: WorkerBindings, _ctx: WorkerContext): Promise<void> {
     const log = consoleLog({ host: "worker", trigger: "cron" });
@@ -198,6 +191,7 @@ export default {
           periodMs: spacingMs,
           jitter: 0,
           concurrency: config.value.TICK_CONCURRENCY,
+          ...(config.value.TICK_NAMESPACE ? { namespace: config.value.TICK_NAMESPACE } : {}),
         });
         log.info({ pass, ...report }, "tick");
         if (report.envsSkipped)

@@ -5,6 +5,7 @@ import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import { parseExposition, sampleOf } from "../../lib/metrics/parse-exposition.ts";
 import { createTemplateAndEnv, ENVS, TEMPLATES } from "./support/envs.ts";
 import { kube, newNamespace, until, watchPodUntil } from "./support/kube.ts";
+import { namespacedToken } from "./support/scoped-token.ts";
 import { isReady, POOLS, phaseOf, poolObject, testDeps } from "./support/steps.ts";
 import { buildWorker, cron, DOWN_HOST, dispatch, startWorker } from "./support/worker.ts";
 
@@ -35,17 +36,27 @@ const call = (
       ...init.headers,
     },
   });
-const tickOnce = () => cron(mf);
-const pods = async () =>
-  (await core.listNamespacedPod({ namespace: ns, labelSelector: "agentbox.navix.sh/sandbox-pool=w" })).items;
+const pods = async (namespace = ns, pool = "w") =>
+  (await core.listNamespacedPod({ namespace, labelSelector: `agentbox.navix.sh/sandbox-pool=${pool}` }))
+    .items;
 
-/** tickUntil runs the Worker's cron handler until check holds (the tick is the Worker's reconcile). */
-async function tickUntil<T>(what: string, check: () => Promise<T | undefined | false>): Promise<T> {
-  return until(what, 60_000, async () => {
-    const result = await tickOnce();
-    expect(result.outcome).toBe("ok");
-    return check();
+/**
+ * tickUntil runs a Worker's cron handler (this file's Worker unless told) until check holds (the
+ * tick is the Worker's reconcile). An invocation that fails ends the wait at once and fails the test.
+ */
+async function tickUntil<T>(
+  what: string,
+  check: () => Promise<T | undefined | false>,
+  worker: () => Miniflare = () => mf,
+): Promise<T> {
+  const got = await until(what, 60_000, async () => {
+    const tick = await cron(worker());
+    if (tick.outcome !== "ok") return { tick };
+    const value = await check();
+    return value ? { tick, value } : undefined;
   });
+  expect(got.tick.outcome).toBe("ok");
+  return got.value as T;
 }
 
 beforeAll(async () => {
@@ -53,7 +64,7 @@ beforeAll(async () => {
   const created = await newNamespace(core, "worker");
   ns = created.ns;
   cleanups.push(created.cleanup);
-  mf = startWorker(script, cluster, { TICK_NAMESPACE: ns, CLUSTER_ID: "local" });
+  mf = await startWorker(script, cluster, { TICK_NAMESPACE: ns, CLUSTER_ID: "local" });
   cleanups.push(() => mf.dispose());
   await core.createNamespace({ body: { metadata: { name: keys.namespace } } }).catch(() => {});
   apiKey = await createApiKey(
@@ -117,7 +128,7 @@ describe("the Worker in workerd", () => {
     expect(((await manual.json()) as { report: { found: boolean } }).report.found).toBe(true);
 
     // Without CLUSTER_ID the Env step refuses, naming the setting; the pools still tick.
-    const noId = startWorker(script, cluster, { TICK_NAMESPACE: ns });
+    const noId = await startWorker(script, cluster, { TICK_NAMESPACE: ns });
     try {
       const refused = await noId.dispatchFetch(
         `https://worker.test/functions/reconcile-env?namespace=${ns}&env=edge`,
@@ -134,6 +145,68 @@ describe("the Worker in workerd", () => {
     } finally {
       await noId.dispose();
     }
+  });
+
+  it("with a token scoped to TICK_NAMESPACE, the tick reconciles that namespace and nothing else", async () => {
+    const scoped = await newNamespace(core, "worker-scoped");
+    const elsewhere = await newNamespace(core, "worker-else");
+    cleanups.push(scoped.cleanup, elsewhere.cleanup);
+    const token = await namespacedToken(kc, core, scoped.ns);
+    await custom.createNamespacedCustomObject({
+      ...POOLS,
+      namespace: scoped.ns,
+      body: poolObject(scoped.ns, "s", 1),
+    });
+    await custom.createNamespacedCustomObject({
+      ...POOLS,
+      namespace: elsewhere.ns,
+      body: poolObject(elsewhere.ns, "e", 1),
+    });
+    const worker = await startWorker(script, cluster, { KUBE_TOKEN: token, TICK_NAMESPACE: scoped.ns });
+    cleanups.push(() => worker.dispose());
+    await tickUntil(
+      "the scoped pool's pod",
+      async () => (await pods(scoped.ns, "s")).length === 1,
+      () => worker,
+    );
+    expect(await pods(elsewhere.ns, "e")).toEqual([]);
+    const other = (await custom.getNamespacedCustomObject({
+      ...POOLS,
+      namespace: elsewhere.ns,
+      name: "e",
+    })) as {
+      status?: unknown;
+    };
+    expect(other.status).toBeUndefined();
+  });
+
+  it("shares the API key reads among an isolate's requests and runs no DDL: D1 has the migrations", async () => {
+    const keySecret = `/api/v1/namespaces/${keys.namespace}/secrets/${keys.name}`;
+    let keyReads = 0;
+    const worker = await startWorker(script, cluster, { TICK_NAMESPACE: ns }, (req) => {
+      if (req.method === "GET" && new URL(req.url).pathname === keySecret) keyReads++;
+    });
+    cleanups.push(() => worker.dispose());
+    const history = async () => {
+      const res = await worker.dispatchFetch(`https://worker.test/v1/history?namespace=${ns}`, {
+        headers: { "x-api-key": apiKey },
+      });
+      await res.text();
+      return res.status;
+    };
+    expect(await history()).toBe(200);
+    // A schema statement run per request would bring this index back (the Worker runs none).
+    const d1 = await worker.getD1Database("HISTORY");
+    await d1.prepare("DROP INDEX sandbox_history_time").run();
+    const answers = await Promise.all(Array.from({ length: 6 }, history));
+    expect(answers).toEqual(Array(6).fill(200));
+    const index = await d1
+      .prepare("SELECT name FROM sqlite_master WHERE name = 'sandbox_history_time'")
+      .first();
+    expect(index).toBeNull();
+    // 7 key checks: one read of the keys Secret shared by all (two if a second passed meanwhile).
+    expect(keyReads).toBeGreaterThan(0);
+    expect(keyReads).toBeLessThanOrEqual(2);
   });
 
   it("serves the admission and audit webhooks, authenticated by the callback token", async () => {
@@ -236,20 +309,26 @@ describe("the Worker in workerd", () => {
   });
 
   it("bad configuration gives a clear error and a failed tick, never a silent success", async () => {
-    const missing = startWorker(script, cluster, { KUBE_TOKEN: undefined, TICK_NAMESPACE: ns });
-    const unreachable = startWorker(script, cluster, {
+    const missing = await startWorker(script, cluster, { KUBE_TOKEN: undefined, TICK_NAMESPACE: ns });
+    const unreachable = await startWorker(script, cluster, {
       KUBE_API_URL: `https://${DOWN_HOST}`,
       TICK_NAMESPACE: ns,
     });
     try {
+      // An API key is no admin: the caller learns the Worker is misconfigured, not how.
       const res = await missing.dispatchFetch("https://worker.test/v1/sandboxes", {
         headers: { "x-api-key": apiKey },
       });
       expect(res.status).toBe(500);
-      const body = (await res.json()) as { error: { code: string; fields: string[] } };
+      const body = (await res.json()) as { error: { code: string; fields?: string[] } };
       expect(body.error.code).toBe("Misconfigured");
-      expect(body.error.fields.join("\n")).toContain("KUBE_TOKEN");
-      expect(JSON.stringify(body)).not.toContain(cluster.callbackToken);
+      expect(body.error.fields).toBeUndefined();
+      const admin = await missing.dispatchFetch("https://worker.test/v1/sandboxes", {
+        headers: { authorization: `Bearer ${cluster.functionsToken}` },
+      });
+      const details = (await admin.json()) as { error: { code: string; fields: string[] } };
+      expect(details.error.fields.join("\n")).toContain("KUBE_TOKEN");
+      expect(JSON.stringify(details)).not.toContain(cluster.callbackToken);
       expect((await cron(missing)).outcome).not.toBe("ok");
 
       const down = await unreachable.dispatchFetch("https://worker.test/v1/sandboxes", {

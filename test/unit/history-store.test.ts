@@ -5,6 +5,8 @@ import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it } from "vitest";
 import { SqliteHistoryStore } from "../../hosts/node/sqlite-history.ts";
 import type { SandboxRecord } from "../../lib/history/record.ts";
+import { SCHEMA, selectQuery } from "../../lib/history/sql.ts";
+import type { HistoryQuery } from "../../lib/history/store.ts";
 
 // The Node history backend on a real (in-memory) SQLite database, with the shared SQL.
 
@@ -25,8 +27,35 @@ const record = (i: number, over: Partial<SandboxRecord> = {}): SandboxRecord => 
   ...over,
 });
 
-let store: SqliteHistoryStore;
-afterEach(() => store?.close());
+const tempPath = () => join(mkdtempSync(join(tmpdir(), "history-")), "history.sqlite");
+
+/**
+ * whileHeld runs op while other holds its transaction, committed 300 ms later, and checks that op
+ * waited off the thread: blocking on the lock would hold this thread, so the COMMIT could never run.
+ */
+async function whileHeld<T>(other: DatabaseSync, op: () => Promise<T>): Promise<T> {
+  let ticks = 0;
+  const ticker = setInterval(() => ticks++, 10);
+  const commit = setTimeout(() => other.exec("COMMIT"), 300);
+  const started = Date.now();
+  let result: T;
+  try {
+    result = await op();
+  } finally {
+    clearInterval(ticker);
+    clearTimeout(commit);
+    other.close();
+  }
+  expect(Date.now() - started).toBeLessThan(2000);
+  expect(ticks).toBeGreaterThan(10);
+  return result;
+}
+
+let store: SqliteHistoryStore | undefined;
+afterEach(() => {
+  store?.close();
+  store = undefined;
+});
 
 describe("SqliteHistoryStore", () => {
   it("round-trips a record and keeps the first write for a sandbox ID", async () => {
@@ -44,25 +73,56 @@ describe("SqliteHistoryStore", () => {
   });
 
   it("waits off the thread while another connection holds the write lock, then writes", async () => {
-    const path = join(mkdtempSync(join(tmpdir(), "history-")), "history.sqlite");
+    const path = tempPath();
     store = new SqliteHistoryStore(path);
     // The other thread's connection (here: another connection in this one) holds the write lock.
     const other = new DatabaseSync(path);
     other.exec("BEGIN IMMEDIATE");
-    let ticks = 0;
-    const ticker = setInterval(() => ticks++, 10);
-    setTimeout(() => other.exec("COMMIT"), 300);
-    const started = Date.now();
-    try {
-      // Blocking on the lock would hold this thread, so the COMMIT above could never run.
-      expect(await store.put(record(7))).toBe("inserted");
-    } finally {
-      clearInterval(ticker);
-      other.close();
-    }
-    expect(Date.now() - started).toBeLessThan(2000);
-    expect(ticks).toBeGreaterThan(10);
+    const opened = store;
+    expect(await whileHeld(other, () => opened.put(record(7)))).toBe("inserted");
     expect(await store.get(record(7).sandboxId)).toEqual(record(7));
+  });
+
+  it("answers a read while another connection holds the write lock its schema needs, waiting off the thread", async () => {
+    // The Node host's two threads open one file: here the other thread's connection is creating
+    // it (a write transaction) when this one opens it and serves /v1/history.
+    const path = tempPath();
+    const other = new DatabaseSync(path);
+    other.exec("PRAGMA journal_mode = WAL; BEGIN IMMEDIATE; CREATE TABLE other_thread (x)");
+    const page = await whileHeld(other, () => {
+      store = new SqliteHistoryStore(path);
+      return store.query({ namespace: "ns" });
+    });
+    expect(page).toEqual({ records: [] });
+    expect(await store?.put(record(3))).toBe("inserted");
+  });
+
+  it("brings a database of the first schema up to date, keeping its records", async () => {
+    const path = tempPath();
+    const old = new DatabaseSync(path);
+    old.exec(SCHEMA[0] ?? "");
+    old.exec("CREATE INDEX sandbox_history_pool ON sandbox_history (namespace, pool, terminated_at DESC)");
+    old.exec("CREATE INDEX sandbox_history_owner ON sandbox_history (team, user, terminated_at DESC)");
+    old.close();
+    const before = new SqliteHistoryStore(path);
+    await before.put(record(1));
+    before.close();
+    store = new SqliteHistoryStore(path);
+    expect((await store.query({ team: "a" })).records).toEqual([record(1)]);
+    const check = new DatabaseSync(path);
+    const indexes = check
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
+      .all()
+      .map((r) => r.name);
+    check.close();
+    expect(indexes).toEqual([
+      "sandbox_history_namespace_time",
+      "sandbox_history_owner_time",
+      "sandbox_history_pool_time",
+      "sandbox_history_team_time",
+      "sandbox_history_time",
+      "sandbox_history_user_time",
+    ]);
   });
 
   it("filters by namespace, pool, team, user and time range, newest first", async () => {
@@ -95,5 +155,50 @@ describe("SqliteHistoryStore", () => {
     expect(seen).toHaveLength(25);
     expect(new Set(seen).size).toBe(25);
     await expect(store.query({ after: "garbage" })).rejects.toThrow(/after/);
+  });
+});
+
+describe("the history queries' plans", () => {
+  it("read every filter, with and without a cursor, from an index in keyset order: no table scan, no sort", async () => {
+    store = new SqliteHistoryStore(":memory:");
+    for (let i = 0; i < 3; i++) await store.put(record(i));
+    const after = (await store.query({ limit: 1 })).next;
+    expect(after).toBeDefined();
+    const db = new DatabaseSync(":memory:");
+    for (const stmt of SCHEMA) db.exec(stmt);
+    const range = { from: "2026-11-21T10:00:00Z", to: "2026-11-21T11:00:00Z" };
+    const filters: HistoryQuery[] = [
+      {},
+      range,
+      { namespace: "ns" },
+      { pool: "odd" },
+      { namespace: "ns", pool: "odd" },
+      { team: "a" },
+      { user: "u1" },
+      // A tenant's queries: its team and user always, its other filters on top.
+      { team: "a", user: "u1" },
+      { team: "a", user: "u1", namespace: "ns", pool: "odd" },
+      { team: "a", user: "u1", ...range },
+      { namespace: "ns", ...range },
+    ];
+    const plans = filters.flatMap((f) =>
+      [f, { ...f, after }].map((q) => {
+        const { sql, params } = selectQuery(q);
+        const plan = db
+          .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+          .all(...params)
+          .map((r) => String(r.detail));
+        return { q, plan };
+      }),
+    );
+    db.close();
+    for (const { q, plan } of plans) {
+      // No filter and no cursor: the newest page is the time index's first entries.
+      const pattern =
+        Object.keys(q).length === 0
+          ? /^SCAN sandbox_history USING INDEX sandbox_history_time$/
+          : /^SEARCH sandbox_history USING INDEX sandbox_history_(\w+_)?time \(/;
+      expect({ q, plan }).toEqual({ q, plan: [expect.stringMatching(pattern)] });
+    }
   });
 });

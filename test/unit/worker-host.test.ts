@@ -1,12 +1,15 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { DatabaseSync } from "node:sqlite";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { readWorkerEnv } from "../../hosts/worker/config.ts";
+import worker from "../../hosts/worker/index.ts";
 import { SCHEMA } from "../../lib/history/sql.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import { ApiServerUnreachable, isConflict, isNotFound, KubeError } from "../../lib/kube/errors.ts";
 import { fetchKubeTransport, fetchKubeWatch, requestUrl } from "../../lib/kube/fetch-transport.ts";
 import type { WatchEvent } from "../../lib/kube/transport.ts";
+import { migrationStatements } from "../integration/support/d1-migrations.ts";
 
 // The Worker's pieces that need no workerd: configuration, the fetch transport's edge cases (fed
 // by plain fetch functions), the D1 migration and the runtime-neutral rule for lib/functions/webhooks.
@@ -193,15 +196,64 @@ describe("runtime-neutral code and the D1 migration", () => {
     expect(offenders).toEqual([]);
   });
 
-  it("the D1 migration is the shared history schema", () => {
-    const migration = readFileSync("infra/worker/migrations/0001_sandbox_history.sql", "utf8");
-    const statements = migration
-      .split("\n")
-      .filter((l) => !l.startsWith("--"))
-      .join("\n")
-      .split(";")
-      .map((s) => s.trim())
-      .filter(Boolean);
-    expect(statements).toEqual(SCHEMA.map((s) => s.trim()));
+  it("the D1 migrations, applied in order, make the shared history schema", () => {
+    const schemaOf = (statements: string[]) => {
+      const db = new DatabaseSync(":memory:");
+      for (const s of statements) db.exec(s);
+      const objects = db
+        .prepare("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")
+        .all();
+      db.close();
+      return objects;
+    };
+    const migrated = schemaOf(migrationStatements());
+    expect(migrated.map((o) => o.name)).toContain("sandbox_history_owner_time");
+    expect(migrated).toEqual(schemaOf(SCHEMA));
+  });
+});
+
+describe("a misconfigured Worker", () => {
+  const admin = "a".repeat(16);
+  // KUBE_TOKEN and the D1 binding are missing.
+  const env = {
+    KUBE_API_URL: "https://kube.example.com",
+    CALLBACK_TOKEN: "c".repeat(16),
+    ADMIN_TOKEN: admin,
+  };
+  const ctx = { waitUntil: () => {} };
+  const ask = async (headers: Record<string, string> = {}) => {
+    const res = await worker.fetch(
+      new Request("https://worker.test/v1/sandboxes", { headers }),
+      env as never,
+      ctx,
+    );
+    return { status: res.status, body: (await res.json()) as { error: { code: string; fields?: string[] } } };
+  };
+  afterEach(() => vi.restoreAllMocks());
+
+  it("tells an unauthenticated caller only that it is misconfigured, and logs the details", async () => {
+    const lines: string[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: string) => void lines.push(line));
+    const callers: Record<string, string>[] = [
+      {},
+      { "x-api-key": "abx_someone" },
+      { authorization: `Bearer ${"b".repeat(16)}` },
+    ];
+    for (const headers of callers) {
+      const { status, body } = await ask(headers);
+      expect(status).toBe(500);
+      expect(body).toEqual({ error: { code: "Misconfigured", message: "the Worker is misconfigured" } });
+    }
+    expect(lines.join("\n")).toContain("KUBE_TOKEN");
+    expect(lines.join("\n")).toContain("HISTORY");
+  });
+
+  it("names the bad bindings to a caller presenting the admin token", async () => {
+    vi.spyOn(console, "log").mockImplementation(() => {});
+    const { status, body } = await ask({ authorization: `Bearer ${admin}` });
+    expect(status).toBe(500);
+    expect(body.error.code).toBe("Misconfigured");
+    expect(body.error.fields?.map((f) => f.split(":")[0])).toEqual(["HISTORY", "KUBE_TOKEN"]);
+    expect(JSON.stringify(body)).not.toContain(admin);
   });
 });

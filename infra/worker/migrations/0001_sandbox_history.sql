@@ -1,5 +1,5 @@
--- The sandbox history table of the Worker's D1 database: lib/history/sql.ts SCHEMA (a unit test
--- keeps them equal). Apply with: npx wrangler d1 migrations apply agentbox-history --remote
+-- The sandbox history table of the Worker's D1 database; with the later migrations, lib/history/sql.ts
+-- SCHEMA (a unit test keeps them equal). Apply with: npx wrangler d1 migrations apply agentbox-history --remote
 CREATE TABLE IF NOT EXISTS sandbox_history (
     sandbox_id TEXT PRIMARY KEY,
     namespace TEXT NOT NULL,

@@ -8,6 +8,7 @@ import { Readable } from "node:stream";
 import { promisify } from "node:util";
 import { Miniflare } from "miniflare";
 import type { TestCluster } from "../global-setup.ts";
+import { migrationStatements } from "./d1-migrations.ts";
 
 /** KUBE_HOST is the name the Worker calls the apiserver by; the tunnel below answers for it. */
 export const KUBE_HOST = "kube.test";
@@ -32,12 +33,14 @@ export async function buildWorker(): Promise<string> {
  * tunnel stands in for the Cloudflare Tunnel in front of the apiserver: Miniflare hands it every
  * outbound request of the Worker; requests to KUBE_HOST go to the local apiserver (trusting its
  * CA), streamed both ways so watches work; requests to DOWN_HOST fail like a dead tunnel; anything
- * else (a pod's envd on its loopback IP) is fetched as is.
+ * else (a pod's envd on its loopback IP) is fetched as is. seen, when given, is told of each
+ * request first (a test counts the Worker's apiserver requests with it).
  */
-export function tunnel(cluster: TestCluster) {
+export function tunnel(cluster: TestCluster, seen?: (req: Request) => void) {
   const target = new URL(cluster.server);
   const ca = readFileSync(cluster.caCert);
   return async (req: Request): Promise<Response> => {
+    seen?.(req);
     const url = new URL(req.url);
     if (url.hostname === DOWN_HOST) throw new Error("connection refused");
     if (url.hostname !== KUBE_HOST) return fetch(req);
@@ -88,21 +91,29 @@ export function workerBindings(cluster: TestCluster, over: Record<string, string
   return bindings;
 }
 
-/** startWorker runs the bundle in workerd (Miniflare) with a D1 database and the tunnel. */
-export function startWorker(
+/**
+ * startWorker runs the bundle in workerd (Miniflare) with the tunnel and a D1 database brought up
+ * to date by the migrations, as a deployment's is (`wrangler d1 migrations apply`) before the
+ * Worker serves. seen goes to the tunnel.
+ */
+export async function startWorker(
   script: string,
   cluster: TestCluster,
   over: Record<string, string | undefined> = {},
-) {
-  return new Miniflare({
+  seen?: (req: Request) => void,
+): Promise<Miniflare> {
+  const mf = new Miniflare({
     modules: true,
     scriptPath: script,
     modulesRoot: dirname(script),
     compatibilityDate: "2026-07-01",
     bindings: workerBindings(cluster, over),
     d1Databases: ["HISTORY"],
-    outboundService: tunnel(cluster),
+    outboundService: tunnel(cluster, seen),
   });
+  const d1 = await mf.getD1Database("HISTORY");
+  await d1.batch(migrationStatements().map((s) => d1.prepare(s)));
+  return mf;
 }
 
 /** ScheduledResult is what a cron invocation reports: "ok", or how it failed. */
