@@ -1,8 +1,13 @@
+import { partitionPods } from "../lib/pool/pod-ownership.ts";
 import { planFinalizeDeleted } from "../lib/reconcile/finalize-deleted.ts";
 import type { Step } from "./step.ts";
 
-/** finalizeDeleted records and releases pods being deleted by anyone (see planFinalizeDeleted). */
+/**
+ * finalizeDeleted records and releases the pool's own pods being deleted by anyone (see
+ * planFinalizeDeleted). A foreign pod (one the pool does not control) is never recorded or
+ * released: its sandbox id and finalizer are not ours.
+ */
 export const finalizeDeleted: Step = {
   name: "finalize-deleted",
-  plan: async (deps, { pods }) => planFinalizeDeleted(pods, deps.now()),
+  plan: async (deps, { pool, pods }) => planFinalizeDeleted(partitionPods(pool, pods).owned, deps.now()),
 };

@@ -9,6 +9,13 @@ import type { Step } from "./step.ts";
  */
 export const materialisePool: Step = {
   name: "materialise-pool",
-  plan: async (deps, { pool, pods, env, template }) =>
-    planMaterialise(pool, pods, scaleDownPolicyFor(pool, env), deps.now(), creationBlock(pool, template)),
+  plan: async (deps, { pool, pods, foreign, env, template }) =>
+    planMaterialise(
+      pool,
+      pods,
+      scaleDownPolicyFor(pool, env),
+      deps.now(),
+      creationBlock(pool, template),
+      foreign,
+    ),
 };

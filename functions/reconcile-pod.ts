@@ -1,6 +1,9 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
 import { orMissing } from "../lib/kube/errors.ts";
+import { orphanedFrom, ownedBy } from "../lib/pool/pod-ownership.ts";
+import { isTerminating } from "../lib/reconcile/action.ts";
+import { planFinalizeDeleted } from "../lib/reconcile/finalize-deleted.ts";
 import { hasPendingHooks } from "../lib/sandbox/post-start-hooks.ts";
 import type { PodTarget } from "../lib/triggers/audit-targets.ts";
 import { completeStarting } from "./complete-starting.ts";
@@ -34,6 +37,10 @@ export const POD_STEPS: readonly Step[] = [
  * and the pod is read only if they would act: most writes (our own claims, releases and
  * completions) leave nothing to do, and acting is always on a fresh read. A later write to the
  * pod has its own event and run, so looking at this version alone loses nothing.
+ *
+ * Only a pod the pool owns (ownedBy) gets the steps; a foreign one is left alone (the pool run
+ * reports it). A pod whose pool is gone (orphanedFrom: no pool run will come) is let go when it is
+ * being deleted: its record stored, then our finalizer removed (finalizeOrphan).
  */
 export async function reconcilePod(
   deps: StepDeps,
@@ -46,18 +53,31 @@ export async function reconcilePod(
   const readPool = () => orMissing(deps.kube.getPool(namespace, poolName, { cached }));
   const pooled =
     cached && deps.poolReads ? deps.poolReads.get(`${namespace}/${poolName}`, readPool) : readPool();
-  const notFound = { pool: `${namespace}/${poolName}`, found: false, steps: [] };
+  const nothing = (found: boolean): PoolReport => ({ pool: `${namespace}/${poolName}`, found, steps: [] });
   if (target.reported) {
     const pool = await pooled;
-    if (!pool) return notFound;
-    if (await plansNothing(deps, pool, target.reported)) return { ...notFound, found: true };
+    const reported = target.reported;
+    if (pool && ownedBy(reported, pool)) {
+      if (await plansNothing(deps, pool, reported)) return nothing(true);
+    } else if (!orphanedFrom(reported, pool) || !isTerminating(reported)) return nothing(pool !== undefined);
   }
   const [pool, pod] = await Promise.all([
     pooled,
     orMissing<V1Pod>(deps.kube.getPod(namespace, podName, { notOlderThan: target.notOlderThan })),
   ]);
-  if (!pool || !pod) return notFound;
-  return runPodSteps(deps, pool, pod);
+  if (pod && pool && ownedBy(pod, pool)) return runPodSteps(deps, pool, pod);
+  if (pod && orphanedFrom(pod, pool)) return finalizeOrphan(deps, nothing(pool !== undefined), pod);
+  return nothing(pool !== undefined && pod !== undefined);
+}
+
+/**
+ * finalizeOrphan lets a pod of a pool that is gone go once it is being deleted, as finalize-deleted
+ * does for a pool's own pods: a claimed pod's record first (idempotent by sandbox ID), then the
+ * removal of our finalizer, tested against the version read.
+ */
+async function finalizeOrphan(deps: StepDeps, report: PoolReport, pod: V1Pod): Promise<PoolReport> {
+  const outcomes = await execute(deps, planFinalizeDeleted([pod], deps.now()));
+  return outcomes.length ? { ...report, steps: [{ step: "finalize-deleted", outcomes }] } : report;
 }
 
 /**
@@ -71,7 +91,8 @@ async function plansNothing(deps: StepDeps, pool: SandboxPool, pod: V1Pod): Prom
 }
 
 /**
- * runPodSteps runs the per-pod steps on one version of a pod the caller holds: a fresh read
+ * runPodSteps runs the per-pod steps on one version of a pod the pool owns (any other is left
+ * alone) the caller holds: a fresh read
  * (reconcilePod) or a version a watch just delivered (a create waiting for its sandbox to run:
  * asWaiter, so it completes the start the reconcile runs leave to it, ADR 0022).
  * Every write is preconditioned on that version, so a version that is already stale costs a
@@ -88,6 +109,7 @@ export async function runPodSteps(
     found: true,
     steps: [],
   };
+  if (!ownedBy(pod, pool)) return report; // not the pool's: never acted on (see ownedBy)
   for (const step of POD_STEPS) {
     const outcomes = await execute(
       deps,

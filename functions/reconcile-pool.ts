@@ -10,6 +10,7 @@ import { idleRelease } from "./idle-release.ts";
 import { materialisePool } from "./materialise-pool.ts";
 import { refreshTemplate } from "./refresh-template.ts";
 import { releaseExpired } from "./release-expired.ts";
+import { reportForeignPods } from "./report-foreign-pods.ts";
 import { runPostStartHooks } from "./run-post-start-hooks.ts";
 import { type PoolSnapshot, readSnapshot } from "./snapshot.ts";
 import type { Step, StepResult } from "./step.ts";
@@ -18,7 +19,9 @@ import { updateStatus } from "./update-status.ts";
 /**
  * STEPS in the order a full reconcile runs them: the template copy a pool still lacks (nothing
  * else may act on a pool without its pod template), records and releases (they free pods), then
- * transitions, then the pod count, then the status that describes the result.
+ * transitions, then the pod count, the foreign pods' Warnings, then the status that describes the
+ * result. Every step plans from the pods the pool owns (the snapshot's pods); foreign ones are
+ * only reported.
  */
 export const STEPS: readonly Step[] = [
   copyTemplate,
@@ -30,6 +33,7 @@ export const STEPS: readonly Step[] = [
   runPostStartHooks,
   completeStopping,
   materialisePool,
+  reportForeignPods,
   updateStatus,
 ];
 

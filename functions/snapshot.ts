@@ -6,26 +6,35 @@ import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
 import type { EnvSnapshot } from "../lib/env/plan-env.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
 import { orMissing } from "../lib/kube/errors.ts";
+import { orphanedFrom, partitionPods } from "../lib/pool/pod-ownership.ts";
 import { templateCopyNeeded } from "../lib/template/copy.ts";
 import { envSnapshotsFrom } from "./env-snapshot.ts";
 
-/** PoolSnapshot is one fresh read of a pool, its pods (terminating ones too) and its Env. */
+/**
+ * PoolSnapshot is one fresh read of a pool, its pods (terminating ones too) and its Env. `pods`
+ * are the pool's own (ownedBy): every step plans from those alone, so a pod that only carries
+ * the pool label is never claimed, counted, changed, finalized or deleted.
+ */
 export interface PoolSnapshot {
   pool: SandboxPool;
   pods: V1Pod[];
+  /** foreign are the pods listed with the pool's label that it does not own (see partitionPods). */
+  foreign?: V1Pod[];
   /** waiter: the caller is the create that waits for these pods to run (ADR 0022). */
   waiter?: boolean;
   env?: SandboxEnv;
   /**
-   * template is read only for a pool still waiting for its template copy (templateCopyNeeded):
-   * the template, or null when it does not exist.
+   * template is the template a pool names (spec.templateName), or null when it does not exist:
+   * the copy a pool waits for (templateCopyNeeded) is made from it, and the status says whether
+   * it still exists (TemplateAvailable). Absent for a pool that names none.
    */
   template?: SandboxTemplate | null;
 }
 
 /**
- * readSnapshot reads the pool and its pods straight from the API server (two requests; a third
- * when the pool belongs to an Env). Undefined when the pool does not exist (any more).
+ * readSnapshot reads the pool and its pods straight from the API server (two requests; one more
+ * when the pool belongs to an Env, and one when it names a template). Undefined when the pool does
+ * not exist (any more).
  */
 export async function readSnapshot(
   kube: KubeClient,
@@ -37,12 +46,18 @@ export async function readSnapshot(
   const pods = await kube.listPods(namespace, `${SANDBOX_POOL_LABEL}=${name}`);
   const envName = pool.metadata?.labels?.[ENV_LABEL];
   const env = envName ? await orMissing(kube.getEnv(namespace, envName)) : undefined;
-  const template = templateCopyNeeded(pool)
-    ? ((await orMissing(kube.getTemplate(pool.spec.templateName ?? ""))) ?? null)
+  // From etcd for a copy still to make; else from the watch cache (the status only says whether
+  // it exists).
+  const templateName = pool.spec.templateName;
+  const template = templateName
+    ? ((await orMissing(kube.getTemplate(templateName, templateCopyNeeded(pool) ? {} : { cached: true }))) ??
+      null)
     : undefined;
+  const { owned, foreign } = partitionPods(pool, pods.items);
   return {
     pool,
-    pods: pods.items,
+    pods: owned,
+    ...(foreign.length > 0 ? { foreign } : {}),
     ...(env ? { env } : {}),
     ...(template !== undefined ? { template } : {}),
   };
@@ -50,18 +65,24 @@ export async function readSnapshot(
 
 /** ClusterSnapshot is one tick's read of everything: pools with their pods, and Envs. */
 export interface ClusterSnapshot {
-  /** pools by "namespace/name", each with its pods, its Env and (when it needs a copy) its template. */
+  /** pools by "namespace/name", each with its pods, its Env and (when it names one) its template. */
   pools: Map<string, PoolSnapshot>;
   /** envs are every Env with what its run needs (empty when no local cluster ID is configured). */
   envs: EnvSnapshot[];
   /** allEnvs are the Envs as listed, for adoption and the scale-down policy of member pools. */
   allEnvs: SandboxEnv[];
+  /**
+   * orphans are pool pods whose pool is gone (orphanedFrom): created by a pool that no longer
+   * exists, so no pool run will ever let them go when they are deleted.
+   */
+  orphans: V1Pod[];
 }
 
 /**
  * readCluster reads every pool, every pool pod and every Env of one namespace when given, else of
- * the cluster, in a fixed number of list requests (at most five, whatever the number of pools and
- * Envs): pools, pods and Envs; templates when Envs are reconciled or a pool waits for its copy;
+ * the cluster (each pool with the pods it owns, and the orphans of pools that are gone), in a
+ * fixed number of list requests (at most five, whatever the number of pools and Envs): pools,
+ * pods and Envs; templates when Envs are reconciled or a pool names one;
  * the names of the dockerconfigjson Secrets (metadata only) when Envs are reconciled. A tick uses
  * it instead of reads per pool or Env: the apiserver filters label selectors by scanning, so one
  * list of all sandbox pods costs far less than a list per pool. The snapshot is as fresh as the
@@ -78,7 +99,7 @@ export async function readCluster(
     kube.listEnvs(namespace).then((l) => l.items),
   ]);
   const reconcileEnvs = clusterId !== undefined && envs.length > 0;
-  const needTemplates = reconcileEnvs || pools.some(templateCopyNeeded);
+  const needTemplates = reconcileEnvs || pools.some((p) => p.spec.templateName);
   const [templateList, secretNames] = await Promise.all([
     needTemplates ? kube.listTemplates().then((l) => l.items) : Promise.resolve([]),
     reconcileEnvs ? kube.secretNames(namespace, IMAGE_PULL_SECRET_TYPE) : Promise.resolve([]),
@@ -88,14 +109,24 @@ export async function readCluster(
   const snapshots = new Map<string, PoolSnapshot>();
   for (const pool of pools) {
     const snap: PoolSnapshot = { pool, pods: [] };
-    if (templateCopyNeeded(pool)) snap.template = templates.get(pool.spec.templateName ?? "") ?? null;
+    if (pool.spec.templateName) snap.template = templates.get(pool.spec.templateName) ?? null;
     const envName = pool.metadata?.labels?.[ENV_LABEL];
     const env = envName ? envByKey.get(`${pool.metadata?.namespace}/${envName}`) : undefined;
     if (env) snap.env = env;
     snapshots.set(`${pool.metadata?.namespace}/${pool.metadata?.name}`, snap);
   }
+  // Grouped by the pool label, then split by ownership: a pool's snapshot holds the pods it
+  // controls; the others are foreign to it, or orphans of a pool of that name that is gone.
+  const orphans: V1Pod[] = [];
   for (const pod of pods) {
-    snapshots.get(`${pod.metadata?.namespace}/${pod.metadata?.labels?.[SANDBOX_POOL_LABEL]}`)?.pods.push(pod);
+    const snap = snapshots.get(`${pod.metadata?.namespace}/${pod.metadata?.labels?.[SANDBOX_POOL_LABEL]}`);
+    if (orphanedFrom(pod, snap?.pool)) orphans.push(pod);
+    else if (snap) snap.pods.push(pod);
+  }
+  for (const snap of snapshots.values()) {
+    const { owned, foreign } = partitionPods(snap.pool, snap.pods);
+    snap.pods = owned;
+    if (foreign.length > 0) snap.foreign = foreign;
   }
   return {
     pools: snapshots,
@@ -112,5 +143,6 @@ export async function readCluster(
         )
       : [],
     allEnvs: envs,
+    orphans,
   };
 }

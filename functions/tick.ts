@@ -1,6 +1,7 @@
 import pLimit from "p-limit";
 import { planAdoption } from "../lib/env/adoption.ts";
 import type { EnvSnapshot } from "../lib/env/plan-env.ts";
+import { planFinalizeDeleted } from "../lib/reconcile/finalize-deleted.ts";
 import type { StepDeps } from "./deps.ts";
 import { execute } from "./execute.ts";
 import { type EnvReport, reconcileEnv } from "./reconcile-env.ts";
@@ -40,11 +41,12 @@ export interface TickReport {
 /**
  * tick is the safety net behind the audit path: it reads every pool with its pods, and every Env,
  * in a few list requests (readCluster), reconciles each pool and each Env once from that
- * snapshot, and, when the host adopts legacy pools, gives each standalone pool its Env. Start
- * offsets are spread over a fifth of the period by default, so a fleet does not hit the API
- * server in lockstep and each object's effective period varies within ±20 %. The caller (croner
- * in Node, the cron trigger in Workers) prevents overlapping ticks. Without a local cluster ID
- * the Envs are skipped (the report says why) and the pools still run.
+ * snapshot, finalizes the deleted pods of pools that are gone (readCluster's orphans), and, when
+ * the host adopts legacy pools, gives each standalone pool its Env. Start offsets are spread
+ * over a fifth of the period by default, so a fleet does not hit the API server in lockstep and
+ * each object's effective period varies within ±20 %. The caller (croner in Node, the cron
+ * trigger in Workers) prevents overlapping ticks. Without a local cluster ID the Envs are
+ * skipped (the report says why) and the pools still run.
  */
 export async function tick(deps: StepDeps, opts: TickOptions): Promise<TickReport> {
   const started = Date.now();
@@ -94,6 +96,13 @@ export async function tick(deps: StepDeps, opts: TickOptions): Promise<TickRepor
       count((await runEnv(namespace, name, snapshot))?.outcomes ?? []),
     );
   });
+  // Pods of pools that are gone have no pool run: the tick lets those being deleted go (record
+  // first, then our finalizer), as the pool's finalize-deleted step would have.
+  const orphans = cluster.orphans.length
+    ? spread("orphaned pool pods", async () =>
+        count(await execute(deps, planFinalizeDeleted(cluster.orphans, deps.now()))),
+      )
+    : Promise.resolve();
   if (deps.adoptPools && deps.clusterId) {
     const adoptions = planAdoption(
       [...cluster.pools.values()].map((s) => s.pool),
@@ -102,7 +111,7 @@ export async function tick(deps: StepDeps, opts: TickOptions): Promise<TickRepor
     );
     if (adoptions.length) count(await execute(deps, adoptions));
   }
-  await Promise.all([...pools, ...envs]);
+  await Promise.all([...pools, ...envs, orphans]);
   const requests = Object.entries(deps.kube.requests).reduce(
     (sum, [method, n]) => sum + n - (before[method as keyof typeof before] ?? 0),
     0,

@@ -40,8 +40,9 @@ export interface ClaimFromResult {
 
 /**
  * claimFrom lists the idle pods of a random group of the pool's claim shards, orders the
- * claimable ones (shuffled, so concurrent creates pick different pods) and tries them one by one
- * with the preconditioned claim patch; a lost race moves on to the next candidate, an exhausted
+ * claimable ones the pool owns (shuffled, so concurrent creates pick different pods; a pod that
+ * only carries the pool's labels is never tried: ownedBy) and tries them one by one with the
+ * preconditioned claim patch; a lost race moves on to the next candidate, an exhausted
  * group to the next, larger one. After LOSSES_BEFORE_FRESH_LOOK lost races in a row, or when the
  * cached groups are used up, it lists the pool's idle pods consistently (not from the cache) and
  * goes on with those. It answers "none" only from such a fresh look that shows no idle pod (a
@@ -77,13 +78,14 @@ export async function claimFrom(
         limit: FRESH_PAGE,
         ...(next ? { continue: next } : {}),
       });
-      if (orderCandidates(page.items, deps.now(), window, () => 0).length > 0) return page.items;
+      if (orderCandidates(pool, page.items, deps.now(), window, () => 0).length > 0) return page.items;
       next = page.continue;
     } while (next);
     return [];
   };
   const fresh = async () =>
     orderCandidates(
+      pool,
       await (deps.freshLooks ? deps.freshLooks.get(key, listIdle) : listIdle()),
       deps.now(),
       window,
@@ -135,7 +137,9 @@ export async function claimFrom(
     const cached = pages.shift();
     const listedAt = deps.now().getTime();
     // Out of cached pages (or told to look afresh): only a fresh look may say "none".
-    const candidates = cached ? orderCandidates(await cached(), now, window, deps.random) : await fresh();
+    const candidates = cached
+      ? orderCandidates(pool, await cached(), now, window, deps.random)
+      : await fresh();
     if (!cached && candidates.length === 0) return { tried };
     for (const pod of candidates) {
       if (deps.now().getTime() >= deadline) return { tried, contended: true };

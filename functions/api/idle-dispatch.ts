@@ -2,6 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { KubeError } from "../../lib/kube/errors.ts";
+import { ownedBy } from "../../lib/pool/pod-ownership.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
@@ -69,7 +70,8 @@ function idleSelector(names: readonly string[]): string {
 /**
  * IdleDispatch hands the idle pods of a pool (or of an Env's members) to the creates waiting for
  * them in this process, first come first served: one watch per set of pools however many wait,
- * and each claimable pod offered to one waiter at a time. Without it every waiter watched on its
+ * and each claimable pod offered to one waiter at a time (only pods the waiter's pool owns:
+ * ownedBy; the watch's label selector only finds candidates). Without it every waiter watched on its
  * own and raced for every pod, so W waiters and P new pods cost W watches and W×P claim patches,
  * W−1 of them lost: a wake under load drowned the apiserver in conflicts. What it holds is this
  * process's open requests and what its watch reported, never a source of truth: every claim is
@@ -86,9 +88,15 @@ export class IdleDispatch {
 
   /**
    * wait waits until `claim` wins an idle pod of the pools (all in one namespace), or timeoutMs
-   * passes; a claim under way when the time is up still counts.
+   * passes, or `signal` aborts (the waiter gives up: its claim found it may not claim, say); a
+   * claim under way then still counts.
    */
-  wait<T>(pools: readonly SandboxPool[], timeoutMs: number, claim: Claim<T>): Promise<T | undefined> {
+  wait<T>(
+    pools: readonly SandboxPool[],
+    timeoutMs: number,
+    claim: Claim<T>,
+    signal?: AbortSignal,
+  ): Promise<T | undefined> {
     const stream = this.streamFor(pools);
     return new Promise<T | undefined>((resolve) => {
       const waiter: Waiter = {
@@ -99,17 +107,21 @@ export class IdleDispatch {
         unsuitable: new Set(),
         finish: (won) => {
           clearTimeout(timer);
+          signal?.removeEventListener("abort", stop);
           const at = stream.waiters.indexOf(waiter);
           if (at >= 0) stream.waiters.splice(at, 1);
           if (stream.waiters.length === 0) this.close(stream);
           resolve(won as T | undefined);
         },
       };
-      const timer = setTimeout(() => {
+      function stop() {
         waiter.expired = true;
         if (!waiter.busy) waiter.finish(undefined);
-      }, timeoutMs);
+      }
+      const timer = setTimeout(stop, timeoutMs);
       stream.waiters.push(waiter);
+      if (signal?.aborted) return stop();
+      signal?.addEventListener("abort", stop);
       this.dispatch(stream);
     });
   }
@@ -186,7 +198,7 @@ export class IdleDispatch {
     }
     if (type !== "ADDED" && type !== "MODIFIED") return;
     const window = scaleDownPolicyFor(pool).protectionWindowSeconds;
-    const [candidate] = orderCandidates([pod], this.deps.now(), window, this.deps.random);
+    const [candidate] = orderCandidates(pool, [pod], this.deps.now(), window, this.deps.random);
     if (candidate) stream.candidates.set(name, { pod: candidate, pool });
     else stream.candidates.delete(name);
     this.dispatch(stream);
@@ -208,8 +220,14 @@ export class IdleDispatch {
         this.retryLater(stream, retryAt - now);
         continue;
       }
-      const waiter = stream.waiters.find((w) => !w.busy && !w.expired && !w.unsuitable.has(name));
+      // A waiter claims for its own read of the pool: a pod that read does not own (the pool was
+      // made again since the stream's read) is not for that waiter.
+      const poolOf = (w: Waiter) => w.pools.get(pool.metadata?.name ?? "") ?? pool;
+      const waiter = stream.waiters.find(
+        (w) => !w.busy && !w.expired && !w.unsuitable.has(name) && ownedBy(pod, poolOf(w)),
+      );
       if (!waiter) continue;
+      const target = poolOf(waiter);
       waiter.busy = true;
       stream.inflight.add(name);
       const settle = (won: unknown, failed = false) => {
@@ -224,7 +242,7 @@ export class IdleDispatch {
         if (result !== undefined || waiter.expired) waiter.finish(result);
         this.dispatch(stream);
       };
-      waiter.claim(pod, waiter.pools.get(pool.metadata?.name ?? "") ?? pool).then(
+      waiter.claim(pod, target).then(
         (won) => settle(won),
         (e: unknown) => {
           // A refusal of this request (403 from admission, 422 with causes) will not change on a

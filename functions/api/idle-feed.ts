@@ -3,7 +3,7 @@ import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { idleSelector } from "../../lib/pool/claim-shards.ts";
 import { podFacts } from "../../lib/pool/pod-facts.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
-import { orderCandidates, pickIdle } from "../../lib/sandboxes/candidates.ts";
+import { claimableState, pickIdle } from "../../lib/sandboxes/candidates.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
 import type { ApiDeps } from "./deps.ts";
 import { IDLE_WATCH_SECONDS } from "./idle-dispatch.ts";
@@ -13,7 +13,10 @@ import { paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
 interface Feed {
   namespace: string;
   pool: string;
-  /** idle holds the claimable idle pods by name, with when a scale-down marked them (if it did). */
+  /**
+   * idle holds the idle pods in a claimable state by name, with when a scale-down marked them (if
+   * it did); whose they are is asked at take (pickIdle), against the pool the create read.
+   */
   idle: Map<string, { pod: V1Pod; markedAt?: number }>;
   /** held names the pods one of this process's creates is claiming now. */
   held: Set<string>;
@@ -113,7 +116,7 @@ export class IdleFeed {
   }
 
   /**
-   * take hands one claimable idle pod of the pool to the caller, held for it until `settle`:
+   * take hands one claimable idle pod the pool owns to the caller, held for it until `settle`:
    * unmarked pods before those marked for scale-down (claimable inside the protection window
    * only), at random within each. Undefined when the feed has none to give.
    */
@@ -121,7 +124,7 @@ export class IdleFeed {
     const feed = this.feeds.get(`${pool.metadata?.namespace ?? ""}/${pool.metadata?.name ?? ""}`);
     if (!feed?.synced) return undefined;
     const window = scaleDownPolicyFor(pool).protectionWindowSeconds;
-    const name = pickIdle(feed.idle, feed.held, now.getTime(), window, random);
+    const name = pickIdle(pool, feed.idle, feed.held, now.getTime(), window, random);
     const entry = name === undefined ? undefined : feed.idle.get(name);
     if (name === undefined || !entry) return undefined;
     feed.held.add(name);
@@ -152,8 +155,7 @@ export class IdleFeed {
   /** put files a reported pod: claimable ones (take applies the scale-down window), else none. */
   private put(idle: Feed["idle"], pod: V1Pod): void {
     const name = pod.metadata?.name ?? "";
-    const [claimable] = orderCandidates([pod], new Date(0), Number.POSITIVE_INFINITY, () => 0);
-    if (!claimable) {
+    if (!claimableState(pod)) {
       idle.delete(name);
       return;
     }

@@ -11,6 +11,7 @@ import { localMembers, scalingGroupOf } from "../env/members.ts";
 import { foreignMemberPool } from "../env/ownership.ts";
 import { type JsonPatchOp, mapOps } from "../kube/json-patch.ts";
 import { servedMarks } from "../pool/pending-requests.ts";
+import { ownedBy } from "../pool/pod-ownership.ts";
 import { type Action, envTarget, isTerminating, poolTarget, testSpec } from "../reconcile/action.ts";
 import { decide, type ScaleChange } from "./decide.ts";
 import { encodeGroupStamps, GROUP_STAMPS_ANNOTATION, groupStampsOf, stampKey } from "./group-stamps.ts";
@@ -137,14 +138,20 @@ export function planAutoscale(input: AutoscaleInput, clusterId: string, now: Dat
   const poolByName = new Map(
     pools.filter((p) => !foreignMemberPool(p, env)).map((p) => [p.metadata?.name ?? "", p]),
   );
+  // Only a pool's own Pods are its supply (and carry its served marks): one that merely carries
+  // the pool label is ignored (lib/pool/pod-ownership.ts).
   const podsByPool = new Map<string, V1Pod[]>();
+  const owned: V1Pod[] = [];
   for (const pod of pods) {
     const name = pod.metadata?.labels?.[SANDBOX_POOL_LABEL] ?? "";
+    const pool = poolByName.get(name);
+    if (!pool || !ownedBy(pod, pool)) continue;
+    owned.push(pod);
     podsByPool.set(name, [...(podsByPool.get(name) ?? []), pod]);
   }
   const members = localMembers(env, clusterId);
   const enabled = enabledGroups(env);
-  const served = servedMarks(pods);
+  const served = servedMarks(owned);
   const replicas = new Map<string, number>();
   const stamps = groupStampsOf(env);
   let stamped = false;

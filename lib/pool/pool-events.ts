@@ -1,5 +1,6 @@
 // Events about a pool's phase changes, for `kubectl describe sbp` and `kubectl events`: one per
 // transition, never one per run, so a pool that stays Degraded does not flood the event stream.
+// Likewise one Warning per foreign Pod (lib/reconcile/foreign-pods.ts), not one per run.
 import type { SandboxPoolPhase, SandboxPoolStatus } from "../api/sandbox-pool.ts";
 
 /**
@@ -80,4 +81,17 @@ export function phaseTransitionEvent(
     default:
       return undefined;
   }
+}
+
+/**
+ * foreignPodEvent is the Warning about a Pod that carries the pool's label without the pool
+ * controlling it (lib/pool/pod-ownership.ts): whoever made it, the pool ignores it.
+ */
+export function foreignPodEvent(pod: { name: string; uid: string }, poolUid: string): PoolEventIntent {
+  return {
+    type: "Warning",
+    reason: "ForeignPod",
+    action: "Ignore",
+    note: `Pod ${pod.name} (uid ${pod.uid}) carries this pool's label but no controller ownerReference to this pool (uid ${poolUid}); it is ignored: never claimed, counted, finalized, released or deleted`,
+  };
 }

@@ -7,6 +7,8 @@ import { type Action, isTerminating, podTarget, testVersion } from "./action.ts"
  * planFinalizeDeleted lets terminating pods go. Every deletion path (scale-down, pool deletion,
  * failures, `kubectl delete pod`, eviction) ends here: a claimed pod's history record is written
  * first, then our protection finalizer is removed, so no claimed pod disappears without its record.
+ * The pods must be ours: a pool's own (ownedBy), or orphans of a pool that is gone (orphanedFrom);
+ * the caller sorts out foreign ones, whose records would be forged and whose finalizers are not ours.
  */
 export function planFinalizeDeleted(pods: readonly V1Pod[], now: Date): Action[] {
   return pods.flatMap((pod): Action[] => {

@@ -10,6 +10,8 @@ import {
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { escapePointer, type JsonPatchOp } from "../kube/json-patch.ts";
 import type { CreationBlock } from "../pool/creation-block.ts";
+import { podName } from "../pool/pod-name.ts";
+import { partitionPods } from "../pool/pod-ownership.ts";
 import { renderPod } from "../pool/render-pod.ts";
 import { idleSinceOf, planScale } from "../pool/scale-plan.ts";
 import { rfc3339 } from "../util/time.ts";
@@ -28,14 +30,22 @@ const PHASE_LABEL = `/metadata/labels/${escapePointer(SANDBOX_PHASE_LABEL)}`;
  * - surplus idle pods are marked, then deleted after the protection window, with the mark and the
  *   idle phase as patch/delete preconditions, so a claim in between always wins;
  * - pods missing the protection finalizer (created by an older controller) get it back.
+ *
+ * Only the pool's own pods count (partitionPods); a foreign pod (`foreign`, or one in `listed` the
+ * pool does not own) never fills a replica and is never patched or deleted. Its name still blocks
+ * a create: a slot it squats on is replaced by the lowest free slot at or above replicas (see
+ * slotsFor).
  */
 export function planMaterialise(
   pool: SandboxPool,
-  pods: readonly V1Pod[],
+  listed: readonly V1Pod[],
   policy: PoolScaleDownPolicy,
   now: Date,
   block?: CreationBlock,
+  foreign: readonly V1Pod[] = [],
 ): Action[] {
+  const { owned: pods, foreign: unowned } = partitionPods(pool, listed);
+  const squatters = [...foreign, ...unowned];
   const finalizers = pool.metadata?.finalizers ?? [];
   if (isTerminating(pool)) {
     const live = pods.filter((p) => !isTerminating(p));
@@ -80,7 +90,7 @@ export function planMaterialise(
   const plan = planScale(pool, pods, now, policy, idleSinceOf);
   const byName = new Map(pods.map((p) => [p.metadata?.name ?? "", p]));
   const idleTest = { op: "test" as const, path: PHASE_LABEL, value: SANDBOX_PHASE.IDLE };
-  for (const slot of block ? [] : plan.create) {
+  for (const slot of block ? [] : slotsFor(pool, plan.create, pods, squatters)) {
     const object = renderPod(pool, slot);
     actions.push({
       target: podTarget(object),
@@ -126,6 +136,30 @@ export function planMaterialise(
       });
   }
   return actions;
+}
+
+/**
+ * slotsFor is the slots to create pods in: the plan's, except that a slot whose name a foreign pod
+ * holds (a create there can only fail) becomes the lowest slot at or above replicas no pod holds.
+ * Runs that see the same pods still pick the same names; one that does not see a squatter
+ * overshoots by at most that pod, which the scale-down then removes.
+ */
+function slotsFor(
+  pool: SandboxPool,
+  planned: readonly number[],
+  pods: readonly V1Pod[],
+  squatters: readonly V1Pod[],
+): number[] {
+  const poolName = pool.metadata?.name ?? "";
+  const squatted = new Set(squatters.map((p) => p.metadata?.name ?? ""));
+  if (squatted.size === 0) return [...planned];
+  const taken = new Set([...squatted, ...pods.map((p) => p.metadata?.name ?? "")]);
+  let spare = pool.spec.replicas;
+  return planned.map((slot) => {
+    if (!squatted.has(podName(poolName, slot))) return slot;
+    while (taken.has(podName(poolName, spare))) spare++;
+    return spare++;
+  });
 }
 
 /** addFinalizer appends a finalizer under a resourceVersion test (creating the list when absent). */

@@ -1,10 +1,13 @@
 // Creating a sandbox claims one idle pod with a preconditioned patch; two claims of the same pod
 // cannot both win. Many creates run at once (several hosts, no lock), so each caller tries the
 // claimable pods in its own random order: they spread over different pods instead of all racing
-// for the first one, and a loser simply moves on to its next candidate.
+// for the first one, and a loser simply moves on to its next candidate. Only the pool's own pods
+// are candidates (ownedBy): a pod that merely carries the pool label is never claimed.
 import type { V1Pod } from "@kubernetes/client-node";
 import { SANDBOX_PHASE } from "../api/keys.ts";
+import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { podFacts } from "../pool/pod-facts.ts";
+import { ownedBy } from "../pool/pod-ownership.ts";
 
 /**
  * shuffle is an in-place Fisher-Yates shuffle driven by `random` (values in [0, 1), like
@@ -19,8 +22,21 @@ function shuffle<T>(items: T[], random: () => number): T[] {
 }
 
 /**
- * orderCandidates lists the pods a create may claim, in the order to try them. Claimable: phase
- * label idle, not terminating, PodReady True and status.phase Running. A pod marked for
+ * claimableState says whether a pod is in a claimable state: phase label idle, not terminating,
+ * PodReady True and status.phase Running. Whose pod it is, is not its concern: orderCandidates and
+ * pickIdle also ask ownedBy.
+ */
+export function claimableState(pod: V1Pod): boolean {
+  const facts = podFacts(pod);
+  return (
+    facts.phase === SANDBOX_PHASE.IDLE && !facts.terminating && facts.ready && pod.status?.phase === "Running"
+  );
+}
+
+/**
+ * orderCandidates lists the pods a create may claim from `pool`, in the order to try them.
+ * Claimable: owned by the pool (ownedBy: a pod that only carries its label is skipped) and in a
+ * claimable state (claimableState). A pod marked for
  * scale-down is claimable only while its mark is younger than protectionWindowSeconds (a claim
  * inside the window cancels the scale-down); from the window's end on, the pool deletes it, so it
  * is skipped (the same `>=` boundary as the scale plan). A mark that cannot be parsed never leads
@@ -30,7 +46,8 @@ function shuffle<T>(items: T[], random: () => number): T[] {
  * decided on); each group is shuffled with `random`.
  */
 export function orderCandidates(
-  pods: V1Pod[],
+  pool: SandboxPool,
+  pods: readonly V1Pod[],
   now: Date,
   protectionWindowSeconds: number,
   random: () => number,
@@ -38,9 +55,8 @@ export function orderCandidates(
   const unmarked: V1Pod[] = [];
   const marked: V1Pod[] = [];
   for (const pod of pods) {
+    if (!ownedBy(pod, pool) || !claimableState(pod)) continue;
     const facts = podFacts(pod);
-    if (facts.phase !== SANDBOX_PHASE.IDLE || facts.terminating || !facts.ready) continue;
-    if (pod.status?.phase !== "Running") continue;
     if (facts.scaleDownMark === undefined) {
       unmarked.push(pod);
       continue;
@@ -53,13 +69,15 @@ export function orderCandidates(
 }
 
 /**
- * pickIdle chooses the pod a create takes from a host's feed of idle pods (functions/api/idle-feed.ts):
- * the same rule as orderCandidates over pods already known claimable, by name. Pods another
- * create of the host holds are skipped; unmarked pods come before marked ones, and a marked pod
- * (markedAt, epoch ms) only inside its protection window; at random within each group.
+ * pickIdle chooses the pod a create of `pool` takes from a host's feed of idle pods
+ * (functions/api/idle-feed.ts): the same rule as orderCandidates over pods already known to be in
+ * a claimable state, by name. Pods the pool does not own (ownedBy) and pods another create of the
+ * host holds are skipped; unmarked pods come before marked ones, and a marked pod (markedAt, epoch
+ * ms) only inside its protection window; at random within each group.
  */
 export function pickIdle(
-  idle: Iterable<[string, { markedAt?: number }]>,
+  pool: SandboxPool,
+  idle: Iterable<[string, { pod: V1Pod; markedAt?: number }]>,
   held: ReadonlySet<string>,
   nowMs: number,
   protectionWindowSeconds: number,
@@ -68,7 +86,7 @@ export function pickIdle(
   const unmarked: string[] = [];
   const marked: string[] = [];
   for (const [name, entry] of idle) {
-    if (held.has(name)) continue;
+    if (held.has(name) || !ownedBy(entry.pod, pool)) continue;
     if (entry.markedAt === undefined) unmarked.push(name);
     else if (nowMs - entry.markedAt < protectionWindowSeconds * 1000) marked.push(name);
   }

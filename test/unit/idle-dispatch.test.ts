@@ -4,21 +4,28 @@ import { IdleDispatch, UNSUITABLE } from "../../functions/api/idle-dispatch.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { KubeError } from "../../lib/kube/errors.ts";
 import type { WatchEvent } from "../../lib/kube/transport.ts";
+import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
 
 // The dispatch logic over a scripted event stream: which waiter claims which pod, how often, and
 // what becomes of a lost claim or a wait that times out. (Against the apiserver: the waiting
 // creates of test/integration/sandbox-api.test.ts and env-routing.test.ts.)
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
-const pool = { metadata: { name: "p", namespace: "ns" }, spec: { replicas: 3 } } as SandboxPool;
+const pool = {
+  metadata: { name: "p", namespace: "ns", uid: "pool-uid" },
+  spec: { replicas: 3 },
+} as SandboxPool;
+/** OWNER is the controller reference of the pool's own pods (render-pod.ts writes it). */
+const OWNER = poolOwnerReference(pool);
 
-function idlePod(name: string, ready = true): V1Pod {
+function idlePod(name: string, ready = true, owners = [OWNER]): V1Pod {
   return {
     metadata: {
       name,
       namespace: "ns",
       resourceVersion: "1",
       labels: { "agentbox.navix.sh/sandbox-pool": "p", "agentbox.navix.sh/sandbox-phase": "idle" },
+      ownerReferences: owners,
     },
     status: { phase: "Running", conditions: [{ type: "Ready", status: ready ? "True" : "False" }] },
   };
@@ -97,6 +104,28 @@ describe("IdleDispatch", () => {
     s.push("ADDED", idlePod("b"));
     expect(await Promise.all(waits)).toEqual(["w1 got a", "w2 got b", undefined]);
     expect(claims).toEqual(["w1:a", "w2:b"]);
+  });
+
+  it("never offers a pod the waiter's pool does not own (the pool label alone, another uid)", async () => {
+    const s = dispatcher();
+    const claims: string[] = [];
+    const recreated = { ...pool, metadata: { ...pool.metadata, uid: "new-uid" } } as SandboxPool;
+    const waiter = (p: SandboxPool, timeoutMs: number) =>
+      s.dispatch.wait([p], timeoutMs, async (pod) => {
+        claims.push(`${p.metadata?.uid}:${pod.metadata?.name}`);
+        return pod.metadata?.name;
+      });
+    // The stream follows the first waiter's read of the pool; the second read it made again.
+    const first = waiter(pool, 200);
+    const second = waiter(recreated, 400);
+    await settle();
+    s.push("ADDED", idlePod("forged", true, []));
+    s.push("ADDED", idlePod("other", true, [{ ...OWNER, uid: "other-uid" }]));
+    expect(await first).toBeUndefined();
+    // Pod a is the stream's pool's, but not the pool the remaining waiter read.
+    s.push("ADDED", idlePod("a"));
+    expect(await second).toBeUndefined();
+    expect(claims).toEqual([]);
   });
 
   it("frees a waiter whose claim was lost for the next pod, and lets a claim under way finish after the timeout", async () => {

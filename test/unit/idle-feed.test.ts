@@ -5,6 +5,7 @@ import { SCALE_DOWN_PROTECTED_ANNOTATION } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeRequest, WatchEvent } from "../../lib/kube/transport.ts";
+import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
 
 // The feed's bookkeeping over a scripted list and watch: when it is ready, which pod each create
 // is handed, and what a lost or kept claim, a watch event or a 410 does to what it offers.
@@ -12,18 +13,25 @@ import type { KubeRequest, WatchEvent } from "../../lib/kube/transport.ts";
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 const pool = {
-  metadata: { name: "p", namespace: "ns" },
+  metadata: { name: "p", namespace: "ns", uid: "pool-uid" },
   spec: { replicas: 3 },
 } as unknown as SandboxPool;
+/** OWNER is the controller reference of the pool's own pods (render-pod.ts writes it). */
+const OWNER = poolOwnerReference(pool);
 const now = new Date("2026-11-24T12:00:00Z");
 
-function idlePod(name: string, version = "1", extra: { ready?: boolean; markedAt?: string } = {}): V1Pod {
+function idlePod(
+  name: string,
+  version = "1",
+  extra: { ready?: boolean; markedAt?: string; foreign?: boolean } = {},
+): V1Pod {
   return {
     metadata: {
       name,
       namespace: "ns",
       resourceVersion: version,
       labels: { "agentbox.navix.sh/sandbox-pool": "p", "agentbox.navix.sh/sandbox-phase": "idle" },
+      ownerReferences: extra.foreign ? [] : [OWNER],
       ...(extra.markedAt ? { annotations: { [SCALE_DOWN_PROTECTED_ANNOTATION]: extra.markedAt } } : {}),
     },
     status: {
@@ -101,7 +109,7 @@ describe("IdleFeed", () => {
     feed.close();
   });
 
-  it("offers no pod that is not Ready or was deleted, and marked pods only inside their window, after the unmarked", async () => {
+  it("offers no pod that is not Ready, was deleted or is not the pool's, and marked pods only inside their window, after the unmarked", async () => {
     // A pool of no autoscaling group: a 10 s protection window (the CRD's default).
     const inside = new Date(now.getTime() - 5_000).toISOString();
     const past = new Date(now.getTime() - 10_000).toISOString();
@@ -110,6 +118,7 @@ describe("IdleFeed", () => {
       idlePod("expired", "1", { markedAt: past }),
       idlePod("plain"),
       idlePod("cold", "1", { ready: false }),
+      idlePod("forged", "1", { foreign: true }),
     ]);
     expect(feed.take(pool, now, first)?.pod.metadata?.name).toBe("plain");
     expect(feed.take(pool, now, first)?.pod.metadata?.name).toBe("marked");

@@ -1,6 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import type { SandboxPool, SandboxPoolStatus } from "../../lib/api/sandbox-pool.ts";
+import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
 import type { Action } from "../../lib/reconcile/action.ts";
 import { planStatus } from "../../lib/reconcile/status.ts";
 
@@ -15,7 +16,7 @@ function pool(
   status?: SandboxPoolStatus,
 ): SandboxPool {
   return {
-    metadata: { name: "p", namespace: "ns", resourceVersion: "3", generation: 1 },
+    metadata: { name: "p", namespace: "ns", uid: "pool-uid", resourceVersion: "3", generation: 1 },
     spec: {
       replicas,
       podCreationImagePolicy: "IdleImage",
@@ -28,7 +29,8 @@ function pool(
 const idlePod = (name: string, marked?: string): V1Pod => ({
   metadata: {
     name,
-    labels: { "agentbox.navix.sh/sandbox-phase": "idle" },
+    labels: { "agentbox.navix.sh/sandbox-pool": "p", "agentbox.navix.sh/sandbox-phase": "idle" },
+    ownerReferences: [poolOwnerReference(pool(1))],
     annotations: marked ? { "agentbox.navix.sh/scale-down-protected": marked } : {},
   },
   status: { conditions: [{ type: "Ready", status: "True" }] },

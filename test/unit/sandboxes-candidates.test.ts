@@ -1,15 +1,23 @@
-import type { V1Pod } from "@kubernetes/client-node";
+import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import {
   SANDBOX_PHASE_LABEL,
+  SANDBOX_POOL_LABEL,
   type SandboxPhase,
   SCALE_DOWN_PROTECTED_ANNOTATION,
 } from "../../lib/api/keys.ts";
+import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
 import { orderCandidates, pickIdle } from "../../lib/sandboxes/candidates.ts";
 
 const NOW = new Date("2026-05-10T12:00:00Z");
 const WINDOW = 60;
 const ago = (seconds: number) => new Date(NOW.getTime() - seconds * 1000).toISOString();
+const POOL = {
+  metadata: { name: "web", namespace: "ns", uid: "pool-uid" },
+  spec: { replicas: 1 },
+} as SandboxPool;
+const OWNER = poolOwnerReference(POOL);
 
 interface PodOptions {
   phase?: SandboxPhase | "";
@@ -17,6 +25,9 @@ interface PodOptions {
   podPhase?: string;
   deleting?: boolean;
   mark?: string;
+  /** owners replaces the pod's ownerReferences (default: the pool's controller reference). */
+  owners?: V1OwnerReference[];
+  pool?: string;
 }
 
 function pod(name: string, o: PodOptions = {}): V1Pod {
@@ -25,7 +36,8 @@ function pod(name: string, o: PodOptions = {}): V1Pod {
   return {
     metadata: {
       name,
-      labels: phase ? { [SANDBOX_PHASE_LABEL]: phase } : {},
+      labels: { [SANDBOX_POOL_LABEL]: o.pool ?? "web", ...(phase ? { [SANDBOX_PHASE_LABEL]: phase } : {}) },
+      ownerReferences: o.owners ?? [OWNER],
       annotations: o.mark !== undefined ? { [SCALE_DOWN_PROTECTED_ANNOTATION]: o.mark } : {},
       ...(o.deleting ? { deletionTimestamp: NOW } : {}),
     },
@@ -72,18 +84,36 @@ describe("orderCandidates: which pods are claimable", () => {
     ["marked in the future (clock skew): inside the window", { mark: ago(-30) }, true],
     ["unparseable mark (never deleted for it)", { mark: "soon" }, true],
     ["marked inside the window but terminating", { mark: ago(1), deleting: true }, false],
+    // Ownership: the pool label alone never makes a pod the pool's.
+    ["the pool label, no ownerReference", { owners: [] }, false],
+    ["a controller reference to another pool uid", { owners: [{ ...OWNER, uid: "other" }] }, false],
+    ["the pool's uid, but not as controller", { owners: [{ ...OWNER, controller: false }] }, false],
+    ["the pool's uid under another kind", { owners: [{ ...OWNER, kind: "ReplicaSet" }] }, false],
+    [
+      "the pool's uid in another API group",
+      { owners: [{ ...OWNER, apiVersion: "evil.io/v1alpha1" }] },
+      false,
+    ],
+    ["controlled by the pool, labelled with another pool", { pool: "other" }, false],
+    [
+      "controlled by the pool under a later API version",
+      { owners: [{ ...OWNER, apiVersion: "agents.navix.sh/v1" }] },
+      true,
+    ],
   ])("%s → %s", (_, options, claimable) => {
-    expect(names(orderCandidates([pod("p", options)], NOW, WINDOW, keep))).toEqual(claimable ? ["p"] : []);
+    expect(names(orderCandidates(POOL, [pod("p", options)], NOW, WINDOW, keep))).toEqual(
+      claimable ? ["p"] : [],
+    );
   });
 
   it("a zero window makes every marked pod unclaimable", () => {
-    expect(orderCandidates([pod("p", { mark: ago(0) })], NOW, 0, keep)).toEqual([]);
+    expect(orderCandidates(POOL, [pod("p", { mark: ago(0) })], NOW, 0, keep)).toEqual([]);
   });
 
   it("returns the pod objects themselves and leaves the input alone", () => {
     const pods = [pod("a"), pod("b", { phase: "running" }), pod("c")];
     const copy = [...pods];
-    const out = orderCandidates(pods, NOW, WINDOW, () => 0);
+    const out = orderCandidates(POOL, pods, NOW, WINDOW, () => 0);
     expect(pods).toEqual(copy);
     expect(out.every((p) => pods.includes(p))).toBe(true);
   });
@@ -100,16 +130,16 @@ describe("orderCandidates: order", () => {
   ];
 
   it("unmarked pods come before marked ones", () => {
-    expect(names(orderCandidates(pods, NOW, WINDOW, keep))).toEqual(["u1", "u2", "u3", "m1", "m2"]);
+    expect(names(orderCandidates(POOL, pods, NOW, WINDOW, keep))).toEqual(["u1", "u2", "u3", "m1", "m2"]);
   });
 
   it("each group is shuffled with Fisher-Yates using the given random", () => {
     // random() = 0 always swaps position i with 0: [u1,u2,u3] → [u3,u2,u1] → [u2,u3,u1].
-    expect(names(orderCandidates(pods, NOW, WINDOW, () => 0))).toEqual(["u2", "u3", "u1", "m2", "m1"]);
+    expect(names(orderCandidates(POOL, pods, NOW, WINDOW, () => 0))).toEqual(["u2", "u3", "u1", "m2", "m1"]);
   });
 
   it("a random() of exactly 1 does not step out of the array", () => {
-    expect(names(orderCandidates(pods, NOW, WINDOW, () => 1))).toEqual(["u1", "u2", "u3", "m1", "m2"]);
+    expect(names(orderCandidates(POOL, pods, NOW, WINDOW, () => 1))).toEqual(["u1", "u2", "u3", "m1", "m2"]);
   });
 
   it("concurrent callers spread over the pods: every pod is tried first about equally often", () => {
@@ -118,7 +148,7 @@ describe("orderCandidates: order", () => {
     const firsts = new Map<string, number>();
     const runs = 5000;
     for (let i = 0; i < runs; i++) {
-      const order = names(orderCandidates(idle, NOW, WINDOW, random));
+      const order = names(orderCandidates(POOL, idle, NOW, WINDOW, random));
       expect([...order].sort()).toEqual(["p0", "p1", "p2", "p3", "p4"]);
       const first = order[0] as string;
       firsts.set(first, (firsts.get(first) ?? 0) + 1);
@@ -132,28 +162,36 @@ describe("orderCandidates: order", () => {
 
   it("two callers with different randoms start on different pods", () => {
     const idle = Array.from({ length: 8 }, (_, i) => pod(`p${i}`));
-    const a = names(orderCandidates(idle, NOW, WINDOW, mulberry32(1)));
-    const b = names(orderCandidates(idle, NOW, WINDOW, mulberry32(2)));
+    const a = names(orderCandidates(POOL, idle, NOW, WINDOW, mulberry32(1)));
+    const b = names(orderCandidates(POOL, idle, NOW, WINDOW, mulberry32(2)));
     expect(a[0]).not.toBe(b[0]);
   });
 });
 
 describe("pickIdle: which pod of a host's feed a create takes", () => {
   const at = Date.parse("2026-11-24T12:00:00Z");
-  const feed: [string, { markedAt?: number }][] = [
-    ["a", {}],
-    ["b", {}],
-    ["m", { markedAt: at - 5_000 }],
-    ["old", { markedAt: at - 10_000 }],
+  const feed: [string, { pod: V1Pod; markedAt?: number }][] = [
+    ["a", { pod: pod("a") }],
+    ["b", { pod: pod("b") }],
+    ["m", { pod: pod("m"), markedAt: at - 5_000 }],
+    ["old", { pod: pod("old"), markedAt: at - 10_000 }],
   ];
   it("takes an unmarked pod no other create holds, at random", () => {
-    expect(pickIdle(feed, new Set(), at, 10, () => 0)).toBe("a");
-    expect(pickIdle(feed, new Set(), at, 10, () => 0.99)).toBe("b");
-    expect(pickIdle(feed, new Set(["a"]), at, 10, () => 0)).toBe("b");
+    expect(pickIdle(POOL, feed, new Set(), at, 10, () => 0)).toBe("a");
+    expect(pickIdle(POOL, feed, new Set(), at, 10, () => 0.99)).toBe("b");
+    expect(pickIdle(POOL, feed, new Set(["a"]), at, 10, () => 0)).toBe("b");
   });
   it("takes a marked pod only when no unmarked one is free, and only inside its window", () => {
-    expect(pickIdle(feed, new Set(["a", "b"]), at, 10, () => 0.99)).toBe("m");
-    expect(pickIdle(feed, new Set(["a", "b", "m"]), at, 10, () => 0)).toBeUndefined();
-    expect(pickIdle([], new Set(), at, 10, () => 0)).toBeUndefined();
+    expect(pickIdle(POOL, feed, new Set(["a", "b"]), at, 10, () => 0.99)).toBe("m");
+    expect(pickIdle(POOL, feed, new Set(["a", "b", "m"]), at, 10, () => 0)).toBeUndefined();
+    expect(pickIdle(POOL, [], new Set(), at, 10, () => 0)).toBeUndefined();
+  });
+  it("never takes a pod the pool does not own", () => {
+    const forged: [string, { pod: V1Pod }][] = [
+      ["forged", { pod: pod("forged", { owners: [] }) }],
+      ["other", { pod: pod("other", { owners: [{ ...OWNER, uid: "other" }] }) }],
+    ];
+    expect(pickIdle(POOL, forged, new Set(), at, 10, () => 0)).toBeUndefined();
+    expect(pickIdle(POOL, [...forged, ...feed], new Set(), at, 10, () => 0)).toBe("a");
   });
 });
