@@ -17,7 +17,7 @@ import { type Claim, claimFrom } from "./claim-from.ts";
 import type { ApiDeps } from "./deps.ts";
 import { UNSUITABLE } from "./idle-dispatch.ts";
 import { type PoolResolution, readTarget, resolvePool, type TargetReads } from "./resolve-pool.ts";
-import { teamSandboxes } from "./team-usage.ts";
+import { TeamHolds } from "./team-usage.ts";
 import { recordDemand, waitForIdle } from "./wait-for-idle.ts";
 
 /**
@@ -155,9 +155,16 @@ async function claimOrWhy(
       choices: resolved.choices,
     };
   const limit = limitFor(deps.teamLimits, tenant.team);
-  const held = limit === undefined ? 0 : await teamSandboxes(deps, tenant.team);
-  if (limit !== undefined && held >= limit)
-    return { ok: false, reason: "limited", team: tenant.team, held, limit };
+  const holds = limit === undefined ? undefined : (deps.teamHolds ?? new TeamHolds(deps));
+  const held = holds ? await holds.held(tenant.team) : 0;
+  const limited = (count: number): CreateOutcome => ({
+    ok: false,
+    reason: "limited",
+    team: tenant.team,
+    held: count,
+    limit: limit ?? 0,
+  });
+  if (limit !== undefined && held >= limit) return limited(held);
   const plan = planClaims(deps, resolved);
   const sample = plan.watch[0];
   if (!sample) return { ok: false, reason: "exhausted", where: plan.where, tried: 0 };
@@ -166,6 +173,9 @@ async function claimOrWhy(
   const sandboxId = newSandboxId();
   const hooks = await postStartHooks(deps, sandboxId, req, extras);
   if (typeof hooks === "string") return { ok: false, reason: "invalid", message: hooks };
+  // The team's count when a claim found it at its limit (every claim checks again: a create that
+  // waited claims long after the check above, and this host's creates claim at once).
+  let limitedAt: number | undefined;
   const claimIn =
     (pool: SandboxPool, annotations: Readonly<Record<string, string>> = {}): Claim =>
     async (pod) => {
@@ -173,21 +183,31 @@ async function claimOrWhy(
       if (typeof images === "string") return UNSUITABLE;
       // A create that will wait for Running says so on the pod: it completes the start itself.
       const waits = req.wait ? waitSeconds(pool, req) : extras.waitSeconds?.(pool);
-      const result = await claimSandbox(deps, pod, {
-        sandboxId,
-        containerImages: images,
-        team: tenant.team,
-        user: tenant.user,
-        ...(req.metadata ? { metadata: req.metadata } : {}),
-        ...(hooks.length > 0 ? { postStartHooks: hooks } : {}),
-        ...(extras.annotations || Object.keys(annotations).length > 0
-          ? { annotations: { ...extras.annotations, ...annotations } }
-          : {}),
-        ...(waits ? { waiterUntil: new Date(deps.now().getTime() + waits * 1000) } : {}),
-        ...claimTimeouts(pool, req),
-        ...(req.timeout ? { lifetimeSeconds: req.timeout } : {}),
-      });
-      return result.ok ? result.pod : undefined;
+      const claim = () =>
+        claimSandbox(deps, pod, {
+          sandboxId,
+          containerImages: images,
+          team: tenant.team,
+          user: tenant.user,
+          ...(req.metadata ? { metadata: req.metadata } : {}),
+          ...(hooks.length > 0 ? { postStartHooks: hooks } : {}),
+          ...(extras.annotations || Object.keys(annotations).length > 0
+            ? { annotations: { ...extras.annotations, ...annotations } }
+            : {}),
+          ...(waits ? { waiterUntil: new Date(deps.now().getTime() + waits * 1000) } : {}),
+          ...claimTimeouts(pool, req),
+          ...(req.timeout ? { lifetimeSeconds: req.timeout } : {}),
+        });
+      const checked =
+        holds && limit !== undefined
+          ? await holds.claim(tenant.team, limit, claim, (r) => (r.ok ? r.pod : undefined))
+          : { ok: true as const, value: await claim() };
+      if (!checked.ok) {
+        // The pod stays for others (UNSUITABLE for this create); the create ends 429.
+        limitedAt = checked.held;
+        return UNSUITABLE;
+      }
+      return checked.value.ok ? checked.value.pod : undefined;
     };
   const served = (pod: V1Pod, pool: SandboxPool): CreateOutcome | undefined => {
     recordDemand(deps, pool, deps.now());
@@ -200,6 +220,7 @@ async function claimOrWhy(
   for (const pool of plan.tryNow) {
     const got = await claimFrom(deps, pool, claimIn(pool), deadline, first);
     tried += got.tried;
+    if (limitedAt !== undefined) return limited(limitedAt);
     const outcome = got.pod && served(got.pod, pool);
     if (outcome) return outcome;
     if (got.contended) return { ok: false, reason: "exhausted", where: plan.where, tried, contended: true };
@@ -209,13 +230,29 @@ async function claimOrWhy(
   const grow = plan.grow ?? sample;
   recordDemand(deps, grow, deps.now());
   if (req.waitTimeout) {
-    const ticket = deps.pending?.enter(grow) ?? 0;
-    const won = await waitForIdle(deps, plan.watch, req.waitTimeout * 1000, async (candidate, pool) => {
-      // The claim names the mark that counted this create, so the autoscaler stops counting it.
-      const mark = deps.pending?.servedMark(grow, ticket);
-      const pod = await claimIn(pool, mark ? { [SERVED_MARK_ANNOTATION]: mark } : {})(candidate);
-      return pod && pod !== UNSUITABLE ? { pod, pool } : pod;
-    }).finally(() => deps.pending?.leave(grow));
+    // A team at its limit (with its creates already waiting here) is no demand: the pool does not
+    // grow for a create that would be refused at its claim.
+    const counted = holds ? holds.demand(tenant.team, limit, await holds.held(tenant.team)) : () => {};
+    const ticket = counted ? (deps.pending?.enter(grow) ?? 0) : 0;
+    const giveUp = new AbortController();
+    const won = await waitForIdle(
+      deps,
+      plan.watch,
+      req.waitTimeout * 1000,
+      async (candidate, pool) => {
+        // The claim names the mark that counted this create, so the autoscaler stops counting it.
+        const mark = counted ? deps.pending?.servedMark(grow, ticket) : undefined;
+        const pod = await claimIn(pool, mark ? { [SERVED_MARK_ANNOTATION]: mark } : {})(candidate);
+        if (limitedAt !== undefined) giveUp.abort();
+        return pod && pod !== UNSUITABLE ? { pod, pool } : pod;
+      },
+      giveUp.signal,
+    ).finally(() => {
+      if (!counted) return;
+      counted();
+      deps.pending?.leave(grow);
+    });
+    if (limitedAt !== undefined) return limited(limitedAt);
     const outcome = won && served(won.pod, won.pool);
     if (outcome) return outcome;
   }

@@ -8,6 +8,7 @@ import type { IdleDispatch } from "./idle-dispatch.ts";
 import type { IdleFeed } from "./idle-feed.ts";
 import type { PendingGauge } from "./pending-gauge.ts";
 import type { PoolPodWatch } from "./pool-pod-watch.ts";
+import type { TeamHolds } from "./team-usage.ts";
 
 /** ApiDeps adds what the sandbox API needs beyond the reconcile steps. */
 export interface ApiDeps extends StepDeps {
@@ -43,6 +44,8 @@ export interface ApiDeps extends StepDeps {
   freshLooks?: NextReads<V1Pod[]>;
   /** teamLimits cap each team's sandboxes held at once (none when unset). */
   teamLimits?: TeamLimits;
+  /** teamHolds checks this host's claims against teamLimits as they happen (one per create when unset). */
+  teamHolds?: TeamHolds;
   /** watch streams watch requests (waiting for a sandbox to run). */
   watch: KubeWatchTransport;
 }

@@ -71,8 +71,9 @@ async function cachedThenFresh<T>(
  * readTarget reads what a target names: the pool and its template, or the template and the pools.
  * It needs no tenant, so the claim path runs it while the API key is being checked: `known`
  * resolves once the key is, true when it was good. Until then only watch-cache reads of the named
- * objects run; a named pool's first candidates are listed, and a missing object is read from etcd,
- * only for a known caller. An anonymous create costs no quorum read and no candidate list.
+ * objects run; a named pool's first candidates are listed, the pools and Envs of an Env or
+ * template target are listed, and a missing object is read from etcd, only for a known caller. An
+ * anonymous create costs no quorum read and no list, whatever it names.
  */
 export async function readTarget(
   deps: ApiDeps,
@@ -121,12 +122,22 @@ export async function readTarget(
   const name = target.template ?? "";
   const [template, pools, envs] = await Promise.all([
     cachedThenFresh((o) => deps.kube.getTemplate(name, o), known),
-    // From the watch cache: the pool choice only needs idle counts, and an unauthenticated caller's
-    // read (this runs alongside the key check) costs no quorum read of every pool.
-    deps.kube.listPools(undefined, { cached: true }),
-    deps.clusterId ? deps.kube.listEnvs(undefined, { cached: true }) : Promise.resolve({ items: [] }),
+    // From the watch cache (the pool choice only needs idle counts), and only for a known caller.
+    knownList(known, () => deps.kube.listPools(undefined, { cached: true })),
+    deps.clusterId
+      ? knownList(known, () => deps.kube.listEnvs(undefined, { cached: true }))
+      : Promise.resolve({ items: [] }),
   ]);
   return { ...(template ? { template } : {}), templatePools: pools.items, templateEnvs: envs.items };
+}
+
+/**
+ * knownList runs a list once the caller is known (`known` resolves true), else answers empty: an
+ * anonymous create, which is refused anyway, never makes the apiserver list every pool or Env. The
+ * key check is quick, so a known caller's list starts a moment later than it could, no more.
+ */
+function knownList<T>(known: Promise<boolean>, list: () => Promise<{ items: T[] }>): Promise<{ items: T[] }> {
+  return known.then((ok) => (ok ? list() : { items: [] }));
 }
 
 /** readEnvTarget reads an Env target: the Env, its template and the pools of its namespace. */
@@ -134,7 +145,7 @@ async function readEnvTarget(deps: ApiDeps, ref: string, known: Promise<boolean>
   const [namespace = "", name = ""] = ref.split("/");
   const [env, pools] = await Promise.all([
     cachedThenFresh((o) => deps.kube.getEnv(namespace, name, o), known),
-    deps.kube.listPools(namespace, { cached: true }),
+    knownList(known, () => deps.kube.listPools(namespace, { cached: true })),
   ]);
   const templateName = env?.spec.templateRef.name;
   const template = templateName
@@ -159,7 +170,8 @@ export async function resolvePool(
 ): Promise<PoolResolution> {
   const { pool, template, templatePools, env, envPools, templateEnvs } = await reads;
   if (target.pool) {
-    if (pool && poolUsableBy(template, tenant)) return { ok: true, pool, ...(template ? { template } : {}) };
+    if (pool && poolUsableBy(pool.spec.templateName, template, tenant))
+      return { ok: true, pool, ...(template ? { template } : {}) };
     const [pools, templates] = await Promise.all([deps.kube.listPools(), deps.kube.listTemplates()]);
     return {
       ok: false,
@@ -169,7 +181,7 @@ export async function resolvePool(
     };
   }
   if (target.env) {
-    if (env && poolUsableBy(template, tenant))
+    if (env && poolUsableBy(env.spec.templateRef.name, template, tenant))
       return { ok: true, env, pools: envPools ?? [], ...(template ? { template } : {}) };
     const [envs, templates] = await Promise.all([deps.kube.listEnvs(), deps.kube.listTemplates()]);
     return {
@@ -180,7 +192,7 @@ export async function resolvePool(
     };
   }
   const name = target.template ?? "";
-  if (template && poolUsableBy(template, tenant)) {
+  if (template && poolUsableBy(name, template, tenant)) {
     const routed = deps.clusterId ? pickTemplateEnv(templateEnvs ?? [], name, deps.clusterId) : undefined;
     if (routed) return { ok: true, env: routed, pools: templatePools ?? [], template };
     // The cached list may miss a pool made a moment ago: ask etcd before saying there is none.

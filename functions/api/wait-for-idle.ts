@@ -15,13 +15,15 @@ export function recordDemand(deps: ApiDeps, pool: SandboxPool, now: Date): void 
  * waitForIdle waits until `claim` wins an idle pod of the pools (all in one namespace; an Env's
  * create passes every member, so a pod that turns idle in any of them serves it), or timeoutMs
  * passes, through the host's IdleDispatch (one watch and first-come-first-served claims for all
- * of its waiters). Nothing is queued outside this process: a waiter that times out leaves no trace.
+ * of its waiters). `signal` ends the wait early (the create gives up). Nothing is queued outside
+ * this process: a waiter that times out leaves no trace.
  */
 export function waitForIdle<T>(
   deps: ApiDeps,
   pools: readonly SandboxPool[],
   timeoutMs: number,
   claim: Claim<T>,
+  signal?: AbortSignal,
 ): Promise<T | undefined> {
-  return (deps.idle ?? new IdleDispatch(deps)).wait(pools, timeoutMs, claim);
+  return (deps.idle ?? new IdleDispatch(deps)).wait(pools, timeoutMs, claim, signal);
 }

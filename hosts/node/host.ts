@@ -7,6 +7,7 @@ import { IdleDispatch } from "../../functions/api/idle-dispatch.ts";
 import { IdleFeed } from "../../functions/api/idle-feed.ts";
 import { PendingGauge } from "../../functions/api/pending-gauge.ts";
 import { PoolPodWatch } from "../../functions/api/pool-pod-watch.ts";
+import { TeamHolds } from "../../functions/api/team-usage.ts";
 import type { StepDeps } from "../../functions/deps.ts";
 import { STEP_NAMES } from "../../functions/reconcile-pool.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
@@ -130,7 +131,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     pods: new PoolPodWatch({ ...deps, watch }),
     idleFeed: new IdleFeed({ ...deps, watch }),
     ...(config.envdPort ? { envdPort: config.envdPort } : {}),
-    ...(config.teamLimits ? { teamLimits: config.teamLimits } : {}),
+    ...(config.teamLimits ? { teamLimits: config.teamLimits, teamHolds: new TeamHolds(deps) } : {}),
     hashKey: sha256Hex,
     keyReads: new SharedRead(KEY_READ_SHARE_MS, () => Date.now()),
     keyCacheReads: new SharedRead(KEY_READ_SHARE_MS, () => Date.now()),

@@ -6,15 +6,19 @@ import type { V1Pod } from "@kubernetes/client-node";
 import {
   POOL_CONDITION,
   POOL_REASON,
+  POOL_TEMPLATE_NAME_ANNOTATION,
   SANDBOX_PHASE,
   SANDBOX_PHASE_LABEL,
   SANDBOX_POOL_LABEL,
 } from "../api/keys.ts";
 import type { SandboxPool, SandboxPoolPhase, SandboxPoolStatus } from "../api/sandbox-pool.ts";
+import type { SandboxTemplate } from "../api/sandbox-template.ts";
+import { hasEnvOwner } from "../env/ownership.ts";
 import { type ConditionCore, setConditions } from "../util/conditions.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
 import { pendingRequestsOf } from "./pending-requests.ts";
 import { podFacts } from "./pod-facts.ts";
+import { ownedBy } from "./pod-ownership.ts";
 
 /** PodCounts are the per-phase replica counts of the status. */
 export interface PodCounts {
@@ -143,19 +147,52 @@ export const REPLICA_FAILURE = "ReplicaFailure";
 /**
  * PoolStatusContext is what a run knows beyond the pool and its Pods: why Pods are not created
  * (replicaFailure: set; null: they are, so the condition goes; undefined: unknown this run, so
- * the stored condition stays) and what a scale-down waits for.
+ * the stored condition stays), whether the pool's template exists (templateAvailable, likewise:
+ * see templateAvailability) and what a scale-down waits for.
  */
 export interface PoolStatusContext {
   replicaFailure?: { reason: string; message: string } | null;
+  templateAvailable?: ConditionCore | null;
   scaleDownWait?: string;
+}
+
+/**
+ * templateAvailability is the TemplateAvailable condition of a pool that names a template, given
+ * the template as this run read it: True while it exists; False once it is gone (TemplateDeleted
+ * when the pool was rendered from it, TemplateNotFound when it never was), saying that only admin
+ * keys may claim from the pool then (pool-choice.ts fails closed). null for a pool that names
+ * none (no condition); undefined when the run did not read the template (the stored one stays).
+ */
+export function templateAvailability(
+  pool: Pick<SandboxPool, "metadata" | "spec">,
+  template: SandboxTemplate | null | undefined,
+): ConditionCore | null | undefined {
+  const name = pool.spec.templateName;
+  if (!name) return null;
+  if (template === undefined) return undefined;
+  const type = POOL_CONDITION.TEMPLATE_AVAILABLE;
+  if (template !== null)
+    return {
+      type,
+      status: "True",
+      reason: POOL_REASON.TEMPLATE_FOUND,
+      message: `SandboxTemplate "${name}" exists`,
+    };
+  const rendered = hasEnvOwner(pool) || pool.metadata?.annotations?.[POOL_TEMPLATE_NAME_ANNOTATION] === name;
+  return {
+    type,
+    status: "False",
+    reason: rendered ? POOL_REASON.TEMPLATE_DELETED : POOL_REASON.TEMPLATE_NOT_FOUND,
+    message: `SandboxTemplate "${name}" ${rendered ? "was deleted" : "does not exist"}; only admin API keys may claim from this pool`,
+  };
 }
 
 /**
  * computePoolStatus is the status a pool should have given its Pods: the phase (Terminating,
  * Pending, ScalingUp, ScalingDown, Degraded, Ready, first match wins), per-phase counts of the
  * Pods that are not terminating, the selector string, structured selector and per-phase
- * selectors (all on the pool label), and the Available, Scaling and Degraded conditions with
- * observedGeneration = metadata.generation, and pendingRequests, the sum of the fresh counts the
+ * selectors (all on the pool label), and the Available, Scaling and Degraded conditions (with
+ * ReplicaFailure and TemplateAvailable as the context says) with observedGeneration = metadata.generation, and pendingRequests, the sum of the fresh counts the
  * API hosts published on the pool (see pending-requests.ts; absent until first set). The field it does not
  * own (autoscaling) is copied from the previous status, so writing the result never erases another
  * writer's bookkeeping. `now` is the transition time of conditions that changed and the clock
@@ -169,7 +206,8 @@ export function computePoolStatus(
 ): SandboxPoolStatus {
   const previous = pool.status ?? {};
   const name = pool.metadata?.name ?? "";
-  const counts = countPods(pods);
+  // Only the pool's own Pods count: one that merely carries the pool label is no replica.
+  const counts = countPods(pods.filter((pod) => ownedBy(pod, pool)));
   const failure = context.replicaFailure ?? undefined;
   const selector = `${SANDBOX_POOL_LABEL}=${name}`;
   const phaseSelectors: Record<string, string> = { all: selector };
@@ -192,10 +230,14 @@ export function computePoolStatus(
       [
         ...poolConditions(pool.spec.replicas, counts, scalingWait(pool, previous, counts, context)),
         ...(failure ? [{ type: REPLICA_FAILURE, status: "True" as const, ...failure }] : []),
+        ...(context.templateAvailable ? [context.templateAvailable] : []),
       ],
       now,
       pool.metadata?.generation,
-      context.replicaFailure === null ? [REPLICA_FAILURE] : [],
+      [
+        ...(context.replicaFailure === null ? [REPLICA_FAILURE] : []),
+        ...(context.templateAvailable === null ? [POOL_CONDITION.TEMPLATE_AVAILABLE] : []),
+      ],
     ),
   };
   // Written as 0 once it was set (a merge patch cannot drop a field by leaving it out).

@@ -12,13 +12,14 @@ import {
   type PoolStatusContext,
   REPLICA_FAILURE,
   statusChanged,
+  templateAvailability,
 } from "../pool/pool-status.ts";
 import { idleSinceOf, scaleDownPolicyFor, scaleDownWait } from "../pool/scale-plan.ts";
 import { type Action, poolTarget } from "./action.ts";
 
 /** StatusInputs are what a run knows besides the pool and its pods. */
 export interface StatusInputs {
-  /** template, when the snapshot read it (the pool waits for its copy); null: it does not exist. */
+  /** template, when the snapshot read it (the pool names one); null: it does not exist. */
   template?: SandboxTemplate | null | undefined;
   env?: SandboxEnv | undefined;
   /** creates are this run's Pod creates (materialise-pool's outcomes). */
@@ -32,7 +33,8 @@ export interface StatusInputs {
 
 /**
  * statusContext is what the status says beyond the counts: why Pods are not created
- * (ReplicaFailure) and what a scale-down waits for.
+ * (ReplicaFailure), whether the pool's template exists (TemplateAvailable) and what a scale-down
+ * waits for.
  */
 export function statusContext(
   pool: SandboxPool,
@@ -47,8 +49,10 @@ export function statusContext(
     pool.spec.replicas - live,
   );
   const wait = scaleDownWait(pool, pods, now, scaleDownPolicyFor(pool, inputs.env), idleSinceOf);
+  const templateAvailable = templateAvailability(pool, inputs.template);
   return {
     ...(failure !== undefined ? { replicaFailure: failure } : {}),
+    ...(templateAvailable !== undefined ? { templateAvailable } : {}),
     ...(wait ? { scaleDownWait: wait } : {}),
   };
 }

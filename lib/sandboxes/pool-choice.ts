@@ -7,11 +7,19 @@ import type { Tenant } from "./api-keys.ts";
 import { templateVisibleTo } from "./visibility.ts";
 
 /**
- * poolUsableBy: a tenant may claim from a pool whose template it can see; a pool without a
- * template, or whose template is gone, is open to everyone.
+ * poolUsableBy: a tenant may claim from a pool (or Env) built on `templateName` when it can see
+ * that template. One that names no template (stamped by hand) is open to everyone; one whose
+ * template is gone is closed to all but admins: the visibility rules went with the template, so
+ * nobody can say whom they let in, and a deleted template must not open its pools to every tenant.
  */
-export function poolUsableBy(template: SandboxTemplate | undefined, tenant: Tenant): boolean {
-  return template === undefined || templateVisibleTo(template.spec.visibility, tenant);
+export function poolUsableBy(
+  templateName: string | undefined,
+  template: SandboxTemplate | undefined,
+  tenant: Tenant,
+): boolean {
+  if (!templateName) return true;
+  if (!template) return tenant.admin === true;
+  return templateVisibleTo(template.spec.visibility, tenant);
 }
 
 /** pickTemplatePool is the live pool created from templateName with the most idle pods. */
@@ -33,7 +41,7 @@ export function usablePoolNames(
   const byName = new Map(templates.map((t) => [t.metadata?.name ?? "", t]));
   return pools
     .filter((p) => !p.metadata?.deletionTimestamp)
-    .filter((p) => !p.spec.templateName || poolUsableBy(byName.get(p.spec.templateName), tenant))
+    .filter((p) => poolUsableBy(p.spec.templateName, byName.get(p.spec.templateName ?? ""), tenant))
     .map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`)
     .sort();
 }
@@ -77,7 +85,11 @@ export function usableEnvNames(
 ): string[] {
   const byName = new Map(templates.map((t) => [t.metadata?.name ?? "", t]));
   return envs
-    .filter((e) => liveEnv(e, clusterId) && poolUsableBy(byName.get(e.spec.templateRef.name), tenant))
+    .filter(
+      (e) =>
+        liveEnv(e, clusterId) &&
+        poolUsableBy(e.spec.templateRef.name, byName.get(e.spec.templateRef.name), tenant),
+    )
     .map((e) => `${e.metadata?.namespace}/${e.metadata?.name}`)
     .sort();
 }

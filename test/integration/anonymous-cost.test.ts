@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import type { KubeRequest } from "../../lib/kube/transport.ts";
 import { SharedRead } from "../../lib/util/shared-read.ts";
-import { inProcessApi } from "./support/in-process-api.ts";
+import { inProcessApi, postCreate } from "./support/in-process-api.ts";
 import { kube, newNamespace } from "./support/kube.ts";
 import { POOLS, poolObject, testDeps } from "./support/steps.ts";
 
@@ -40,17 +40,34 @@ const create = (apiKey: string) =>
   });
 const quorum = (r: KubeRequest) => r.method === "GET" && r.query?.resourceVersion === undefined;
 
+/** lists are the collection reads (pods, pools, Envs, templates) among the requests sent. */
+const lists = (requests: readonly KubeRequest[]) =>
+  requests
+    .filter((r) => /\/(pods|sandboxpools|sandboxenvs|sandboxtemplates)$/.test(r.path))
+    .map((r) => r.path);
+
 describe("an anonymous create", () => {
-  it("costs no candidate list and no quorum read per request, and is a 401", async () => {
-    sent.length = 0;
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => create(`abx_unknown-${i}`)));
-    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 401));
-    expect(sent.filter((r) => r.path.endsWith("/pods"))).toEqual([]);
-    // The keys Secret from etcd once for all twenty (shared), and nothing else from etcd.
-    expect(sent.filter(quorum).map((r) => r.path)).toEqual([
-      `/api/v1/namespaces/${deps.apiKeys.namespace}/secrets/${deps.apiKeys.name}`,
-    ]);
-  });
+  // Each kind of target: what an anonymous create names must cost the same, whatever it is.
+  const targets: [string, () => Record<string, string>][] = [
+    ["pool", () => ({ pool: `${ns}/p` })],
+    ["Env", () => ({ env: `${ns}/e` })],
+    ["template", () => ({ template: "anon-t" })],
+  ];
+  it.each(targets)(
+    "naming a %s costs no list and no quorum read per request, and is a 401",
+    async (_, target) => {
+      sent.length = 0;
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => postCreate(app, `abx_unknown-${i}`, target())),
+      );
+      expect(answers.map((a) => a.status)).toEqual(answers.map(() => 401));
+      expect(lists(sent)).toEqual([]);
+      // The keys Secret from etcd at most once for all twenty (shared, maybe with the last case's
+      // read), and nothing else from etcd.
+      const secret = `/api/v1/namespaces/${deps.apiKeys.namespace}/secrets/${deps.apiKeys.name}`;
+      expect(sent.filter(quorum).map((r) => r.path)).toEqual(sent.some(quorum) ? [secret] : []);
+    },
+  );
 
   it("naming a pool that does not exist, reads nothing from etcd either", async () => {
     sent.length = 0;
@@ -70,6 +87,17 @@ describe("an anonymous create", () => {
     const answer = await create(key);
     expect(answer.status).toBe(503); // the pool has no pods
     expect(sent.some((r) => r.method === "GET" && r.path === `/api/v1/namespaces/${ns}/pods`)).toBe(true);
+  });
+
+  it("and a known key's template create still lists the pools and Envs", async () => {
+    sent.length = 0;
+    expect((await postCreate(app, key, { template: "anon-t" })).status).toBe(404); // no such template
+    expect(lists(sent)).toEqual(
+      expect.arrayContaining([
+        "/apis/agents.navix.sh/v1alpha1/sandboxpools",
+        "/apis/agents.navix.sh/v1alpha1/sandboxenvs",
+      ]),
+    );
   });
 });
 

@@ -2,18 +2,26 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import type { Condition } from "../../lib/api/common.ts";
 import type { SandboxPool, SandboxPoolStatus } from "../../lib/api/sandbox-pool.ts";
+import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
 import { computePoolStatus, statusChanged } from "../../lib/pool/pool-status.ts";
 
 const NOW = new Date("2026-03-01T12:00:00.750Z");
 const NOW_RFC3339 = "2026-03-01T12:00:00Z";
 const EARLIER = "2026-02-01T08:00:00Z";
 
+/** OWNER is the controller reference of pool()'s own Pods (lib/pool/render-pod.ts writes it). */
+const OWNER = poolOwnerReference(pool(1));
+
 let serial = 0;
 function pod(phase: string | null, o: { ready?: boolean; terminating?: boolean } = {}): V1Pod {
   return {
     metadata: {
       name: `web-${serial++}`,
-      labels: phase === null ? {} : { "agentbox.navix.sh/sandbox-phase": phase },
+      labels: {
+        "agentbox.navix.sh/sandbox-pool": "web",
+        ...(phase === null ? {} : { "agentbox.navix.sh/sandbox-phase": phase }),
+      },
+      ownerReferences: [OWNER],
       ...(o.terminating ? { deletionTimestamp: "2026-03-01T11:59:00Z" as unknown as Date } : {}),
     },
     status: { conditions: [{ type: "Ready", status: o.ready === false ? "False" : "True" }] },
@@ -87,8 +95,17 @@ describe("computePoolStatus: counts, selectors, conditions", () => {
   });
 
   it("counts an idle Pod without a Ready condition as unavailable", () => {
-    const p: V1Pod = { metadata: { name: "x", labels: { "agentbox.navix.sh/sandbox-phase": "idle" } } };
+    const p: V1Pod = { metadata: { ...pod("idle").metadata, name: "x" } };
     expect(computePoolStatus(pool(1), [p], NOW).unavailableIdleReplicas).toBe(1);
+  });
+
+  it("counts only the pool's own Pods: one that merely carries the pool label is no replica", () => {
+    const forged = pod("idle");
+    forged.metadata = { ...forged.metadata, ownerReferences: [] };
+    const other = pod("running");
+    other.metadata = { ...other.metadata, ownerReferences: [{ ...OWNER, uid: "another-pool" }] };
+    const s = computePoolStatus(pool(1), [...idle(1), forged, other], NOW);
+    expect(s).toMatchObject({ phase: "Ready", idleReplicas: 1, runningReplicas: 0 });
   });
 
   it("publishes the selector, the structured selector and per-phase selectors", () => {

@@ -1,10 +1,12 @@
 import { describe, expect, it } from "vitest";
+import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
 import { latestPerSandbox } from "../../lib/sandboxes/activity.ts";
 import {
   pickTemplatePool,
   poolUsableBy,
+  usableEnvNames,
   usablePoolNames,
   visibleTemplateNames,
 } from "../../lib/sandboxes/pool-choice.ts";
@@ -19,25 +21,40 @@ const pool = (name: string, templateName?: string, idle = 0, deleting = false) =
   }) as unknown as SandboxPool;
 const alice = { team: "research", user: "alice" };
 const bob = { team: "other", user: "bob" };
+const admin = { team: "ops", user: "root", admin: true };
 
 describe("pool choice", () => {
-  it("lets tenants use pools of templates they can see, or without (or with a vanished) template", () => {
-    expect(poolUsableBy(undefined, bob)).toBe(true);
-    expect(poolUsableBy(template("t", "research"), alice)).toBe(true);
-    expect(poolUsableBy(template("t", "research"), bob)).toBe(false);
-    const pools = [
-      pool("open"),
-      pool("private", "t"),
-      pool("gone", "ghost"),
-      pool("dying", undefined, 0, true),
-    ];
-    expect(usablePoolNames(pools, [template("t", "research")], bob)).toEqual(["ns/gone", "ns/open"]);
-    expect(usablePoolNames(pools, [template("t", "research")], alice)).toEqual([
-      "ns/gone",
-      "ns/open",
-      "ns/private",
-    ]);
+  it("lets tenants use pools of templates they can see, or without a template", () => {
+    expect(poolUsableBy(undefined, undefined, bob)).toBe(true);
+    expect(poolUsableBy("t", template("t", "research"), alice)).toBe(true);
+    expect(poolUsableBy("t", template("t", "research"), bob)).toBe(false);
+    const pools = [pool("open"), pool("private", "t"), pool("dying", undefined, 0, true)];
+    expect(usablePoolNames(pools, [template("t", "research")], bob)).toEqual(["ns/open"]);
+    expect(usablePoolNames(pools, [template("t", "research")], alice)).toEqual(["ns/open", "ns/private"]);
     expect(visibleTemplateNames([template("b"), template("a", "research")], bob)).toEqual(["b"]);
+  });
+
+  it("closes a pool or Env whose template is gone to all but admins (fails closed)", () => {
+    expect(poolUsableBy("ghost", undefined, bob)).toBe(false);
+    expect(poolUsableBy("ghost", undefined, admin)).toBe(true);
+    const pools = [pool("open"), pool("gone", "ghost")];
+    expect(usablePoolNames(pools, [], bob)).toEqual(["ns/open"]);
+    expect(usablePoolNames(pools, [], admin)).toEqual(["ns/gone", "ns/open"]);
+    const env = (name: string, templateName: string) =>
+      ({
+        metadata: { name, namespace: "ns" },
+        spec: {
+          templateRef: { name: templateName },
+          clusters: [{ clusterID: "local", members: [{ name: "m" }] }],
+        },
+      }) as unknown as SandboxEnv;
+    const envs = [env("kept", "t"), env("orphan", "ghost"), env("bare", "")];
+    expect(usableEnvNames(envs, [template("t")], bob, "local")).toEqual(["ns/bare", "ns/kept"]);
+    expect(usableEnvNames(envs, [template("t")], admin, "local")).toEqual([
+      "ns/bare",
+      "ns/kept",
+      "ns/orphan",
+    ]);
   });
 
   it("picks the live pool of a template with the most idle pods", () => {

@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { limitFor, parseTeamLimits } from "../../lib/sandboxes/team-limits.ts";
+import {
+  CACHE_LAG_MS,
+  countsAsDemand,
+  limitFor,
+  parseTeamLimits,
+  teamHeld,
+} from "../../lib/sandboxes/team-limits.ts";
 
 describe("parseTeamLimits", () => {
   it("reads a cap for all and per-team overrides; nothing set is no cap", () => {
@@ -34,5 +40,29 @@ describe("limitFor", () => {
   it("never takes Object.prototype's members for a team's cap", () => {
     expect(limitFor({ teams: {} }, "constructor")).toBeUndefined();
     expect(limitFor({ all: 3, teams: {} }, "toString")).toBe(3);
+  });
+});
+
+describe("teamHeld", () => {
+  const listed = new Set(["ns/a", "ns/b"]);
+  const t = 1_000_000;
+  it("adds this host's claims under way to what the list shows", () => {
+    expect(teamHeld(listed, t, [])).toBe(2);
+    expect(teamHeld(listed, t, [{}, {}])).toBe(4);
+  });
+
+  it("adds a won claim the list may not show yet, once, and trusts a list begun well after it", () => {
+    expect(teamHeld(listed, t, [{ pod: "ns/c", at: t - 10 }])).toBe(3); // too recent for the list
+    expect(teamHeld(listed, t, [{ pod: "ns/a", at: t - 10 }])).toBe(2); // the list shows it
+    expect(teamHeld(listed, t, [{ pod: "ns/c", at: t - CACHE_LAG_MS - 1 }])).toBe(2); // released since
+  });
+});
+
+describe("countsAsDemand", () => {
+  it("counts a waiting create while its team, with its creates counted already, is under its limit", () => {
+    expect(countsAsDemand(undefined, 99, 99)).toBe(true);
+    expect(countsAsDemand(2, 0, 1)).toBe(true);
+    expect(countsAsDemand(2, 0, 2)).toBe(false);
+    expect(countsAsDemand(2, 2, 0)).toBe(false);
   });
 });
