@@ -10,12 +10,15 @@ export type DeleteOutcome = "released" | "already-released" | "not-found";
 
 /**
  * deleteSandbox releases a sandbox (Running or Starting → Stopping, stop reason Released). It is
- * idempotent: a sandbox already stopping reports already-released. A release that loses a race
- * re-reads the pod and decides again (a few times), since the caller asked for exactly this.
+ * idempotent: a sandbox already stopping reports already-released. The first read may be the
+ * watch cache's (findSandbox): a pod read a moment old fails the release's resourceVersion
+ * precondition, and "already stopping" read from it is still true, as phases only move forward.
+ * A release that loses a race re-reads the pod from etcd and decides again (a few times), since
+ * the caller asked for exactly this.
  */
 export async function deleteSandbox(deps: ApiDeps, tenant: Tenant, id: string): Promise<DeleteOutcome> {
   for (let attempt = 0; attempt < 5; attempt++) {
-    const pod = await findSandbox(deps, tenant, id);
+    const pod = await findSandbox(deps, tenant, id, attempt > 0);
     if (!pod) return attempt === 0 ? "not-found" : "already-released";
     // Already stopping (or failed): nothing to release, and no need to read the pool.
     const phase = sandboxPhaseOf(pod);

@@ -1,22 +1,47 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { SANDBOX_ID_LABEL, TEAM_LABEL, USER_LABEL } from "../../lib/api/keys.ts";
+import { SANDBOX_ID_LABEL } from "../../lib/api/keys.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
 import { isSandboxId } from "../../lib/sandboxes/ids.ts";
+import { ownedBy } from "../../lib/sandboxes/tenant-scope.ts";
 import type { ApiDeps } from "./deps.ts";
 
-/** ownedBy: admins own everything; a tenant owns pods with its team and user labels. */
-export function ownedBy(pod: V1Pod, tenant: Tenant): boolean {
-  if (tenant.admin) return true;
-  const labels = pod.metadata?.labels ?? {};
-  return labels[TEAM_LABEL] === tenant.team && labels[USER_LABEL] === tenant.user;
+/** SandboxLookup is what lookupSandbox found, and whether the read that found it was the cache's. */
+export interface SandboxLookup {
+  pod?: V1Pod;
+  /** cached: the answer came from the watch cache, so it may be a moment old. */
+  cached: boolean;
 }
 
 /**
- * findSandbox finds the pod that runs sandbox id, across namespaces, by its sandbox-id label. A
- * sandbox of another tenant is reported exactly like one that does not exist.
+ * lookupSandbox finds the pod that runs sandbox id, across namespaces, by its sandbox-id label
+ * (one list of the pods with that label, at most one). It reads the apiserver's watch cache, and
+ * etcd only when the cache holds no pod of that id (a sandbox claimed a moment ago may not be
+ * there yet): a sandbox read a moment old is one its callers' preconditioned writes catch, and a
+ * sandbox's phases only move forward. `fresh` reads etcd at once, for a caller whose write lost
+ * to a newer version. A sandbox of another tenant is reported exactly like one that does not
+ * exist (its owner labels never change, so etcd is not asked again).
  */
-export async function findSandbox(deps: ApiDeps, tenant: Tenant, id: string): Promise<V1Pod | undefined> {
-  if (!isSandboxId(id)) return undefined;
-  const pods = await deps.kube.listPods(undefined, `${SANDBOX_ID_LABEL}=${id}`);
-  return pods.items.find((p) => !p.metadata?.deletionTimestamp && ownedBy(p, tenant));
+export async function lookupSandbox(
+  deps: ApiDeps,
+  tenant: Tenant,
+  id: string,
+  fresh = false,
+): Promise<SandboxLookup> {
+  if (!isSandboxId(id)) return { cached: false };
+  const list = async (cached: boolean) =>
+    (await deps.kube.listPods(undefined, `${SANDBOX_ID_LABEL}=${id}`, { cached })).items;
+  let pods = fresh ? [] : await list(true);
+  const cached = pods.length > 0;
+  if (!cached) pods = await list(false);
+  return { pod: pods.find((p) => !p.metadata?.deletionTimestamp && ownedBy(p, tenant)), cached };
+}
+
+/** findSandbox is lookupSandbox's pod: the tenant's sandbox id, undefined when it has none. */
+export async function findSandbox(
+  deps: ApiDeps,
+  tenant: Tenant,
+  id: string,
+  fresh = false,
+): Promise<V1Pod | undefined> {
+  return (await lookupSandbox(deps, tenant, id, fresh)).pod;
 }

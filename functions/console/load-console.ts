@@ -1,14 +1,16 @@
-import type { CoreV1Event } from "@kubernetes/client-node";
+import pLimit from "p-limit";
 import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
 import type { HistoryPage, HistoryQuery } from "../../lib/history/store.ts";
+import type { PodDiagnosticEvent } from "../../lib/sandbox/diagnostics.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
 import { historyScope } from "../../lib/sandboxes/history-scope.ts";
 import type { SandboxView } from "../../lib/sandboxes/view.ts";
 import type { ApiDeps } from "../api/deps.ts";
 import { listSandboxes } from "../api/list-sandboxes.ts";
 import { listTargets } from "../api/list-targets.ts";
+import { withSandboxEvents } from "../api/sandbox-events.ts";
 
 /** ConsoleData is what one console page shows a tenant: only what that tenant may see. */
 export interface ConsoleData {
@@ -17,43 +19,52 @@ export interface ConsoleData {
   pools: SandboxPool[];
   templates: SandboxTemplate[];
   sandboxes: SandboxView[];
-  /** warnings are the Warning events of the sandboxes' pods, by "namespace/pod". */
-  warnings: Map<string, CoreV1Event[]>;
+  /**
+   * warnings are the Warning events that explain a shown sandbox with a diagnosis (starting,
+   * failed), by sandbox id: its pod's since its claim, as GET /v1/sandboxes/{id} shows them.
+   */
+  warnings: Map<string, PodDiagnosticEvent[]>;
   history: HistoryPage;
 }
 
 /** CONSOLE_SANDBOXES is how many sandboxes one console page lists (newest claims first). */
 export const CONSOLE_SANDBOXES = 200;
 
+/** EVENT_READS is how many of one page's event reads are in flight at once. */
+const EVENT_READS = 8;
+
 /**
  * loadConsole reads what the console shows, as the tenant may see it: the Envs and pools it may
- * claim from and the templates it can see (listTargets; an admin: all), its own sandboxes (an admin: everyone's)
- * with their pods' Warning events, and its history page (filtered by `history`). Reads come from
- * the apiserver's watch cache; one Warning-event list per namespace that holds a shown sandbox.
+ * claim from and the templates it can see (listTargets; an admin: all), its own sandboxes (an
+ * admin: everyone's), and its history page (filtered by `history`). Events are read only for the
+ * sandboxes whose diagnosis the page shows, one read of their pod's Warning events each, and
+ * only those since the sandbox's claim count (withSandboxEvents, the rule GET uses): a reused
+ * pod's events from an earlier sandbox never explain the one it serves now.
  */
 export async function loadConsole(
   deps: ApiDeps,
   tenant: Tenant,
   history: HistoryQuery,
 ): Promise<ConsoleData> {
-  const [targets, sandboxes, page] = await Promise.all([
+  const [targets, listed, page] = await Promise.all([
     listTargets(deps, tenant),
     listSandboxes(deps, tenant, { limit: CONSOLE_SANDBOXES }),
     deps.history.query({ ...history, ...historyScope(tenant) }),
   ]);
-  const shown = new Set(sandboxes.sandboxes.map((s) => `${s.namespace}/${s.pod}`));
-  const namespaces = [...new Set(sandboxes.sandboxes.map((s) => s.namespace))];
-  const events = await Promise.all(namespaces.map((ns) => deps.kube.listEvents(ns, "type=Warning")));
-  const warnings = new Map<string, CoreV1Event[]>();
-  for (const e of events.flatMap((l) => l.items)) {
-    const pod = `${e.involvedObject?.namespace ?? ""}/${e.involvedObject?.name ?? ""}`;
-    if (e.involvedObject?.kind === "Pod" && shown.has(pod))
-      warnings.set(pod, [...(warnings.get(pod) ?? []), e]);
-  }
+  const pods = new Map(listed.pods.map((p) => [`${p.metadata?.namespace}/${p.metadata?.name}`, p]));
+  const limit = pLimit(EVENT_READS);
+  const explained = await Promise.all(
+    listed.sandboxes.map((s) => {
+      const pod = pods.get(`${s.namespace}/${s.pod}`);
+      return s.detail && pod ? limit(() => withSandboxEvents(deps, pod, s)) : { view: s, events: [] };
+    }),
+  );
+  const warnings = new Map<string, PodDiagnosticEvent[]>();
+  for (const { view, events } of explained) if (events.length > 0) warnings.set(view.sandboxId, events);
   return {
     tenant,
     ...targets,
-    sandboxes: sandboxes.sandboxes.sort((a, b) => ((a.claimedAt ?? "") < (b.claimedAt ?? "") ? 1 : -1)),
+    sandboxes: listed.sandboxes.sort((a, b) => ((a.claimedAt ?? "") < (b.claimedAt ?? "") ? 1 : -1)),
     warnings,
     history: page,
   };

@@ -1,10 +1,10 @@
-import type { CoreV1Event } from "@kubernetes/client-node";
 import { html, raw } from "hono/html";
 import { TEMPLATE_DOCS_ANNOTATION } from "../api/keys.ts";
 import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../api/sandbox-template.ts";
 import type { HistoryPage, HistoryQuery } from "../history/store.ts";
+import type { PodDiagnosticEvent } from "../sandbox/diagnostics.ts";
 import type { SandboxView } from "../sandboxes/view.ts";
 import { ago, type Html, phase } from "./layout.ts";
 import { renderMarkdown } from "./markdown.ts";
@@ -85,15 +85,16 @@ export function poolsView(pools: readonly SandboxPool[]): Html {
 
 /**
  * sandboxesView lists sandboxes: phase, timings, what explains a starting or failed one (its
- * detail and its pod's Warning events), and a release button for those that can be released.
+ * detail and the Warning events since its claim, `warnings` by sandbox id), and a release button
+ * for those that can be released.
  */
 export function sandboxesView(
   sandboxes: readonly SandboxView[],
-  warnings: ReadonlyMap<string, readonly CoreV1Event[]>,
+  warnings: ReadonlyMap<string, readonly Pick<PodDiagnosticEvent, "reason" | "message">[]>,
   now: Date,
 ): Html {
   const row = (s: SandboxView) => {
-    const events = warnings.get(`${s.namespace}/${s.pod}`) ?? [];
+    const events = warnings.get(s.sandboxId) ?? [];
     const releasable = s.phase === "running" || s.phase === "starting";
     return html`<tr data-sandbox="${s.sandboxId}">
       <td><code>${s.sandboxId}</code><div class="muted">${s.team ?? ""}/${s.user ?? ""}</div></td>

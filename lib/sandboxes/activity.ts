@@ -6,6 +6,9 @@ import { isLabelValue } from "./label-value.ts";
 /** ACTIVITY_THROTTLE_SECONDS: a report only rewrites last-active when it moved on this much. */
 export const ACTIVITY_THROTTLE_SECONDS = 30;
 
+/** MAX_REPORTED_SANDBOXES caps a pushed report (POST /v1/activity): more is a 400 naming `sandboxes`. */
+export const MAX_REPORTED_SANDBOXES = 1000;
+
 const ActivityEntry = {
   id: v.pipe(v.string(), v.check(isLabelValue, "must be a sandbox id")),
   lastActive: v.pipe(v.string(), v.isoTimestamp("must be an RFC 3339 time")),
@@ -17,7 +20,7 @@ export const ActivityRequest = v.strictObject(
     sandboxes: v.pipe(
       v.array(v.strictObject(ActivityEntry)),
       v.minLength(1, "must list at least one sandbox"),
-      v.maxLength(1000, "at most 1000 sandboxes per report"),
+      v.maxLength(MAX_REPORTED_SANDBOXES, `at most ${MAX_REPORTED_SANDBOXES} sandboxes per report`),
     ),
   },
   "must be a JSON object with a sandboxes list",
@@ -38,6 +41,45 @@ export function shouldRecordActivity(
   if (!next) return false;
   const prev = parseTime(stored);
   return !prev || next.getTime() - prev.getTime() >= throttleSeconds * 1000;
+}
+
+/**
+ * SELECTOR_CHARS bounds one `sandbox-id in (…)` label selector as sent (URL-encoded): with the path
+ * and the read options, the request line stays under the 8 KiB that proxies commonly accept.
+ * About 275 of the ids this control plane mints (24 characters) fit in one.
+ */
+export const SELECTOR_CHARS = 7500;
+
+/**
+ * idSelectors packs ids into as few `<label> in (…)` selectors as fit SELECTOR_CHARS each (after
+ * URL encoding), each also carrying the `scope` terms (a tenant's team and user), so a report of
+ * 1,000 ids costs a few lists of exactly those pods, never one per id nor one of every pod. The
+ * ids must be label values (the report's schema checks), so none can change a selector's meaning.
+ */
+export function idSelectors(
+  label: string,
+  ids: readonly string[],
+  scope: readonly string[] = [],
+  maxChars = SELECTOR_CHARS,
+): string[] {
+  const render = (chunk: readonly string[]) => [`${label} in (${chunk.join(",")})`, ...scope].join(",");
+  const empty = encodeURIComponent(render([])).length;
+  const COMMA = encodeURIComponent(",").length;
+  const selectors: string[] = [];
+  let chunk: string[] = [];
+  let size = empty;
+  for (const id of ids) {
+    const cost = encodeURIComponent(id).length;
+    if (chunk.length > 0 && size + COMMA + cost > maxChars) {
+      selectors.push(render(chunk));
+      chunk = [];
+      size = empty;
+    }
+    size += (chunk.length > 0 ? COMMA : 0) + cost;
+    chunk.push(id);
+  }
+  if (chunk.length > 0) selectors.push(render(chunk));
+  return selectors;
 }
 
 /** MAX_PULLED_SANDBOXES bounds a pulled report: one answer covers every sandbox a proxy serves. */

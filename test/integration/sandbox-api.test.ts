@@ -98,7 +98,11 @@ describe("sandbox API", () => {
       return page.records.length ? page.records : undefined;
     });
     expect(history.map((r) => r.sandboxId)).toEqual([sbx.sandboxId]);
-    expect((await api("GET", `/sandboxes/${sbx.sandboxId}`, "alice")).status).toBe(404);
+    // The record is stored before the pod returns to idle, and GET reads the watch cache: the
+    // sandbox shows as stopping until both have happened, then it is gone.
+    await until("the sandbox gone", 30_000, async () =>
+      (await api("GET", `/sandboxes/${sbx.sandboxId}`, "alice")).status === 404 ? true : undefined,
+    );
     const idle = await until("pod idle", 30_000, async () =>
       (await pods("api")).every((p) => phaseOf(p) === "idle") ? true : undefined,
     );

@@ -11,17 +11,22 @@ import { kube } from "./kube.ts";
 /**
  * inProcessApi mounts the /v1 sandbox routes in the test's own process, as the host mounts them,
  * over a transport to the run's real apiserver that records every request it sends (`sent`), so
- * a test can count what a call cost the apiserver. `extra` adds the host's shared pieces.
+ * a test can count what a call cost the apiserver. `extra` adds the host's shared pieces. A test
+ * may set `hooks.after`: it runs after each answer, before the caller sees it (to make a real
+ * write land between a handler's read and its write).
  */
 export function inProcessApi(base: StepDeps, extra: Partial<ApiDeps> = {}) {
   const { kc } = kube();
   const sent: KubeRequest[] = [];
   const real = nodeKubeTransport(kc);
+  const hooks: { after?: (req: KubeRequest) => Promise<void> } = {};
   const deps: ApiDeps = {
     ...base,
     kube: new KubeClient(async (req) => {
       sent.push(req);
-      return real(req);
+      const res = await real(req);
+      await hooks.after?.(req);
+      return res;
     }),
     apiKeys: { namespace: "agentbox-system", name: "agentbox-api-keys" },
     random: Math.random,
@@ -29,7 +34,7 @@ export function inProcessApi(base: StepDeps, extra: Partial<ApiDeps> = {}) {
     ...extra,
   };
   const app = new Hono().route("/v1", sandboxRoutes(deps));
-  return { deps, sent, app };
+  return { deps, sent, app, hooks };
 }
 
 /** tenantKey mints an API key of `team` (a user "u") for in-process calls, making the keys' namespace first if needed. */
