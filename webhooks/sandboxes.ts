@@ -7,7 +7,7 @@ import { createSandbox } from "../functions/api/create-sandbox.ts";
 import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
 import type { ApiDeps } from "../functions/api/deps.ts";
 import { getSandbox } from "../functions/api/get-sandbox.ts";
-import { listSandboxes } from "../functions/api/list-sandboxes.ts";
+import { ContinueRejected, listSandboxes } from "../functions/api/list-sandboxes.ts";
 import { listTargets } from "../functions/api/list-targets.ts";
 import { recordActivity } from "../functions/api/record-activity.ts";
 import { readTarget } from "../functions/api/resolve-pool.ts";
@@ -183,14 +183,20 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
     const metadata = q.value.metadata ? parseMetadataFilter(q.value.metadata) : undefined;
     if (metadata && isMetadataFilterError(metadata))
       return send(c, badRequest("invalid query", [{ path: "metadata", message: String(metadata.error) }]));
-    const page = await listSandboxes(deps, c.get("tenant"), {
-      limit: q.value.limit,
-      ...(q.value.pool ? { pool: q.value.pool } : {}),
-      ...(q.value.phase ? { phase: q.value.phase } : {}),
-      ...(metadata ? { metadata: metadata as Record<string, string> } : {}),
-      ...(q.value.continue ? { continue: q.value.continue } : {}),
-    });
-    return c.json({ sandboxes: page.sandboxes, ...(page.continue ? { continue: page.continue } : {}) });
+    try {
+      const page = await listSandboxes(deps, c.get("tenant"), {
+        limit: q.value.limit,
+        ...(q.value.pool ? { pool: q.value.pool } : {}),
+        ...(q.value.phase ? { phase: q.value.phase } : {}),
+        ...(metadata ? { metadata: metadata as Record<string, string> } : {}),
+        ...(q.value.continue ? { continue: q.value.continue } : {}),
+      });
+      return c.json({ sandboxes: page.sandboxes, ...(page.continue ? { continue: page.continue } : {}) });
+    } catch (e) {
+      if (e instanceof ContinueRejected)
+        return send(c, badRequest("invalid query", [{ path: "continue", message: e.message }]));
+      throw e;
+    }
   });
 
   // What the caller may claim from, with how full each is (the CLI's `get pools|envs`).

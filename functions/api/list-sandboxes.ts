@@ -6,6 +6,7 @@ import {
   TEAM_LABEL,
   USER_LABEL,
 } from "../../lib/api/keys.ts";
+import { isContinueRejected } from "../../lib/kube/errors.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
 import { matchesMetadata, type SandboxView, sandboxView } from "../../lib/sandboxes/view.ts";
 import type { ApiDeps } from "./deps.ts";
@@ -19,9 +20,30 @@ export interface ListFilter {
 }
 
 /**
+ * ContinueRejected is a list whose `continue` token the apiserver refused: garbled, from another
+ * list, or expired. Each surface answers it as its 400 naming its own parameter (continue,
+ * nextToken), never as a server error.
+ */
+export class ContinueRejected extends Error {
+  /** expired: the token was valid once; listing again from the first page helps. */
+  readonly expired: boolean;
+
+  constructor(expired: boolean) {
+    super(
+      expired
+        ? "the token has expired (the list changed too much since it was issued); list again from the first page"
+        : "not a token of this list; pass the token a previous page of the same list answered",
+    );
+    this.name = "ContinueRejected";
+    this.expired = expired;
+  }
+}
+
+/**
  * listSandboxes lists the tenant's sandboxes (admins: everyone's). Ownership, pool and phase are
  * label selectors the apiserver evaluates; pagination is the apiserver's own (limit/continue), so
- * a page may hold fewer matches than the limit when a metadata filter removes some.
+ * a page may hold fewer matches than the limit when a metadata filter removes some. A token the
+ * apiserver refuses throws ContinueRejected.
  */
 export async function listSandboxes(
   deps: ApiDeps,
@@ -33,10 +55,15 @@ export async function listSandboxes(
   const [namespace, poolName] = filter.pool ? filter.pool.split("/") : [];
   if (poolName) selector.push(`${SANDBOX_POOL_LABEL}=${poolName}`);
   if (filter.phase) selector.push(`${SANDBOX_PHASE_LABEL}=${filter.phase}`);
-  const page = await deps.kube.listPods(namespace, selector.join(","), {
-    limit: filter.limit,
-    ...(filter.continue ? { continue: filter.continue } : {}),
-  });
+  const page = await deps.kube
+    .listPods(namespace, selector.join(","), {
+      limit: filter.limit,
+      ...(filter.continue ? { continue: filter.continue } : {}),
+    })
+    .catch((e: unknown) => {
+      if (filter.continue && isContinueRejected(e)) throw new ContinueRejected(e.status === 410);
+      throw e;
+    });
   const now = deps.now();
   const pods = page.items.filter((p) => !p.metadata?.deletionTimestamp);
   const sandboxes = pods

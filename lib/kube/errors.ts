@@ -82,6 +82,14 @@ export const isConflict = (e: unknown): boolean =>
       e.causes.length === 0 &&
       /rejected our request due to an error in our request/.test(e.message)));
 
+/**
+ * isContinueRejected: the apiserver refused a list's `continue` token, as garbled (400 BadRequest,
+ * "continue key is not valid") or expired (410 Expired: the list changed too much since; list
+ * again from the start). Only a list given a token can get either; the caller's token is at fault.
+ */
+export const isContinueRejected = (e: unknown): e is KubeError =>
+  e instanceof KubeError && (e.status === 400 || e.status === 410);
+
 /** orMissing turns a read's NotFound into undefined; every other error still rejects. */
 export function orMissing<T>(read: Promise<T>): Promise<T | undefined> {
   return read.catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e)));

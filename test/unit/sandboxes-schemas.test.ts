@@ -319,6 +319,15 @@ describe("waitSeconds", () => {
     expect(waitSeconds(pool("1m30s"), {})).toBe(90);
     expect(waitSeconds(pool(), {})).toBe(120);
   });
+
+  it("waits at most 5 minutes without a waitTimeout, however long the startup timeout", () => {
+    expect(waitSeconds(pool(), { startupTimeout: 3600 })).toBe(300);
+    expect(waitSeconds(pool("1h"), {})).toBe(300);
+    expect(waitSeconds(pool("1h"), { startupTimeout: 301 })).toBe(300);
+    expect(waitSeconds(pool("1h"), { startupTimeout: 299 })).toBe(299);
+    // An explicit waitTimeout is the caller's (validated to at most 300 s by the schema).
+    expect(waitSeconds(pool("1h"), { waitTimeout: 45, startupTimeout: 3600 })).toBe(45);
+  });
 });
 
 describe("activity reports", () => {
