@@ -2,13 +2,14 @@
 // runs), release it at once and create the next, on a fixed pool, for DURATION seconds; beside it,
 // the same number of clients PATCH pods of no pool in a loop for as long (the bare write rate of
 // the same run). Reports cycles per second, where pods spend their time (from a watch), and the
-// CPU each process used. See docs/benchmarks.md.
+// CPU each process used. RESET=replace and IDLE_IMAGE=none choose the pool's reset and claim
+// paths (ADR 0025). See docs/benchmarks.md.
 import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
-import { SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+import { RESET_POLICY_ANNOTATION, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
 import { parseExposition } from "../lib/metrics/parse-exposition.ts";
 import { cpuProfile, profileSummary, requestCounts, requestTable } from "./apiserver-evidence.ts";
 import { PodTally } from "./pod-tally.ts";
@@ -28,10 +29,25 @@ const CLIENTS = Number(process.env.CLIENTS ?? 30);
 const POOL = Number(process.env.POOL ?? 150);
 const DURATION_S = Number(process.env.DURATION ?? 30);
 const PULL_DELAY_MS = Number(process.env.PULL_DELAY_MS ?? 200);
+// RESET=replace resets released pods by replacement (the pool's reset policy, ADR 0025);
+// IDLE_IMAGE=none gives the pool no idleImage, so claims take the same-image fast path.
+const RESET = process.env.RESET === "replace" ? "Replace" : "Restart";
+const FAST_PATH = process.env.IDLE_IMAGE === "none";
 const name = `bench-churn-${process.pid}`;
 const NS = "bench";
 const log = (line: string) => console.error(`[bench] ${line}`);
 const json = JSON.stringify;
+
+/** churnPool is the bench's pool, with the RESET policy and, unless FAST_PATH, an idle image. */
+function churnPool() {
+  const pool = namedPool(NS, "churn", POOL);
+  const { idleImage: _, ...spec } = pool.spec;
+  return {
+    ...pool,
+    metadata: { ...pool.metadata, annotations: { [RESET_POLICY_ANNOTATION]: RESET } },
+    spec: FAST_PATH ? spec : pool.spec,
+  };
+}
 
 const state = await up({ name, nodes: 3, pullDelayMs: PULL_DELAY_MS, backoffDelayMs: 1000, log });
 try {
@@ -48,11 +64,7 @@ try {
   must(
     "pool",
     201,
-    await admin(
-      "POST",
-      "/apis/agents.navix.sh/v1alpha1/namespaces/bench/sandboxpools",
-      json(namedPool(NS, "churn", POOL)),
-    ),
+    await admin("POST", "/apis/agents.navix.sh/v1alpha1/namespaces/bench/sandboxpools", json(churnPool())),
   );
   const tally = await PodTally.start(state, NS, `${SANDBOX_POOL_LABEL}=churn`, ["churn"]);
   log(`waiting for ${POOL} idle pods`);
@@ -167,7 +179,7 @@ try {
   tally.stop();
 
   console.log(
-    `\n## Sustained churn: ${CLIENTS} clients on a pool of ${POOL}, pull delay ${PULL_DELAY_MS} ms, ${DURATION_S} s\n`,
+    `\n## Sustained churn: ${CLIENTS} clients on a pool of ${POOL}, pull delay ${PULL_DELAY_MS} ms, ${DURATION_S} s, reset ${RESET}, ${FAST_PATH ? "no idle image (claims on the fast path)" : "idle image (claims swap)"}\n`,
   );
   console.log("| figure | value |\n| --- | --- |");
   console.log(`| cycles per second (create → Running → release) | ${(cycles / seconds).toFixed(1)} |`);
@@ -193,6 +205,8 @@ try {
       clients: CLIENTS,
       pool: POOL,
       pullDelayMs: PULL_DELAY_MS,
+      reset: RESET,
+      fastPath: FAST_PATH,
       seconds,
       cycles,
       cyclesPerSecond: cycles / seconds,

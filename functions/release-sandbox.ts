@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
 import { isConflict, isNotFound } from "../lib/kube/errors.ts";
-import { idleImages } from "../lib/pool/render-pod.ts";
+import { podReset } from "../lib/pool/render-pod.ts";
 import { toJsonPatch } from "../lib/sandbox/intent-patch.ts";
 import { type ReleaseOptions, releaseIntent } from "../lib/sandbox/release-intent.ts";
 import type { StepDeps } from "./deps.ts";
@@ -12,7 +12,7 @@ export type ReleaseResult =
 
 /**
  * releaseSandbox moves a running (or still starting) sandbox to Stopping with its stop metadata
- * and the pool's idle images as targets, in one preconditioned patch; complete-stopping later
+ * and the pool's reset (idle images, every container restarted, or a replacement) as targets, in one preconditioned patch; complete-stopping later
  * writes the record and returns the pod to Idle. A conflict means the pod changed since it was
  * read: the caller re-reads and decides again (or, for opportunistic releases, leaves it to the
  * next run).
@@ -21,9 +21,9 @@ export async function releaseSandbox(
   deps: StepDeps,
   pool: SandboxPool,
   pod: V1Pod,
-  options: Omit<ReleaseOptions, "idleImages">,
+  options: Omit<ReleaseOptions, "idleImages" | "replace">,
 ): Promise<ReleaseResult> {
-  const intent = releaseIntent(pod, { ...options, idleImages: idleImages(pool) }, deps.now());
+  const intent = releaseIntent(pod, { ...options, ...podReset(pool) }, deps.now());
   if (!intent.ok) return { ok: false, reason: "refused", detail: intent.reason };
   try {
     const released = await deps.kube.patchPod(

@@ -1,5 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { idleImages } from "../lib/pool/render-pod.ts";
+import { podReset } from "../lib/pool/render-pod.ts";
 import { type HookRun, planHookOutcome } from "../lib/reconcile/post-start-hooks.ts";
 import { hasPendingHooks, readHooks } from "../lib/sandbox/post-start-hooks.ts";
 import type { StepDeps } from "./deps.ts";
@@ -36,13 +36,7 @@ export const runPostStartHooks: Step = {
     );
     const deadline = deps.postStart?.deadlineSeconds ?? 0;
     return pending.flatMap((pod, i) =>
-      planHookOutcome(
-        pod,
-        runs[i] ?? { ok: false, error: "not run" },
-        idleImages(pool),
-        deadline,
-        deps.now(),
-      ),
+      planHookOutcome(pod, runs[i] ?? { ok: false, error: "not run" }, podReset(pool), deadline, deps.now()),
     );
   },
 };

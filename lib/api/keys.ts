@@ -122,10 +122,22 @@ export const SCALE_DOWN_PROTECTED_ANNOTATION = "agentbox.navix.sh/scale-down-pro
 export const INPLACE_UPDATE_STATE_ANNOTATION = "agentbox.navix.sh/inplace-update-state";
 /** SANDBOX_STATUS_DETAIL_ANNOTATION holds the JSON SandboxStatusDetail diagnostic of a Pod. */
 export const SANDBOX_STATUS_DETAIL_ANNOTATION = "agentbox.navix.sh/sandbox-status-detail";
+/**
+ * REPLACE_ON_RESET_ANNOTATION (this project's own key) marks a released pod that is deleted and
+ * replaced instead of reset in place; its value says why: the pool's reset policy, or containers
+ * that served the sandbox and cannot be restarted in place (ADR 0025). Written with the release.
+ */
+export const REPLACE_ON_RESET_ANNOTATION = "agentbox.navix.sh/replace-on-reset";
 
 // ---------------------------------------------------------------------------------------------
 // Annotations on SandboxTemplates and SandboxPools.
 
+/**
+ * RESET_POLICY_ANNOTATION on a SandboxPool (this project's own key) chooses how a released pod
+ * starts afresh: `Restart` (the default: every container restarted in place) or `Replace` (the
+ * pod is deleted and the pool creates a new one). ADR 0025.
+ */
+export const RESET_POLICY_ANNOTATION = "agentbox.navix.sh/reset-policy";
 /** TEMPLATE_DOCS_ANNOTATION holds Markdown documentation of a template, shown by the dashboard. */
 export const TEMPLATE_DOCS_ANNOTATION = "agentbox.navix.sh/docs";
 /** TEMPLATE_POOL_DOCS_ANNOTATION is the legacy per-pool docs key. @deprecated ignored; use TEMPLATE_DOCS_ANNOTATION. */
@@ -222,6 +234,11 @@ export const POOL_CONDITION = {
   SCALING: "Scaling",
   /** DEGRADED: unhealthy idle Pods or failed Pods are present. */
   DEGRADED: "Degraded",
+  /**
+   * TEMPLATE_AVAILABLE: the SandboxTemplate the pool names exists (only for a pool that names one).
+   * False: only admin API keys may claim from the pool, as its visibility rules are gone.
+   */
+  TEMPLATE_AVAILABLE: "TemplateAvailable",
 } as const;
 
 /** POOL_REASON lists the SandboxPool condition reasons, grouped by condition type. */
@@ -238,6 +255,10 @@ export const POOL_REASON = {
   UNHEALTHY_IDLE_PODS: "UnhealthyIdlePods",
   FAILED_PODS_PRESENT: "FailedPodsPresent",
   UNHEALTHY_AND_FAILED_PODS: "UnhealthyAndFailedPods",
+  // TemplateAvailable
+  TEMPLATE_FOUND: "TemplateFound",
+  TEMPLATE_DELETED: "TemplateDeleted",
+  TEMPLATE_NOT_FOUND: "TemplateNotFound",
 } as const;
 
 /** ENV_CONDITION lists the SandboxEnv condition types. */

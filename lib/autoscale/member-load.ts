@@ -10,6 +10,7 @@ import { pendingRequestsOf } from "../pool/pending-requests.ts";
 import { podFacts } from "../pool/pod-facts.ts";
 import { idleSinceOf } from "../pool/scale-plan.ts";
 import { isTerminating } from "../reconcile/action.ts";
+import { resetBlocker } from "../sandbox/reset-progress.ts";
 import { parseTime } from "../util/time.ts";
 import { type ProbeResult, probe } from "./probe.ts";
 
@@ -32,7 +33,7 @@ export interface MemberLoad {
   existing: number;
   /** idle lists the idle Pods not being deleted. */
   idle: IdlePod[];
-  /** stopping counts Pods being reset to idle (they serve the next claim). */
+  /** stopping counts Pods being reset to idle that will serve the next claim (no resetBlocker). */
   stopping: number;
   /** pending is the creates waiting on this pool: the hosts' fresh marks, less waiters served. */
   pending: number;
@@ -69,7 +70,10 @@ export function loadMember(
     idle: facts
       .filter((p) => p.facts.phase === SANDBOX_PHASE.IDLE)
       .map((p) => ({ name: p.facts.name, since: idleSinceOf(p.pod) })),
-    stopping: facts.filter((p) => p.facts.phase === SANDBOX_PHASE.STOPPING).length,
+    // A reset that stalled, timed out or ends in a replacement serves nobody: not supply.
+    stopping: facts.filter(
+      (p) => p.facts.phase === SANDBOX_PHASE.STOPPING && !(pool && resetBlocker(p.pod, pool, now)),
+    ).length,
     pending: live ? pendingRequestsOf(live, now, served) : 0,
     lastCreate: parseTime(live?.metadata?.annotations?.[LAST_SANDBOX_CREATE_TIME_ANNOTATION]),
     autoscaling: live?.status?.autoscaling,

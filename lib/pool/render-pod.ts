@@ -2,10 +2,9 @@
 // the create step is "render, then POST": no read-modify-write, and a retry renders the same Pod.
 import type { V1Pod, V1PodSpec } from "@kubernetes/client-node";
 import {
-  API_VERSION,
-  KIND,
   MANAGED_BY_LABEL,
   MANAGED_BY_SANDBOX_API_SERVER,
+  RESET_POLICY_ANNOTATION,
   SANDBOX_PHASE,
   SANDBOX_PHASE_LABEL,
   SANDBOX_POOL_LABEL,
@@ -15,8 +14,10 @@ import {
   TEMPLATE_POOL_DOCS_ANNOTATION,
 } from "../api/keys.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
+import type { PodReset } from "../sandbox/release-intent.ts";
 import { CLAIM_SHARD_LABEL, shardOf } from "./claim-shards.ts";
 import { podName } from "./pod-name.ts";
+import { poolOwnerReference } from "./pod-ownership.ts";
 
 /**
  * LABELS_EXCLUDED_FROM_TEMPLATE_SYNC are template label keys never copied: the sync-source label
@@ -89,6 +90,15 @@ export function idleImages(pool: SandboxPool): Record<string, string> {
 }
 
 /**
+ * podReset is how a released pod of the pool starts afresh: swapped back to (or restarted on)
+ * its idle images, or replaced when the pool's RESET_POLICY_ANNOTATION says `Replace` (ADR 0025).
+ */
+export function podReset(pool: SandboxPool): PodReset {
+  const replace = pool.metadata?.annotations?.[RESET_POLICY_ANNOTATION] === "Replace";
+  return { idleImages: idleImages(pool), ...(replace ? { replace } : {}) };
+}
+
+/**
  * podSpec is a copy of spec.template.spec with the PodCreationImagePolicy applied. IdleImage
  * (the CRD default, also assumed when unset) starts the first container on spec.idleImage so
  * the Pod becomes idle quickly; PoolDefaultImage keeps the template image, so the first sandbox
@@ -145,16 +155,7 @@ export function renderPod(pool: SandboxPool, slot: number): V1Pod {
       labels,
       annotations: syncAnnotationsFromTemplate({}, templateMeta.annotations),
       finalizers: [SANDBOX_PROTECTION_FINALIZER],
-      ownerReferences: [
-        {
-          apiVersion: API_VERSION,
-          kind: KIND.SANDBOX_POOL,
-          name,
-          uid,
-          controller: true,
-          blockOwnerDeletion: true,
-        },
-      ],
+      ownerReferences: [poolOwnerReference(pool)],
     },
     spec: podSpec(pool),
   };

@@ -85,10 +85,12 @@ function byTimeThenName(a: { at: Date; name: string }, b: { at: Date; name: stri
  *
  * - count is the number of Pods not terminating (no deletionTimestamp), whatever their phase
  *   or name: adopted Pods count too.
- * - count < replicas: create `replicas - count` Pods in the lowest free slots below replicas. A
- *   slot is taken by any Pod with its name, terminating or not, so a slot whose Pod is still
- *   finalizing is skipped (it frees up on a later run). Slots stay below replicas, which is what
- *   bounds concurrent runs (see podName).
+ * - count < replicas: create `replicas - count` Pods in the lowest free slots below replicas
+ *   plus the number of terminating Pods. A slot is taken by any Pod with its name, terminating
+ *   or not, so a slot whose Pod is still finalizing is skipped and its successor surges past
+ *   replicas instead of waiting for it (a replaced Pod, ADR 0025). Slots stay below that bound,
+ *   which is what bounds concurrent runs (see podName); a run that saw a Pod terminating and one
+ *   that saw it gone may together overshoot by that surge, which scale-down then removes.
  * - count > replicas: only idle Pods (phase label idle, not terminating) are ever removed;
  *   starting, running, stopping and failed Pods are never deleted to shrink (the pool stays
  *   above replicas until sandboxes are released). Removal is two-phase so a claim can still win:
@@ -122,7 +124,10 @@ export function planScale(
   }
   if (count < replicas) {
     const taken = new Set(all.map((p) => p.facts.name));
-    for (let slot = 0; slot < replicas && plan.create.length < replicas - count; slot++) {
+    // A Pod on its way out holds its slot until it is gone; its successor takes one past replicas
+    // (a surge of at most one slot per terminating Pod), so a replaced Pod leaves no gap.
+    const slots = replicas + (all.length - live.length);
+    for (let slot = 0; slot < slots && plan.create.length < replicas - count; slot++) {
       if (!taken.has(podName(poolName, slot))) plan.create.push(slot);
     }
     return plan;

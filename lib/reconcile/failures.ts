@@ -3,7 +3,7 @@ import { SANDBOX_PHASE, STOP_REASON } from "../api/keys.ts";
 import { hasUnexpectedRestart } from "../sandbox/completion.ts";
 import { readInplaceState, sandboxPhaseOf } from "../sandbox/inplace-state.ts";
 import { toJsonPatch } from "../sandbox/intent-patch.ts";
-import { releaseIntent } from "../sandbox/release-intent.ts";
+import { type PodReset, releaseIntent } from "../sandbox/release-intent.ts";
 import { captureStopRecord } from "../sandbox/stop-record.ts";
 import { type Action, guardedDelete, isTerminating, podTarget } from "./action.ts";
 
@@ -23,11 +23,7 @@ function lastTermination(pod: V1Pod) {
  * sandbox whose container was replaced behind our back (OOM kill, crash) is released with stop
  * reason Failed and the termination details, which puts the pod back through Stopping → Idle.
  */
-export function planFailures(
-  pods: readonly V1Pod[],
-  idleImages: Readonly<Record<string, string>>,
-  now: Date,
-): Action[] {
+export function planFailures(pods: readonly V1Pod[], reset: PodReset, now: Date): Action[] {
   return pods.flatMap((pod): Action[] => {
     if (isTerminating(pod)) return [];
     if (pod.status?.phase === "Failed") {
@@ -58,7 +54,7 @@ export function planFailures(
     const result = releaseIntent(
       pod,
       {
-        idleImages,
+        ...reset,
         stopReason: STOP_REASON.FAILED,
         failureReason,
         failureMessage: t

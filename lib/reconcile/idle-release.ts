@@ -11,7 +11,7 @@ import {
 import { escapePointer, type JsonPatchOp } from "../kube/json-patch.ts";
 import { sandboxPhaseOf } from "../sandbox/inplace-state.ts";
 import { toJsonPatch } from "../sandbox/intent-patch.ts";
-import { releaseIntent } from "../sandbox/release-intent.ts";
+import { type PodReset, releaseIntent } from "../sandbox/release-intent.ts";
 import { shouldRecordActivity } from "../sandboxes/activity.ts";
 import { parseTime, rfc3339 } from "../util/time.ts";
 import { type Action, isTerminating, podTarget, testVersion } from "./action.ts";
@@ -101,14 +101,14 @@ export function isRunningSandbox(pod: V1Pod): boolean {
  */
 export function planIdleRelease(
   pods: readonly V1Pod[],
-  idleImages: Readonly<Record<string, string>>,
+  reset: PodReset,
   now: Date,
   pulled?: ReadonlyMap<string, Date>,
 ): Action[] {
   return pods.flatMap((pod): Action[] => {
     if (!isRunningSandbox(pod)) return [];
     const reported = pulled?.get(pod.metadata?.labels?.[SANDBOX_ID_LABEL] ?? "");
-    const release = releaseIfIdle(pod, idleImages, later(lastActiveOf(pod), reported), now);
+    const release = releaseIfIdle(pod, reset, later(lastActiveOf(pod), reported), now);
     if (release) return [release];
     const persist = reported && recordPulledActivity(pod, reported);
     return persist ? [persist] : [];
@@ -120,12 +120,7 @@ function later(a: Date | undefined, b: Date | undefined): Date | undefined {
   return a.getTime() >= b.getTime() ? a : b;
 }
 
-function releaseIfIdle(
-  pod: V1Pod,
-  idleImages: Readonly<Record<string, string>>,
-  last: Date | undefined,
-  now: Date,
-): Action | undefined {
+function releaseIfIdle(pod: V1Pod, reset: PodReset, last: Date | undefined, now: Date): Action | undefined {
   const timeout = Number(pod.metadata?.annotations?.[IDLE_TIMEOUT_ANNOTATION]);
   if (!Number.isFinite(timeout) || timeout <= 0 || !last) return undefined;
   const idleSeconds = Math.floor((now.getTime() - last.getTime()) / 1000);
@@ -133,7 +128,7 @@ function releaseIfIdle(
   const message = `idle for ${idleSeconds} s (idle timeout ${timeout} s)`;
   const result = releaseIntent(
     pod,
-    { idleImages, stopReason: STOP_REASON.RELEASED, failureReason: "IdleTimeout", failureMessage: message },
+    { ...reset, stopReason: STOP_REASON.RELEASED, failureReason: "IdleTimeout", failureMessage: message },
     now,
   );
   if (!result.ok) return undefined;

@@ -8,15 +8,16 @@ import {
 } from "../api/keys.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { escapePointer } from "../kube/json-patch.ts";
+import { podReset } from "../pool/render-pod.ts";
 import { completeStartingIntent } from "../sandbox/complete-intent.ts";
 import { isUpdateComplete } from "../sandbox/completion.ts";
 import { buildStatusDetail } from "../sandbox/diagnostics.ts";
 import { readInplaceState, sandboxPhaseOf } from "../sandbox/inplace-state.ts";
 import { toJsonPatch } from "../sandbox/intent-patch.ts";
 import { podPhaseDuration } from "../sandbox/phase-since.ts";
-import { captureStopRecord } from "../sandbox/stop-record.ts";
+import { releaseIntent } from "../sandbox/release-intent.ts";
 import { parseGoDuration } from "../util/duration.ts";
-import { type Action, guardedDelete, isTerminating, observations, podTarget, testVersion } from "./action.ts";
+import { type Action, isTerminating, observations, podTarget, testVersion } from "./action.ts";
 
 /**
  * startupTimeoutMs is how long a sandbox may stay starting: the per-pod startup-timeout
@@ -39,11 +40,14 @@ export const SLOW_PULL_MS = 5000;
 
 /**
  * planStarting moves each starting pod on: Running once every target container runs its target
- * image in a new container; deleted with a Failed/StartupTimeout record once it outlived its
- * startup timeout (the pool replaces the pod); otherwise its diagnostic annotation is kept
- * current (e.g. ImagePullBackOff at once, Pulling after SLOW_PULL_MS), written only when it
- * changed. With leaveToWaiters (the reconcile runs, not the waiting create), a start whose create
- * still waits for it (waiter-until in the future) is left to that create (ADR 0022).
+ * image in a new container; past its startup timeout, released as Failed/StartupTimeout with its
+ * pod to be replaced (ADR 0025), in one patch guarded by resourceVersion and the starting phase: a
+ * start that completed meanwhile makes it fail, so a sandbox that ran is never recorded as a
+ * startup failure, and the record is stored (then the pod deleted) by complete-stopping from the
+ * stop metadata the release wrote. Otherwise its diagnostic annotation is kept current (e.g.
+ * ImagePullBackOff at once, Pulling after SLOW_PULL_MS), written only when it changed. With
+ * leaveToWaiters (the reconcile runs, not the waiting create), a start whose create still waits
+ * for it (waiter-until in the future) is left to that create (ADR 0022).
  */
 export function planStarting(
   pool: SandboxPool,
@@ -74,21 +78,26 @@ export function planStarting(
     const limit = startupTimeoutMs(pool, pod);
     const elapsed = podPhaseDuration(pod, SANDBOX_PHASE.STARTING, now) ?? 0;
     if (limit !== undefined && elapsed > limit) {
-      const base = captureStopRecord(pod, now);
       const message = `still starting after ${Math.round(elapsed / 1000)} s (limit ${Math.round(limit / 1000)} s)${detail ? `: ${detail.reason}: ${detail.message}` : ""}`;
-      const record = base && {
-        ...base,
-        stopReason: STOP_REASON.FAILED,
-        failureReason: "StartupTimeout",
-        failureMessage: message,
-      };
+      const release = releaseIntent(
+        pod,
+        {
+          ...podReset(pool),
+          replaceBecause: "its start timed out",
+          expectPhase: SANDBOX_PHASE.STARTING,
+          stopReason: STOP_REASON.FAILED,
+          failureReason: "StartupTimeout",
+          failureMessage: message,
+        },
+        now,
+      );
+      if (!release.ok) return [];
       return [
         {
           target: podTarget(pod),
-          why: `delete sandbox pod: ${message}`,
-          ...(record ? { record } : {}),
-          write: guardedDelete(pod),
-          event: { type: "Warning", reason: "StartupTimeout", action: "Delete", note: message },
+          why: `end sandbox start: ${message}`,
+          write: { op: "patch", patch: toJsonPatch(pod, release.intent) },
+          event: { type: "Warning", reason: "StartupTimeout", action: "Release", note: message },
         },
       ];
     }

@@ -30,10 +30,11 @@ import {
 } from "../api/keys.ts";
 import { rfc3339 } from "../util/time.ts";
 import { stableContainerStatuses } from "./completion.ts";
-import { normalizeImage } from "./image-reference.ts";
+import { sameImage } from "./image-reference.ts";
 import { planImageSwap } from "./image-swap.ts";
 import { encodeInplaceState, sandboxPhaseOf } from "./inplace-state.ts";
 import { isReservedKey, SANDBOX_ANNOTATIONS, SANDBOX_LABELS } from "./lifecycle-keys.ts";
+import { servedContainers } from "./served-containers.ts";
 import type { IntentResult } from "./transitions.ts";
 
 /** ClaimOptions is what a sandbox create request resolved to for one pool. */
@@ -81,9 +82,11 @@ function seconds(value: number | undefined): string | undefined {
  * (sandbox-id label and annotation, claimed-at, managed-by, team/user, timeouts, end-at, metadata,
  * post-start hooks, the caller's labels/annotations and their keys in managed-*-keys), clears
  * scale-down protection and any per-sandbox leftovers, and writes a starting in-place update
- * state with the changed containers and their current ids. When the pod already runs every
- * requested image (same image after normalising), it skips the pull and goes straight to
- * running with a completed state, as agentbox does; that needs a Running pod.
+ * state with the changed containers and their current ids. A container that served an earlier
+ * sandbox (servedContainers) is restarted too, on restartReference's spelling of its image when
+ * that stays; one that cannot be restarted refuses the claim. When the pod already runs every
+ * requested image (same image after normalising) in fresh containers, it skips the pull and goes
+ * straight to running with a completed state, as agentbox does; that needs a Running pod.
  */
 export function claimIntent(pod: V1Pod, options: ClaimOptions, now: Date): IntentResult {
   const fail = (reason: string): IntentResult => ({ ok: false, reason });
@@ -97,13 +100,17 @@ export function claimIntent(pod: V1Pod, options: ClaimOptions, now: Date): Inten
   const callerAnnotations = options.annotations ?? {};
   const reserved = [...Object.keys(callerLabels), ...Object.keys(callerAnnotations)].filter(isReservedKey);
   if (reserved.length > 0) return fail(`reserved keys cannot be set by the caller: ${reserved.join(", ")}`);
-  const swap = planImageSwap(pod, options.containerImages);
+  // A container that served an earlier sandbox is restarted, even on the image asked for.
+  const swap = planImageSwap(pod, options.containerImages, {
+    restart: servedContainers(pod),
+    same: sameImage,
+  });
   if (!swap.ok) return swap;
-
-  const specImage = (name: string) => pod.spec?.containers?.find((c) => c.name === name)?.image ?? "";
-  const sameImages = Object.entries(options.containerImages).every(
-    ([name, image]) => normalizeImage(specImage(name)) === normalizeImage(image),
-  );
+  if (swap.unrestartable.length > 0)
+    return fail(
+      `containers ${swap.unrestartable.join(", ")} served an earlier sandbox and cannot be restarted in place; the pod must be replaced`,
+    );
+  const sameImages = Object.keys(swap.changed).length === 0;
   if (sameImages && pod.status?.phase !== "Running")
     return fail(
       `pod already has the requested images but is ${pod.status?.phase ?? "without status"}, not Running`,

@@ -33,10 +33,14 @@ function inFlightState(pod: V1Pod, phase: UpdatingPhase): { state: InplaceUpdate
   return { state: read.state };
 }
 
-/** completedState copies a state as completed at `at`, without the in-flight snapshots. */
+/**
+ * completedState copies a state as completed at `at`, without the in-flight snapshots; a reset
+ * (towards idle) keeps lastContainerStatuses, the containers it replaced, so a claim can tell the
+ * fresh containers from those that served (servedContainers).
+ */
 function completedState(state: InplaceUpdateState, at: string): InplaceUpdateState {
   const next: InplaceUpdateState = { ...state, phase: INPLACE_UPDATE_PHASE.COMPLETED, updateTimestamp: at };
-  delete next.lastContainerStatuses;
+  if (state.targetPodPhase !== SANDBOX_PHASE.IDLE) delete next.lastContainerStatuses;
   delete next.stableContainerStatuses;
   return next;
 }

@@ -35,3 +35,50 @@ export function normalizeImage(image: string): string {
 export function referenceDigest(image: string): string | undefined {
   return DIGEST_SUFFIX.exec(image.trim())?.[1];
 }
+
+/**
+ * withoutPin drops a digest pinned after a tag (`repo:tag@sha256:…` → `repo:tag`): the reference
+ * restartReference makes names the same image as its tag did when the container was pulled. A
+ * reference with only a digest, or only a tag, is returned unchanged.
+ */
+function withoutPin(image: string): string {
+  const trimmed = image.trim();
+  const at = trimmed.indexOf("@");
+  if (at === -1) return trimmed;
+  const name = trimmed.slice(0, at);
+  const lastSegment = name.slice(name.lastIndexOf("/") + 1);
+  return lastSegment.includes(":") ? name : trimmed;
+}
+
+/**
+ * sameImage tells whether a container whose spec says `running` runs the image `wanted` names:
+ * equal after normalising, or `running` is `wanted` pinned to the digest it was pulled at (a
+ * reset that had to restart a container on the image it already ran, see restartReference).
+ */
+export function sameImage(running: string, wanted: string): boolean {
+  const a = normalizeImage(running);
+  const b = normalizeImage(wanted);
+  if (a === b) return true;
+  return referenceDigest(wanted) === undefined && normalizeImage(withoutPin(running)) === b;
+}
+
+const REPO_DIGEST = /@(sha256:[0-9a-f]{64})$/;
+
+/**
+ * restartReference is another spelling of `image` for a container that must be restarted on the
+ * image it runs: kubelet restarts a container whose spec image string changes, whatever the
+ * string resolves to. A tag is pinned to the digest the container runs (`repo:tag@sha256:…`, from
+ * its status.imageID, which must name a registry digest; a runtime that reports only a local
+ * image id gives none). The next reset swaps the pinned spelling back to the pool's, which
+ * restarts the container again. Undefined when the reference already carries a digest or the
+ * status names none: such a container cannot be restarted in place, its pod is replaced instead.
+ */
+export function restartReference(image: string, imageID: string | undefined): string | undefined {
+  const trimmed = image.trim();
+  if (trimmed === "" || referenceDigest(trimmed) !== undefined) return undefined;
+  const digest = REPO_DIGEST.exec(imageID ?? "")?.[1];
+  if (!digest) return undefined;
+  // An implicit tag is spelled out, so the pinned reference still reads as the same tag.
+  const tagged = trimmed.slice(trimmed.lastIndexOf("/") + 1).includes(":") ? trimmed : `${trimmed}:latest`;
+  return `${tagged}@${digest}`;
+}

@@ -15,6 +15,7 @@ import {
   MANAGED_ANNOTATION_KEYS_ANNOTATION,
   MANAGED_BY_LABEL,
   MANAGED_LABEL_KEYS_ANNOTATION,
+  REPLACE_ON_RESET_ANNOTATION,
   RUNNING_IMAGES_ANNOTATION,
   SANDBOX_PHASE,
   SANDBOX_PHASE_LABEL,
@@ -29,10 +30,16 @@ import { encodeInplaceState, readInplaceState, sandboxPhaseOf } from "./inplace-
 import { managedKeys, unique } from "./lifecycle-keys.ts";
 import type { IntentResult } from "./transitions.ts";
 
-/** ReleaseOptions is agentbox's ReleaseSandboxPodOptions plus the pool's idle images. */
-export interface ReleaseOptions {
+/** PodReset is how a pool's released pods start afresh (see podReset in lib/pool/render-pod.ts). */
+export interface PodReset {
   /** idleImages maps container name → the pool's idle image (IdleContainerImages). */
   idleImages: Readonly<Record<string, string>>;
+  /** replace: the pool's reset policy is Replace (delete the pod, the pool makes a new one). */
+  replace?: boolean;
+}
+
+/** ReleaseOptions is agentbox's ReleaseSandboxPodOptions plus the pool's reset. */
+export interface ReleaseOptions extends PodReset {
   /** stopReason defaults to Completed. */
   stopReason?: SandboxStopReason;
   /** terminatedAt is RFC 3339; defaults to now. */
@@ -41,11 +48,16 @@ export interface ReleaseOptions {
   failureReason?: string;
   failureMessage?: string;
   exitCode?: number;
+  /** replaceBecause: replace the pod instead of resetting it, for this reason (a timed-out start). */
+  replaceBecause?: string;
   /** expectPhase is running (default when the pod is running) or starting (cancel a start). */
   expectPhase?: typeof SANDBOX_PHASE.RUNNING | typeof SANDBOX_PHASE.STARTING;
 }
 
 const STOP_REASONS = new Set<string>(Object.values(STOP_REASON));
+
+/** REPLACE_BY_POLICY is REPLACE_ON_RESET_ANNOTATION's value when the pool asked for replacement. */
+export const REPLACE_BY_POLICY = "the pool's reset policy is Replace";
 
 /**
  * runtimeContainerId is the sandbox's runtime container id for the record: the snapshot taken
@@ -68,8 +80,11 @@ export function runtimeContainerId(pod: V1Pod, fromStatus = true): string | unde
 }
 
 /**
- * releaseIntent moves a running (or still starting) pod to stopping and swaps its containers
- * back to the pool's idle images. It writes the stop metadata (reason, default Completed; a
+ * releaseIntent moves a running (or still starting) pod to stopping and starts every one of its
+ * containers afresh: swapped back to the pool's idle image, or restarted on it when it already
+ * runs it (restartReference), so nothing of this sandbox reaches the next; a pod whose pool resets
+ * by replacement, or with a container that cannot be restarted in place, keeps its images and is
+ * marked REPLACE_ON_RESET_ANNOTATION (planStopping deletes it after the record). It writes the stop metadata (reason, default Completed; a
  * Released sandbox that was still starting is recorded as Canceled;
  * terminated-at, default now; failure reason/message; exit code), a JSON snapshot of the images
  * that ran and the runtime container id, and removes what only a live sandbox needs (managed-by,
@@ -96,8 +111,23 @@ export function releaseIntent(pod: V1Pod, options: ReleaseOptions, now: Date): I
   const { exitCode } = options;
   if (exitCode !== undefined && !(Number.isInteger(exitCode) && exitCode >= -(2 ** 31) && exitCode < 2 ** 31))
     return fail(`exit code ${exitCode} is not a 32-bit integer`);
-  const swap = planImageSwap(pod, options.idleImages);
+  if (Object.keys(options.idleImages).length === 0) return fail("target image is required");
+  // Every container served the sandbox: each is swapped to its idle image or, when it already
+  // runs that, restarted on it; one that cannot be restarted in place has its pod replaced.
+  const containers = pod.spec?.containers ?? [];
+  const targets = {
+    ...Object.fromEntries(containers.map((c) => [c.name, c.image ?? ""])),
+    ...options.idleImages,
+  };
+  const swap = planImageSwap(pod, targets, { restart: new Set(containers.map((c) => c.name)) });
   if (!swap.ok) return swap;
+  const replace = options.replaceBecause
+    ? options.replaceBecause
+    : options.replace
+      ? REPLACE_BY_POLICY
+      : swap.unrestartable.length > 0
+        ? `containers ${swap.unrestartable.join(", ")} cannot be restarted in place (no registry digest to pin)`
+        : undefined;
 
   const at = rfc3339(now);
   const runningImages = Object.fromEntries(
@@ -106,10 +136,12 @@ export function releaseIntent(pod: V1Pod, options: ReleaseOptions, now: Date): I
       .sort(([a], [b]) => (a < b ? -1 : 1)),
   );
   const containerId = runtimeContainerId(pod);
+  // A pod to be replaced keeps its images: it is deleted once its record is stored.
+  const changed = replace ? {} : swap.changed;
   const state: InplaceUpdateState = {
     phase: INPLACE_UPDATE_PHASE.STOPPING,
-    ...(swap.targetImage ? { targetImage: swap.targetImage } : {}),
-    targetImages: swap.changed,
+    ...(!replace && swap.targetImage ? { targetImage: swap.targetImage } : {}),
+    targetImages: changed,
     targetPodPhase: SANDBOX_PHASE.IDLE,
     updateTimestamp: at,
     lastContainerStatuses: swap.last,
@@ -122,6 +154,7 @@ export function releaseIntent(pod: V1Pod, options: ReleaseOptions, now: Date): I
     ...(options.failureReason ? { [FAILURE_REASON_ANNOTATION]: options.failureReason } : {}),
     ...(options.failureMessage ? { [FAILURE_MESSAGE_ANNOTATION]: options.failureMessage } : {}),
     ...(exitCode !== undefined ? { [EXIT_CODE_ANNOTATION]: String(exitCode) } : {}),
+    ...(replace ? { [REPLACE_ON_RESET_ANNOTATION]: replace } : {}),
     [INPLACE_UPDATE_STATE_ANNOTATION]: encodeInplaceState(state),
   };
   const removeAnnotations = unique([
@@ -135,6 +168,7 @@ export function releaseIntent(pod: V1Pod, options: ReleaseOptions, now: Date): I
     FAILURE_REASON_ANNOTATION,
     FAILURE_MESSAGE_ANNOTATION,
     EXIT_CODE_ANNOTATION,
+    REPLACE_ON_RESET_ANNOTATION,
   ]).filter((k) => !(k in setAnnotations));
   return {
     ok: true,
@@ -144,7 +178,7 @@ export function releaseIntent(pod: V1Pod, options: ReleaseOptions, now: Date): I
       removeLabels: unique([MANAGED_BY_LABEL, ...managedKeys(pod, MANAGED_LABEL_KEYS_ANNOTATION)]),
       setAnnotations,
       removeAnnotations,
-      containerImages: swap.changed,
+      containerImages: changed,
     },
   };
 }

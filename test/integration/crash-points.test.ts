@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import type { StepDeps } from "../../functions/deps.ts";
 import { targetDigests } from "../../functions/digests.ts";
+import { execute } from "../../functions/execute.ts";
 import { reconcileEnv } from "../../functions/reconcile-env.ts";
 import { reconcilePool } from "../../functions/reconcile-pool.ts";
 import { releaseSandbox } from "../../functions/release-sandbox.ts";
@@ -11,6 +12,7 @@ import type { SandboxRecord } from "../../lib/history/record.ts";
 import type { HistoryStore } from "../../lib/history/store.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeTransport } from "../../lib/kube/transport.ts";
+import { isTerminating } from "../../lib/reconcile/action.ts";
 import { planStarting } from "../../lib/reconcile/starting.ts";
 import { planStopping } from "../../lib/reconcile/stopping.ts";
 import { ENVS, envObject, TEMPLATES, templateObject } from "./support/envs.ts";
@@ -70,6 +72,29 @@ function crashPoint(real: KubeTransport) {
   };
 }
 
+/**
+ * interposer runs `hook` just before the k-th write (of those made through it) is sent: another
+ * actor's write lands between a run's decision and that write. before(0, …) disarms it.
+ */
+function interposer(real: KubeTransport) {
+  const s = { at: 0, writes: 0, fired: false, hook: async () => {} };
+  const transport: KubeTransport = async (req) => {
+    if (s.at > 0 && WRITES.has(req.method) && ++s.writes === s.at) {
+      s.fired = true;
+      await s.hook();
+    }
+    return real(req);
+  };
+  return {
+    transport,
+    before: (k: number, hook: () => Promise<void>) =>
+      Object.assign(s, { at: k, writes: 0, fired: false, hook }),
+    get fired() {
+      return s.fired;
+    },
+  };
+}
+
 const point = crashPoint(nodeKubeTransport(kc));
 const inserted = new Map<string, number>();
 const history: HistoryStore = {
@@ -85,6 +110,7 @@ const history: HistoryStore = {
 const deps: StepDeps = { ...t.deps, kube: new KubeClient(point.transport), history };
 
 const POOL = "crash";
+const AGENT = "registry.local/sandbox/agent:1";
 const SANDBOXES = 3;
 
 /**
@@ -123,7 +149,7 @@ async function prepare(round: number, replicas: number): Promise<string[]> {
   // Wait, without running any step, until kwok has put the idle image back on all three.
   await until("the released pods ready to return to idle", 30_000, async () => {
     const ps = await pods();
-    return planStopping(ps, await targetDigests(deps, ps), deps.now()).length === SANDBOXES;
+    return planStopping(pool, ps, await targetDigests(deps, ps), deps.now()).length === SANDBOXES;
   });
   await deps.kube.patchPool(t.ns, POOL, [{ op: "replace", path: "/spec/replicas", value: replicas + 1 }]);
   return ids;
@@ -338,10 +364,14 @@ describe("a run crashed after its k-th write, for every k", () => {
         t.deps.clock.offsetMs = 60_000; // 40 s past their startup timeout
         const createdBefore = point.created;
         point.arm(k);
-        const crashed = await reconcilePool(deps, t.ns, STUCK).then(
-          () => point.crashed,
-          () => point.crashed,
-        );
+        // A timeout takes two runs: the first makes it final on the pod, the second records it
+        // and deletes the pod. The crash counts the writes of both (once crashed, all fail).
+        const crashed = await reconcilePool(deps, t.ns, STUCK)
+          .then(() => reconcilePool(deps, t.ns, STUCK))
+          .then(
+            () => point.crashed,
+            () => point.crashed,
+          );
         point.disarm();
         await reconcileUntil(deps, t.ns, STUCK, `round ${k} replaced`, async () => {
           const ps = await t.pods(STUCK);
@@ -365,7 +395,106 @@ describe("a run crashed after its k-th write, for every k", () => {
     } finally {
       t.deps.clock.offsetMs = 0;
     }
-    // Three deletes and three creates at least: each a crash point.
-    expect(crashedAt.length).toBeGreaterThanOrEqual(6);
+    // Three marks, three deletes and their events at least: each a crash point.
+    expect(crashedAt.length).toBeGreaterThanOrEqual(9);
+  }, 600_000);
+
+  it("a start that completes while its startup timeout is written: a sandbox that ran is never recorded as StartupTimeout, each recorded once", async () => {
+    const RACE = "start-race";
+    // Slow pulls: a claimed pod stays starting (and its version current) for a while, so the
+    // timeout's writes can land before the start completes as well as after.
+    await t.createPool(RACE, SANDBOXES, {
+      defaultStartupTimeout: "20s",
+      template: {
+        metadata: { annotations: { "kwok.agentbox.dev/pull-delay": "4s" } },
+        spec: {
+          containers: [
+            {
+              name: "sandbox",
+              image: "registry.local/sandbox/base:1",
+              resources: { requests: { cpu: "250m", memory: "256Mi" } },
+            },
+          ],
+        },
+      },
+    });
+    const race = interposer(point.transport);
+    // The timeout's run: its clock 40 s past the startup timeout, its writes interposed.
+    const late: StepDeps = {
+      ...deps,
+      kube: new KubeClient(race.transport),
+      now: () => new Date(Date.now() + 60_000),
+    };
+    let timedOut = 0;
+    let ran = 0;
+    const interposedAt: number[] = [];
+    for (let k = 1; k <= 12; k++) {
+      point.disarm();
+      point.ran.clear();
+      const { idle, ids } = await claimAllIdle(deps, RACE, k);
+      const pool = await deps.kube.getPool(t.ns, RACE);
+      // The timeout is decided on the pods as claimed: nothing ran yet.
+      const snapshot = { pool, pods: await t.pods(RACE) };
+      // The start completes (kwok runs the new image, a run completes it) just before the
+      // timeout's k-th write reaches the apiserver.
+      race.before(k, async () => {
+        const starting = await until(`round ${k}: kwok runs the new images`, 30_000, async () => {
+          const ps = (await t.pods(RACE)).filter((p) => !isTerminating(p) && phaseOf(p) === "starting");
+          return ps.every((p) => p.status?.containerStatuses?.[0]?.image === AGENT) && ps;
+        });
+        const digests = await targetDigests(deps, starting);
+        await execute(
+          deps,
+          planStarting(pool, starting, digests, deps.now()).filter((a) => a.why === "sandbox is running"),
+        );
+      });
+      await reconcilePool(late, t.ns, RACE, "complete-starting", snapshot);
+      const interposed = race.fired;
+      race.before(0, async () => {});
+      // Runs on the real clock settle every sandbox: running, or ended and its pod replaced.
+      const settled = await reconcileUntil(deps, t.ns, RACE, `round ${k} settled`, async () => {
+        const ps = await t.pods(RACE);
+        const claimedLeft = ps.filter((p) => idle.some((o) => o.metadata?.uid === p.metadata?.uid));
+        return (
+          ps.length === SANDBOXES &&
+          ps.every(
+            (p) => !isTerminating(p) && (phaseOf(p) === "running" || (phaseOf(p) === "idle" && isReady(p))),
+          ) &&
+          claimedLeft.every((p) => phaseOf(p) === "running") &&
+          ps
+        );
+      });
+      // Counted before the releases (their patches test the phase "running" too).
+      const started = new Map(point.ran);
+      for (const pod of settled.filter((p) => phaseOf(p) === "running"))
+        expect((await releaseSandbox(deps, pool, pod, { stopReason: "Released" })).ok).toBe(true);
+      await reconcileUntil(deps, t.ns, RACE, `round ${k} back to idle`, async () => {
+        const ps = await t.pods(RACE);
+        return ps.length === SANDBOXES && ps.every((p) => phaseOf(p) === "idle" && isReady(p));
+      });
+      for (const [i, id] of ids.entries()) {
+        const podName = idle[i]?.metadata?.name ?? "";
+        const record = await t.deps.history.get(id);
+        expect(inserted.get(id), `record of ${id}, start completed before write ${k}`).toBe(1);
+        if (started.get(podName)) {
+          ran++;
+          expect(started.get(podName), `patches to running of ${podName} in round ${k}`).toBe(1);
+          expect(record, `${id} ran: completed before write ${k}`).toMatchObject({ stopReason: "Released" });
+          expect(record?.failureReason).toBeUndefined();
+        } else {
+          timedOut++;
+          expect(record, `${id} never ran: completed after write ${k}`).toMatchObject({
+            stopReason: "Failed",
+            failureReason: "StartupTimeout",
+          });
+        }
+      }
+      if (!interposed) break; // the start completed after every write of the timeout
+      interposedAt.push(k);
+    }
+    // Both outcomes happened: starts that won the race ran, and timeouts that won it ended them.
+    expect(interposedAt.length).toBeGreaterThanOrEqual(3);
+    expect(ran).toBeGreaterThan(0);
+    expect(timedOut).toBeGreaterThan(0);
   }, 600_000);
 });

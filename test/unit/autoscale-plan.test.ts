@@ -1,11 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { PoolAutoScalingStatus } from "../../lib/api/autoscaling.ts";
+import { REPLACE_ON_RESET_ANNOTATION } from "../../lib/api/keys.ts";
 import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { GROUP_STAMPS_ANNOTATION, groupStampsOf } from "../../lib/autoscale/group-stamps.ts";
 import { planAutoscale } from "../../lib/autoscale/plan-autoscale.ts";
 import { envOwnerReference } from "../../lib/env/ownership.ts";
 import { encodeMark, PENDING_REQUESTS_PREFIX } from "../../lib/pool/pending-requests.ts";
+import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
 import { autoscalingGroup, type GroupOptions } from "../support/autoscaling-group.ts";
 
 // One Env's autoscaler writes on plain data, with a fixed `now`: the replicas patch on the Env with
@@ -70,6 +72,7 @@ function busyMember(e: SandboxEnv, replicas: number, running: number, waiting: n
     metadata: {
       name: `a-${i}`,
       labels: { "agentbox.navix.sh/sandbox-pool": "a", "agentbox.navix.sh/sandbox-phase": "running" },
+      ownerReferences: [poolOwnerReference(busy)],
     },
   }));
   return { pool: busy, pods };
@@ -203,5 +206,42 @@ describe("planAutoscale: the pool bookkeeping", () => {
         },
       ],
     });
+  });
+});
+
+describe("planAutoscale: resets that serve nobody", () => {
+  /** stopping is a pod of member a being reset, with `annotations` (e.g. a replacement mark). */
+  const stopping = (i: number, annotations: Record<string, string> = {}) => ({
+    metadata: {
+      name: `a-${i}`,
+      labels: { "agentbox.navix.sh/sandbox-pool": "a", "agentbox.navix.sh/sandbox-phase": "stopping" },
+      annotations,
+      ownerReferences: [
+        {
+          apiVersion: "agents.navix.sh/v1alpha1",
+          kind: "SandboxPool",
+          name: "a",
+          uid: "pool-uid",
+          controller: true,
+        },
+      ],
+    },
+  });
+
+  it("counts a reset under way as supply, never one that ends in a replacement", () => {
+    const e = env({ maxReplicas: 10 });
+    const { pool: busy } = busyMember(e, 2, 0, 2);
+    const resetting = [stopping(0), stopping(1)];
+    expect(planAutoscale({ env: e, pools: [busy], pods: resetting }, "local", NOW).changes).toEqual([]);
+    const replaced = resetting.map((p) => ({
+      ...p,
+      metadata: {
+        ...p.metadata,
+        annotations: { [REPLACE_ON_RESET_ANNOTATION]: "the pool's reset policy is Replace" },
+      },
+    }));
+    expect(planAutoscale({ env: e, pools: [busy], pods: replaced }, "local", NOW).changes).toEqual([
+      expect.objectContaining({ from: 2, reason: "Reactive" }),
+    ]);
   });
 });

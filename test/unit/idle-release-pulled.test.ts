@@ -10,7 +10,7 @@ import { planIdleRelease } from "../../lib/reconcile/idle-release.ts";
 // source that fails, on plain objects with a fixed clock.
 
 const NOW = new Date("2026-11-21T12:00:00Z");
-const IDLE = { main: "idle:1" };
+const IDLE = { idleImages: { main: "idle:1" } };
 const LAST_ACTIVE = "agentbox.navix.sh/last-active";
 
 function running(id: string, annotations: Record<string, string> = {}, phase = "running"): V1Pod {

@@ -13,7 +13,7 @@ import { sandboxView } from "../../lib/sandboxes/view.ts";
 const NOW = new Date("2026-11-21T12:00:00Z");
 const HOOKS = "agentbox.navix.sh/post-start-hooks";
 const END_AT = "agentbox.navix.sh/end-at";
-const IDLE = { main: "idle:1" };
+const IDLE = { idleImages: { main: "idle:1" } };
 
 function running(
   annotations: Record<string, string>,

@@ -62,12 +62,17 @@ describe("planScale: scale up", () => {
   it.each([
     ["empty pool", 3, [], [0, 1, 2]],
     ["fills the lowest free slots", 4, [pod("web-1"), pod("web-3")], [0, 2]],
-    ["skips slots held by terminating Pods", 3, [pod("web-0", { terminating: true })], [1, 2]],
+    [
+      "skips slots held by terminating Pods, surging past replicas",
+      3,
+      [pod("web-0", { terminating: true })],
+      [1, 2, 3],
+    ],
     [
       "terminating Pods do not count, but block their slot",
       2,
       [pod("web-0", { terminating: true }), pod("web-1", { terminating: true })],
-      [],
+      [2, 3],
     ],
     ["adopted Pods count toward replicas", 3, [pod("web-x7k2p"), pod("web-a9c3d")], [0]],
     ["Pods above replicas hold no slot below it", 3, [pod("web-7"), pod("web-8")], [0]],
@@ -85,9 +90,11 @@ describe("planScale: scale up", () => {
     expect(plan(replicas, pods).create).toEqual([]);
   });
 
-  it("never creates a slot at or above replicas, even when lower slots are blocked", () => {
+  it("surges at most one slot past replicas per terminating Pod, and none without one", () => {
     const pods = [pod("web-0", { terminating: true }), pod("web-1", { terminating: true })];
-    expect(plan(3, pods).create).toEqual([2]);
+    expect(plan(3, pods).create).toEqual([2, 3, 4]);
+    expect(plan(3, [pod("web-0"), pod("web-1", { terminating: true })]).create).toEqual([2, 3]);
+    expect(plan(2, [pod("web-0")]).create).toEqual([1]);
   });
 });
 

@@ -2,14 +2,18 @@ import type { V1Pod } from "@kubernetes/client-node";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { PoolScaleDownPolicy } from "../../lib/api/autoscaling.ts";
+import { REPLACE_ON_RESET_ANNOTATION } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
 import { planFailures } from "../../lib/reconcile/failures.ts";
 import { planFinalizeDeleted } from "../../lib/reconcile/finalize-deleted.ts";
 import { planIdleRelease, reportedOnly } from "../../lib/reconcile/idle-release.ts";
 import { planMaterialise } from "../../lib/reconcile/materialise.ts";
 import { planStarting, SLOW_PULL_MS } from "../../lib/reconcile/starting.ts";
 import { planStatus } from "../../lib/reconcile/status.ts";
-import { planStopping } from "../../lib/reconcile/stopping.ts";
+import { planServedIdle, planStopping } from "../../lib/reconcile/stopping.ts";
+import { REPLACE_BY_POLICY } from "../../lib/sandbox/release-intent.ts";
+import { resetBlocker, STOPPING_TIMEOUT_MS } from "../../lib/sandbox/reset-progress.ts";
 
 // The planners behind each reconcile step, on plain objects with a fixed clock.
 
@@ -65,6 +69,7 @@ function pod(
       resourceVersion: "5",
       creationTimestamp: new Date("2026-11-21T11:00:00Z"),
       labels: { "agentbox.navix.sh/sandbox-pool": "p", [PHASE]: phase, ...over.labels },
+      ownerReferences: [poolOwnerReference(pool())],
       annotations: over.annotations ?? {},
       finalizers: over.finalizers ?? ["agentbox.navix.sh/sandbox-protection"],
       ...(over.deleting ? { deletionTimestamp: new Date("2026-11-21T11:59:00Z") } : {}),
@@ -89,6 +94,25 @@ function pod(
 }
 
 const claimed = { "agentbox.navix.sh/sandbox-id": "sbx-1" };
+
+/** readyWith is a running, ready pod status whose one container runs the image with imageID. */
+function readyWith(imageID: string): V1Pod["status"] {
+  return {
+    phase: "Running",
+    conditions: [{ type: "Ready", status: "True" }],
+    containerStatuses: [
+      {
+        name: "main",
+        image: "idle:1",
+        imageID,
+        containerID: "c1",
+        ready: true,
+        restartCount: 0,
+        state: { running: {} },
+      },
+    ],
+  };
+}
 
 describe("planFinalizeDeleted", () => {
   it("records claimed pods and removes only our finalizer, by index, under a resourceVersion test", () => {
@@ -125,7 +149,7 @@ describe("planFailures", () => {
       annotations: claimed,
       status: { phase: "Failed", reason: "Evicted", message: "node pressure" },
     });
-    const [action] = planFailures([failed], { main: "idle:1" }, NOW);
+    const [action] = planFailures([failed], { idleImages: { main: "idle:1" } }, NOW);
     expect(action?.write).toEqual({ op: "delete", uid: "f-uid", resourceVersion: "5" });
     expect(action?.record).toMatchObject({
       stopReason: "Failed",
@@ -161,7 +185,7 @@ describe("planFailures", () => {
         ],
       },
     });
-    const [action] = planFailures([restarted], { main: "idle:1" }, NOW);
+    const [action] = planFailures([restarted], { idleImages: { main: "idle:1" } }, NOW);
     expect(action?.why).toContain("OOMKilled");
     const patch = action?.write.op === "patch" ? action.write.patch : [];
     expect(patch[1]).toEqual({
@@ -177,7 +201,7 @@ describe("planFailures", () => {
     expect(
       planFailures(
         [pod("ok", "running", { image: "agent:1", annotations: { [STATE]: state } })],
-        { main: "idle:1" },
+        { idleImages: { main: "idle:1" } },
         NOW,
       ),
     ).toEqual([]);
@@ -201,25 +225,24 @@ describe("planStarting and planStopping", () => {
       },
       ...(status ? { status } : {}),
     });
+  /** ran: the target image runs in a new container (the kubelet finished the start). */
+  const ran: V1Pod["status"] = {
+    phase: "Running",
+    containerStatuses: [
+      {
+        name: "main",
+        image: "agent:1",
+        imageID: "agent@sha256:9",
+        containerID: "c2",
+        ready: true,
+        restartCount: 1,
+        state: { running: {} },
+      },
+    ],
+  };
 
   it("completes a start once the target image runs in a new container", () => {
-    const done = starting(
-      {},
-      {
-        phase: "Running",
-        containerStatuses: [
-          {
-            name: "main",
-            image: "agent:1",
-            imageID: "agent@sha256:9",
-            containerID: "c2",
-            ready: true,
-            restartCount: 1,
-            state: { running: {} },
-          },
-        ],
-      },
-    );
+    const done = starting({}, ran);
     expect(planStarting(pool(), [done], new Map(), NOW).map((a) => a.why)).toEqual(["sandbox is running"]);
   });
 
@@ -238,9 +261,32 @@ describe("planStarting and planStopping", () => {
       ],
     } as V1Pod["status"];
     const late = starting({ "agentbox.navix.sh/startup-timeout": "30" }, pulling);
-    const [timeout] = planStarting(pool(), [late], new Map(), NOW);
-    expect(timeout?.write.op).toBe("delete");
-    expect(timeout?.record).toMatchObject({ stopReason: "Failed", failureReason: "StartupTimeout" });
+    // The start is released as Failed/StartupTimeout, its pod to be replaced, in one patch guarded
+    // by resourceVersion and phase: a start that completed meanwhile makes it fail.
+    const [timeout, ...others] = planStarting(pool(), [late], new Map(), NOW);
+    expect(others).toEqual([]);
+    expect(timeout?.record).toBeUndefined();
+    expect(timeout?.event).toMatchObject({ type: "Warning", reason: "StartupTimeout" });
+    const mark = timeout?.write.op === "patch" ? timeout.write.patch : [];
+    expect(mark.slice(0, 2)).toEqual([
+      { op: "test", path: "/metadata/resourceVersion", value: "5" },
+      { op: "test", path: "/metadata/labels/agentbox.navix.sh~1sandbox-phase", value: "starting" },
+    ]);
+    const written = Object.fromEntries(
+      mark.flatMap((op) =>
+        op.op === "add" || op.op === "replace"
+          ? [[op.path.split("/").pop()?.replace("~1", "/"), op.value]]
+          : [],
+      ),
+    );
+    expect(written).toMatchObject({
+      "agentbox.navix.sh/sandbox-phase": "stopping",
+      "agentbox.navix.sh/stop-reason": "Failed",
+      "agentbox.navix.sh/failure-reason": "StartupTimeout",
+      "agentbox.navix.sh/terminated-at": "2026-11-21T12:00:00Z",
+      [REPLACE_ON_RESET_ANNOTATION]: "its start timed out",
+    });
+    expect(mark.some((op) => op.path.startsWith("/spec/"))).toBe(false); // no image swap
     const [diagnose] = planStarting(pool(), [starting({}, pulling)], new Map(), NOW);
     expect(diagnose?.why).toBe("diagnose: ImagePullBackOff");
     const detail = diagnose?.write.op === "patch" ? (diagnose.write.patch[1] as { value: string }).value : "";
@@ -292,9 +338,88 @@ describe("planStarting and planStopping", () => {
         ],
       },
     });
-    const [action] = planStopping([stopping], new Map(), NOW);
+    const [action] = planStopping(pool(), [stopping], new Map(), NOW);
     expect(action?.record).toMatchObject({ sandboxId: "sbx-1", stopReason: "Released" });
     expect(action?.write.op).toBe("patch");
+  });
+
+  /** resetting is a stopping pod reset since `since`, its idle container in `waiting` (or running). */
+  function resetting(since: string, extra: Record<string, string> = {}, waiting?: string): V1Pod {
+    return pod("r", "stopping", {
+      annotations: {
+        ...claimed,
+        ...extra,
+        "agentbox.navix.sh/stop-reason": "Released",
+        [STATE]: JSON.stringify({
+          phase: "stopping",
+          targetImages: { main: "idle:1" },
+          targetPodPhase: "idle",
+          updateTimestamp: since,
+          lastContainerStatuses: { main: { imageID: "agent@sha256:9", containerID: "c2" } },
+        }),
+      },
+      status: {
+        phase: "Running",
+        containerStatuses: [
+          {
+            name: "main",
+            image: "idle:1",
+            imageID: "",
+            ready: false,
+            restartCount: 1,
+            state: waiting ? { waiting: { reason: waiting, message: "not found" } } : {},
+          },
+        ],
+      },
+    });
+  }
+
+  it("replaces a pod marked for replacement after its record; an Event only when the policy did not ask", () => {
+    const marked = resetting("2026-11-21T11:59:59Z", {
+      [REPLACE_ON_RESET_ANNOTATION]:
+        "containers main cannot be restarted in place (no registry digest to pin)",
+    });
+    const [replace, ...rest] = planStopping(pool(), [marked], new Map(), NOW);
+    expect(rest).toEqual([]);
+    expect(replace?.record).toMatchObject({ sandboxId: "sbx-1", stopReason: "Released" });
+    expect(replace?.write).toEqual({ op: "delete", uid: "r-uid", resourceVersion: "5" });
+    expect(replace?.event).toMatchObject({ type: "Normal", reason: "Replaced" });
+    const byPolicy = resetting("2026-11-21T11:59:59Z", { [REPLACE_ON_RESET_ANNOTATION]: REPLACE_BY_POLICY });
+    const [quiet] = planStopping(pool(), [byPolicy], new Map(), NOW);
+    expect(quiet?.write.op).toBe("delete");
+    expect(quiet?.event).toBeUndefined();
+  });
+
+  it("a stalled reset is left to recover until the stopping timeout, then recorded and replaced", () => {
+    const stalled = resetting("2026-11-21T11:58:00Z", {}, "ImagePullBackOff");
+    expect(planStopping(pool(), [stalled], new Map(), NOW)).toEqual([]);
+    expect(resetBlocker(stalled, pool(), NOW)).toMatchObject({ reason: "Stalled" });
+    const late = new Date(Date.parse("2026-11-21T11:58:00Z") + STOPPING_TIMEOUT_MS + 1000);
+    const [timedOut] = planStopping(pool(), [stalled], new Map(), late);
+    expect(timedOut?.write.op).toBe("delete");
+    expect(timedOut?.record).toMatchObject({ sandboxId: "sbx-1", stopReason: "Released" });
+    expect(timedOut?.event).toMatchObject({ type: "Warning", reason: "ResetTimedOut" });
+    expect(timedOut?.event?.note).toMatch(/ImagePullBackOff/);
+    // A pool whose starts may take longer gives its resets as long.
+    const slow = pool({}, { defaultStartupTimeout: "1h" });
+    expect(planStopping(slow, [stalled], new Map(), late)).toEqual([]);
+    // A reset under way blocks nothing.
+    expect(resetBlocker(resetting("2026-11-21T11:59:59Z"), pool(), NOW)).toBeUndefined();
+  });
+
+  it("replaces an idle pod whose served containers cannot be restarted; leaves restartable and fresh ones", () => {
+    const legacy = { [STATE]: JSON.stringify({ phase: "completed", targetPodPhase: "idle" }) };
+    const pinned = `idle@sha256:${"1".repeat(64)}`;
+    const stuck = pod("s", "idle", { annotations: legacy, image: pinned });
+    const [replace, ...rest] = planServedIdle([
+      stuck,
+      pod("r", "idle", { annotations: legacy, status: readyWith(`idle@sha256:${"1".repeat(64)}`) }),
+      pod("f", "idle", { image: pinned }),
+    ]);
+    expect(rest).toEqual([]);
+    expect(replace?.target.name).toBe("s");
+    expect(replace?.write).toEqual({ op: "delete", uid: "s-uid", resourceVersion: "5" });
+    expect(replace?.event?.reason).toBe("ResetByReplacement");
   });
 });
 
@@ -401,7 +526,7 @@ describe("planIdleRelease", () => {
           "agentbox.navix.sh/last-active": "2026-11-21T11:49:00Z",
         }),
       ],
-      { main: "idle:1" },
+      { idleImages: { main: "idle:1" } },
       NOW,
     );
     expect(action?.why).toBe("release idle sandbox: idle for 660 s (idle timeout 600 s)");
@@ -427,21 +552,25 @@ describe("planIdleRelease", () => {
             "agentbox.navix.sh/last-active": "2026-11-21T11:55:00Z",
           }),
         ],
-        { main: "idle:1" },
+        { idleImages: { main: "idle:1" } },
         NOW,
       ),
     ).toEqual([]);
-    expect(planIdleRelease([running({})], { main: "idle:1" }, NOW)).toEqual([]);
+    expect(planIdleRelease([running({})], { idleImages: { main: "idle:1" } }, NOW)).toEqual([]);
     expect(
       planIdleRelease(
         [pod("s", "starting", { annotations: { "agentbox.navix.sh/idle-timeout": "1" } })],
-        { main: "idle:1" },
+        { idleImages: { main: "idle:1" } },
         NOW,
       ),
     ).toEqual([]);
     // Without a last-active report, the start time counts.
     expect(
-      planIdleRelease([running({ "agentbox.navix.sh/idle-timeout": "3600" })], { main: "idle:1" }, NOW),
+      planIdleRelease(
+        [running({ "agentbox.navix.sh/idle-timeout": "3600" })],
+        { idleImages: { main: "idle:1" } },
+        NOW,
+      ),
     ).toEqual([]);
   });
 });
@@ -469,9 +598,9 @@ describe("reportedOnly (idle-release mode reported)", () => {
     expect(kept.pods.map((p) => p.metadata?.name)).toEqual(["reported", "idle"]);
     expect(kept.unreported).toBe(2);
     // The reported one is still released on its own activity; the silent ones never are.
-    expect(planIdleRelease(kept.pods, { main: "idle:1" }, NOW).map((a) => a.target.name)).toEqual([
-      "reported",
-    ]);
-    expect(planIdleRelease([silentOld], { main: "idle:1" }, NOW)).toHaveLength(1); // since-start would
+    expect(
+      planIdleRelease(kept.pods, { idleImages: { main: "idle:1" } }, NOW).map((a) => a.target.name),
+    ).toEqual(["reported"]);
+    expect(planIdleRelease([silentOld], { idleImages: { main: "idle:1" } }, NOW)).toHaveLength(1); // since-start would
   });
 });

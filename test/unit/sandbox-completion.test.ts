@@ -8,7 +8,12 @@ import {
   targetImagesOf,
 } from "../../lib/sandbox/completion.ts";
 import { referenceDigestResolver, resolveDigests } from "../../lib/sandbox/digest-resolver.ts";
-import { normalizeImage, referenceDigest } from "../../lib/sandbox/image-reference.ts";
+import {
+  normalizeImage,
+  referenceDigest,
+  restartReference,
+  sameImage,
+} from "../../lib/sandbox/image-reference.ts";
 
 const D1 = `sha256:${"1".repeat(64)}`;
 const D2 = `sha256:${"2".repeat(64)}`;
@@ -323,6 +328,29 @@ describe("image references", () => {
     ["repo@sha256:short", undefined],
   ])("referenceDigest(%s) = %s", (image, digest) => {
     expect(referenceDigest(image)).toBe(digest);
+  });
+
+  it.each([
+    ["nginx:1", "docker.io/library/nginx:1", true],
+    [`nginx:1@${D1}`, "nginx:1", true],
+    [`nginx:latest@${D1}`, "nginx", true],
+    [`nginx:1@${D1}`, `nginx:1@${D2}`, false],
+    [`nginx@${D1}`, "nginx", false],
+    ["nginx:1", `nginx:1@${D1}`, false],
+    ["nginx:1", "nginx:2", false],
+  ])("sameImage(%s, %s) = %s", (running, wanted, same) => {
+    expect(sameImage(running, wanted)).toBe(same);
+  });
+
+  it.each([
+    ["nginx:1", `docker.io/library/nginx@${D1}`, `nginx:1@${D1}`],
+    ["ghcr.io/org/app", `ghcr.io/org/app@${D2}`, `ghcr.io/org/app:latest@${D2}`],
+    [`nginx:1@${D1}`, `docker.io/library/nginx@${D1}`, undefined],
+    ["nginx:1", `sha256:${"a".repeat(64)}`, undefined],
+    ["nginx:1", undefined, undefined],
+    ["", `x@${D1}`, undefined],
+  ])("restartReference(%s, %s) = %s", (image, imageID, reference) => {
+    expect(restartReference(image, imageID)).toBe(reference);
   });
 
   it("referenceDigestResolver and resolveDigests: pinned digests only, failures left out", async () => {

@@ -13,6 +13,7 @@ import {
   MANAGED_BY_LABEL,
   MANAGED_LABEL_KEYS_ANNOTATION,
   POST_START_HOOKS_ANNOTATION,
+  REPLACE_ON_RESET_ANNOTATION,
   RUNNING_IMAGES_ANNOTATION,
   SANDBOX_ID_ANNOTATION,
   SANDBOX_ID_LABEL,
@@ -32,6 +33,8 @@ import {
 } from "../../lib/api/keys.ts";
 import { hasUnexpectedRestart, isUpdateComplete } from "../../lib/sandbox/completion.ts";
 import { readInplaceState } from "../../lib/sandbox/inplace-state.ts";
+import { REPLACE_BY_POLICY } from "../../lib/sandbox/release-intent.ts";
+import { servedContainers } from "../../lib/sandbox/served-containers.ts";
 import { captureStopRecord } from "../../lib/sandbox/stop-record.ts";
 import {
   type ClaimOptions,
@@ -55,11 +58,15 @@ const AT = "2026-05-10T12:00:00Z";
 const IDLE_IMAGE = "registry.example/idle:1";
 const APP_IMAGE = "registry.example/app:2";
 const NO_DIGESTS: ReadonlyMap<string, string> = new Map();
+const PROXY_PINNED = `proxy:1@sha256:${"2".repeat(64)}`;
 
+/** status is a running container; its imageID names the reference's own digest when it pins one. */
 const status = (name: string, image: string, n: number, restartCount = 0): V1ContainerStatus => ({
   name,
   image,
-  imageID: `${image.replace(/:[^/:]+$/, "")}@sha256:${String(n).repeat(64)}`,
+  imageID: image.includes("@")
+    ? image.replace(/:[^/:@]+@/, "@")
+    : `${image.replace(/:[^/:]+$/, "")}@sha256:${String(n).repeat(64)}`,
   containerID: `containerd://${name}-${n}`,
   restartCount,
   ready: true,
@@ -137,14 +144,18 @@ function apply(pod: V1Pod, ops: JsonPatchOperation[]): V1Pod {
   return out;
 }
 
-/** kubelet swaps every container whose spec image differs from its status, with new ids. */
-function kubelet(pod: V1Pod, n: number): V1Pod {
+/**
+ * kubelet swaps every container whose spec image differs from its status (or only those named in
+ * `only`), with new ids.
+ */
+function kubelet(pod: V1Pod, n: number, only?: string[]): V1Pod {
   const out = structuredClone(pod);
   out.status = {
     ...out.status,
     containerStatuses: (out.status?.containerStatuses ?? []).map((s) => {
       const image = out.spec?.containers.find((c) => c.name === s.name)?.image ?? s.image;
-      return image === s.image ? s : status(s.name, image, n, s.restartCount + 1);
+      const swap = image !== s.image && (only === undefined || only.includes(s.name));
+      return swap ? status(s.name, image, n, s.restartCount + 1) : s;
     }),
   };
   out.metadata = { ...out.metadata, resourceVersion: String(Number(pod.metadata?.resourceVersion) + 1) };
@@ -407,7 +418,8 @@ describe("a whole lifecycle through patches", () => {
       releaseIntent(running, { idleImages: { main: IDLE_IMAGE, proxy: "proxy:1" } }, releaseAt),
     );
     expect(release.expectPhase).toBe("running");
-    expect(release.containerImages).toEqual({ main: IDLE_IMAGE });
+    // The sidecar served the sandbox too: it is restarted on its own image, pinned to its digest.
+    expect(release.containerImages).toEqual({ main: IDLE_IMAGE, proxy: PROXY_PINNED });
     const stopping = apply(running, toJsonPatch(running, release));
     const annotations = stopping.metadata?.annotations ?? {};
     expect(stopping.metadata?.labels?.[SANDBOX_PHASE_LABEL]).toBe("stopping");
@@ -427,10 +439,16 @@ describe("a whole lifecycle through patches", () => {
     expect(stopping.metadata?.labels?.[TEAM_LABEL]).toBe("t1");
     expect(state(stopping)).toMatchObject({
       phase: "stopping",
-      targetImages: { main: IDLE_IMAGE },
+      targetImages: { main: IDLE_IMAGE, proxy: PROXY_PINNED },
       targetPodPhase: "idle",
-      lastContainerStatuses: { main: { containerID: "containerd://main-3" } },
+      lastContainerStatuses: {
+        main: { containerID: "containerd://main-3" },
+        proxy: { containerID: "containerd://proxy-2" },
+      },
     });
+    // Until the sidecar too runs in a new container, the pod is not idle.
+    const mainOnly = kubelet(stopping, 4, ["main"]);
+    expect(isUpdateComplete(mainOnly, state(mainOnly)!, NO_DIGESTS)).toBe(false);
 
     const reset = kubelet(stopping, 4);
     expect(isUpdateComplete(stopping, state(stopping)!, NO_DIGESTS)).toBe(false);
@@ -453,12 +471,27 @@ describe("a whole lifecycle through patches", () => {
     expect(idleAgain.metadata?.labels).toEqual(idle.metadata?.labels);
     expect(JSON.parse(finalState ?? "")).toEqual({
       phase: "completed",
-      targetImage: IDLE_IMAGE,
-      targetImages: { main: IDLE_IMAGE },
+      targetImages: { main: IDLE_IMAGE, proxy: PROXY_PINNED },
       targetPodPhase: "idle",
       updateTimestamp: "2026-05-10T13:00:00Z",
+      lastContainerStatuses: {
+        main: { imageID: expect.any(String), containerID: "containerd://main-3" },
+        proxy: { imageID: expect.any(String), containerID: "containerd://proxy-2" },
+      },
     });
-    expect(idleAgain.spec).toEqual(idle.spec);
+    expect(idleAgain.spec?.containers.map((c) => c.image)).toEqual([IDLE_IMAGE, PROXY_PINNED]);
+    expect(servedContainers(idleAgain)).toEqual(new Set());
+
+    // The next sandbox restarts nothing that is fresh; its release swaps the sidecar back to the
+    // pool's spelling, which restarts it again.
+    const second = ok(claimIntent(idleAgain, { ...claim, sandboxId: "sb-456" }, NOW));
+    expect(second.containerImages).toEqual({ main: APP_IMAGE });
+    const running2 = (() => {
+      const started = kubelet(apply(idleAgain, toJsonPatch(idleAgain, second)), 5);
+      return apply(started, toJsonPatch(started, ok(completeStartingIntent(started, NOW))));
+    })();
+    const release2 = ok(releaseIntent(running2, { idleImages: { main: IDLE_IMAGE, proxy: "proxy:1" } }, NOW));
+    expect(release2.containerImages).toEqual({ main: IDLE_IMAGE, proxy: "proxy:1" });
   });
 });
 
@@ -538,10 +571,31 @@ describe("releaseIntent", () => {
     });
   });
 
-  it("idle images equal to the running ones: an update with no targets", () => {
+  it("idle images equal to the running ones: every container is still restarted, pinned to its digest", () => {
     const intent = ok(releaseIntent(runningPod(), { idleImages: { main: APP_IMAGE } }, NOW));
+    const pinned = { main: `${APP_IMAGE}@sha256:${"3".repeat(64)}`, proxy: PROXY_PINNED };
+    expect(intent.containerImages).toEqual(pinned);
+    expect(JSON.parse(intent.setAnnotations[INPLACE_UPDATE_STATE_ANNOTATION] ?? "").targetImages).toEqual(
+      pinned,
+    );
+    expect(intent.setAnnotations).not.toHaveProperty(REPLACE_ON_RESET_ANNOTATION);
+  });
+
+  it("a container that cannot be restarted in place (digest-only image) has its pod replaced", () => {
+    const pod = runningPod();
+    const digestOnly = `registry.example/proxy@sha256:${"9".repeat(64)}`;
+    pod.spec!.containers[1]!.image = digestOnly;
+    pod.status!.containerStatuses![1] = status("proxy", digestOnly, 9);
+    const intent = ok(releaseIntent(pod, { idleImages: { main: IDLE_IMAGE } }, NOW));
     expect(intent.containerImages).toEqual({});
+    expect(intent.setAnnotations[REPLACE_ON_RESET_ANNOTATION]).toMatch(/proxy cannot be restarted in place/);
     expect(JSON.parse(intent.setAnnotations[INPLACE_UPDATE_STATE_ANNOTATION] ?? "").targetImages).toEqual({});
+  });
+
+  it("a pool that resets by replacement: no image change, the pod is marked", () => {
+    const intent = ok(releaseIntent(runningPod(), { idleImages, replace: true }, NOW));
+    expect(intent.containerImages).toEqual({});
+    expect(intent.setAnnotations[REPLACE_ON_RESET_ANNOTATION]).toBe(REPLACE_BY_POLICY);
   });
 
   it.each<[string, V1Pod, object, RegExp]>([
@@ -612,5 +666,61 @@ describe("failIntent", () => {
     });
     pod.metadata!.labels![SANDBOX_PHASE_LABEL] = "failed";
     expect(failIntent(pod).ok).toBe(false);
+  });
+});
+
+describe("a container never serves two sandboxes", () => {
+  /** servedIdle is an idle pod a reset of an older controller left: state says idle, no ids kept. */
+  function servedIdle(): V1Pod {
+    const pod = idlePod();
+    pod.metadata!.annotations![INPLACE_UPDATE_STATE_ANNOTATION] = JSON.stringify({
+      phase: "completed",
+      targetImages: {},
+      targetPodPhase: "idle",
+      updateTimestamp: AT,
+    });
+    return pod;
+  }
+
+  it("a pod never claimed runs fresh containers: the same-image claim takes the fast path", () => {
+    expect(servedContainers(idlePod())).toEqual(new Set());
+    const intent = ok(claimIntent(idlePod(), { sandboxId: "s", containerImages: { main: IDLE_IMAGE } }, NOW));
+    expect(intent.setLabels[SANDBOX_PHASE_LABEL]).toBe("running");
+    expect(intent.containerImages).toEqual({});
+  });
+
+  it("containers left by a reset that restarted nothing are restarted by the claim, same image or not", () => {
+    const pod = servedIdle();
+    expect(servedContainers(pod)).toEqual(new Set(["main", "proxy"]));
+    const same = ok(claimIntent(pod, { sandboxId: "s", containerImages: { main: IDLE_IMAGE } }, NOW));
+    expect(same.setLabels[SANDBOX_PHASE_LABEL]).toBe("starting");
+    expect(same.containerImages).toEqual({
+      main: `${IDLE_IMAGE}@sha256:${"1".repeat(64)}`,
+      proxy: PROXY_PINNED,
+    });
+    const other = ok(claimIntent(pod, { sandboxId: "s", containerImages: { main: APP_IMAGE } }, NOW));
+    expect(other.containerImages).toEqual({ main: APP_IMAGE, proxy: PROXY_PINNED });
+  });
+
+  it("a served container with the same id as the reset recorded is not fresh", () => {
+    const pod = servedIdle();
+    pod.metadata!.annotations![INPLACE_UPDATE_STATE_ANNOTATION] = JSON.stringify({
+      phase: "completed",
+      targetPodPhase: "idle",
+      lastContainerStatuses: {
+        main: { containerID: "containerd://main-0" },
+        proxy: { containerID: "containerd://proxy-2" },
+      },
+    });
+    expect(servedContainers(pod)).toEqual(new Set(["proxy"]));
+  });
+
+  it("a served container that cannot be restarted in place refuses the claim", () => {
+    const pod = servedIdle();
+    const digestOnly = `registry.example/proxy@sha256:${"9".repeat(64)}`;
+    pod.spec!.containers[1]!.image = digestOnly;
+    pod.status!.containerStatuses![1] = status("proxy", digestOnly, 9);
+    const result = claimIntent(pod, claim, NOW);
+    expect(result).toEqual({ ok: false, reason: expect.stringMatching(/proxy served an earlier sandbox/) });
   });
 });

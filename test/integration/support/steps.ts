@@ -93,17 +93,18 @@ export function reconcileUntil<T>(
   return runUntil(what, () => reconcilePool(deps, namespace, pool), check, timeoutMs);
 }
 
-/** poolObject is a minimal valid SandboxPool. */
+/** poolObject is a minimal valid SandboxPool (with `annotations` on the pool itself). */
 export function poolObject(
   namespace: string,
   name: string,
   replicas: number,
   spec: Record<string, unknown> = {},
+  annotations?: Record<string, string>,
 ) {
   return {
     apiVersion: "agents.navix.sh/v1alpha1",
     kind: "SandboxPool",
-    metadata: { name, namespace },
+    metadata: { name, namespace, ...(annotations ? { annotations } : {}) },
     spec: {
       replicas,
       idleImage: "registry.local/sandbox/idle:1",
@@ -149,15 +150,25 @@ export function poolTest(prefix: string) {
       ).items,
     getPool: async (name: string) =>
       (await custom.getNamespacedCustomObject({ ...POOLS, namespace: t.ns, name })) as SandboxPool,
-    createPool: (name: string, replicas: number, spec: Record<string, unknown> = {}) =>
+    createPool: (
+      name: string,
+      replicas: number,
+      spec: Record<string, unknown> = {},
+      annotations?: Record<string, string>,
+    ) =>
       custom.createNamespacedCustomObject({
         ...POOLS,
         namespace: t.ns,
-        body: poolObject(t.ns, name, replicas, spec),
+        body: poolObject(t.ns, name, replicas, spec, annotations),
       }),
     /** readyPool creates a pool and reconciles it until all its pods are idle and Ready. */
-    readyPool: async (name: string, replicas: number, spec: Record<string, unknown> = {}) => {
-      await t.createPool(name, replicas, spec);
+    readyPool: async (
+      name: string,
+      replicas: number,
+      spec: Record<string, unknown> = {},
+      annotations?: Record<string, string>,
+    ) => {
+      await t.createPool(name, replicas, spec, annotations);
       await reconcileUntil(deps, t.ns, name, `${replicas} idle pods in ${name}`, async () => {
         const pods = await t.pods(name);
         return pods.length === replicas && pods.every((p) => phaseOf(p) === "idle" && isReady(p));
