@@ -123,7 +123,12 @@ export const SandboxPoolStatus = v.pipe(
       ),
     ),
     conditions: v.optional(
-      v.pipe(Conditions, v.description("Current state of the pool: Available, Scaling, Degraded.")),
+      v.pipe(
+        Conditions,
+        v.description(
+          "Current state of the pool: Available, Scaling, Degraded, ReplicaFailure, TemplateAvailable.",
+        ),
+      ),
     ),
     autoscaling: v.optional(
       v.pipe(

@@ -153,7 +153,12 @@ function slotsFor(
   const poolName = pool.metadata?.name ?? "";
   const squatted = new Set(squatters.map((p) => p.metadata?.name ?? ""));
   if (squatted.size === 0) return [...planned];
-  const taken = new Set([...squatted, ...pods.map((p) => p.metadata?.name ?? "")]);
+  // The plan's own slots too: a surge slot past replicas (planScale) is not a spare.
+  const taken = new Set([
+    ...squatted,
+    ...pods.map((p) => p.metadata?.name ?? ""),
+    ...planned.map((slot) => podName(poolName, slot)),
+  ]);
   let spare = pool.spec.replicas;
   return planned.map((slot) => {
     if (!squatted.has(podName(poolName, slot))) return slot;

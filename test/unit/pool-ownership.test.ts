@@ -96,6 +96,14 @@ describe("planMaterialise with foreign pods", () => {
     expect(actions.every((a) => a.target.name !== "p-1")).toBe(true);
   });
 
+  it("never moves a squatted slot onto a surge slot the plan already takes", () => {
+    // p-1 is terminating (its successor surges to slot 2); p-0's name is a foreign pod's.
+    const leaving = pod("p-1");
+    leaving.metadata = { ...leaving.metadata, deletionTimestamp: NOW };
+    const actions = planMaterialise(pool({}, 2), [leaving, pod("p-0", [])], policy, NOW);
+    expect(actions.map((a) => a.why)).toEqual(["create pod in slot 3", "create pod in slot 2"]);
+  });
+
   it("takes foreign pods passed apart the same way", () => {
     const squatter = pod("p-0", []);
     const actions = planMaterialise(pool({}, 1), [], policy, NOW, undefined, [squatter]);
