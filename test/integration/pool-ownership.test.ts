@@ -144,12 +144,7 @@ describe("pods that only carry a pool's labels", () => {
     expect(warnings.items.every((e) => e.type === "Warning" && e.involvedObject.name === "p")).toBe(true);
 
     // A third replica cannot take the slot name p-2 holds: it goes to the next free slot.
-    await custom.patchNamespacedCustomObject({
-      ...POOLS,
-      namespace: t.ns,
-      name: "p",
-      body: [{ op: "replace", path: "/spec/replicas", value: 3 }],
-    });
+    await t.deps.kube.patchPool(t.ns, "p", [{ op: "replace", path: "/spec/replicas", value: 3 }]);
     await reconcileUntil(t.deps, t.ns, "p", "3 idle ready pods of p's own", async () => {
       const own = live(await t.pods("p")).filter((p) => p.metadata?.ownerReferences?.[0]?.name === "p");
       return own.length === 3 && own.every((p) => phaseOf(p) === "idle" && isReady(p));

@@ -7,14 +7,14 @@ import { nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { inProcessApi, postCreate, tenantKey } from "./support/in-process-api.ts";
 import { kube, until } from "./support/kube.ts";
-import { isReady, POOLS, phaseOf, poolTest, reconcileUntil } from "./support/steps.ts";
+import { isReady, phaseOf, poolTest, reconcileUntil } from "./support/steps.ts";
 
 // Team limits against creates that claim at once and creates that waited: the sandbox routes run
 // in this process with the host's shared pieces (TeamHolds, IdleDispatch, PendingGauge), over the
 // run's real apiserver; the test drives the pool steps itself.
 
 const t = poolTest("team-limit");
-const { custom, kc } = kube();
+const { kc } = kube();
 const LIMIT = 2;
 
 /** WaitCounting is the host's IdleDispatch, counting the creates that started to wait. */
@@ -96,12 +96,7 @@ describe("team limits", () => {
     for (let i = 0; i < LIMIT; i++)
       expect((await postCreate(app, key, { pool: `${t.ns}/now` })).status).toBe(201);
     // Pods turn idle in the pool the creates wait for: each is offered to them, and refused.
-    await custom.patchNamespacedCustomObject({
-      ...POOLS,
-      namespace: t.ns,
-      name: "later",
-      body: [{ op: "replace", path: "/spec/replicas", value: 4 }],
-    });
+    await t.deps.kube.patchPool(t.ns, "later", [{ op: "replace", path: "/spec/replicas", value: 4 }]);
     await reconcileUntil(t.deps, t.ns, "later", "4 idle pods in later", async () => {
       const pods = await t.pods("later");
       return pods.length === 4 && pods.every((p) => phaseOf(p) === "idle" && isReady(p));

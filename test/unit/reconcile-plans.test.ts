@@ -310,41 +310,21 @@ describe("planStarting and planStopping", () => {
     expect(planStarting(pool(), [pulling], new Map(), slow).map((a) => a.why)).toEqual(["diagnose: Pulling"]);
   });
 
-  it("records then idles a stopping pod once the idle image is back", () => {
-    const stopping = pod("t", "stopping", {
-      annotations: {
-        ...claimed,
-        "agentbox.navix.sh/stop-reason": "Released",
-        [STATE]: JSON.stringify({
-          phase: "stopping",
-          targetImages: { main: "idle:1" },
-          targetPodPhase: "idle",
-          updateTimestamp: "2026-11-21T11:59:00Z",
-          lastContainerStatuses: { main: { imageID: "agent@sha256:9", containerID: "c2" } },
-        }),
-      },
-      status: {
-        phase: "Running",
-        containerStatuses: [
-          {
-            name: "main",
-            image: "idle:1",
-            imageID: "idle@sha256:1",
-            containerID: "c3",
-            ready: true,
-            restartCount: 2,
-            state: { running: {} },
-          },
-        ],
-      },
-    });
-    const [action] = planStopping(pool(), [stopping], new Map(), NOW);
-    expect(action?.record).toMatchObject({ sandboxId: "sbx-1", stopReason: "Released" });
-    expect(action?.write.op).toBe("patch");
-  });
-
-  /** resetting is a stopping pod reset since `since`, its idle container in `waiting` (or running). */
-  function resetting(since: string, extra: Record<string, string> = {}, waiting?: string): V1Pod {
+  /**
+   * resetting is a stopping pod reset since `since` (a sandbox Released), with `extra`
+   * annotations; its idle container runs (`back`: a new container on the idle image) or waits
+   * (`waiting`: its reason), or neither yet.
+   */
+  function resetting(
+    since: string,
+    extra: Record<string, string> = {},
+    main: { back?: boolean; waiting?: string } = {},
+  ): V1Pod {
+    const state = main.waiting
+      ? { waiting: { reason: main.waiting, message: "not found" } }
+      : main.back
+        ? { running: {} }
+        : {};
     return pod("r", "stopping", {
       annotations: {
         ...claimed,
@@ -364,15 +344,25 @@ describe("planStarting and planStopping", () => {
           {
             name: "main",
             image: "idle:1",
-            imageID: "",
-            ready: false,
-            restartCount: 1,
-            state: waiting ? { waiting: { reason: waiting, message: "not found" } } : {},
+            imageID: main.back ? "idle@sha256:1" : "",
+            ...(main.back ? { containerID: "c3" } : {}),
+            ready: main.back === true,
+            restartCount: main.back ? 2 : 1,
+            state,
           },
         ],
       },
     });
   }
+
+  it("records then idles a stopping pod once the idle image is back", () => {
+    const back = resetting("2026-11-21T11:59:00Z", {}, { back: true });
+    const [action] = planStopping(pool(), [back], new Map(), NOW);
+    expect(action?.record).toMatchObject({ sandboxId: "sbx-1", stopReason: "Released" });
+    expect(action?.write.op).toBe("patch");
+    // Not before: a reset under way waits for the new container.
+    expect(planStopping(pool(), [resetting("2026-11-21T11:59:00Z")], new Map(), NOW)).toEqual([]);
+  });
 
   it("replaces a pod marked for replacement after its record; an Event only when the policy did not ask", () => {
     const marked = resetting("2026-11-21T11:59:59Z", {
@@ -391,7 +381,7 @@ describe("planStarting and planStopping", () => {
   });
 
   it("a stalled reset is left to recover until the stopping timeout, then recorded and replaced", () => {
-    const stalled = resetting("2026-11-21T11:58:00Z", {}, "ImagePullBackOff");
+    const stalled = resetting("2026-11-21T11:58:00Z", {}, { waiting: "ImagePullBackOff" });
     expect(planStopping(pool(), [stalled], new Map(), NOW)).toEqual([]);
     expect(resetBlocker(stalled, pool(), NOW)).toMatchObject({ reason: "Stalled" });
     const late = new Date(Date.parse("2026-11-21T11:58:00Z") + STOPPING_TIMEOUT_MS + 1000);
