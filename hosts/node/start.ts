@@ -15,7 +15,7 @@ import {
   samplesDir,
 } from "../../infra/cluster/install.ts";
 import { up } from "../../infra/cluster/up.ts";
-import { startFakeEnvd } from "../../infra/dev/fake-envd.ts";
+import { startEnvd } from "../../infra/dev/envd/server.ts";
 import { idleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { IdleReleaseSetting, readActivitySource } from "./config.ts";
 import { startHost } from "./host.ts";
@@ -59,8 +59,9 @@ const sealingKeyFile = join(state.dir, "sealing-key");
 if (!existsSync(sealingKeyFile))
   writeFileSync(sealingKeyFile, randomBytes(32).toString("hex"), { mode: 0o600 });
 
-// A stand-in for envd in every kwok pod, so post-start hooks (env vars, every E2B create) succeed.
-const envd = await startFakeEnvd();
+// A stand-in for envd in every kwok pod (infra/dev/envd/), so post-start hooks (env vars, every
+// E2B create) succeed and the E2B SDK's commands and files run in a directory per sandbox.
+const envd = await startEnvd();
 
 const host = await startHost({
   kubeconfig: kc,

@@ -1,0 +1,170 @@
+/**
+ * server.ts is the envd stand-in for every kwok pod (the integration tests, and `npm start`, so
+ * the E2B SDK's commands and files work on the local cluster). The cluster gives pods loopback
+ * IPs (127.32.0.0/16), so one server on 0.0.0.0 receives what is sent to podIP:port and tells
+ * pods apart by the address it was called on; each pod holds the sandbox its last /init set up
+ * (pods.ts). It speaks the part of envd's protocol the SDK uses:
+ *
+ * - `GET /health` (204, open to all), `POST /init` ({envVars, accessToken}; internal: only the
+ *   control plane may call it; env containing AGENTBOX_TEST_FAIL_INIT answers 500, a broken envd),
+ *   `GET /envs` (the /init env vars, to the token holder), `GET|POST /files` (files-http.ts).
+ * - Connect JSON RPCs of `process.Process` and `filesystem.Filesystem` (rpc.ts), to the holder
+ *   of the sandbox's `X-Access-Token`.
+ */
+import { mkdtemp } from "node:fs/promises";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { tokenMatches } from "./auth.ts";
+import { RpcError } from "./connect.ts";
+import { type FileLimits, serveFiles } from "./files-http.ts";
+import { filesystemMethods } from "./filesystem-service.ts";
+import { type Limits, Pods } from "./pods.ts";
+import { processMethods } from "./process-service.ts";
+import { answerRpcError, type Method, serveRpc } from "./rpc.ts";
+
+/** EnvdOptions bound what the stand-in accepts; every field has a default. */
+export interface EnvdOptions {
+  /** host to listen on (default 0.0.0.0: every pod IP). */
+  host?: string;
+  /** port (default 0: any free port). */
+  port?: number;
+  /** limits per sandbox (default 64 processes, 64 watchers). */
+  limits?: Limits;
+  /** rpcBodyBytes bounds an RPC or /init body (default 8 MiB). */
+  rpcBodyBytes?: number;
+  files?: FileLimits;
+}
+
+const METHODS: Record<string, Method> = { ...processMethods, ...filesystemMethods };
+
+/** BodyTooLarge is a body past its bound. */
+class BodyTooLarge extends Error {}
+
+/** readBody reads a whole request body of at most max bytes. */
+function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size > max) {
+        req.destroy();
+        reject(new BodyTooLarge(`body larger than ${max} bytes`));
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+}
+
+/** parseInit reads an /init body: {envVars?: {string: string}, accessToken?: string}. */
+function parseInit(body: Buffer): { envVars: Record<string, string>; accessToken: string } {
+  const v = JSON.parse(body.toString("utf8") || "{}") as { envVars?: unknown; accessToken?: unknown };
+  const envVars = v.envVars ?? {};
+  if (typeof envVars !== "object" || envVars === null || Array.isArray(envVars))
+    throw new Error("envVars must be an object");
+  for (const [k, val] of Object.entries(envVars))
+    if (typeof val !== "string") throw new Error(`envVars.${k} must be a string`);
+  if (v.accessToken !== undefined && typeof v.accessToken !== "string")
+    throw new Error("accessToken must be a string");
+  return { envVars: envVars as Record<string, string>, accessToken: v.accessToken ?? "" };
+}
+
+/** startEnvd starts the stand-in; closing the server ends every sandbox and removes their files. */
+export async function startEnvd(options: EnvdOptions = {}): Promise<{ port: number; server: Server }> {
+  const pods = new Pods(
+    await mkdtemp(join(tmpdir(), "agentbox-envd-")),
+    options.limits ?? { processes: 64, watchers: 64 },
+  );
+  const rpcBodyBytes = options.rpcBodyBytes ?? 8 << 20;
+  const fileLimits = options.files ?? { uploadBytes: 1 << 30, multipartBytes: 256 << 20 };
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const ip = req.socket.localAddress ?? "";
+    const url = new URL(req.url ?? "/", "http://envd");
+    const route = `${req.method} ${url.pathname}`;
+    if (route === "GET /health") {
+      res.writeHead(204).end();
+      return;
+    }
+    if (route === "POST /init") {
+      let init: ReturnType<typeof parseInit>;
+      try {
+        init = parseInit(await readBody(req, rpcBodyBytes));
+      } catch (e) {
+        json(res, 400, { code: 400, message: `bad /init body: ${(e as Error).message}` });
+        return;
+      }
+      if (init.envVars.AGENTBOX_TEST_FAIL_INIT) {
+        res.writeHead(500).end("init failed");
+        return;
+      }
+      await pods.init(ip, init.accessToken, init.envVars);
+      res.writeHead(204).end();
+      return;
+    }
+    const sbx = pods.get(ip);
+    const method = req.method === "POST" ? METHODS[url.pathname] : undefined;
+    if (url.pathname === "/files" && (req.method === "GET" || req.method === "POST")) {
+      if (!sbx) json(res, 401, { code: 401, message: "envd not initialized" });
+      else await serveFiles(req, res, sbx, url, fileLimits);
+      return;
+    }
+    const token = req.headers["x-access-token"];
+    const allowed =
+      sbx !== undefined && tokenMatches(sbx.token, typeof token === "string" ? token : undefined);
+    if (method) {
+      if (!sbx || !allowed) {
+        // A 401 before any message, as envd answers: the SDK maps the status to its auth error.
+        req.resume();
+        answerRpcError(
+          res,
+          "unary",
+          new RpcError("unauthenticated", "unauthorized access, please provide a valid access token"),
+        );
+        return;
+      }
+      let body: Buffer;
+      try {
+        body = await readBody(req, rpcBodyBytes);
+      } catch (e) {
+        answerRpcError(res, method.kind, new RpcError("resource_exhausted", (e as Error).message));
+        return;
+      }
+      await serveRpc(req, res, sbx, method, body);
+      return;
+    }
+    if (route === "GET /envs") {
+      if (!sbx || !allowed)
+        json(res, 401, { code: 401, message: "unauthorized access, please provide a valid access token" });
+      else json(res, 200, sbx.envVars);
+      return;
+    }
+    req.resume();
+    json(res, 404, { code: 404, message: `no route ${route}` });
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((e: unknown) => {
+      if (res.headersSent) res.destroy();
+      else json(res, 500, { code: 500, message: e instanceof Error ? e.message : String(e) });
+    });
+  });
+  // Commands run in process groups of their own, which outlive this process unless killed.
+  const onExit = () => pods.killAll();
+  process.once("exit", onExit);
+  server.on("close", () => {
+    process.off("exit", onExit);
+    void pods.close();
+  });
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? "0.0.0.0", resolve));
+  return { port: (server.address() as AddressInfo).port, server };
+}

@@ -1,0 +1,105 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { beforeAll, describe, expect, it } from "vitest";
+import { httpsRequest } from "./support/http.ts";
+import { kube, until } from "./support/kube.ts";
+import { isReady, phaseOf } from "./support/steps.ts";
+import { tenantPool } from "./support/tenant-pool.ts";
+
+// The envd stand-in (infra/dev/envd/) behind a sandbox created through the E2B API, driven by the
+// official e2b SDK unmodified: E2B_SANDBOX_URL aims its envd calls at the stand-in on the
+// sandbox's pod IP (until the router exists), everything else goes through the control plane.
+
+const { core, cluster } = kube();
+const t = tenantPool("envd", "research");
+const base = `https://127.0.0.1:${cluster.hostPort}/e2b`;
+
+const pods = async () =>
+  (await core.listNamespacedPod({ namespace: t.ns, labelSelector: "agentbox.navix.sh/sandbox-pool=p" }))
+    .items;
+
+beforeAll(async () => {
+  await until("an idle pod", 90_000, async () => {
+    const ps = await pods();
+    return ps.length === 1 && ps.every((p) => phaseOf(p) === "idle" && isReady(p)) ? ps : undefined;
+  });
+});
+
+describe("the envd stand-in, through the official e2b SDK", () => {
+  it("runs commands and moves files for the sandbox's token holder only", async () => {
+    const res = await httpsRequest(`${base}/sandboxes`, cluster.caCert, {
+      timeoutMs: 60_000,
+      method: "POST",
+      headers: { "content-type": "application/json", "X-API-KEY": t.key },
+      body: JSON.stringify({ templateID: `${t.ns}/p`, envVars: { GREETING: "hello from create" } }),
+    });
+    expect(res.status).toBe(201);
+    const sandbox = JSON.parse(res.body) as { sandboxID: string; envdAccessToken: string };
+    const [pod] = (await pods()).filter(
+      (p) => p.metadata?.labels?.["agentbox.navix.sh/sandbox-id"] === sandbox.sandboxID,
+    );
+    const envdUrl = `http://${pod?.status?.podIP}:${cluster.envdPort}`;
+    const { stdout } = await promisify(execFile)(
+      "node_modules/.bin/node",
+      ["test/integration/support/e2b-envd-flow.ts"],
+      {
+        env: {
+          ...process.env,
+          E2B_API_URL: base,
+          E2B_API_KEY: t.key,
+          E2B_SANDBOX_URL: envdUrl,
+          E2B_TEST_SANDBOX: sandbox.sandboxID,
+          NODE_EXTRA_CA_CERTS: cluster.caCert,
+        },
+        timeout: 60_000,
+      },
+    );
+    const out = JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as Record<string, unknown>;
+    expect(out.error).toBeUndefined();
+    expect(out.echo).toEqual({ stdout: "hi\n", stderr: "", exitCode: 0 });
+    expect(out.env).toBe("hello from create\n");
+    // Output streams as it comes: four chunks spread over ~2 s, not one at the end.
+    const ticks = out.ticks as { at: number; data: string }[];
+    expect(ticks.map((t) => t.data).join("")).toBe("tick1\ntick2\ntick3\ntick4\n");
+    expect(ticks.length).toBe(4);
+    expect((ticks.at(-1)?.at ?? 0) - (ticks[0]?.at ?? 0)).toBeGreaterThanOrEqual(1_500);
+    expect(out.exit3).toEqual({ name: "CommandExitError", exitCode: 3, stderr: "oops\n" });
+    expect(out.text).toBe("hello, file\n");
+    expect(out.catText).toBe("hello, file\n");
+    expect(out.binary).toEqual({ size: 1 << 20, equal: true });
+    expect(out.list).toEqual([
+      { name: "blob.bin", type: "file", size: 1 << 20 },
+      { name: "notes", type: "dir", size: expect.any(Number) },
+    ]);
+    expect(out.missing).toMatch(/^FileNotFoundError: .*does not exist/);
+    expect(out.escape).toMatch(/escapes the sandbox/);
+    expect(out).toMatchObject({ listedSleeper: true, killed: true, killedAgain: false });
+    expect(out.afterKill).toMatch(/CommandExitError: signal: killed/);
+    expect(out.wrongTokenRun).toMatch(/^AuthenticationError/);
+    expect(out.wrongTokenList).toMatch(/^AuthenticationError/);
+    expect(out.wrongTokenRead).toMatch(/^AuthenticationError/);
+
+    // Straight to the wire: an RPC without the token is a Connect unauthenticated error, and
+    // /init is the control plane's: the next sandbox on the pod sees nothing of this one.
+    const bare = await fetch(`${envdUrl}/process.Process/List`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "connect-protocol-version": "1" },
+      body: "{}",
+      signal: AbortSignal.timeout(10_000),
+    });
+    expect(bare.status).toBe(401);
+    expect(await bare.json()).toMatchObject({ code: "unauthenticated" });
+    await fetch(`${envdUrl}/init`, {
+      method: "POST",
+      body: JSON.stringify({ accessToken: "next-sandbox", envVars: {} }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    const listDir = await fetch(`${envdUrl}/filesystem.Filesystem/ListDir`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-access-token": "next-sandbox" },
+      body: JSON.stringify({ path: "/home/user" }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    expect(await listDir.json()).toEqual({ entries: [] });
+  });
+});
