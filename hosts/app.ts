@@ -26,15 +26,26 @@ export interface AppDeps {
   readTemplate?: (name: string) => Promise<SandboxTemplate | undefined>;
   /** api enables the sandbox REST API under /v1, and E2B's API under /e2b. */
   api?: ApiDeps;
-  /** e2b is what the E2B API reports of every sandbox (envd version, domain). */
+  /** e2b is what the E2B API reports of every sandbox (envd version; its domain is sandboxDomain). */
   e2b?: E2bSettings;
+  /**
+   * sandboxDomain is where sandbox ports are reached, `<port>-<id>.<domain>` (checkSandboxDomain's):
+   * the E2B answers' `domain` and the native GET's URLs. Unset, E2B answers say `domain: null`.
+   */
+  sandboxDomain?: string;
   /** metrics count every HTTP request by route template, and audit events. */
   metrics?: Metrics;
   /** scrape serves /metrics under its token; without it /metrics is not served. */
   scrape?: Scrape;
 }
 
-/** DEFAULT_E2B_SETTINGS: envd 0.5.7 is the newest version the e2b SDK gates features on. */
+/**
+ * DEFAULT_E2B_SETTINGS: the envd version answered. The e2b SDK (2.51.0) gates on it: it refuses
+ * < 0.1.0; sends user "user" by default below 0.4.0 (none from 0.4.0: envd's default user); needs
+ * 0.5.2 for closeStdin and 0.5.7 for octet-stream uploads (files.write of streams, gzip); 0.6.2
+ * for file metadata, 0.6.3 and 0.6.4 for watchDir's includeEntry and allowNetworkMounts, which it
+ * refuses below them before any request. 0.5.7 is what our envd must implement, no more.
+ */
 export const DEFAULT_E2B_SETTINGS: E2bSettings = { envdVersion: "0.5.7" };
 
 /** createApp composes every HTTP surface of the host; both hosts serve this same app. */
@@ -45,8 +56,9 @@ export function createApp(deps: AppDeps): Hono {
   if (deps.scrape) app.route("/metrics", metricsRoutes(deps.scrape));
   app.route("/admission", admissionRoutes(deps));
   app.route("/audit", auditRoutes({ ...deps, onEvents: deps.onAuditEvents }));
-  if (deps.api) app.route("/v1", sandboxRoutes(deps.api));
-  if (deps.api) app.route("/e2b", e2bRoutes(deps.api, deps.e2b ?? DEFAULT_E2B_SETTINGS));
+  const domain = deps.sandboxDomain ? { domain: deps.sandboxDomain } : {};
+  if (deps.api) app.route("/v1", sandboxRoutes(deps.api, domain));
+  if (deps.api) app.route("/e2b", e2bRoutes(deps.api, { ...(deps.e2b ?? DEFAULT_E2B_SETTINGS), ...domain }));
   if (deps.api && deps.adminToken)
     app.route("/ui", consoleRoutes({ api: deps.api, adminToken: deps.adminToken }));
   if (deps.functions && deps.adminToken) {

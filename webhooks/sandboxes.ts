@@ -65,12 +65,18 @@ const hundredths = (ms: number) => Math.round(ms * 100) / 100;
 
 const invalid = (what: string, issues: ApiIssue[]) => badRequest(`invalid ${what}`, issues);
 
+/** SandboxAddressing is how sandboxes are reached, for the answers: the sandbox domain, when set. */
+export interface SandboxAddressing {
+  domain?: string;
+}
+
 /**
  * sandboxRoutes is the native REST API under /v1: every request carries an API key (X-API-Key or
  * Bearer), resolved to a tenant on each call; bodies and queries are validated with field paths;
- * another tenant's sandbox is a 404 like one that does not exist.
+ * another tenant's sandbox is a 404 like one that does not exist. A sandbox's GET also says how
+ * it is reached (its URLs under `addressing.domain`; envd's token to its owner).
  */
-export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
+export function sandboxRoutes(deps: ApiDeps, addressing: SandboxAddressing = {}): Hono<Env> {
   const app = new Hono<Env>();
   // Server-Timing on every answer; a create also says how long its key check, target reads and
   // claim took, so a slow create can be taken apart from the client's side.
@@ -208,7 +214,7 @@ export function sandboxRoutes(deps: ApiDeps): Hono<Env> {
   );
 
   app.get("/sandboxes/:id", async (c) => {
-    const view = await getSandbox(deps, c.get("tenant"), c.req.param("id"));
+    const view = await getSandbox(deps, c.get("tenant"), c.req.param("id"), addressing.domain);
     return view ? c.json(view) : send(c, notFound(`no sandbox "${c.req.param("id")}"`));
   });
 

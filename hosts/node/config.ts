@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import * as v from "valibot";
 import { type ActivitySourceConfig, DEFAULT_ACTIVITY_TIMEOUT_MS } from "../../functions/activity-source.ts";
 import { parseWith } from "../../lib/api/parse.ts";
+import { checkSandboxDomain } from "../../lib/data-plane/sandbox-domain.ts";
 import { DEFAULT_KUBE_TIMEOUTS, type KubeTimeouts } from "../../lib/kube/transport.ts";
 import {
   IDLE_RELEASE_MODES,
@@ -56,6 +57,8 @@ const ENV = v.object({
   AGENTBOX_SEALING_KEY: v.optional(v.pipe(v.string(), v.minLength(32, "must be at least 32 characters"))),
   AGENTBOX_SEALING_KEY_FILE: v.optional(v.string()),
   AGENTBOX_ENVD_PORT: v.optional(Port, "49983"),
+  // Where sandbox ports are reached: <port>-<sandboxId>.<domain> (the E2B answers' domain).
+  AGENTBOX_SANDBOX_DOMAIN: v.optional(v.string()),
   AGENTBOX_CLUSTER_ID: v.optional(
     v.pipe(
       v.string(),
@@ -156,6 +159,8 @@ export interface HostEnv {
   /** sealingKey seals claims' env vars and derives envd tokens; optional (see HostConfig). */
   sealingKey?: string;
   envdPort: number;
+  /** sandboxDomain is where sandbox ports are reached (AGENTBOX_SANDBOX_DOMAIN); unset, answers say null. */
+  sandboxDomain?: string;
   /** clusterId is the local cluster's ID (the Env step's segment); unset, Envs are not reconciled. */
   clusterId?: string;
   /** adoptPools gives every standalone pool a same-named Env (opt-in). */
@@ -242,6 +247,9 @@ export function readHostEnv(
   if (!idle.ok) errors.push(`AGENTBOX_IDLE_RELEASE: ${idle.error}`);
   const limits = parseTeamLimits(e.AGENTBOX_TEAM_SANDBOX_LIMIT, e.AGENTBOX_TEAM_SANDBOX_LIMITS);
   if (!limits.ok) errors.push(`AGENTBOX_TEAM_SANDBOX_LIMIT(S): ${limits.error}`);
+  const domain =
+    e.AGENTBOX_SANDBOX_DOMAIN === undefined ? undefined : checkSandboxDomain(e.AGENTBOX_SANDBOX_DOMAIN);
+  if (domain && !domain.ok) errors.push(`AGENTBOX_SANDBOX_DOMAIN: ${domain.error}`);
   if (callbackToken && callbackToken === adminToken)
     errors.push("AGENTBOX_ADMIN_TOKEN: must differ from the callback token");
   if (metricsToken && metricsToken === callbackToken)
@@ -262,6 +270,7 @@ export function readHostEnv(
       tickConcurrency: e.AGENTBOX_TICK_CONCURRENCY,
       ...(sealingKey ? { sealingKey } : {}),
       envdPort: e.AGENTBOX_ENVD_PORT,
+      ...(domain?.ok ? { sandboxDomain: domain.domain } : {}),
       ...(e.AGENTBOX_CLUSTER_ID ? { clusterId: e.AGENTBOX_CLUSTER_ID } : {}),
       adoptPools: e.AGENTBOX_ADOPT_POOLS,
       idleRelease: idle.ok ? idle.mode : "off",

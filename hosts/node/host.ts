@@ -63,6 +63,8 @@ export interface HostConfig {
   sealingKey?: string;
   /** envdPort is where post-start hooks reach envd in a pod (default 49983). */
   envdPort?: number;
+  /** sandboxDomain is where sandbox ports are reached (AGENTBOX_SANDBOX_DOMAIN; AppDeps.sandboxDomain). */
+  sandboxDomain?: string;
   /** postStartDeadlineSeconds after the start, sandboxes whose hooks still fail are released (60). */
   postStartDeadlineSeconds?: number;
   /** The pulled activity source idle-release asks first (none: the last-active annotation only). */
@@ -188,6 +190,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     },
     readTemplate: (name) => orMissing(deps.kube.getTemplate(name)),
     api,
+    ...(config.sandboxDomain ? { sandboxDomain: config.sandboxDomain } : {}),
     functions: {
       steps: STEP_NAMES,
       run: (step, namespace, pool) => reconciler.run(step, namespace, pool),

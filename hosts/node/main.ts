@@ -27,6 +27,7 @@ const host = await startHost({
   tickConcurrency: c.tickConcurrency,
   ...(c.sealingKey ? { sealingKey: c.sealingKey } : {}),
   envdPort: c.envdPort,
+  ...(c.sandboxDomain ? { sandboxDomain: c.sandboxDomain } : {}),
   ...(c.clusterId ? { clusterId: c.clusterId } : {}),
   adoptPools: c.adoptPools,
   idleRelease: c.idleRelease,

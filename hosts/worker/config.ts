@@ -1,5 +1,6 @@
 import * as v from "valibot";
 import { parseWith } from "../../lib/api/parse.ts";
+import { checkSandboxDomain } from "../../lib/data-plane/sandbox-domain.ts";
 import { IDLE_RELEASE_MODES, idleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { parseTeamLimits } from "../../lib/sandboxes/team-limits.ts";
 
@@ -67,6 +68,12 @@ const WorkerEnvSchema = v.object({
   /** TEAM_SANDBOX_LIMIT(S): the sandboxes a team may hold at once, as on the Node host. */
   TEAM_SANDBOX_LIMIT: v.optional(v.string()),
   TEAM_SANDBOX_LIMITS: v.optional(v.string()),
+  /**
+   * SANDBOX_DOMAIN is the sandbox domain of the router deployment that serves this cluster's
+   * sandbox traffic (the Worker has no route to pods): the E2B answers' `domain`, the native GET's
+   * URLs. As the Node host's AGENTBOX_SANDBOX_DOMAIN; unset, answers say null.
+   */
+  SANDBOX_DOMAIN: v.optional(v.string()),
   /** TICK_NAMESPACE limits the tick to one namespace (a namespace-scoped deployment). */
   TICK_NAMESPACE: v.optional(
     v.pipe(v.string(), v.regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a namespace name")),
@@ -87,6 +94,7 @@ export type WorkerBindings = Env & {
   SEALING_KEY?: string;
   ENVD_PORT?: string;
   TICK_NAMESPACE?: string;
+  SANDBOX_DOMAIN?: string;
   CLUSTER_ID?: string;
   ADOPT_POOLS?: string;
   IDLE_RELEASE?: string;
@@ -137,5 +145,12 @@ export function readWorkerEnv(
   const limits =
     parsed.ok && parseTeamLimits(parsed.value.TEAM_SANDBOX_LIMIT, parsed.value.TEAM_SANDBOX_LIMITS);
   if (limits && !limits.ok) errors.push(`TEAM_SANDBOX_LIMIT(S): ${limits.error}`);
-  return errors.length || !parsed.ok ? { ok: false, errors } : { ok: true, value: parsed.value };
+  const domainSetting = parsed.ok ? parsed.value.SANDBOX_DOMAIN : undefined;
+  const domain = domainSetting === undefined ? undefined : checkSandboxDomain(domainSetting);
+  if (domain && !domain.ok) errors.push(`SANDBOX_DOMAIN: ${domain.error}`);
+  if (errors.length || !parsed.ok) return { ok: false, errors };
+  return {
+    ok: true,
+    value: { ...parsed.value, ...(domain?.ok ? { SANDBOX_DOMAIN: domain.domain } : {}) },
+  };
 }

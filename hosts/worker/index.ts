@@ -117,6 +117,7 @@ export default {
       adminToken: config.value.ADMIN_TOKEN,
       logger: log,
       api,
+      ...(config.value.SANDBOX_DOMAIN ? { sandboxDomain: config.value.SANDBOX_DOMAIN } : {}),
       // Pool gauges only, from one list of pools per scrape (README, Metrics).
       scrape: {
         token: config.value.METRICS_TOKEN ?? config.value.ADMIN_TOKEN,

@@ -8,15 +8,21 @@ import type { SandboxView } from "../sandboxes/view.ts";
 
 /** TEMPLATE_ID_ANNOTATION keeps the templateID an E2B create named, to show it back. */
 export const TEMPLATE_ID_ANNOTATION = "e2b.agentbox.dev/template-id";
+/** E2B_CLIENT_ID is the clientID every answer shows (SDKs before 1.7 put it in sandbox hosts). */
+export const E2B_CLIENT_ID = "agentbox";
 /** NO_END is shown as endAt for a sandbox without a lifetime (E2B always has one). */
 const NO_END = "9999-12-31T23:59:59Z";
 const MiB = 1024 * 1024;
 
 /** E2bSettings are what the control plane reports for every sandbox. */
 export interface E2bSettings {
-  /** envdVersion of the templates' envd (the SDK refuses < 0.1.0). */
+  /** envdVersion of the templates' envd (the SDK refuses < 0.1.0; it gates features on it). */
   envdVersion: string;
-  /** domain where sandbox traffic is reachable, when there is one. */
+  /**
+   * domain is the sandbox domain (AGENTBOX_SANDBOX_DOMAIN): the SDK reaches a sandbox's port at
+   * `https://<port>-<sandboxID>.<domain>`. Unset, answers say null and the SDK falls back to
+   * E2B_DOMAIN (e2b.app by default) unless E2B_SANDBOX_URL names the router.
+   */
   domain?: string;
 }
 
@@ -68,7 +74,7 @@ export function e2bListed(pod: V1Pod, view: SandboxView, settings: E2bSettings):
   return {
     templateID: templateIdOf(pod, view),
     sandboxID: view.sandboxId,
-    clientID: "agentbox",
+    clientID: E2B_CLIENT_ID,
     startedAt: view.claimedAt ?? view.startedAt ?? new Date(0).toISOString(),
     endAt: view.endAt ?? NO_END,
     ...resourcesOf(pod),
@@ -92,7 +98,7 @@ export function e2bSandbox(pod: V1Pod, view: SandboxView, settings: E2bSettings,
   return {
     templateID: templateIdOf(pod, view),
     sandboxID: view.sandboxId,
-    clientID: "agentbox",
+    clientID: E2B_CLIENT_ID,
     envdVersion: settings.envdVersion,
     envdAccessToken,
     trafficAccessToken: null,

@@ -30,6 +30,11 @@ const SANDBOX = {
     startupTimeoutSeconds: int,
     podIP: str,
     detail: { type: "object", properties: { reason: str, message: str, lastUpdatedTime: str } },
+    // GET /sandboxes/{id} only: how its ports are reached (withAccess); the token to its owner.
+    access: {
+      type: "object",
+      properties: { domain: str, urlPattern: str, envdUrl: str, envdAccessToken: str },
+    },
   },
 };
 

@@ -22,8 +22,10 @@ import {
   USER_LABEL,
 } from "../api/keys.ts";
 import { parseWith } from "../api/parse.ts";
+import { ENVD_PORT, sandboxHost } from "../data-plane/sandbox-host.ts";
 import { buildStatusDetail } from "../sandbox/diagnostics.ts";
 import { sandboxPhaseOf } from "../sandbox/inplace-state.ts";
+import type { Tenant } from "./api-keys.ts";
 
 /** SandboxViewPhase is a claimed sandbox's phase; idle pods are not sandboxes. */
 export type SandboxViewPhase = "starting" | "running" | "stopping" | "failed";
@@ -211,4 +213,45 @@ export function isMetadataFilterError(
 export function whyNotRunning(view: SandboxView | undefined): string {
   const cause = view?.failure ?? view?.detail;
   return cause ? `: ${cause.reason}${cause.message ? `: ${cause.message}` : ""}` : "";
+}
+
+/** SandboxAccess is how a sandbox's ports are reached, as the native GET shows it. */
+export interface SandboxAccess {
+  /** domain is the sandbox domain (AGENTBOX_SANDBOX_DOMAIN). */
+  domain?: string;
+  /** urlPattern is every port's URL, `{port}` to be replaced: `https://{port}-<id>.<domain>`. */
+  urlPattern?: string;
+  /** envdUrl is envd's URL (port 49983), what the e2b SDK computes. */
+  envdUrl?: string;
+  /** envdAccessToken is the X-Access-Token envd asks for; its owner's only. */
+  envdAccessToken?: string;
+}
+
+/**
+ * isOwnSandbox: the tenant is the sandbox's owner (its team and user), admin or not. An admin key
+ * sees other tenants' sandboxes but is not their owner: it gets no credential into them.
+ */
+export function isOwnSandbox(view: SandboxView, tenant: Tenant): boolean {
+  return view.team === tenant.team && view.user === tenant.user;
+}
+
+/**
+ * withAccess adds `access` to a sandbox view: its URLs when a sandbox domain is configured, and
+ * the envd token when one is given (the caller gives it to the owner only); no `access` when
+ * there is neither.
+ */
+export function withAccess(
+  view: SandboxView,
+  domain: string | undefined,
+  envdAccessToken: string | undefined,
+): SandboxView & { access?: SandboxAccess } {
+  const urls = domain
+    ? {
+        domain,
+        urlPattern: `https://${sandboxHost("{port}", view.sandboxId, domain)}`,
+        envdUrl: `https://${sandboxHost(ENVD_PORT, view.sandboxId, domain)}`,
+      }
+    : {};
+  const access: SandboxAccess = { ...urls, ...(envdAccessToken ? { envdAccessToken } : {}) };
+  return Object.keys(access).length > 0 ? { ...view, access } : view;
 }

@@ -1,12 +1,11 @@
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { promisify } from "node:util";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import { ENVS, envObject, TEMPLATES, templateObject } from "./support/envs.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
+import { runSdkScript } from "./support/sdk-script.ts";
 import { isReady, POOLS, phaseOf, poolObject, testDeps } from "./support/steps.ts";
 
 // E2B's API (/e2b) served by the test host. The pool lives in an audit-* namespace, so the host's
@@ -85,19 +84,10 @@ async function envsOf(ps: V1Pod[], token: string): Promise<Record<string, string
 
 describe("E2B-compatible API", () => {
   it("serves the official e2b SDK unmodified: create, getInfo, list, setTimeout, connect, kill", async () => {
-    const { stdout } = await promisify(execFile)(
-      "node_modules/.bin/node",
-      ["test/integration/support/e2b-sdk-flow.ts"],
-      {
-        env: {
-          ...process.env,
-          E2B_API_URL: base,
-          E2B_API_KEY: aliceKey,
-          E2B_TEST_TEMPLATE: template,
-          NODE_EXTRA_CA_CERTS: cluster.caCert,
-        },
-        timeout: 120_000,
-      },
+    const stdout = await runSdkScript(
+      "e2b-sdk-flow.ts",
+      { E2B_API_URL: base, E2B_API_KEY: aliceKey, E2B_TEST_TEMPLATE: template },
+      120_000,
     );
     const out = JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as Record<string, unknown>;
     expect(out.error).toBeUndefined();

@@ -1,8 +1,7 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { httpsRequest } from "./support/http.ts";
 import { kube, until } from "./support/kube.ts";
+import { runSdkScript } from "./support/sdk-script.ts";
 import { isReady, phaseOf } from "./support/steps.ts";
 import { tenantPool } from "./support/tenant-pool.ts";
 
@@ -39,20 +38,10 @@ describe("the envd stand-in, through the official e2b SDK", () => {
       (p) => p.metadata?.labels?.["agentbox.navix.sh/sandbox-id"] === sandbox.sandboxID,
     );
     const envdUrl = `http://${pod?.status?.podIP}:${cluster.envdPort}`;
-    const { stdout } = await promisify(execFile)(
-      "node_modules/.bin/node",
-      ["test/integration/support/e2b-envd-flow.ts"],
-      {
-        env: {
-          ...process.env,
-          E2B_API_URL: base,
-          E2B_API_KEY: t.key,
-          E2B_SANDBOX_URL: envdUrl,
-          E2B_TEST_SANDBOX: sandbox.sandboxID,
-          NODE_EXTRA_CA_CERTS: cluster.caCert,
-        },
-        timeout: 60_000,
-      },
+    const stdout = await runSdkScript(
+      "e2b-envd-flow.ts",
+      { E2B_API_KEY: t.key, E2B_SANDBOX_URL: envdUrl, E2B_TEST_SANDBOX: sandbox.sandboxID },
+      60_000,
     );
     const out = JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as Record<string, unknown>;
     expect(out.error).toBeUndefined();

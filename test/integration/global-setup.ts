@@ -9,7 +9,8 @@ import { down } from "../../infra/cluster/down.ts";
 import { installCrds, registerWebhooks } from "../../infra/cluster/install.ts";
 import { clusterDir, readState } from "../../infra/cluster/state.ts";
 import { up } from "../../infra/cluster/up.ts";
-import { startFakeEnvd } from "../../infra/dev/fake-envd.ts";
+import { startEnvd } from "../../infra/dev/envd/server.ts";
+import { TEST_SANDBOX_DOMAIN } from "./support/sandbox-domain.ts";
 
 /** TestCluster is what integration tests learn about the control plane they run against. */
 export interface TestCluster {
@@ -73,7 +74,7 @@ export default async function setup(project: TestProject) {
   );
   const functionsToken = randomBytes(16).toString("hex");
   const metricsToken = randomBytes(16).toString("hex");
-  const envd = await startFakeEnvd();
+  const envd = await startEnvd();
   const postStartDeadlineSeconds = 3;
   const sealingKey = randomBytes(32).toString("hex");
   // The real host, with two test-only restrictions: no tick (tests drive the steps themselves)
@@ -94,6 +95,7 @@ export default async function setup(project: TestProject) {
     tickSeconds: 0,
     tickConcurrency: 4,
     sealingKey,
+    sandboxDomain: TEST_SANDBOX_DOMAIN,
     envdPort: envd.port,
     postStartDeadlineSeconds,
     log: logger,

@@ -98,6 +98,23 @@ describe("readHostEnv", () => {
     ]);
   });
 
+  it("reads the sandbox domain, and refuses one that is no DNS name or is E2B's", () => {
+    const r = readHostEnv({ ...valid, AGENTBOX_SANDBOX_DOMAIN: "Sandbox.Example.com" });
+    expect(r.ok && r.value.sandboxDomain).toBe("sandbox.example.com");
+    const unset = readHostEnv(valid);
+    expect(unset.ok && "sandboxDomain" in unset.value).toBe(false);
+    for (const [domain, why] of [
+      ["https://sandbox.example.com", "without scheme, port or path"],
+      ["sandbox..example.com", "is not a DNS label"],
+      ["e2b.app", "not E2B's"],
+      ["sandbox.e2b.dev", "not E2B's"],
+    ]) {
+      const bad = readHostEnv({ ...valid, AGENTBOX_SANDBOX_DOMAIN: domain });
+      expect(bad.ok ? [] : bad.errors).toEqual([expect.stringMatching(/^AGENTBOX_SANDBOX_DOMAIN: must be/)]);
+      expect(bad.ok ? "" : bad.errors[0]).toContain(why);
+    }
+  });
+
   it("refuses an in-memory history, which the API and the reconciler thread could not share", () => {
     const r = readHostEnv({
       ...valid,

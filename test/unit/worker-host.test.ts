@@ -155,6 +155,19 @@ describe("Worker configuration", () => {
     expect(bad.ok ? [] : bad.errors.map((e) => e.split(":")[0])).toEqual(["IDLE_RELEASE", "ADOPT_POOLS"]);
   });
 
+  it("reads the router deployment's sandbox domain, refusing one that is no DNS name or is E2B's", () => {
+    expect(readWorkerEnv({ ...good, SANDBOX_DOMAIN: "Sandbox.Example.com" })).toMatchObject({
+      ok: true,
+      value: { SANDBOX_DOMAIN: "sandbox.example.com" },
+    });
+    const unset = readWorkerEnv(good);
+    expect(unset.ok && unset.value.SANDBOX_DOMAIN).toBeUndefined();
+    for (const domain of ["sandbox.example.com:443", "e2b.dev", "sandbox.e2b.app"]) {
+      const bad = readWorkerEnv({ ...good, SANDBOX_DOMAIN: domain });
+      expect(bad.ok ? [] : bad.errors).toEqual([expect.stringMatching(/^SANDBOX_DOMAIN: must be/)]);
+    }
+  });
+
   it("names every missing binding, and bad values without echoing them", () => {
     const missing = readWorkerEnv({});
     expect(missing.ok ? [] : missing.errors).toEqual([
