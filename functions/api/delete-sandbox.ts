@@ -29,6 +29,7 @@ export async function deleteSandbox(deps: ApiDeps, tenant: Tenant, id: string): 
     );
     const result = await releaseSandbox(deps, pool, pod, { stopReason: "Released" });
     if (result.ok) {
+      deps.onReleased?.(id);
       deps.metrics?.deletes.inc({
         namespace: pod.metadata?.namespace ?? "",
         pool: pod.metadata?.labels?.[SANDBOX_POOL_LABEL] ?? "",

@@ -46,6 +46,11 @@ export interface ApiDeps extends StepDeps {
   teamLimits?: TeamLimits;
   /** teamHolds checks this host's claims against teamLimits as they happen (one per create when unset). */
   teamHolds?: TeamHolds;
+  /**
+   * onReleased hears each sandbox this host released through the API (the Node host's data plane
+   * forgets its route at once; other hosts' routes go with their watch's next event).
+   */
+  onReleased?: (sandboxId: string) => void;
   /** watch streams watch requests (waiting for a sandbox to run). */
   watch: KubeWatchTransport;
 }

@@ -37,7 +37,8 @@ export async function paceReopen(
 
 /** PodWatch is one watch of a namespace's pods: by label or field selector, resumed from a version. */
 export interface PodWatch {
-  namespace: string;
+  /** namespace whose pods are watched; undefined: every namespace (the data plane's route table). */
+  namespace: string | undefined;
   selector: { labelSelector: string } | { fieldSelector: string };
   /** resumeFrom is advanced to each event's version, bookmarks included. */
   cursor: { resumeFrom?: string | undefined };
@@ -68,7 +69,10 @@ export async function watchPodsFrom(
     .watch(
       {
         method: "GET",
-        path: `/api/v1/namespaces/${encodeURIComponent(watch.namespace)}/pods`,
+        path:
+          watch.namespace === undefined
+            ? "/api/v1/pods"
+            : `/api/v1/namespaces/${encodeURIComponent(watch.namespace)}/pods`,
         query: {
           ...watch.selector,
           resourceVersion: watch.cursor.resumeFrom,

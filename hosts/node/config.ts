@@ -10,6 +10,7 @@ import {
   idleReleaseMode,
 } from "../../lib/reconcile/idle-release.ts";
 import { parseTeamLimits, type TeamLimits } from "../../lib/sandboxes/team-limits.ts";
+import type { DataPlaneSettings } from "./host.ts";
 
 const Port = v.pipe(
   v.string(),
@@ -59,6 +60,23 @@ const ENV = v.object({
   AGENTBOX_ENVD_PORT: v.optional(Port, "49983"),
   // Where sandbox ports are reached: <port>-<sandboxId>.<domain> (the E2B answers' domain).
   AGENTBOX_SANDBOX_DOMAIN: v.optional(v.string()),
+  // The sandbox router (hosts/node/data-plane/), run when a sandbox domain or its port is set.
+  AGENTBOX_DATA_PLANE_PORT: v.optional(Port),
+  AGENTBOX_DATA_PLANE_TLS_PORT: v.optional(
+    v.pipe(
+      v.string(),
+      v.check(
+        (s) => s === "off" || (/^[1-9][0-9]{0,4}$/.test(s) && Number(s) <= 65535),
+        "must be a port or off",
+      ),
+      v.transform((s) => (s === "off" ? ("off" as const) : Number(s))),
+    ),
+  ),
+  AGENTBOX_DATA_PLANE_HOST: v.optional(v.string()),
+  AGENTBOX_DATA_PLANE_NAMES: v.optional(v.string()),
+  AGENTBOX_DATA_PLANE_NAMESPACE: v.optional(
+    v.pipe(v.string(), v.regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a namespace name")),
+  ),
   AGENTBOX_CLUSTER_ID: v.optional(
     v.pipe(
       v.string(),
@@ -143,6 +161,40 @@ export function readActivitySource(
   return { ok: true, value: { url, timeoutMs, ...(token ? { token } : {}) } };
 }
 
+/** DATA_PLANE_PORT and DATA_PLANE_TLS_PORT are the router's default listener ports. */
+export const DATA_PLANE_PORT = 8080;
+export const DATA_PLANE_TLS_PORT = 9443;
+
+/**
+ * dataPlaneSettings is the sandbox router's configuration: it runs when a sandbox domain or
+ * AGENTBOX_DATA_PLANE_PORT is set, plain HTTP on that port (8080) and TLS on
+ * AGENTBOX_DATA_PLANE_TLS_PORT (9443; "off": none), binding AGENTBOX_DATA_PLANE_HOST (the API's
+ * listen host). AGENTBOX_DATA_PLANE_NAMES lists the router's own names (comma-separated; header
+ * routing applies there), AGENTBOX_DATA_PLANE_NAMESPACE scopes its watch to one namespace.
+ */
+export function dataPlaneSettings(e: {
+  AGENTBOX_SANDBOX_DOMAIN?: string | undefined;
+  AGENTBOX_DATA_PLANE_PORT?: number | undefined;
+  AGENTBOX_DATA_PLANE_TLS_PORT?: number | "off" | undefined;
+  AGENTBOX_DATA_PLANE_HOST?: string | undefined;
+  AGENTBOX_DATA_PLANE_NAMES?: string | undefined;
+  AGENTBOX_DATA_PLANE_NAMESPACE?: string | undefined;
+}): DataPlaneSettings | undefined {
+  if (e.AGENTBOX_SANDBOX_DOMAIN === undefined && e.AGENTBOX_DATA_PLANE_PORT === undefined) return undefined;
+  const tls = e.AGENTBOX_DATA_PLANE_TLS_PORT ?? DATA_PLANE_TLS_PORT;
+  const names = (e.AGENTBOX_DATA_PLANE_NAMES ?? "")
+    .split(",")
+    .map((n) => n.trim().toLowerCase())
+    .filter((n) => n !== "");
+  return {
+    plainPort: e.AGENTBOX_DATA_PLANE_PORT ?? DATA_PLANE_PORT,
+    ...(tls === "off" ? {} : { tlsPort: tls }),
+    ...(e.AGENTBOX_DATA_PLANE_HOST ? { host: e.AGENTBOX_DATA_PLANE_HOST } : {}),
+    ...(names.length ? { routerNames: names } : {}),
+    ...(e.AGENTBOX_DATA_PLANE_NAMESPACE ? { namespace: e.AGENTBOX_DATA_PLANE_NAMESPACE } : {}),
+  };
+}
+
 /** HostEnv is the validated environment. */
 export interface HostEnv {
   callbackToken: string;
@@ -163,6 +215,8 @@ export interface HostEnv {
   sandboxDomain?: string;
   /** clusterId is the local cluster's ID (the Env step's segment); unset, Envs are not reconciled. */
   clusterId?: string;
+  /** dataPlane is the sandbox router's settings (dataPlaneSettings); unset, no router runs. */
+  dataPlane?: DataPlaneSettings;
   /** adoptPools gives every standalone pool a same-named Env (opt-in). */
   adoptPools: boolean;
   /** idleRelease is what counts as activity for idle timeouts (see IdleReleaseMode). */
@@ -250,6 +304,16 @@ export function readHostEnv(
   const domain =
     e.AGENTBOX_SANDBOX_DOMAIN === undefined ? undefined : checkSandboxDomain(e.AGENTBOX_SANDBOX_DOMAIN);
   if (domain && !domain.ok) errors.push(`AGENTBOX_SANDBOX_DOMAIN: ${domain.error}`);
+  const dataPlane = dataPlaneSettings(e);
+  if (dataPlane && dataPlane.plainPort === e.AGENTBOX_LISTEN_PORT)
+    errors.push("AGENTBOX_DATA_PLANE_PORT: must differ from AGENTBOX_LISTEN_PORT");
+  if (
+    dataPlane?.tlsPort !== undefined &&
+    [e.AGENTBOX_LISTEN_PORT, dataPlane.plainPort].includes(dataPlane.tlsPort)
+  )
+    errors.push(
+      "AGENTBOX_DATA_PLANE_TLS_PORT: must differ from AGENTBOX_LISTEN_PORT and AGENTBOX_DATA_PLANE_PORT",
+    );
   if (callbackToken && callbackToken === adminToken)
     errors.push("AGENTBOX_ADMIN_TOKEN: must differ from the callback token");
   if (metricsToken && metricsToken === callbackToken)
@@ -272,6 +336,7 @@ export function readHostEnv(
       envdPort: e.AGENTBOX_ENVD_PORT,
       ...(domain?.ok ? { sandboxDomain: domain.domain } : {}),
       ...(e.AGENTBOX_CLUSTER_ID ? { clusterId: e.AGENTBOX_CLUSTER_ID } : {}),
+      ...(dataPlane ? { dataPlane } : {}),
       adoptPools: e.AGENTBOX_ADOPT_POOLS,
       idleRelease: idle.ok ? idle.mode : "off",
       logLevel: e.LOG_LEVEL,

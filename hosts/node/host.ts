@@ -10,6 +10,7 @@ import { PoolPodWatch } from "../../functions/api/pool-pod-watch.ts";
 import { TeamHolds } from "../../functions/api/team-usage.ts";
 import type { StepDeps } from "../../functions/deps.ts";
 import { STEP_NAMES } from "../../functions/reconcile-pool.ts";
+import { ENVD_PORT } from "../../lib/data-plane/sandbox-host.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
 import type { KubeTimeouts } from "../../lib/kube/transport.ts";
 import type { Log } from "../../lib/log.ts";
@@ -21,6 +22,7 @@ import { NextReads, SharedRead } from "../../lib/util/shared-read.ts";
 import { withTimeout } from "../../lib/util/with-timeout.ts";
 import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
+import { type DataPlane, startDataPlane } from "./data-plane/data-plane.ts";
 import { sha256Hex } from "./hash-key.ts";
 import { nodeKubeWatch } from "./kube-transport.ts";
 import type { Reconciler } from "./reconciler.ts";
@@ -77,6 +79,22 @@ export interface HostConfig {
   onAuditEvents?: (list: AuditEventList) => void;
   /** metricsToken is the bearer token /metrics asks for (default: the admin token). */
   metricsToken?: string;
+  /** dataPlane runs the sandbox router (hosts/node/data-plane/) on these listeners; none when unset. */
+  dataPlane?: DataPlaneSettings;
+}
+
+/** DataPlaneSettings are the router's listeners and scope (AGENTBOX_DATA_PLANE_*). */
+export interface DataPlaneSettings {
+  /** host the listeners bind (default: the API's listen host). */
+  host?: string;
+  /** plainPort is the plain HTTP listener (in-cluster callers); 0: any free port; unset: none. */
+  plainPort?: number;
+  /** tlsPort is the TLS listener (h2 and http/1.1, the API's certificate); 0: any; unset: none. */
+  tlsPort?: number;
+  /** routerNames are the router's own host names: header routing applies there. */
+  routerNames?: string[];
+  /** namespace scopes the route watch to one namespace (every namespace when unset). */
+  namespace?: string;
 }
 
 /** THREAD_METRICS_MS bounds how long a scrape waits for the reconciler thread's metrics. */
@@ -91,6 +109,8 @@ export interface Host {
   api: ApiDeps;
   /** reconciler runs every other step, in its own thread (ADR 0013). */
   reconciler: Reconciler;
+  /** dataPlane is the sandbox router, when configured. */
+  dataPlane?: DataPlane;
   close(): Promise<void>;
 }
 
@@ -139,7 +159,10 @@ export async function startHost(config: HostConfig): Promise<Host> {
     keyCacheReads: new SharedRead(KEY_READ_SHARE_MS, () => Date.now()),
     freshLooks: new NextReads(() => Date.now()),
     watch,
+    // A release through this host's API drops the route at once (dataPlane is set below).
+    onReleased: (id) => dataPlane?.forget(id),
   };
+  let dataPlane: DataPlane | undefined;
   const reconciler = await startReconcilerThread(
     {
       ...hooks,
@@ -207,11 +230,43 @@ export async function startHost(config: HostConfig): Promise<Host> {
     await reconciler.close();
     throw e;
   });
+  const dp = config.dataPlane;
+  if (dp)
+    dataPlane = await startDataPlane(
+      { ...deps, watch },
+      {
+        ...(config.sandboxDomain ? { domain: config.sandboxDomain } : {}),
+        ...(dp.routerNames ? { routerNames: dp.routerNames } : {}),
+        ...(config.sealingKey ? { sealingKey: config.sealingKey } : {}),
+        envdPort: config.envdPort ?? ENVD_PORT,
+        ...(dp.namespace ? { namespace: dp.namespace } : {}),
+        ...(dp.plainPort !== undefined
+          ? { plain: { host: dp.host ?? config.listen.host, port: dp.plainPort } }
+          : {}),
+        ...(dp.tlsPort !== undefined
+          ? {
+              tls: {
+                host: dp.host ?? config.listen.host,
+                port: dp.tlsPort,
+                certFile: config.listen.certFile,
+                keyFile: config.listen.keyFile,
+              },
+            }
+          : {}),
+      },
+      config.log,
+    ).catch(async (e: unknown) => {
+      await server.close();
+      await reconciler.close();
+      throw e;
+    });
   return {
     deps,
     api,
     reconciler,
+    ...(dataPlane ? { dataPlane } : {}),
     close: async () => {
+      await dataPlane?.close();
       await server.close();
       api.pods?.close();
       api.idleFeed?.close();

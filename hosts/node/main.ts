@@ -28,6 +28,7 @@ const host = await startHost({
   ...(c.sealingKey ? { sealingKey: c.sealingKey } : {}),
   envdPort: c.envdPort,
   ...(c.sandboxDomain ? { sandboxDomain: c.sandboxDomain } : {}),
+  ...(c.dataPlane ? { dataPlane: c.dataPlane } : {}),
   ...(c.clusterId ? { clusterId: c.clusterId } : {}),
   adoptPools: c.adoptPools,
   idleRelease: c.idleRelease,
@@ -43,6 +44,9 @@ logger.info(
     console: `https://${c.host}:${c.port}/ui`,
     metrics: `https://${c.host}:${c.port}/metrics (bearer: ${c.metricsToken ? "AGENTBOX_METRICS_TOKEN" : "the admin token"})`,
     clusterId: c.clusterId ?? "none (SandboxEnvs are not reconciled)",
+    dataPlane: host.dataPlane
+      ? { domain: c.sandboxDomain ?? "none (header routing only)", ...host.dataPlane.ports }
+      : "off",
     adoptPools: c.adoptPools,
     idleRelease: c.idleRelease,
     // Only the host: the URL's path or query may carry a credential.

@@ -17,7 +17,7 @@ import {
 import { up } from "../../infra/cluster/up.ts";
 import { startEnvd } from "../../infra/dev/envd/server.ts";
 import { idleReleaseMode } from "../../lib/reconcile/idle-release.ts";
-import { IdleReleaseSetting, readActivitySource } from "./config.ts";
+import { DATA_PLANE_PORT, IdleReleaseSetting, readActivitySource } from "./config.ts";
 import { startHost } from "./host.ts";
 import { hostLogger } from "./logger.ts";
 import { installProcessPolicy } from "./process-policy.ts";
@@ -63,6 +63,13 @@ if (!existsSync(sealingKeyFile))
 // E2B create) succeed and the E2B SDK's commands and files run in a directory per sandbox.
 const envd = await startEnvd();
 
+// The sandbox router: `*.localhost` resolves to loopback on most systems, so the answers' domain
+// points at this machine; the SDK reaches the router by header routing (E2B_SANDBOX_URL), as the
+// local certificate covers no `*.sandbox.localhost`. AGENTBOX_DATA_PLANE_TLS_PORT adds TLS (h2).
+const sandboxDomain = process.env.AGENTBOX_SANDBOX_DOMAIN ?? "sandbox.localhost";
+const dataPlanePort = Number(process.env.AGENTBOX_DATA_PLANE_PORT ?? DATA_PLANE_PORT);
+const dataPlaneTlsPort = process.env.AGENTBOX_DATA_PLANE_TLS_PORT;
+
 const host = await startHost({
   kubeconfig: kc,
   callbackToken: readFileSync(state.callbackTokenFile, "utf8").trim(),
@@ -73,6 +80,12 @@ const host = await startHost({
   tickConcurrency: 8,
   sealingKey: readFileSync(sealingKeyFile, "utf8").trim(),
   envdPort: envd.port,
+  sandboxDomain,
+  dataPlane: {
+    host: "127.0.0.1",
+    plainPort: dataPlanePort,
+    ...(dataPlaneTlsPort ? { tlsPort: Number(dataPlaneTlsPort) } : {}),
+  },
   // The samples' Env segment is "local"; AGENTBOX_CLUSTER_ID names another.
   clusterId: process.env.AGENTBOX_CLUSTER_ID ?? "local",
   adoptPools: process.env.AGENTBOX_ADOPT_POOLS === "true",
@@ -91,6 +104,7 @@ await apply(kc, samples);
 logger.info({ samples: samples.map((s) => `${s.kind}/${s.metadata?.name}`) }, "samples applied");
 
 const ca = state.caCert;
+const routerUrl = `http://127.0.0.1:${host.dataPlane?.ports.plain ?? dataPlanePort}`;
 console.log(`
 agentbox-functions is running against cluster "${name}" (${state.server}).
 
@@ -110,6 +124,12 @@ Claim a sandbox:
   3. With the e2b SDK, unmodified:
        E2B_API_URL=${baseUrl}/e2b E2B_API_KEY=$AGENTBOX_KEY NODE_EXTRA_CA_CERTS=${ca} \\
          npm run -s demo:e2b -- python-3-12
+  4. Commands and files through the sandbox router (${routerUrl}, domain ${sandboxDomain}):
+       export E2B_API_URL=${baseUrl}/e2b E2B_API_KEY=$AGENTBOX_KEY NODE_EXTRA_CA_CERTS=${ca}
+       export E2B_SANDBOX_URL=${routerUrl}    # header routing: the SDK names the sandbox in headers
+       node_modules/.bin/node --input-type=module -e "import { Sandbox } from 'e2b';
+         const sbx = await Sandbox.create('python-3-12');
+         console.log((await sbx.commands.run('echo hi')).stdout); await sbx.kill();"
 
 Run the steps by hand:
   npm run agentbox -- reconcile agentbox-demo/python --cluster ${name}        # a pool

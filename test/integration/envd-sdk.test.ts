@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
+import { expectEnvdFlow } from "./support/envd-flow-expect.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, until } from "./support/kube.ts";
 import { runSdkScript } from "./support/sdk-script.ts";
@@ -43,30 +44,7 @@ describe("the envd stand-in, through the official e2b SDK", () => {
       { E2B_API_KEY: t.key, E2B_SANDBOX_URL: envdUrl, E2B_TEST_SANDBOX: sandbox.sandboxID },
       60_000,
     );
-    const out = JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as Record<string, unknown>;
-    expect(out.error).toBeUndefined();
-    expect(out.echo).toEqual({ stdout: "hi\n", stderr: "", exitCode: 0 });
-    expect(out.env).toBe("hello from create\n");
-    // Output streams as it comes: four chunks spread over ~2 s, not one at the end.
-    const ticks = out.ticks as { at: number; data: string }[];
-    expect(ticks.map((t) => t.data).join("")).toBe("tick1\ntick2\ntick3\ntick4\n");
-    expect(ticks.length).toBe(4);
-    expect((ticks.at(-1)?.at ?? 0) - (ticks[0]?.at ?? 0)).toBeGreaterThanOrEqual(1_500);
-    expect(out.exit3).toEqual({ name: "CommandExitError", exitCode: 3, stderr: "oops\n" });
-    expect(out.text).toBe("hello, file\n");
-    expect(out.catText).toBe("hello, file\n");
-    expect(out.binary).toEqual({ size: 1 << 20, equal: true });
-    expect(out.list).toEqual([
-      { name: "blob.bin", type: "file", size: 1 << 20 },
-      { name: "notes", type: "dir", size: expect.any(Number) },
-    ]);
-    expect(out.missing).toMatch(/^FileNotFoundError: .*does not exist/);
-    expect(out.escape).toMatch(/escapes the sandbox/);
-    expect(out).toMatchObject({ listedSleeper: true, killed: true, killedAgain: false });
-    expect(out.afterKill).toMatch(/CommandExitError: signal: killed/);
-    expect(out.wrongTokenRun).toMatch(/^AuthenticationError/);
-    expect(out.wrongTokenList).toMatch(/^AuthenticationError/);
-    expect(out.wrongTokenRead).toMatch(/^AuthenticationError/);
+    expectEnvdFlow(stdout);
 
     // Straight to the wire: an RPC without the token is a Connect unauthenticated error, and
     // /init is the control plane's: the next sandbox on the pod sees nothing of this one.

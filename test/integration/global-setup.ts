@@ -36,6 +36,10 @@ export interface TestCluster {
   postStartDeadlineSeconds: number;
   /** sealingKey is the test host's, so tests can derive envd tokens and run hooks themselves. */
   sealingKey: string;
+  /** dataPlanePort is the test host's sandbox router, plain HTTP on 127.0.0.1. */
+  dataPlanePort: number;
+  /** dataPlaneTlsPort is the same router over TLS (h2, http/1.1; the webhook certificate). */
+  dataPlaneTlsPort: number;
 }
 
 declare module "vitest" {
@@ -103,6 +107,8 @@ export default async function setup(project: TestProject) {
     clusterId: "local",
     // Only the team "capped" is capped, so no other test meets the limit.
     teamLimits: { teams: { capped: 2 } },
+    // The sandbox router on free ports: header routing on the plain one, TLS beside it.
+    dataPlane: { plainPort: 0, tlsPort: 0 },
     onAuditEvents: (list) => appendFileSync(auditLog, `${JSON.stringify(list)}\n`),
   }).catch((e: unknown) => {
     throw new Error(
@@ -127,6 +133,8 @@ export default async function setup(project: TestProject) {
     envdPort: envd.port,
     postStartDeadlineSeconds,
     sealingKey,
+    dataPlanePort: host.dataPlane?.ports.plain ?? 0,
+    dataPlaneTlsPort: host.dataPlane?.ports.tls ?? 0,
   });
   return async () => {
     await host.close();

@@ -248,11 +248,14 @@ describe("sandbox API", () => {
     const error = JSON.parse(stuck.body).error as {
       code: string;
       message: string;
-      sandbox: { phase: string };
+      sandbox: { phase: string; failure?: { reason: string } };
     };
     expect(error.code).toBe("StartupTimeout");
-    expect(error.sandbox.phase).toBe("starting");
     expect(error.message).toMatch(/ImagePullBackOff|ErrImagePull/);
+    // The wait and the startup timeout end at the same moment: the sandbox is either still
+    // starting, or already released by the timeout (stopping, to be replaced, as StartupTimeout).
+    if (error.sandbox.phase === "stopping") expect(error.sandbox.failure?.reason).toBe("StartupTimeout");
+    else expect(error.sandbox.phase).toBe("starting");
   });
 
   it("releases a sandbox idle past its timeout (IdleTimeout record); activity reports keep it alive", async () => {
@@ -322,10 +325,13 @@ describe("sandbox API", () => {
     };
     const none = await api("POST", "/sandboxes", "alice", { pool: `${ns}/single` });
     expect(none.status).toBe(503);
-    const pool = (await custom.getNamespacedCustomObject({ ...POOLS, namespace: ns, name: "single" })) as {
-      metadata: { annotations?: Record<string, string> };
-    };
-    expect(pool.metadata.annotations?.["agentbox.navix.sh/last-sandbox-create-time"]).toBeDefined();
+    // The create stamps its pool's last-sandbox-create-time beside its answer, not before it.
+    await until("the pool's create stamp", 30_000, async () => {
+      const pool = (await custom.getNamespacedCustomObject({ ...POOLS, namespace: ns, name: "single" })) as {
+        metadata: { annotations?: Record<string, string> };
+      };
+      return pool.metadata.annotations?.["agentbox.navix.sh/last-sandbox-create-time"];
+    });
     const waiter = api("POST", "/sandboxes", "alice", { pool: `${ns}/single`, waitTimeout: 60 });
     await until(
       "the first sandbox running",

@@ -115,6 +115,45 @@ describe("readHostEnv", () => {
     }
   });
 
+  it("runs the sandbox router with a sandbox domain or its port, on distinct ports", () => {
+    const off = readHostEnv(valid);
+    expect(off.ok && "dataPlane" in off.value).toBe(false);
+    const byDomain = readHostEnv({ ...valid, AGENTBOX_SANDBOX_DOMAIN: "sandbox.example.com" });
+    expect(byDomain.ok && byDomain.value.dataPlane).toEqual({ plainPort: 8080, tlsPort: 9443 });
+    const set = readHostEnv({
+      ...valid,
+      AGENTBOX_DATA_PLANE_PORT: "8081",
+      AGENTBOX_DATA_PLANE_TLS_PORT: "off",
+      AGENTBOX_DATA_PLANE_HOST: "10.0.0.1",
+      AGENTBOX_DATA_PLANE_NAMES: " Router.Example.com, router ",
+      AGENTBOX_DATA_PLANE_NAMESPACE: "tenant-a",
+    });
+    expect(set.ok && set.value.dataPlane).toEqual({
+      plainPort: 8081,
+      host: "10.0.0.1",
+      routerNames: ["router.example.com", "router"],
+      namespace: "tenant-a",
+    });
+    const clash = readHostEnv({
+      ...valid,
+      AGENTBOX_DATA_PLANE_PORT: "8443",
+      AGENTBOX_DATA_PLANE_TLS_PORT: "8443",
+    });
+    expect(clash.ok ? [] : clash.errors).toEqual([
+      "AGENTBOX_DATA_PLANE_PORT: must differ from AGENTBOX_LISTEN_PORT",
+      "AGENTBOX_DATA_PLANE_TLS_PORT: must differ from AGENTBOX_LISTEN_PORT and AGENTBOX_DATA_PLANE_PORT",
+    ]);
+    const bad = readHostEnv({
+      ...valid,
+      AGENTBOX_DATA_PLANE_TLS_PORT: "on",
+      AGENTBOX_DATA_PLANE_NAMESPACE: "A_b",
+    });
+    expect(bad.ok ? [] : bad.errors.map((e) => e.split(":")[0])).toEqual([
+      "AGENTBOX_DATA_PLANE_TLS_PORT",
+      "AGENTBOX_DATA_PLANE_NAMESPACE",
+    ]);
+  });
+
   it("refuses an in-memory history, which the API and the reconciler thread could not share", () => {
     const r = readHostEnv({
       ...valid,

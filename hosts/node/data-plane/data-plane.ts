@@ -1,0 +1,162 @@
+// The sandbox data plane of the Node host: a reverse proxy from `<port>-<sandboxId>.<domain>` (or
+// the E2b-Sandbox-Id/Port headers) to the sandbox's pod, on two listeners: plain HTTP for
+// in-cluster callers, and TLS with ALPN (HTTP/2 and HTTP/1.1) for clients, with the host's
+// certificate (it must cover `*.<domain>`: the operator's wildcard certificate). Decisions are
+// lib/data-plane's; where sandboxes run comes from one watch (RouteTable). node:http and
+// node:http2 directly: hono's fetch path cannot forward upgrades or stream without re-wrapping.
+//
+// Later work hooks in here: last-active from traffic and metrics (forwardRequest's outcomes).
+import { readFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createSecureServer, type Http2SecureServer, type Http2Session } from "node:http2";
+import type { AddressInfo, Socket } from "node:net";
+import type { Duplex } from "node:stream";
+import type { ApiDeps } from "../../../functions/api/deps.ts";
+import type { Log } from "../../../lib/log.ts";
+import { importSealKeys } from "../../../lib/sandboxes/sealing.ts";
+import type { Routing } from "./decide-request.ts";
+import { forwardRequest, IDLE_MS } from "./forward-request.ts";
+import { forwardUpgrade } from "./forward-upgrade.ts";
+import { RouteTable } from "./route-table.ts";
+import { Upstreams } from "./upstreams.ts";
+
+/** CLOSE_GRACE_MS: on close, requests under way get this long before their connections are cut. */
+const CLOSE_GRACE_MS = 3_000;
+
+/** DataPlaneConfig is what the data plane runs with. */
+export interface DataPlaneConfig {
+  /** domain is the sandbox domain (host routing); unset, header routing only. */
+  domain?: string;
+  /** routerNames are the router's own names, where header routing applies (beside IPs, localhost). */
+  routerNames?: readonly string[];
+  /** sealingKey derives envd tokens; unset, envd is reachable at /health only. */
+  sealingKey?: string;
+  /** envdPort is where envd listens in the pods (the SDK's 49983 is sent there). */
+  envdPort: number;
+  /** namespace scopes the route watch (a namespace-scoped host); every namespace when unset. */
+  namespace?: string;
+  /** plain is the HTTP listener (in-cluster callers); port 0: any free port. */
+  plain?: { host: string; port: number };
+  /** tls is the TLS listener (ALPN h2, http/1.1) with the host's certificate. */
+  tls?: { host: string; port: number; certFile: string; keyFile: string };
+}
+
+/** DataPlane is the running data plane. */
+export interface DataPlane {
+  routes: RouteTable;
+  /** forget drops a released sandbox's route and connections at once (this host's release). */
+  forget(sandboxId: string): void;
+  /** ports are where the listeners listen (useful with port 0). */
+  ports: { plain?: number; tls?: number };
+  close(): Promise<void>;
+}
+
+/** Listener is one server and the connections it holds, for a graceful close. */
+interface Listener {
+  server: Server | Http2SecureServer;
+  sockets: Set<Socket>;
+  sessions: Set<Http2Session>;
+}
+
+function listen(server: Server | Http2SecureServer, host: string, port: number): Promise<Listener> {
+  const listener: Listener = { server, sockets: new Set(), sessions: new Set() };
+  server.on("connection", (socket: Socket) => {
+    socket.on("error", () => {});
+    listener.sockets.add(socket);
+    socket.once("close", () => listener.sockets.delete(socket));
+  });
+  server.on("session", (session: Http2Session) => {
+    session.on("error", () => {});
+    listener.sessions.add(session);
+    session.once("close", () => listener.sessions.delete(session));
+  });
+  server.on("clientError", (_err: Error, socket: Socket) => socket.destroy());
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve(listener);
+    });
+  });
+}
+
+/** closeListener stops accepting, lets requests under way finish for a grace, then cuts the rest. */
+async function closeListener(l: Listener): Promise<void> {
+  const closed = new Promise<void>((resolve) => l.server.close(() => resolve()));
+  if ("closeIdleConnections" in l.server) l.server.closeIdleConnections();
+  for (const session of l.sessions) session.close();
+  const grace = new Promise<void>((resolve) => setTimeout(resolve, CLOSE_GRACE_MS).unref());
+  await Promise.race([closed, grace]);
+  for (const session of l.sessions) session.destroy();
+  for (const socket of l.sockets) socket.destroy();
+  await closed;
+}
+
+/** startDataPlane starts the route watch and the configured listeners. */
+export async function startDataPlane(
+  deps: Pick<ApiDeps, "kube" | "watch" | "log">,
+  config: DataPlaneConfig,
+  log: Log,
+): Promise<DataPlane> {
+  const upstreams = new Upstreams(config.sealingKey ? await importSealKeys(config.sealingKey) : undefined);
+  const routes = new RouteTable(deps, {
+    ...(config.namespace ? { namespace: config.namespace } : {}),
+    onDrop: (id) => upstreams.drop(id),
+  });
+  const routing: Routing = {
+    addressing: {
+      ...(config.domain ? { domain: config.domain } : {}),
+      routerNames: (config.routerNames ?? []).map((n) => n.toLowerCase()),
+    },
+    routes,
+    upstreams,
+    envdPort: config.envdPort,
+  };
+  routes.start();
+  const listeners: Listener[] = [];
+  const ports: DataPlane["ports"] = {};
+  try {
+    const servers = [
+      config.plain && {
+        kind: "plain" as const,
+        at: config.plain,
+        server: createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }),
+      },
+      config.tls && {
+        kind: "tls" as const,
+        at: config.tls,
+        server: createSecureServer({
+          cert: readFileSync(config.tls.certFile),
+          key: readFileSync(config.tls.keyFile),
+          allowHTTP1: true,
+        }),
+      },
+    ];
+    for (const s of servers) {
+      if (!s) continue;
+      const server: Server | Http2SecureServer = s.server;
+      server.setTimeout(IDLE_MS);
+      server.on("request", (req, res) => forwardRequest(routing, req, res, log));
+      server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+        forwardUpgrade(routing, req, socket, head, log),
+      );
+      listeners.push(await listen(server, s.at.host, s.at.port));
+      ports[s.kind] = (server.address() as AddressInfo).port;
+    }
+  } catch (e) {
+    routes.close();
+    upstreams.close();
+    await Promise.all(listeners.map(closeListener));
+    throw e;
+  }
+  return {
+    routes,
+    forget: (id) => routes.forget(id),
+    ports,
+    close: async () => {
+      await Promise.all(listeners.map(closeListener));
+      routes.close();
+      upstreams.close();
+    },
+  };
+}

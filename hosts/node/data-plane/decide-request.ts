@@ -1,0 +1,92 @@
+// One request's fate, from lib/data-plane's rules and this host's route table: which sandbox port
+// it names (requestTarget), whether it may go there (decideRoute, with the sandbox's token), and
+// where that is (the pod IP and port). Shared by plain requests, HTTP/2 streams and upgrades.
+
+import { type PodRoute, upstreamPort } from "../../../lib/data-plane/pod-route.ts";
+import { type Addressing, type HeaderBag, requestTarget } from "../../../lib/data-plane/request-target.ts";
+import {
+  type DataPlaneError,
+  dataPlaneError,
+  decideRoute,
+  type RouteDecision,
+} from "../../../lib/data-plane/route.ts";
+import type { RouteTable } from "./route-table.ts";
+import type { Upstreams } from "./upstreams.ts";
+
+/** SYNC_WAIT_MS: a request that comes before the first list waits this long for it. */
+const SYNC_WAIT_MS = 5_000;
+
+/** Routing is what deciding needs: addressing, the route table, tokens, envd's pod port. */
+export interface Routing {
+  addressing: Addressing;
+  routes: RouteTable;
+  upstreams: Upstreams;
+  envdPort: number;
+}
+
+/** Decided is a request to forward (to route.podIP:port) or an E2B-shaped refusal. */
+export type Decided =
+  | {
+      ok: true;
+      route: PodRoute;
+      port: number;
+      portClass: Extract<RouteDecision, { action: "forward" }>["portClass"];
+    }
+  | { ok: false; error: DataPlaneError };
+
+/** waitSynced waits for the route table's first list, at most SYNC_WAIT_MS. */
+async function waitSynced(routes: RouteTable): Promise<boolean> {
+  if (routes.ready) return true;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, SYNC_WAIT_MS);
+  });
+  await Promise.race([routes.synced, timeout]);
+  clearTimeout(timer);
+  return routes.ready;
+}
+
+/**
+ * decideRequest decides a request by its Host (or :authority), method, target and headers. Never
+ * throws: anything unexpected is a refusal.
+ */
+export async function decideRequest(
+  routing: Routing,
+  req: { host: string | undefined; method: string; target: string; headers: HeaderBag },
+): Promise<Decided> {
+  const target = requestTarget(req.host, req.headers, routing.addressing);
+  if (!target.ok) return { ok: false, error: dataPlaneError(target.status, target.message) };
+  if (!(await waitSynced(routing.routes)))
+    return {
+      ok: false,
+      error: dataPlaneError(503, "the router is starting: it has not read where sandboxes run yet", {
+        sandboxId: target.sandboxId,
+      }),
+    };
+  const address = { sandboxId: target.sandboxId, port: target.port };
+  const route = routing.routes.route(target.sandboxId);
+  const envdToken = route ? await routing.upstreams.tokenFor(target.sandboxId) : undefined;
+  // The token is derived asynchronously: the route may have gone meanwhile.
+  const now = routing.routes.route(target.sandboxId);
+  const state = now ? { running: true, ...(envdToken ? { envdToken } : {}) } : undefined;
+  const decision = decideRoute(
+    { method: req.method, target: req.target, headers: req.headers },
+    address,
+    state,
+  );
+  if (decision.action === "refuse") {
+    const { status, headers, body } = decision;
+    return { ok: false, error: { status, headers, body } };
+  }
+  if (!now)
+    return {
+      ok: false,
+      error: dataPlaneError(502, "The sandbox was not found", { sandboxId: target.sandboxId }),
+    };
+  return {
+    ok: true,
+    route: now,
+    port: upstreamPort(decision.port, routing.envdPort),
+    portClass: decision.portClass,
+  };
+}

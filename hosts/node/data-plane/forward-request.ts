@@ -1,0 +1,159 @@
+// Forwarding one request (HTTP/1.1, or an HTTP/2 stream through the compatibility API) to its
+// sandbox's pod, streaming both ways: nothing is buffered, there is no total timeout (a
+// commands.run may last an hour), only an idle timeout per socket. The client's body is piped into
+// the upstream request once its connection is up, so a dial that fails (or a kept-alive
+// connection the pod had closed) is retried once, on a new connection, as long as no byte of the
+// body was read; after that a failure is a 502 (or a cut response when its head has gone). A
+// client that goes away destroys the upstream request.
+import {
+  type Agent,
+  type ClientRequest,
+  type IncomingMessage,
+  request,
+  type ServerResponse,
+} from "node:http";
+import type { Http2ServerRequest } from "node:http2";
+import { pipeline } from "node:stream";
+import { endToEndHeaders } from "../../../lib/data-plane/hop-by-hop.ts";
+import { dataPlaneError } from "../../../lib/data-plane/route.ts";
+import type { Log } from "../../../lib/log.ts";
+import { type AnyResponse, answerError } from "./answer-error.ts";
+import { type Decided, decideRequest, type Routing } from "./decide-request.ts";
+
+/** IDLE_MS: a proxied stream with no byte either way for this long is closed (both sides). */
+export const IDLE_MS = 10 * 60_000;
+
+/** DIAL_MS bounds connecting to a pod. */
+export const DIAL_MS = 10_000;
+
+/** AnyRequest is an HTTP/1.1 request or an HTTP/2 compatibility request. */
+export type AnyRequest = IncomingMessage | Http2ServerRequest;
+
+/** hostOf is what names the target: HTTP/2's :authority, else Host. */
+export function hostOf(req: AnyRequest): string | undefined {
+  const authority = req.headers[":authority"];
+  return typeof authority === "string" ? authority : req.headers.host;
+}
+
+const noop = () => {};
+
+/**
+ * upstreamRequest opens the request to the pod: end-to-end headers only (with Upgrade when the
+ * agent is false: an upgrade has a connection of its own), the Host the client named.
+ */
+export function upstreamRequest(
+  decided: Extract<Decided, { ok: true }>,
+  host: string | undefined,
+  req: AnyRequest,
+  agent: Agent | false,
+): ClientRequest {
+  const headers = endToEndHeaders(req.headers, { upgrade: agent === false });
+  if (host) headers.host = host;
+  return request({
+    host: decided.route.podIP,
+    port: decided.port,
+    method: req.method,
+    path: req.url,
+    headers,
+    setHost: false,
+    agent,
+  });
+}
+
+/** forwardRequest serves one request: decided by the rules, then proxied (never throws). */
+export function forwardRequest(routing: Routing, req: AnyRequest, res: AnyResponse, log: Log): void {
+  req.on("error", noop);
+  res.on("error", noop);
+  const host = hostOf(req);
+  decideRequest(routing, { host, method: req.method ?? "GET", target: req.url ?? "/", headers: req.headers })
+    .then((decided) => {
+      if (!decided.ok) answerError(res, decided.error);
+      else proxy(routing, decided, host, req, res, log, false);
+    })
+    .catch((e: unknown) => {
+      log.error({ err: String(e) }, "data plane request failed");
+      answerError(res, dataPlaneError(500, "the router failed to route this request"));
+    });
+}
+
+/** proxy sends the request upstream; retried is true on the one retry. */
+function proxy(
+  routing: Routing,
+  decided: Extract<Decided, { ok: true }>,
+  host: string | undefined,
+  req: AnyRequest,
+  res: AnyResponse,
+  log: Log,
+  retried: boolean,
+): void {
+  const { route, port } = decided;
+  if (res.destroyed || (req.destroyed && !req.readableEnded)) return;
+  // The route may have gone since the decision: its Agent went with it, and must not come back.
+  const current = routing.routes.route(route.sandboxId);
+  if (current?.podUid !== route.podUid || current.podIP !== route.podIP) {
+    answerError(res, dataPlaneError(502, "The sandbox was not found", { sandboxId: route.sandboxId }));
+    return;
+  }
+  const up = upstreamRequest(decided, host, req, routing.upstreams.agentFor(route.sandboxId));
+  let consumed = 0;
+  let connected = false;
+  let responded = false;
+  let dialTimer: ReturnType<typeof setTimeout> | undefined;
+  const count = (chunk: Buffer) => {
+    consumed += chunk.length;
+  };
+  const onClientGone = () => {
+    if (!res.writableFinished) up.destroy();
+  };
+  res.once("close", onClientGone);
+  up.setTimeout(IDLE_MS, () => up.destroy(new Error("the upstream connection was idle too long")));
+  up.on("socket", (socket) => {
+    const start = () => {
+      clearTimeout(dialTimer);
+      connected = true;
+      req.on("data", count);
+      req.pipe(up);
+    };
+    if (!socket.connecting) return start();
+    dialTimer = setTimeout(() => up.destroy(new Error("connecting to the sandbox timed out")), DIAL_MS);
+    socket.once("connect", start);
+  });
+  up.on("response", (upRes) => {
+    responded = true;
+    upRes.on("error", noop);
+    try {
+      // The HTTP/2 compatibility response takes the same (status, headers) call as HTTP/1.1's.
+      (res as ServerResponse).writeHead(upRes.statusCode ?? 502, endToEndHeaders(upRes.headers));
+    } catch (e) {
+      log.debug({ err: String(e), sandboxId: route.sandboxId }, "data plane: unforwardable response head");
+      upRes.destroy();
+      answerError(res, dataPlaneError(502, "the sandbox answered a response the router cannot forward"));
+      return;
+    }
+    pipeline(upRes, res as NodeJS.WritableStream, (err) => {
+      if (err) up.destroy();
+    });
+  });
+  up.on("error", (err: NodeJS.ErrnoException) => {
+    clearTimeout(dialTimer);
+    res.off("close", onClientGone);
+    req.off("data", count);
+    req.unpipe(up);
+    const stale = up.reusedSocket && (err.code === "ECONNRESET" || err.code === "EPIPE");
+    if (!retried && !responded && consumed === 0 && (!connected || stale) && !res.headersSent) {
+      proxy(routing, decided, host, req, res, log, true);
+      return;
+    }
+    if (res.headersSent || responded) {
+      res.destroy();
+      return;
+    }
+    log.debug({ err: String(err), sandboxId: route.sandboxId, port }, "data plane: upstream failed");
+    answerError(
+      res,
+      dataPlaneError(502, "The sandbox is running but the port did not answer", {
+        sandboxId: route.sandboxId,
+      }),
+    );
+  });
+}

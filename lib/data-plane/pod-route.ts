@@ -1,0 +1,46 @@
+// Where the router sends a sandbox's traffic, read from its pod as the watch reports it. A route
+// exists only while the sandbox is Running as the API shows it (post-start hooks done) and its pod
+// has an IP: a starting, stopping, idle or relabelled pod has none, so a pod IP reused by another
+// sandbox is never reached through an old sandbox's route (routes are keyed by sandbox id).
+import type { V1Pod } from "@kubernetes/client-node";
+import { SANDBOX_ID_LABEL } from "../api/keys.ts";
+import { sandboxView } from "../sandboxes/view.ts";
+import { ENVD_PORT } from "./sandbox-host.ts";
+
+/** PodRoute is a Running sandbox's upstream: its pod's IP, and which pod that is. */
+export interface PodRoute {
+  sandboxId: string;
+  podIP: string;
+  namespace: string;
+  podName: string;
+  /** podUid tells a pod from a later one of the same name (a slot's replacement). */
+  podUid: string;
+}
+
+/**
+ * podRoute is the route a pod gives its sandbox, or undefined: no sandbox-id label (the watch's
+ * selection), not Running (or hooks pending), no pod IP, or an id label and annotation that
+ * disagree (a pod between two claims). `now` only feeds sandboxView's detail, never the answer.
+ */
+export function podRoute(pod: V1Pod, now: Date): PodRoute | undefined {
+  const label = pod.metadata?.labels?.[SANDBOX_ID_LABEL];
+  const view = sandboxView(pod, now);
+  const podIP = pod.status?.podIP;
+  if (!label || !view || view.sandboxId !== label || view.phase !== "running" || !podIP) return undefined;
+  return {
+    sandboxId: label,
+    podIP,
+    namespace: view.namespace,
+    podName: view.pod,
+    podUid: pod.metadata?.uid ?? "",
+  };
+}
+
+/**
+ * upstreamPort is the pod port a sandbox port is served on: envd's (49983 as the SDK names it)
+ * is wherever the pods' envd listens (AGENTBOX_ENVD_PORT; the stand-in's on a dev cluster),
+ * every other port is the same number.
+ */
+export function upstreamPort(port: number, envdPort: number): number {
+  return port === ENVD_PORT ? envdPort : port;
+}

@@ -1,0 +1,56 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import { podRoute, upstreamPort } from "../../lib/data-plane/pod-route.ts";
+
+const now = new Date("2026-01-01T00:00:00Z");
+
+/** pod is a claimed sandbox pod as the router's watch reports it. */
+function pod(
+  over: { phase?: string; id?: string; annotationId?: string; ip?: string; hooks?: boolean } = {},
+): V1Pod {
+  const id = over.id ?? "sbx-a";
+  return {
+    metadata: {
+      name: "p-0",
+      namespace: "ns",
+      uid: "uid-1",
+      labels: {
+        "agentbox.navix.sh/sandbox-pool": "p",
+        "agentbox.navix.sh/sandbox-phase": over.phase ?? "running",
+        ...(id ? { "agentbox.navix.sh/sandbox-id": id } : {}),
+      },
+      annotations: {
+        ...(over.annotationId ? { "agentbox.navix.sh/sandbox-id": over.annotationId } : {}),
+        ...(over.hooks ? { "agentbox.navix.sh/post-start-hooks": "v1.x" } : {}),
+      },
+    },
+    status: over.ip === "" ? {} : { podIP: over.ip ?? "10.0.0.7" },
+  };
+}
+
+describe("podRoute", () => {
+  it("routes a Running sandbox to its pod IP, keyed by sandbox id and pod uid", () => {
+    expect(podRoute(pod(), now)).toEqual({
+      sandboxId: "sbx-a",
+      podIP: "10.0.0.7",
+      namespace: "ns",
+      podName: "p-0",
+      podUid: "uid-1",
+    });
+  });
+
+  it("gives no route to a sandbox that is not Running, has hooks pending, or has no IP or id", () => {
+    for (const phase of ["starting", "stopping", "idle", "failed"])
+      expect(podRoute(pod({ phase }), now)).toBeUndefined();
+    expect(podRoute(pod({ hooks: true }), now)).toBeUndefined();
+    expect(podRoute(pod({ ip: "" }), now)).toBeUndefined();
+    expect(podRoute(pod({ id: "" }), now)).toBeUndefined();
+  });
+});
+
+describe("upstreamPort", () => {
+  it("sends envd's port to where the pods' envd listens, and any other port as is", () => {
+    expect(upstreamPort(49983, 41234)).toBe(41234);
+    expect(upstreamPort(3000, 41234)).toBe(3000);
+  });
+});
