@@ -10,7 +10,7 @@ import {
   idleReleaseMode,
 } from "../../lib/reconcile/idle-release.ts";
 import { parseTeamLimits, type TeamLimits } from "../../lib/sandboxes/team-limits.ts";
-import type { DataPlaneSettings } from "./host.ts";
+import { type DataPlaneSettings, dataPlaneSettings } from "./data-plane/settings.ts";
 
 const Port = v.pipe(
   v.string(),
@@ -159,40 +159,6 @@ export function readActivitySource(
   }
   const timeoutMs = Math.round(e.AGENTBOX_ACTIVITY_SOURCE_TIMEOUT_SECONDS * 1000);
   return { ok: true, value: { url, timeoutMs, ...(token ? { token } : {}) } };
-}
-
-/** DATA_PLANE_PORT and DATA_PLANE_TLS_PORT are the router's default listener ports. */
-export const DATA_PLANE_PORT = 8080;
-export const DATA_PLANE_TLS_PORT = 9443;
-
-/**
- * dataPlaneSettings is the sandbox router's configuration: it runs when a sandbox domain or
- * AGENTBOX_DATA_PLANE_PORT is set, plain HTTP on that port (8080) and TLS on
- * AGENTBOX_DATA_PLANE_TLS_PORT (9443; "off": none), binding AGENTBOX_DATA_PLANE_HOST (the API's
- * listen host). AGENTBOX_DATA_PLANE_NAMES lists the router's own names (comma-separated; header
- * routing applies there), AGENTBOX_DATA_PLANE_NAMESPACE scopes its watch to one namespace.
- */
-export function dataPlaneSettings(e: {
-  AGENTBOX_SANDBOX_DOMAIN?: string | undefined;
-  AGENTBOX_DATA_PLANE_PORT?: number | undefined;
-  AGENTBOX_DATA_PLANE_TLS_PORT?: number | "off" | undefined;
-  AGENTBOX_DATA_PLANE_HOST?: string | undefined;
-  AGENTBOX_DATA_PLANE_NAMES?: string | undefined;
-  AGENTBOX_DATA_PLANE_NAMESPACE?: string | undefined;
-}): DataPlaneSettings | undefined {
-  if (e.AGENTBOX_SANDBOX_DOMAIN === undefined && e.AGENTBOX_DATA_PLANE_PORT === undefined) return undefined;
-  const tls = e.AGENTBOX_DATA_PLANE_TLS_PORT ?? DATA_PLANE_TLS_PORT;
-  const names = (e.AGENTBOX_DATA_PLANE_NAMES ?? "")
-    .split(",")
-    .map((n) => n.trim().toLowerCase())
-    .filter((n) => n !== "");
-  return {
-    plainPort: e.AGENTBOX_DATA_PLANE_PORT ?? DATA_PLANE_PORT,
-    ...(tls === "off" ? {} : { tlsPort: tls }),
-    ...(e.AGENTBOX_DATA_PLANE_HOST ? { host: e.AGENTBOX_DATA_PLANE_HOST } : {}),
-    ...(names.length ? { routerNames: names } : {}),
-    ...(e.AGENTBOX_DATA_PLANE_NAMESPACE ? { namespace: e.AGENTBOX_DATA_PLANE_NAMESPACE } : {}),
-  };
 }
 
 /** HostEnv is the validated environment. */

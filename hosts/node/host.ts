@@ -23,6 +23,7 @@ import { withTimeout } from "../../lib/util/with-timeout.ts";
 import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
 import { type DataPlane, startDataPlane } from "./data-plane/data-plane.ts";
+import type { DataPlaneSettings } from "./data-plane/settings.ts";
 import { sha256Hex } from "./hash-key.ts";
 import { nodeKubeWatch } from "./kube-transport.ts";
 import type { Reconciler } from "./reconciler.ts";
@@ -81,20 +82,6 @@ export interface HostConfig {
   metricsToken?: string;
   /** dataPlane runs the sandbox router (hosts/node/data-plane/) on these listeners; none when unset. */
   dataPlane?: DataPlaneSettings;
-}
-
-/** DataPlaneSettings are the router's listeners and scope (AGENTBOX_DATA_PLANE_*). */
-export interface DataPlaneSettings {
-  /** host the listeners bind (default: the API's listen host). */
-  host?: string;
-  /** plainPort is the plain HTTP listener (in-cluster callers); 0: any free port; unset: none. */
-  plainPort?: number;
-  /** tlsPort is the TLS listener (h2 and http/1.1, the API's certificate); 0: any; unset: none. */
-  tlsPort?: number;
-  /** routerNames are the router's own host names: header routing applies there. */
-  routerNames?: string[];
-  /** namespace scopes the route watch to one namespace (every namespace when unset). */
-  namespace?: string;
 }
 
 /** THREAD_METRICS_MS bounds how long a scrape waits for the reconciler thread's metrics. */

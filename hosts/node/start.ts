@@ -17,7 +17,8 @@ import {
 import { up } from "../../infra/cluster/up.ts";
 import { startEnvd } from "../../infra/dev/envd/server.ts";
 import { idleReleaseMode } from "../../lib/reconcile/idle-release.ts";
-import { DATA_PLANE_PORT, IdleReleaseSetting, readActivitySource } from "./config.ts";
+import { IdleReleaseSetting, readActivitySource } from "./config.ts";
+import { DATA_PLANE_PORT } from "./data-plane/settings.ts";
 import { startHost } from "./host.ts";
 import { hostLogger } from "./logger.ts";
 import { installProcessPolicy } from "./process-policy.ts";
