@@ -3,8 +3,8 @@ import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { idleSelector, selectorsAfterFirst, shardOrder } from "../../lib/pool/claim-shards.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
+import { UNSUITABLE } from "../views/idle-dispatch.ts";
 import type { ApiDeps } from "./deps.ts";
-import { UNSUITABLE } from "./idle-dispatch.ts";
 import { listCandidates, type TargetReads } from "./resolve-pool.ts";
 
 /**

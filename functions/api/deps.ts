@@ -3,11 +3,11 @@ import type { KubeWatchTransport } from "../../lib/kube/transport.ts";
 import type { TeamLimits } from "../../lib/sandboxes/team-limits.ts";
 import type { NextReads, SharedRead } from "../../lib/util/shared-read.ts";
 import type { StepDeps } from "../deps.ts";
+import type { IdleDispatch } from "../views/idle-dispatch.ts";
+import type { IdleFeed } from "../views/idle-feed.ts";
+import type { PoolPodWatch } from "../views/pool-pod-watch.ts";
 import type { CreateStamps } from "./create-stamps.ts";
-import type { IdleDispatch } from "./idle-dispatch.ts";
-import type { IdleFeed } from "./idle-feed.ts";
 import type { PendingGauge } from "./pending-gauge.ts";
-import type { PoolPodWatch } from "./pool-pod-watch.ts";
 import type { TeamHolds } from "./team-usage.ts";
 
 /** ApiDeps adds what the sandbox API needs beyond the reconcile steps. */

@@ -1,7 +1,7 @@
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { type Claim, IdleDispatch } from "../views/idle-dispatch.ts";
 import { CreateStamps } from "./create-stamps.ts";
 import type { ApiDeps } from "./deps.ts";
-import { type Claim, IdleDispatch } from "./idle-dispatch.ts";
 
 /**
  * recordDemand stamps the pool's last-sandbox-create-time for a create, through the host's

@@ -4,8 +4,8 @@ import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { sandboxPhaseOf } from "../../lib/sandbox/inplace-state.ts";
 import { latestOnly } from "../../lib/util/latest-only.ts";
 import { runPodSteps } from "../reconcile-pod.ts";
+import { followPod } from "../views/follow-pod.ts";
 import type { ApiDeps } from "./deps.ts";
-import { followPod } from "./follow-pod.ts";
 
 /**
  * WaitTimeline says where a wait went, in ms from its start: when the watch delivered the version

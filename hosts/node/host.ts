@@ -3,13 +3,13 @@ import { AggregatorRegistry, collectDefaultMetrics, Registry } from "prom-client
 import type { ActivitySourceConfig } from "../../functions/activity-source.ts";
 import { CreateStamps } from "../../functions/api/create-stamps.ts";
 import type { ApiDeps } from "../../functions/api/deps.ts";
-import { IdleDispatch } from "../../functions/api/idle-dispatch.ts";
-import { IdleFeed } from "../../functions/api/idle-feed.ts";
 import { PendingGauge } from "../../functions/api/pending-gauge.ts";
-import { PoolPodWatch } from "../../functions/api/pool-pod-watch.ts";
 import { TeamHolds } from "../../functions/api/team-usage.ts";
 import type { StepDeps } from "../../functions/deps.ts";
 import { STEP_NAMES } from "../../functions/reconcile-pool.ts";
+import { IdleDispatch } from "../../functions/views/idle-dispatch.ts";
+import { IdleFeed } from "../../functions/views/idle-feed.ts";
+import { PoolPodWatch } from "../../functions/views/pool-pod-watch.ts";
 import { ENVD_PORT } from "../../lib/data-plane/sandbox-host.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
 import type { KubeTimeouts } from "../../lib/kube/transport.ts";

@@ -70,7 +70,7 @@ export function orderCandidates(
 
 /**
  * pickIdle chooses the pod a create of `pool` takes from a host's feed of idle pods
- * (functions/api/idle-feed.ts): the same rule as orderCandidates over pods already known to be in
+ * (functions/views/idle-feed.ts): the same rule as orderCandidates over pods already known to be in
  * a claimable state, by name. Pods the pool does not own (ownedBy) and pods another create of the
  * host holds are skipped; unmarked pods come before marked ones, and a marked pod (markedAt, epoch
  * ms) only inside its protection window; at random within each group.

@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it, vi } from "vitest";
-import { IdleDispatch, UNSUITABLE } from "../../functions/api/idle-dispatch.ts";
+import { IdleDispatch, UNSUITABLE } from "../../functions/views/idle-dispatch.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { KubeError } from "../../lib/kube/errors.ts";
 import type { WatchEvent } from "../../lib/kube/transport.ts";

@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { IdleFeed } from "../../functions/api/idle-feed.ts";
+import { IdleFeed } from "../../functions/views/idle-feed.ts";
 import { SCALE_DOWN_PROTECTED_ANNOTATION } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { KubeClient } from "../../lib/kube/client.ts";

@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import { createSecureServer, type Http2SecureServer, type Http2Session } from "node:http2";
 import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import type { ApiDeps } from "../../../functions/api/deps.ts";
+import type { ViewDeps } from "../../../functions/views/view-deps.ts";
 import type { Log } from "../../../lib/log.ts";
 import { importSealKeys } from "../../../lib/sandboxes/sealing.ts";
 import type { Routing } from "./decide-request.ts";
@@ -94,7 +94,7 @@ async function closeListener(l: Listener): Promise<void> {
 
 /** startDataPlane starts the route watch and the configured listeners. */
 export async function startDataPlane(
-  deps: Pick<ApiDeps, "kube" | "watch" | "log">,
+  deps: Pick<ViewDeps, "kube" | "watch" | "log">,
   config: DataPlaneConfig,
   log: Log,
 ): Promise<DataPlane> {

@@ -5,8 +5,8 @@
 // reached through an old one's route; a sandbox released on this host is forgotten at once and
 // never routed again (ids are never reused), even if an older watch event still shows it Running.
 import type { V1Pod } from "@kubernetes/client-node";
-import type { ApiDeps } from "../../../functions/api/deps.ts";
-import { paceReopen, pause, watchPodsFrom } from "../../../functions/api/pod-watch.ts";
+import { paceReopen, pause, watchPodsFrom } from "../../../functions/views/pod-watch.ts";
+import type { ViewDeps } from "../../../functions/views/view-deps.ts";
 import { SANDBOX_ID_LABEL } from "../../../lib/api/keys.ts";
 import { type PodRoute, podRoute } from "../../../lib/data-plane/pod-route.ts";
 import { retryDelay } from "../../../lib/util/backoff.ts";
@@ -44,10 +44,10 @@ export class RouteTable {
   });
   private isSynced = false;
 
-  private readonly deps: Pick<ApiDeps, "kube" | "watch" | "log">;
+  private readonly deps: Pick<ViewDeps, "kube" | "watch" | "log">;
   private readonly options: RouteTableOptions;
 
-  constructor(deps: Pick<ApiDeps, "kube" | "watch" | "log">, options: RouteTableOptions = {}) {
+  constructor(deps: Pick<ViewDeps, "kube" | "watch" | "log">, options: RouteTableOptions = {}) {
     this.deps = deps;
     this.options = options;
   }

@@ -3,9 +3,9 @@ import { SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
 import { resourceVersionOf } from "../../lib/kube/resource-version.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
-import type { ApiDeps } from "./deps.ts";
 import { type Seen, watchOnePod } from "./follow-pod.ts";
 import { paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
+import type { ViewDeps } from "./view-deps.ts";
 
 /** Follower is one waiting create: the pod it follows and the newest version it was handed. */
 interface Follower {
@@ -58,11 +58,11 @@ export interface PoolPodWatchOptions {
  */
 export class PoolPodWatch {
   private readonly streams = new Map<string, Stream>();
-  private readonly deps: Pick<ApiDeps, "kube" | "watch" | "log">;
+  private readonly deps: Pick<ViewDeps, "kube" | "watch" | "log">;
   private readonly lingerMs: number;
   private readonly keepMs: number;
 
-  constructor(deps: Pick<ApiDeps, "kube" | "watch" | "log">, options: PoolPodWatchOptions = {}) {
+  constructor(deps: Pick<ViewDeps, "kube" | "watch" | "log">, options: PoolPodWatchOptions = {}) {
     this.deps = deps;
     this.lingerMs = options.lingerMs ?? 10_000;
     this.keepMs = options.keepMs ?? 10_000;

@@ -6,7 +6,7 @@ import { ownedBy } from "../../lib/pool/pod-ownership.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
-import type { ApiDeps } from "./deps.ts";
+import type { ViewDeps } from "./view-deps.ts";
 
 /** IDLE_WATCH_SECONDS is how long one idle-pod watch lasts before it is reopened (timeoutSeconds). */
 export const IDLE_WATCH_SECONDS = 120;
@@ -80,9 +80,9 @@ function idleSelector(names: readonly string[]): string {
  */
 export class IdleDispatch {
   private readonly streams = new Map<string, Stream>();
-  private readonly deps: Pick<ApiDeps, "watch" | "now" | "random" | "log">;
+  private readonly deps: Pick<ViewDeps, "watch" | "now" | "random" | "log">;
 
-  constructor(deps: Pick<ApiDeps, "watch" | "now" | "random" | "log">) {
+  constructor(deps: Pick<ViewDeps, "watch" | "now" | "random" | "log">) {
     this.deps = deps;
   }
 

@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { retryDelay } from "../../lib/util/backoff.ts";
-import type { ApiDeps } from "./deps.ts";
 import { IDLE_WATCH_SECONDS } from "./idle-dispatch.ts";
+import type { ViewDeps } from "./view-deps.ts";
 
 /** QUICK_END_MS: a watch that ends sooner than this is paced before it is opened again. */
 const QUICK_END_MS = 1000;
@@ -58,7 +58,7 @@ export type WatchEnd = "stopped" | "gone" | "failed" | "ended";
  * logged with `what` and ends "failed".
  */
 export async function watchPodsFrom(
-  deps: Pick<ApiDeps, "watch" | "log">,
+  deps: Pick<ViewDeps, "watch" | "log">,
   watch: PodWatch,
   onPod: (pod: V1Pod, deleted: boolean) => boolean,
   signal: AbortSignal,

@@ -5,9 +5,9 @@ import { podFacts } from "../../lib/pool/pod-facts.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { claimableState, pickIdle } from "../../lib/sandboxes/candidates.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
-import type { ApiDeps } from "./deps.ts";
 import { IDLE_WATCH_SECONDS } from "./idle-dispatch.ts";
 import { paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
+import type { ViewDeps } from "./view-deps.ts";
 
 /** Feed is one pool's idle pods as this process's list and watch of them last said. */
 interface Feed {
@@ -58,10 +58,10 @@ export type Settle = (result: "won" | "lost" | "kept") => void;
  */
 export class IdleFeed {
   private readonly feeds = new Map<string, Feed>();
-  private readonly deps: Pick<ApiDeps, "kube" | "watch" | "log">;
+  private readonly deps: Pick<ViewDeps, "kube" | "watch" | "log">;
   private readonly lingerMs: number;
 
-  constructor(deps: Pick<ApiDeps, "kube" | "watch" | "log">, options: IdleFeedOptions = {}) {
+  constructor(deps: Pick<ViewDeps, "kube" | "watch" | "log">, options: IdleFeedOptions = {}) {
     this.deps = deps;
     this.lingerMs = options.lingerMs ?? 60_000;
   }

@@ -1,8 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { orMissing } from "../../lib/kube/errors.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
-import type { ApiDeps } from "./deps.ts";
 import { paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
+import type { ViewDeps } from "./view-deps.ts";
 
 /**
  * Seen takes each newer version of a followed pod (undefined: the pod is gone) and returns true
@@ -16,7 +16,7 @@ export type Seen = (pod: V1Pod | undefined) => boolean;
  * else through a watch of its own (the Worker, one request per isolate).
  */
 export function followPod(
-  deps: Pick<ApiDeps, "kube" | "watch" | "log" | "pods">,
+  deps: Pick<ViewDeps, "kube" | "watch" | "log" | "pods">,
   from: V1Pod,
   seen: Seen,
   signal: AbortSignal,
@@ -30,7 +30,7 @@ export function followPod(
  * from a read. A read that fails too (an outage) is tried again after a growing pause.
  */
 export async function watchOnePod(
-  deps: Pick<ApiDeps, "kube" | "watch" | "log">,
+  deps: Pick<ViewDeps, "kube" | "watch" | "log">,
   from: V1Pod,
   seen: Seen,
   signal: AbortSignal,
