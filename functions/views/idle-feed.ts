@@ -5,6 +5,7 @@ import { podFacts } from "../../lib/pool/pod-facts.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { claimableState, pickIdle } from "../../lib/sandboxes/candidates.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
+import { waitAtMost } from "../../lib/util/with-timeout.ts";
 import { IDLE_WATCH_SECONDS } from "./idle-dispatch.ts";
 import { paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
 import type { ViewDeps } from "./view-deps.ts";
@@ -106,12 +107,7 @@ export class IdleFeed {
     const feed = this.feeds.get(`${namespace}/${pool}`);
     if (!feed || feed.synced) return this.ready(namespace, pool);
     feed.usedAt = Date.now();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, waitMs);
-    });
-    await Promise.race([feed.firstList, late]);
-    clearTimeout(timer);
+    await waitAtMost(feed.firstList, waitMs);
     return feed.synced;
   }
 

@@ -11,3 +11,19 @@ export function withTimeout<T>(work: Promise<T>, ms: number, what: string): Prom
   work.catch(() => {});
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
+
+/**
+ * waitAtMost resolves once `work` settles or `ms` pass, whichever comes first, and never rejects:
+ * for a caller that waits a bounded while for something another caller started (a first list),
+ * then reads the state itself rather than the promise's value.
+ */
+export async function waitAtMost(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([work.then(noop, noop), late]);
+  clearTimeout(timer);
+}
+
+const noop = () => {};

@@ -10,6 +10,7 @@ import {
   decideRoute,
   type RouteDecision,
 } from "../../../lib/data-plane/route.ts";
+import { waitAtMost } from "../../../lib/util/with-timeout.ts";
 import type { RouteTable } from "./route-table.ts";
 import type { Upstreams } from "./upstreams.ts";
 
@@ -37,12 +38,7 @@ export type Decided =
 /** waitSynced waits for the route table's first list, at most SYNC_WAIT_MS. */
 async function waitSynced(routes: RouteTable): Promise<boolean> {
   if (routes.ready) return true;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, SYNC_WAIT_MS);
-  });
-  await Promise.race([routes.synced, timeout]);
-  clearTimeout(timer);
+  await waitAtMost(routes.synced, SYNC_WAIT_MS);
   return routes.ready;
 }
 
