@@ -5,10 +5,9 @@ import type { AddressInfo } from "node:net";
 import { beforeAll, describe, expect, it } from "vitest";
 import { expectEnvdFlow } from "./support/envd-flow-expect.ts";
 import { httpsRequest } from "./support/http.ts";
-import { kube, until } from "./support/kube.ts";
+import { kube } from "./support/kube.ts";
 import { TEST_SANDBOX_DOMAIN } from "./support/sandbox-domain.ts";
 import { runSdkScript } from "./support/sdk-script.ts";
-import { isReady, phaseOf } from "./support/steps.ts";
 import { tenantPool } from "./support/tenant-pool.ts";
 
 // The sandbox router of the test host (hosts/node/data-plane/): the official e2b SDK, unmodified,
@@ -16,21 +15,14 @@ import { tenantPool } from "./support/tenant-pool.ts";
 // on an IP, so the SDK names the sandbox in E2b-Sandbox-Id/Port), its envd being the stand-in on
 // the pod's IP. The router finds the pod from its watch and checks the envd token itself.
 
-const { core, cluster } = kube();
+const { cluster } = kube();
 const t = tenantPool("router", "research", 2);
 const base = `https://127.0.0.1:${cluster.hostPort}/e2b`;
 const router = `http://127.0.0.1:${cluster.dataPlanePort}`;
 
-const pods = async () =>
-  (await core.listNamespacedPod({ namespace: t.ns, labelSelector: "agentbox.navix.sh/sandbox-pool=p" }))
-    .items;
+const pods = t.pods;
 
-beforeAll(async () => {
-  await until("an idle pod", 90_000, async () => {
-    const ps = await pods();
-    return ps.length === 2 && ps.every((p) => phaseOf(p) === "idle" && isReady(p)) ? ps : undefined;
-  });
-});
+beforeAll(() => t.allIdle());
 
 /** createSandbox creates a sandbox through the E2B API and says its id and pod IP. */
 async function createSandbox(envVars: Record<string, string> = {}) {

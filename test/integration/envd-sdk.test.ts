@@ -1,29 +1,21 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { expectEnvdFlow } from "./support/envd-flow-expect.ts";
 import { httpsRequest } from "./support/http.ts";
-import { kube, until } from "./support/kube.ts";
+import { kube } from "./support/kube.ts";
 import { runSdkScript } from "./support/sdk-script.ts";
-import { isReady, phaseOf } from "./support/steps.ts";
 import { tenantPool } from "./support/tenant-pool.ts";
 
 // The envd stand-in (infra/dev/envd/) behind a sandbox created through the E2B API, driven by the
 // official e2b SDK unmodified: E2B_SANDBOX_URL aims its envd calls at the stand-in on the
 // sandbox's pod IP (until the router exists), everything else goes through the control plane.
 
-const { core, cluster } = kube();
+const { cluster } = kube();
 const t = tenantPool("envd", "research");
 const base = `https://127.0.0.1:${cluster.hostPort}/e2b`;
 
-const pods = async () =>
-  (await core.listNamespacedPod({ namespace: t.ns, labelSelector: "agentbox.navix.sh/sandbox-pool=p" }))
-    .items;
+const pods = t.pods;
 
-beforeAll(async () => {
-  await until("an idle pod", 90_000, async () => {
-    const ps = await pods();
-    return ps.length === 1 && ps.every((p) => phaseOf(p) === "idle" && isReady(p)) ? ps : undefined;
-  });
-});
+beforeAll(() => t.allIdle());
 
 describe("the envd stand-in, through the official e2b SDK", () => {
   it("runs commands and moves files for the sandbox's token holder only", async () => {

@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll } from "vitest";
 import { createApiKey } from "../../../functions/api/create-api-key.ts";
-import { kube, newNamespace } from "./kube.ts";
-import { POOLS, poolObject, testDeps } from "./steps.ts";
+import { SANDBOX_POOL_LABEL } from "../../../lib/api/keys.ts";
+import { kube, newNamespace, until } from "./kube.ts";
+import { isReady, POOLS, phaseOf, poolObject, testDeps } from "./steps.ts";
 
 /** API_KEYS is where the test host keeps its hashed API keys. */
 export const API_KEYS = { namespace: "agentbox-system", name: "agentbox-api-keys" };
@@ -19,7 +20,15 @@ export function tenantPool(prefix: string, team: string, replicas = 1) {
   let cleanup = async () => {};
   const keyOf = (user: string) =>
     createApiKey({ kube: deps.kube, apiKeys: API_KEYS, now: () => new Date() }, { team, user });
-  const t = { ns: "", key: "", deps, keyOf };
+  const pods = async () =>
+    (await core.listNamespacedPod({ namespace: t.ns, labelSelector: `${SANDBOX_POOL_LABEL}=p` })).items;
+  /** allIdle waits until every one of the pool's `replicas` pods is idle and Ready. */
+  const allIdle = () =>
+    until(`${replicas} idle pods`, 90_000, async () => {
+      const ps = await pods();
+      return ps.length === replicas && ps.every((p) => phaseOf(p) === "idle" && isReady(p)) ? ps : undefined;
+    });
+  const t = { ns: "", key: "", deps, keyOf, pods, allIdle };
   beforeAll(async () => {
     const created = await newNamespace(core, `audit-${prefix}`);
     t.ns = created.ns;
