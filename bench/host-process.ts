@@ -1,13 +1,17 @@
 // The Node host in a process of its own, for benchmarks that must tell its CPU apart from the
 // load generator's (in production they are different machines). The parent forks it with the
-// cluster name and `on`/`off` for the reconciles, then asks over IPC: "key" (mint an API key),
+// cluster name, `on`/`off` for the reconciles and HostOverrides as JSON (its ready message says
+// where its sandbox router listens, if it runs one), then asks over IPC: "key" (mint an API key),
 // "tick" (one reconcile pass over every pool), "idle" (wait for queued runs), "loop" (the event
-// loop's delay since the last "loop", in ms), "close".
+// loop's delay since the last "loop", in ms), "memory" (process.memoryUsage() after a full GC),
+// "close".
 import { monitorEventLoopDelay } from "node:perf_hooks";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { createApiKey } from "../functions/api/create-api-key.ts";
 import { tick } from "../functions/tick.ts";
 import { readState } from "../infra/cluster/state.ts";
-import { benchHost } from "./support.ts";
+import { benchHost, type HostOverrides } from "./support.ts";
 
 /** HostRequest is what the parent asks; each answer echoes its id. */
 export type HostRequest = { id: number } & (
@@ -15,10 +19,11 @@ export type HostRequest = { id: number } & (
   | { op: "tick" }
   | { op: "idle" }
   | { op: "loop" }
+  | { op: "memory" }
   | { op: "close" }
 );
 
-const [name = "", reconcile = "on"] = process.argv.slice(2);
+const [name = "", reconcile = "on", overrides = "{}"] = process.argv.slice(2);
 const state = readState(name);
 if (!state || !process.send) throw new Error(`host-process: no cluster "${name}", or no IPC channel`);
 const send = (m: unknown) => process.send?.(m);
@@ -26,6 +31,7 @@ const off = reconcile === "off";
 const { host } = await benchHost(state, {
   tickSeconds: off ? 0 : 5,
   ...(off ? { auditTriggers: false } : {}),
+  ...(JSON.parse(overrides) as HostOverrides),
 });
 const loop = monitorEventLoopDelay({ resolution: 1 });
 loop.enable();
@@ -44,6 +50,11 @@ process.on("message", async (m: HostRequest) => {
       const ms = (ns: number) => Math.round(ns / 1e4) / 100;
       send({ id: m.id, p50: ms(loop.percentile(50)), p99: ms(loop.percentile(99)), max: ms(loop.max) });
       loop.reset();
+    } else if (m.op === "memory") {
+      // A full GC first (V8's gc, exposed at run time), so the heap figures are live objects.
+      setFlagsFromString("--expose-gc");
+      (runInNewContext("gc") as () => void)();
+      send({ id: m.id, ...process.memoryUsage() });
     } else if (m.op === "idle") {
       await host.reconciler.idle();
       send({ id: m.id });
@@ -56,4 +67,4 @@ process.on("message", async (m: HostRequest) => {
     send({ id: m.id, error: String(e) });
   }
 });
-send({ ready: true });
+send({ ready: true, ...(host.dataPlane ? { dataPlane: host.dataPlane.ports } : {}) });

@@ -1,4 +1,3 @@
-import { type ChildProcess, fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { Agent, request } from "node:https";
@@ -11,6 +10,7 @@ import { installCrds, registerWebhooks } from "../infra/cluster/install.ts";
 import type { ClusterState } from "../infra/cluster/state.ts";
 import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
 import type { Log } from "../lib/log.ts";
+import { forkIpc } from "./child-ipc.ts";
 
 /** quiet is a Log that drops everything (benchmarks report figures, not logs). */
 export const quiet: Log = { debug() {}, info() {}, warn() {}, error() {} };
@@ -52,54 +52,51 @@ export const BENCH_METRICS_TOKEN = "bench-metrics-token";
 /** HostProcess is the Node host running in a child process (bench/host-process.ts). */
 export interface HostProcess {
   pid: number;
+  /** dataPlane is where its sandbox router listens, when HostOverrides.dataPlane asked for one. */
+  dataPlane?: { plain?: number; tls?: number };
   /** ask sends one request and resolves with its answer (rejects when the host reports an error). */
   ask(request: { op: "key"; team: string; user: string }): Promise<{ key: string }>;
   ask(request: { op: "loop" }): Promise<{ p50: number; p99: number; max: number }>;
+  ask(request: { op: "memory" }): Promise<NodeJS.MemoryUsage>;
   ask(request: { op: "tick" | "idle" | "close" }): Promise<unknown>;
 }
 
+/** HostOverrides are the host settings a benchmark may add to a forked host (sent as JSON). */
+export type HostOverrides = Pick<HostConfig, "dataPlane" | "sealingKey" | "sandboxDomain" | "envdPort">;
+
 /**
  * forkHost starts the Node host for a running benchmark cluster in its own process, with the
- * audit-triggered reconciles on or off, and resolves once it serves.
+ * audit-triggered reconciles on or off (and overrides), and resolves once it serves.
  */
-export async function forkHost(state: ClusterState, reconcile: "on" | "off"): Promise<HostProcess> {
+export async function forkHost(
+  state: ClusterState,
+  reconcile: "on" | "off",
+  overrides: HostOverrides = {},
+): Promise<HostProcess> {
   // BENCH_HOST_PROFILE=DIR writes the host's V8 CPU profile there when it exits.
   const profileDir = process.env.BENCH_HOST_PROFILE;
-  const child: ChildProcess = fork(
-    new URL("./host-process.ts", import.meta.url).pathname,
-    [state.name, reconcile],
+  const child = await forkIpc<{ dataPlane?: HostProcess["dataPlane"] }>(
+    new URL("./host-process.ts", import.meta.url),
+    [state.name, reconcile, JSON.stringify(overrides)],
     profileDir ? { execArgv: [...process.execArgv, "--cpu-prof", `--cpu-prof-dir=${profileDir}`] } : {},
   );
-  const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  let nextId = 0;
-  await new Promise<void>((resolve, reject) => {
-    child.once("exit", (code) => reject(new Error(`bench host exited with ${code} before it served`)));
-    child.on("message", (m: { ready?: boolean; id?: number; error?: string }) => {
-      if (m.ready) return resolve();
-      const w = m.id === undefined ? undefined : waiting.get(m.id);
-      if (!w || m.id === undefined) return;
-      waiting.delete(m.id);
-      if (m.error) w.reject(new Error(m.error));
-      else w.resolve(m);
-    });
-  });
   return {
-    pid: child.pid ?? 0,
-    ask: (request: object) =>
-      new Promise((resolve, reject) => {
-        const id = nextId++;
-        waiting.set(id, { resolve, reject });
-        child.send({ ...request, id });
-      }),
+    pid: child.pid,
+    ...(child.ready.dataPlane ? { dataPlane: child.ready.dataPlane } : {}),
+    ask: child.ask,
   } as HostProcess;
 }
 
 /**
  * benchNamespacesAndHost creates the API keys' namespace and the benchmark's, waits until pods
  * may be created in the latter (its default service account), and forks the host with its
- * reconciles on: the start every load benchmark shares.
+ * reconciles on (and overrides): the start every load benchmark shares.
  */
-export async function benchNamespacesAndHost(state: ClusterState, namespace: string) {
+export async function benchNamespacesAndHost(
+  state: ClusterState,
+  namespace: string,
+  overrides: HostOverrides = {},
+) {
   const admin = adminClient(state);
   for (const ns of ["agentbox-system", namespace])
     await admin("POST", "/api/v1/namespaces", JSON.stringify({ metadata: { name: ns } }));
@@ -107,7 +104,7 @@ export async function benchNamespacesAndHost(state: ClusterState, namespace: str
     async () =>
       (await admin("GET", `/api/v1/namespaces/${namespace}/serviceaccounts/default`)).status === 200,
   );
-  return { admin, host: await forkHost(state, "on") };
+  return { admin, host: await forkHost(state, "on", overrides) };
 }
 
 /** waitFor polls check (errors count as "not yet") until it holds or the deadline passes. */

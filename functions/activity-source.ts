@@ -92,3 +92,22 @@ export function sharePulls(pull: PullActivity, reuseMs: number, now: () => numbe
     return inFlight;
   };
 }
+
+/**
+ * mergePulls pulls every source at once and answers each sandbox's latest time among them. It
+ * rejects when any source fails: a sandbox one source saw is active whatever the others say, so a
+ * partial answer could make it look idle.
+ */
+export function mergePulls(pulls: readonly PullActivity[]): PullActivity {
+  if (pulls.length === 1 && pulls[0]) return pulls[0];
+  return async () => {
+    const answers = await Promise.all(pulls.map((pull) => pull()));
+    const merged = new Map<string, Date>();
+    for (const answer of answers)
+      for (const [id, at] of answer) {
+        const had = merged.get(id);
+        if (!had || at.getTime() > had.getTime()) merged.set(id, at);
+      }
+    return merged;
+  };
+}

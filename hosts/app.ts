@@ -30,7 +30,8 @@ export interface AppDeps {
   e2b?: E2bSettings;
   /**
    * sandboxDomain is where sandbox ports are reached, `<port>-<id>.<domain>` (checkSandboxDomain's):
-   * the E2B answers' `domain` and the native GET's URLs. Unset, E2B answers say `domain: null`.
+   * the E2B answers' `domain` and the native GET's and create's URLs. Unset, E2B answers say
+   * UNSET_SANDBOX_DOMAIN (`sandbox-domain-unset.invalid`, never null: ADR 0026).
    */
   sandboxDomain?: string;
   /** metrics count every HTTP request by route template, and audit events. */

@@ -6,6 +6,7 @@ import { createSandbox } from "../functions/api/create-sandbox.ts";
 import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
 import type { ApiDeps } from "../functions/api/deps.ts";
 import { findSandbox } from "../functions/api/find-sandbox.ts";
+import { ownerToken } from "../functions/api/sandbox-access.ts";
 import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
 import { parseWith } from "../lib/api/parse.ts";
@@ -28,9 +29,8 @@ import {
 import { isApiServerTrouble } from "../lib/kube/errors.ts";
 import { bearerOrApiKey, type Tenant } from "../lib/sandboxes/api-keys.ts";
 import { tooManySandboxes } from "../lib/sandboxes/errors.ts";
-import { envdAccessToken } from "../lib/sandboxes/sealing.ts";
 import type { TimeoutChange } from "../lib/sandboxes/timeouts.ts";
-import { sandboxView, whyNotRunning } from "../lib/sandboxes/view.ts";
+import { type SandboxView, sandboxView, whyNotRunning } from "../lib/sandboxes/view.ts";
 import { fail } from "./e2b-fail.ts";
 import { e2bListRoutes } from "./e2b-list.ts";
 
@@ -64,6 +64,8 @@ async function parseBody<T>(c: C, schema: Parameters<typeof parseWith>[0]): Prom
  * same keys as /v1, E2B's bodies, statuses and `{code, message}` errors. A templateID names a
  * SandboxTemplate (or a pool as namespace/name). Creates wait until the sandbox runs and envd has
  * its env and token, as E2B's do; pausing and the other features a pool cannot give answer 501.
+ * An admin key gets, retimes, connects to and kills any tenant's sandbox, but envdAccessToken is
+ * in the answers to the sandbox's owner only (ownerToken); `domain` is never null (e2bDomain).
  */
 export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
   const app = new Hono<E2bEnv>();
@@ -83,11 +85,8 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
     c.set("tenant", tenant);
     return next();
   });
-  const token = async (id: string) => {
-    const keys = deps.postStart?.keys;
-    if (!keys) throw new Error("no sealing keys"); // unreachable: the middleware answered 501
-    return envdAccessToken(keys, id);
-  };
+  /** token is the envd token an answer carries: for the sandbox's owner, none for an admin (ownerToken). */
+  const token = (c: C, view: SandboxView) => ownerToken(deps, c.get("tenant"), view);
   /** find finds the tenant's sandbox as E2B sees it (starting or running), with its view. */
   const find = async (
     c: C,
@@ -133,7 +132,7 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
     const waited = await waitForRunning(deps, outcome.pod, outcome.pool, seconds * 1000);
     const view = waited.pod && sandboxView(waited.pod, deps.now());
     if (waited.ok && waited.pod && view)
-      return c.json(e2bSandbox(waited.pod, view, settings, await token(view.sandboxId)), 201);
+      return c.json(e2bSandbox(waited.pod, view, settings, await token(c, view)), 201);
     // A failed E2B create leaves nothing behind: the caller never got the id to release it.
     await deleteSandbox(deps, c.get("tenant"), outcome.sandbox.sandboxId);
     const detail = whyNotRunning(view);
@@ -154,7 +153,7 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
   app.get("/sandboxes/:id", async (c) => {
     const found = await find(c, c.req.param("id"));
     if (!found) return notFound(c, c.req.param("id"));
-    return c.json(e2bDetail(found.pod, found.view, settings, await token(found.view.sandboxId)));
+    return c.json(e2bDetail(found.pod, found.view, settings, await token(c, found.view)));
   });
 
   app.delete("/sandboxes/:id", async (c) => {
@@ -183,7 +182,7 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
     if (req instanceof Response) return req;
     const found = await retime(c, { lifetime: { seconds: req.timeout, mode: "extend" } });
     if (!found) return notFound(c, c.req.param("id") ?? "");
-    return c.json(e2bSandbox(found.pod, found.view, settings, await token(found.view.sandboxId)), 200);
+    return c.json(e2bSandbox(found.pod, found.view, settings, await token(c, found.view)), 200);
   };
   app.post("/sandboxes/:id/connect", connect(ConnectSandbox));
   app.post("/v2/sandboxes/:id/connect", connect(ConnectSandboxV2));

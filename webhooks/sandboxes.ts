@@ -11,6 +11,7 @@ import { ContinueRejected, listSandboxes } from "../functions/api/list-sandboxes
 import { listTargets } from "../functions/api/list-targets.ts";
 import { recordActivity } from "../functions/api/record-activity.ts";
 import { readTarget } from "../functions/api/resolve-pool.ts";
+import { viewWithAccess } from "../functions/api/sandbox-access.ts";
 import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
 import { type ApiIssue, parseWith } from "../lib/api/parse.ts";
@@ -38,6 +39,7 @@ import { timeoutChange } from "../lib/sandboxes/timeouts.ts";
 import {
   isMetadataFilterError,
   parseMetadataFilter,
+  type SandboxView,
   sandboxView,
   whyNotRunning,
 } from "../lib/sandboxes/view.ts";
@@ -73,8 +75,8 @@ export interface SandboxAddressing {
 /**
  * sandboxRoutes is the native REST API under /v1: every request carries an API key (X-API-Key or
  * Bearer), resolved to a tenant on each call; bodies and queries are validated with field paths;
- * another tenant's sandbox is a 404 like one that does not exist. A sandbox's GET also says how
- * it is reached (its URLs under `addressing.domain`; envd's token to its owner).
+ * another tenant's sandbox is a 404 like one that does not exist. A sandbox's GET and create also
+ * say how it is reached (its URLs under `addressing.domain`; envd's token to its owner).
  */
 export function sandboxRoutes(deps: ApiDeps, addressing: SandboxAddressing = {}): Hono<Env> {
   const app = new Hono<Env>();
@@ -144,7 +146,9 @@ export function sandboxRoutes(deps: ApiDeps, addressing: SandboxAddressing = {})
     const outcome = await createSandbox(deps, tenant, req.value, {}, reads);
     endTime(c, "create");
     if (took.target !== undefined) setMetric(c, "target", took.target);
-    if (outcome.ok && !req.value.wait) return c.json(outcome.sandbox, 201);
+    // The answer says how the sandbox is reached, as its GET does (its creator is its owner).
+    const claimed = (view: SandboxView) => viewWithAccess(deps, tenant, view, addressing.domain);
+    if (outcome.ok && !req.value.wait) return c.json(await claimed(outcome.sandbox), 201);
     if (outcome.ok) {
       const seconds = waitSeconds(outcome.pool, req.value);
       const waited = await waitForRunning(deps, outcome.pod, outcome.pool, seconds * 1000);
@@ -153,7 +157,7 @@ export function sandboxRoutes(deps: ApiDeps, addressing: SandboxAddressing = {})
       if (kubeletMs !== undefined) setMetric(c, "kubelet", hundredths(kubeletMs));
       setMetric(c, "start", hundredths(endMs - (kubeletMs ?? 0)));
       const view = waited.pod ? sandboxView(waited.pod, deps.now()) : undefined;
-      if (waited.ok && view) return c.json(view, 201);
+      if (waited.ok && view) return c.json(await claimed(view), 201);
       const why = waited.ok ? "ended" : waited.reason;
       const because = whyNotRunning(view);
       return send(

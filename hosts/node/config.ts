@@ -177,7 +177,7 @@ export interface HostEnv {
   /** sealingKey seals claims' env vars and derives envd tokens; optional (see HostConfig). */
   sealingKey?: string;
   envdPort: number;
-  /** sandboxDomain is where sandbox ports are reached (AGENTBOX_SANDBOX_DOMAIN); unset, answers say null. */
+  /** sandboxDomain is where sandbox ports are reached (AGENTBOX_SANDBOX_DOMAIN); unset, E2B answers say sandbox-domain-unset.invalid (ADR 0026). */
   sandboxDomain?: string;
   /** clusterId is the local cluster's ID (the Env step's segment); unset, Envs are not reconciled. */
   clusterId?: string;
@@ -259,10 +259,12 @@ export function readHostEnv(
       );
     }
   }
+  const dataPlane = dataPlaneSettings(e);
+  // The router is an activity source of its own (its traffic), as a pulled source is.
   const idle = idleReleaseMode(
     e.AGENTBOX_IDLE_RELEASE,
-    activity.value !== undefined,
-    "AGENTBOX_ACTIVITY_SOURCE_URL",
+    activity.value !== undefined || dataPlane !== undefined,
+    "AGENTBOX_ACTIVITY_SOURCE_URL, or the sandbox router: AGENTBOX_SANDBOX_DOMAIN or AGENTBOX_DATA_PLANE_PORT",
   );
   if (!idle.ok) errors.push(`AGENTBOX_IDLE_RELEASE: ${idle.error}`);
   const limits = parseTeamLimits(e.AGENTBOX_TEAM_SANDBOX_LIMIT, e.AGENTBOX_TEAM_SANDBOX_LIMITS);
@@ -270,7 +272,6 @@ export function readHostEnv(
   const domain =
     e.AGENTBOX_SANDBOX_DOMAIN === undefined ? undefined : checkSandboxDomain(e.AGENTBOX_SANDBOX_DOMAIN);
   if (domain && !domain.ok) errors.push(`AGENTBOX_SANDBOX_DOMAIN: ${domain.error}`);
-  const dataPlane = dataPlaneSettings(e);
   if (dataPlane && dataPlane.plainPort === e.AGENTBOX_LISTEN_PORT)
     errors.push("AGENTBOX_DATA_PLANE_PORT: must differ from AGENTBOX_LISTEN_PORT");
   if (

@@ -55,7 +55,10 @@ export interface HostConfig {
   clusterId?: string;
   /** adoptPools gives every standalone pool a same-named Env on the tick (opt-in). */
   adoptPools?: boolean;
-  /** idleRelease is what counts as activity for idle timeouts (default: pulled with a source, else reported). */
+  /**
+   * idleRelease is what counts as activity for idle timeouts (default: pulled when the host has a
+   * source, the router (dataPlane) or activitySource, else reported).
+   */
   idleRelease?: IdleReleaseMode;
   /** Where the hashed API keys live (default agentbox-system/agentbox-api-keys). */
   apiKeys?: { namespace: string; name: string };
@@ -162,9 +165,15 @@ export async function startHost(config: HostConfig): Promise<Host> {
       ...(config.adoptPools ? { adoptPools: true } : {}),
       ...(config.idleRelease ? { idleRelease: config.idleRelease } : {}),
       ...(config.auditNamespacePrefix ? { auditNamespacePrefix: config.auditNamespacePrefix } : {}),
+      ...(config.dataPlane ? { hostActivity: true } : {}),
     },
     config.log,
     metrics.reconcilerRestarts,
+    // The router is this host's activity source; until it runs, idle release can tell nothing.
+    () => {
+      if (!dataPlane) throw new Error("the sandbox router is not running yet");
+      return dataPlane.activity();
+    },
   );
   // One exposition for both threads; a thread that is restarting, or too busy to answer within
   // THREAD_METRICS_MS, leaves its part out of that scrape (the scraper keeps its own deadline).

@@ -5,6 +5,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { KubeConfig } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
+import type { PullActivity } from "../../functions/activity-source.ts";
 import type { Log } from "../../lib/log.ts";
 import { createMetrics } from "../../lib/metrics/metrics.ts";
 import { startReconciler } from "./reconciler.ts";
@@ -28,16 +29,50 @@ const level =
   };
 const log: Log = { debug: level("debug"), info: level("info"), warn: level("warn"), error: level("error") };
 
+/** PULL_MS bounds one pull of the host's activity: no answer means idle release releases nothing. */
+const PULL_MS = 2000;
+
+const pulls = new Map<number, (m: Extract<ToReconciler, { op: "activity" }>) => void>();
+let nextPull = 0;
+
+/** pullFromHost asks the host's thread for its router's activity (ReconcilerThreadSettings.hostActivity). */
+const pullFromHost: PullActivity = () =>
+  new Promise((resolve, reject) => {
+    const id = nextPull++;
+    const timer = setTimeout(() => {
+      pulls.delete(id);
+      reject(new Error(`the host's activity did not answer within ${PULL_MS} ms`));
+    }, PULL_MS);
+    pulls.set(id, (m) => {
+      clearTimeout(timer);
+      pulls.delete(id);
+      if ("error" in m) reject(new Error(`the host's activity: ${m.error}`));
+      else resolve(new Map(m.value.map(([sandbox, at]) => [sandbox, new Date(at)])));
+    });
+    post({ op: "pull-activity", id });
+  });
+
 const settings = workerData as ReconcilerThreadSettings;
 const kubeconfig = new KubeConfig();
 kubeconfig.loadFromString(settings.kubeconfig);
 const history = new SqliteHistoryStore(settings.historyPath);
 // This thread's metrics: the host's thread asks for them on every scrape and merges them with its own.
 const metrics = createMetrics(new Registry());
-const reconciler = startReconciler(await nodeStepDeps(kubeconfig, history, log, settings, metrics), settings);
+const reconciler = startReconciler(
+  await nodeStepDeps(
+    kubeconfig,
+    history,
+    log,
+    settings,
+    metrics,
+    settings.hostActivity ? pullFromHost : undefined,
+  ),
+  settings,
+);
 
 port.on("message", async (m: ToReconciler) => {
   if (m.op === "audit") return reconciler.audit(m.work);
+  if (m.op === "activity") return pulls.get(m.id)?.(m);
   try {
     if (m.op === "run")
       post({ op: "reply", id: m.id, value: await reconciler.run(m.step, m.namespace, m.pool) });

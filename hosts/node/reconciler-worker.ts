@@ -11,7 +11,12 @@ export interface ReconcilerThreadSettings extends StepSettings, ReconcilerOption
   /** kubeconfig as KubeConfig.exportConfig() writes it (the thread loads its own client). */
   kubeconfig: string;
   historyPath: string;
+  /** hostActivity: the host's thread has an activity source (its router) the thread pulls. */
+  hostActivity?: boolean;
 }
+
+/** HostActivity answers the thread's pulls: sandbox id → last active (throws: cannot tell). */
+export type HostActivity = () => ReadonlyMap<string, Date>;
 
 /** ToReconciler is what the host's thread asks the reconciler's; every op but audit is answered. */
 export type ToReconciler =
@@ -20,14 +25,28 @@ export type ToReconciler =
   | { op: "run-env"; id: number; namespace: string; env: string }
   | { op: "idle"; id: number }
   | { op: "metrics"; id: number }
-  | { op: "close"; id: number };
+  | { op: "close"; id: number }
+  | { op: "activity"; id: number; value: [string, number][] }
+  | { op: "activity"; id: number; error: string };
 
 /** FromReconciler is what the reconciler's thread sends back. */
 export type FromReconciler =
   | { op: "ready" }
   | { op: "log"; level: keyof Log; obj: object; msg?: string }
+  | { op: "pull-activity"; id: number }
   | { op: "reply"; id: number; value: unknown }
   | { op: "reply"; id: number; error: string; name: string };
+
+/** answerActivity is the host's answer to one of the thread's activity pulls. */
+function answerActivity(id: number, hostActivity: HostActivity | undefined): ToReconciler {
+  try {
+    if (!hostActivity) throw new Error("this host has no activity source");
+    const value = [...hostActivity()].map(([sandbox, at]): [string, number] => [sandbox, at.getTime()]);
+    return { op: "activity", id, value };
+  } catch (e) {
+    return { op: "activity", id, error: e instanceof Error ? e.message : String(e) };
+  }
+}
 
 /**
  * A reconciler thread that died is started again after RESTART_DELAY_MS, doubling up to
@@ -60,6 +79,7 @@ export async function startReconcilerThread(
   settings: ReconcilerThreadSettings,
   log: Log,
   restarts?: Counter<never>,
+  hostActivity?: HostActivity,
 ): Promise<ReconcilerThread> {
   const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   let worker: Worker | undefined;
@@ -95,6 +115,7 @@ export async function startReconcilerThread(
           return resolve();
         }
         if (m.op === "log") return log[m.level](m.obj, m.msg);
+        if (m.op === "pull-activity") return w.postMessage(answerActivity(m.id, hostActivity));
         const call = waiting.get(m.id);
         waiting.delete(m.id);
         if ("error" in m) call?.reject(Object.assign(new Error(m.error), { name: m.name }));

@@ -32,7 +32,8 @@ if (!activity.ok) {
 }
 const idleSetting = v.safeParse(IdleReleaseSetting, process.env.AGENTBOX_IDLE_RELEASE);
 const idleRelease = idleSetting.success
-  ? idleReleaseMode(idleSetting.output, activity.value !== undefined, "AGENTBOX_ACTIVITY_SOURCE_URL")
+  ? // npm start always runs the router, an activity source of its own.
+    idleReleaseMode(idleSetting.output, true, "AGENTBOX_ACTIVITY_SOURCE_URL")
   : { ok: false as const, error: idleSetting.issues[0]?.message ?? "invalid" };
 if (!idleRelease.ok) {
   console.error(`agentbox-functions: invalid configuration:\n- AGENTBOX_IDLE_RELEASE: ${idleRelease.error}`);

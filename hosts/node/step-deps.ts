@@ -4,6 +4,8 @@ import {
   ACTIVITY_REUSE_MS,
   type ActivitySourceConfig,
   httpActivitySource,
+  mergePulls,
+  type PullActivity,
   sharePulls,
 } from "../../functions/activity-source.ts";
 import { postStartDeps, type StepDeps } from "../../functions/deps.ts";
@@ -43,7 +45,8 @@ export interface StepSettings {
 /**
  * nodeStepDeps is what the steps touch in the Node host, built the same way in each thread that
  * runs them (the API's thread for waiting creates, the reconciler's for everything else), with
- * that thread's metrics when given (its apiserver requests are counted too).
+ * that thread's metrics when given (its apiserver requests are counted too). Idle release pulls
+ * the configured activity source and `hostActivity` (the host's router), both when both are set.
  */
 export async function nodeStepDeps(
   kubeconfig: KubeConfig,
@@ -51,7 +54,12 @@ export async function nodeStepDeps(
   log: Log,
   settings: StepSettings,
   metrics?: Metrics,
+  hostActivity?: PullActivity,
 ): Promise<StepDeps> {
+  const pulls = [
+    ...(settings.activitySource ? [httpActivitySource(settings.activitySource)] : []),
+    ...(hostActivity ? [hostActivity] : []),
+  ];
   const transport = nodeKubeTransport(
     kubeconfig,
     settings.kubeTimeouts ? { timeouts: settings.kubeTimeouts } : {},
@@ -78,8 +86,6 @@ export async function nodeStepDeps(
     ...(settings.idleRelease ? { idleRelease: settings.idleRelease } : {}),
     ...(settings.clusterId ? { clusterId: settings.clusterId } : {}),
     ...(settings.adoptPools ? { adoptPools: true } : {}),
-    ...(settings.activitySource
-      ? { pullActivity: sharePulls(httpActivitySource(settings.activitySource), ACTIVITY_REUSE_MS) }
-      : {}),
+    ...(pulls.length ? { pullActivity: sharePulls(mergePulls(pulls), ACTIVITY_REUSE_MS) } : {}),
   };
 }

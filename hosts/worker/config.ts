@@ -71,7 +71,8 @@ const WorkerEnvSchema = v.object({
   /**
    * SANDBOX_DOMAIN is the sandbox domain of the router deployment that serves this cluster's
    * sandbox traffic (the Worker has no route to pods): the E2B answers' `domain`, the native GET's
-   * URLs. As the Node host's AGENTBOX_SANDBOX_DOMAIN; unset, answers say null.
+   * URLs. As the Node host's AGENTBOX_SANDBOX_DOMAIN; unset, E2B answers say a `.invalid` domain
+   * the SDK cannot reach (ADR 0026).
    */
   SANDBOX_DOMAIN: v.optional(v.string()),
   /** TICK_NAMESPACE limits the tick to one namespace (a namespace-scoped deployment). */

@@ -5,7 +5,8 @@ import { join } from "node:path";
 /**
  * Pki is the set of files the local control plane authenticates with: one CA that signs the
  * apiserver's serving certificate and the Node host's webhook serving certificate (both with
- * SAN IP:127.0.0.1), and the service-account signing key pair.
+ * SAN IP:127.0.0.1; the host's also covers `*.<sandbox domain>` when given one, for its sandbox
+ * router's TLS listener), and the service-account signing key pair.
  */
 export interface Pki {
   caCert: string;
@@ -57,9 +58,11 @@ function signServingCert(dir: string, name: string, cn: string, ips: string[], d
 
 /**
  * createPki writes a fresh PKI into dir (idempotent: existing files are kept, so a restarted
- * cluster keeps trusting what it trusted). advertiseIp is added to the apiserver's SANs.
+ * cluster keeps trusting what it trusted). advertiseIp is added to the apiserver's SANs;
+ * sandboxDomain adds the wildcard `*.<sandboxDomain>` to the host's, so clients reach sandboxes
+ * by name (`<port>-<id>.<sandboxDomain>`) over TLS verified against this CA.
  */
-export function createPki(dir: string, advertiseIp: string): Pki {
+export function createPki(dir: string, advertiseIp: string, sandboxDomain?: string): Pki {
   const pki: Pki = {
     caCert: join(dir, "ca.crt"),
     caKey: join(dir, "ca.key"),
@@ -99,7 +102,8 @@ export function createPki(dir: string, advertiseIp: string): Pki {
     );
   }
   if (!existsSync(pki.webhookCert)) {
-    signServingCert(dir, "webhook", "agentbox-functions", ["127.0.0.1"], ["localhost"]);
+    const sandboxes = sandboxDomain ? [`*.${sandboxDomain}`] : [];
+    signServingCert(dir, "webhook", "agentbox-functions", ["127.0.0.1"], ["localhost", ...sandboxes]);
   }
   if (!existsSync(pki.saKey)) {
     openssl(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "sa.key"], dir);

@@ -24,6 +24,8 @@ export interface UpOptions {
   hostPort?: number;
   /** Audit webhook URL; defaults to https://127.0.0.1:<hostPort>/audit. */
   auditWebhookUrl?: string;
+  /** sandboxDomain: the host's serving certificate also covers `*.<sandboxDomain>` (its sandbox router). */
+  sandboxDomain?: string;
   log: (line: string) => void;
 }
 
@@ -86,7 +88,7 @@ async function startOnce(opts: UpOptions, binDir: string): Promise<ClusterState>
   mkdirSync(logs, { recursive: true });
   mkdirSync(join(dir, "pki"));
   const ip = advertiseAddress();
-  const pki = createPki(join(dir, "pki"), ip);
+  const pki = createPki(join(dir, "pki"), ip, opts.sandboxDomain);
   const [etcdClient, etcdPeer, apiserver, controllerManager, scheduler, picked] = await freePorts(6);
   const ports = {
     etcdClient: etcdClient!,

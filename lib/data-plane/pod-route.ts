@@ -3,7 +3,7 @@
 // has an IP: a starting, stopping, idle or relabelled pod has none, so a pod IP reused by another
 // sandbox is never reached through an old sandbox's route (routes are keyed by sandbox id).
 import type { V1Pod } from "@kubernetes/client-node";
-import { SANDBOX_ID_LABEL } from "../api/keys.ts";
+import { IDLE_TIMEOUT_ANNOTATION, LAST_ACTIVE_ANNOTATION, SANDBOX_ID_LABEL } from "../api/keys.ts";
 import { sandboxView } from "../sandboxes/view.ts";
 import { ENVD_PORT } from "./sandbox-host.ts";
 
@@ -15,6 +15,10 @@ export interface PodRoute {
   podName: string;
   /** podUid tells a pod from a later one of the same name (a slot's replacement). */
   podUid: string;
+  /** lastActive is the pod's last-active annotation (the router's activity writes compare to it). */
+  lastActive?: string;
+  /** idleTimeoutSeconds is the sandbox's idle timeout, when it has one. */
+  idleTimeoutSeconds?: number;
 }
 
 /**
@@ -27,12 +31,17 @@ export function podRoute(pod: V1Pod, now: Date): PodRoute | undefined {
   const view = sandboxView(pod, now);
   const podIP = pod.status?.podIP;
   if (!label || !view || view.sandboxId !== label || view.phase !== "running" || !podIP) return undefined;
+  const annotations = pod.metadata?.annotations ?? {};
+  const lastActive = annotations[LAST_ACTIVE_ANNOTATION];
+  const idleTimeout = Number(annotations[IDLE_TIMEOUT_ANNOTATION]);
   return {
     sandboxId: label,
     podIP,
     namespace: view.namespace,
     podName: view.pod,
     podUid: pod.metadata?.uid ?? "",
+    ...(lastActive ? { lastActive } : {}),
+    ...(Number.isFinite(idleTimeout) && idleTimeout > 0 ? { idleTimeoutSeconds: idleTimeout } : {}),
   };
 }
 

@@ -10,6 +10,13 @@ import type { SandboxView } from "../sandboxes/view.ts";
 export const TEMPLATE_ID_ANNOTATION = "e2b.agentbox.dev/template-id";
 /** E2B_CLIENT_ID is the clientID every answer shows (SDKs before 1.7 put it in sandbox hosts). */
 export const E2B_CLIENT_ID = "agentbox";
+/**
+ * UNSET_SANDBOX_DOMAIN is the `domain` answered when no sandbox domain is configured (ADR 0026):
+ * the SDK reads `null` as "E2B's own", and would send envd traffic with the sandbox's token to
+ * `sandbox.e2b.app`. A name under `.invalid` (RFC 6761) resolves nowhere, so the SDK's sandbox
+ * traffic fails on the caller's machine, naming what is missing; E2B_SANDBOX_URL still works.
+ */
+export const UNSET_SANDBOX_DOMAIN = "sandbox-domain-unset.invalid";
 /** NO_END is shown as endAt for a sandbox without a lifetime (E2B always has one). */
 const NO_END = "9999-12-31T23:59:59Z";
 const MiB = 1024 * 1024;
@@ -20,8 +27,7 @@ export interface E2bSettings {
   envdVersion: string;
   /**
    * domain is the sandbox domain (AGENTBOX_SANDBOX_DOMAIN): the SDK reaches a sandbox's port at
-   * `https://<port>-<sandboxID>.<domain>`. Unset, answers say null and the SDK falls back to
-   * E2B_DOMAIN (e2b.app by default) unless E2B_SANDBOX_URL names the router.
+   * `https://<port>-<sandboxID>.<domain>`. Unset, answers say UNSET_SANDBOX_DOMAIN (e2bDomain).
    */
   domain?: string;
 }
@@ -84,25 +90,46 @@ export function e2bListed(pod: V1Pod, view: SandboxView, settings: E2bSettings):
   };
 }
 
-/** e2bDetail is E2B's SandboxDetail: the listed fields, the envd token and the domain. */
-export function e2bDetail(pod: V1Pod, view: SandboxView, settings: E2bSettings, envdAccessToken: string) {
-  return {
-    ...e2bListed(pod, view, settings),
-    envdAccessToken,
-    domain: settings.domain ?? null,
-  };
+/** e2bDomain is the `domain` every answer carries: the sandbox domain, else UNSET_SANDBOX_DOMAIN, never null. */
+export function e2bDomain(settings: E2bSettings): string {
+  return settings.domain ?? UNSET_SANDBOX_DOMAIN;
 }
 
-/** e2bSandbox is E2B's Sandbox, the answer to create and connect. */
-export function e2bSandbox(pod: V1Pod, view: SandboxView, settings: E2bSettings, envdAccessToken: string) {
+/**
+ * tokenField is the envdAccessToken of an answer: present when the caller is given the token (its
+ * owner), left out otherwise. E2B's schema has the field optional, and the SDK (2.51) then sends
+ * no X-Access-Token, so a non-owner's envd traffic is refused by the router (401).
+ */
+const tokenField = (envdAccessToken: string | undefined) => (envdAccessToken ? { envdAccessToken } : {});
+
+/**
+ * e2bDetail is E2B's SandboxDetail: the listed fields, the domain and, to the sandbox's owner
+ * only (the caller passes undefined for anyone else, an admin included), the envd token.
+ */
+export function e2bDetail(
+  pod: V1Pod,
+  view: SandboxView,
+  settings: E2bSettings,
+  envdAccessToken: string | undefined,
+) {
+  return { ...e2bListed(pod, view, settings), ...tokenField(envdAccessToken), domain: e2bDomain(settings) };
+}
+
+/** e2bSandbox is E2B's Sandbox, the answer to create and connect; the envd token as e2bDetail's. */
+export function e2bSandbox(
+  pod: V1Pod,
+  view: SandboxView,
+  settings: E2bSettings,
+  envdAccessToken: string | undefined,
+) {
   return {
     templateID: templateIdOf(pod, view),
     sandboxID: view.sandboxId,
     clientID: E2B_CLIENT_ID,
     envdVersion: settings.envdVersion,
-    envdAccessToken,
+    ...tokenField(envdAccessToken),
     trafficAccessToken: null,
-    domain: settings.domain ?? null,
+    domain: e2bDomain(settings),
   };
 }
 

@@ -18,6 +18,12 @@ export const CLAIM_BUCKETS = [
 /** LIFETIME_BUCKETS suit sandbox phases: a start or recycle (100 ms up) to a session (hours). */
 export const LIFETIME_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 14400] as const;
 
+/** PROXY_BUCKETS suit the router's time to a response head: half a millisecond to a minute. */
+export const PROXY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 60] as const;
+
+/** PortClass labels the router's metrics: envd's port, a sandbox's other ports, or none (refused before a port was known). */
+export type PortClass = "envd" | "other" | "none";
+
 /**
  * Metrics are the host's instruments. Each is optional to its users (StepDeps.metrics,
  * ApiDeps.metrics): code paths observe when a registry was handed in, and tests without one
@@ -46,6 +52,14 @@ export interface Metrics {
   tickDuration: Histogram<never>;
   tickLastSuccess: Gauge<never>;
   reconcilerRestarts: Counter<never>;
+  /** dataPlane are the sandbox router's instruments (hosts/node/data-plane), by port class. */
+  dataPlane: {
+    requests: Counter<"port_class" | "code">;
+    bytes: Counter<"port_class" | "direction">;
+    openStreams: Gauge<"port_class">;
+    upstreamErrors: Counter<"port_class">;
+    latency: Histogram<"port_class">;
+  };
 }
 
 /** createMetrics registers every instrument on `registry` (not prom-client's global one). */
@@ -169,5 +183,33 @@ export function createMetrics(registry: Registry): Metrics {
       "agentbox_reconciler_thread_restarts_total",
       "Times the reconciler thread died and was started again.",
     ),
+    dataPlane: {
+      requests: counter(
+        "agentbox_dataplane_requests_total",
+        "Requests the sandbox router answered, by port class and status class (2xx…; refusals have port class none).",
+        ["port_class", "code"],
+      ),
+      bytes: counter(
+        "agentbox_dataplane_bytes_total",
+        "Body bytes the sandbox router carried, by port class and direction (in: to the sandbox).",
+        ["port_class", "direction"],
+      ),
+      openStreams: gauge(
+        "agentbox_dataplane_open_streams",
+        "Proxied requests and upgraded connections open now, by port class.",
+        ["port_class"],
+      ),
+      upstreamErrors: counter(
+        "agentbox_dataplane_upstream_errors_total",
+        "Proxied requests the sandbox failed (no answer, or an answer cut short), by port class.",
+        ["port_class"],
+      ),
+      latency: histogram(
+        "agentbox_dataplane_response_head_seconds",
+        "From a proxied request's arrival to its response head leaving the router (the sandbox's time included).",
+        PROXY_BUCKETS,
+        ["port_class"],
+      ),
+    },
   };
 }

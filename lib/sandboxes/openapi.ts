@@ -30,10 +30,17 @@ const SANDBOX = {
     startupTimeoutSeconds: int,
     podIP: str,
     detail: { type: "object", properties: { reason: str, message: str, lastUpdatedTime: str } },
-    // GET /sandboxes/{id} only: how its ports are reached (withAccess); the token to its owner.
+    // GET /sandboxes/{id} and the create's 201: how its ports are reached (viewWithAccess).
     access: {
       type: "object",
-      properties: { domain: str, urlPattern: str, envdUrl: str, envdAccessToken: str },
+      description:
+        "How the sandbox is reached (GET /sandboxes/{id} and the create's answer): its URLs when a sandbox domain is configured, and envd's X-Access-Token to the sandbox's owner only (never to an admin key looking at another tenant's sandbox)",
+      properties: {
+        domain: str,
+        urlPattern: { type: "string", description: "every port's URL: replace {port}" },
+        envdUrl: str,
+        envdAccessToken: { type: "string", description: "the sandbox owner's only" },
+      },
     },
   },
 };

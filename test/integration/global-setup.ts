@@ -38,7 +38,7 @@ export interface TestCluster {
   sealingKey: string;
   /** dataPlanePort is the test host's sandbox router, plain HTTP on 127.0.0.1. */
   dataPlanePort: number;
-  /** dataPlaneTlsPort is the same router over TLS (h2, http/1.1; the webhook certificate). */
+  /** dataPlaneTlsPort is the same router over TLS (h2, http/1.1; the webhook certificate, with `*.<domain>`). */
   dataPlaneTlsPort: number;
 }
 
@@ -62,7 +62,14 @@ export default async function setup(project: TestProject) {
   const log = (line: string) => console.error(`[cluster] ${line}`);
   const state = reuse
     ? readState(reuse)
-    : await up({ name, nodes: 3, pullDelayMs: 200, backoffDelayMs: 500, log });
+    : await up({
+        name,
+        nodes: 3,
+        pullDelayMs: 200,
+        backoffDelayMs: 500,
+        sandboxDomain: TEST_SANDBOX_DOMAIN,
+        log,
+      });
   if (!state)
     throw new Error(
       `AGENTBOX_CLUSTER=${reuse} names no running cluster; start it with npm run cluster -- up --name ${reuse}`,

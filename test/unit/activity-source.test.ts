@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { httpActivitySource, sharePulls } from "../../functions/activity-source.ts";
+import { httpActivitySource, mergePulls, sharePulls } from "../../functions/activity-source.ts";
 import { parseActivityReport } from "../../lib/sandboxes/activity.ts";
 
 // The pulled activity source: what counts as a valid answer, what the request carries, and how
@@ -145,5 +145,38 @@ describe("sharePulls", () => {
     expect(calls).toBe(3);
     fail = false;
     expect((await shared()).get("sbx-a")).toEqual(new Date(4));
+  });
+});
+
+describe("mergePulls", () => {
+  const t = (s: string) => new Date(`2026-01-01T00:00:${s}Z`);
+  it("answers each sandbox's latest time among the sources", async () => {
+    const merged = mergePulls([
+      async () =>
+        new Map([
+          ["a", t("10")],
+          ["b", t("05")],
+        ]),
+      async () =>
+        new Map([
+          ["a", t("03")],
+          ["c", t("07")],
+        ]),
+    ]);
+    expect(await merged()).toEqual(
+      new Map([
+        ["a", t("10")],
+        ["b", t("05")],
+        ["c", t("07")],
+      ]),
+    );
+  });
+
+  it("rejects when any source fails: a partial answer could make a sandbox look idle", async () => {
+    const merged = mergePulls([
+      async () => new Map([["a", t("10")]]),
+      () => Promise.reject(new Error("router down")),
+    ]);
+    await expect(merged()).rejects.toThrow("router down");
   });
 });

@@ -39,6 +39,20 @@ describe("podRoute", () => {
     });
   });
 
+  it("carries the last-active annotation and the idle timeout the activity writes compare with", () => {
+    const p = pod();
+    p.metadata = {
+      ...p.metadata,
+      annotations: {
+        "agentbox.navix.sh/last-active": "2026-01-01T00:00:00Z",
+        "agentbox.navix.sh/idle-timeout": "5",
+      },
+    };
+    expect(podRoute(p, now)).toMatchObject({ lastActive: "2026-01-01T00:00:00Z", idleTimeoutSeconds: 5 });
+    p.metadata.annotations = { "agentbox.navix.sh/idle-timeout": "soon" };
+    expect(podRoute(p, now)).not.toHaveProperty("idleTimeoutSeconds");
+  });
+
   it("gives no route to a sandbox that is not Running, has hooks pending, or has no IP or id", () => {
     for (const phase of ["starting", "stopping", "idle", "failed"])
       expect(podRoute(pod({ phase }), now)).toBeUndefined();

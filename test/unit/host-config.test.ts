@@ -81,6 +81,9 @@ describe("readHostEnv", () => {
     ]);
     const pulled = readHostEnv({ ...valid, AGENTBOX_ACTIVITY_SOURCE_URL: "https://proxy.local/stats" });
     expect(pulled.ok && pulled.value.idleRelease).toBe("pulled");
+    // The sandbox router is an activity source of its own: its traffic counts by default.
+    const routed = readHostEnv({ ...valid, AGENTBOX_SANDBOX_DOMAIN: "sandbox.example.com" });
+    expect(routed.ok && routed.value.idleRelease).toBe("pulled");
     const bad = readHostEnv({
       ...valid,
       AGENTBOX_CLUSTER_ID: "no spaces",
@@ -94,7 +97,7 @@ describe("readHostEnv", () => {
     ]);
     const pulledWithout = readHostEnv({ ...valid, AGENTBOX_IDLE_RELEASE: "pulled" });
     expect(pulledWithout.ok ? [] : pulledWithout.errors).toEqual([
-      "AGENTBOX_IDLE_RELEASE: pulled needs a pulled activity source (AGENTBOX_ACTIVITY_SOURCE_URL)",
+      "AGENTBOX_IDLE_RELEASE: pulled needs a pulled activity source (AGENTBOX_ACTIVITY_SOURCE_URL, or the sandbox router: AGENTBOX_SANDBOX_DOMAIN or AGENTBOX_DATA_PLANE_PORT)",
     ]);
   });
 

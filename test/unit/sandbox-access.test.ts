@@ -1,6 +1,9 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { e2bDetail, e2bSandbox } from "../../lib/e2b/views.ts";
+import { ownerToken, viewWithAccess } from "../../functions/api/sandbox-access.ts";
+import { checkSandboxDomain } from "../../lib/data-plane/sandbox-domain.ts";
+import { e2bDetail, e2bSandbox, UNSET_SANDBOX_DOMAIN } from "../../lib/e2b/views.ts";
+import { envdAccessToken, importSealKeys } from "../../lib/sandboxes/sealing.ts";
 import { isOwnSandbox, type SandboxView, withAccess } from "../../lib/sandboxes/view.ts";
 
 const view: SandboxView = {
@@ -51,11 +54,51 @@ describe("isOwnSandbox", () => {
 
 describe("E2B answers' domain", () => {
   const pod = { metadata: { annotations: { "e2b.agentbox.dev/template-id": "base" } } } as V1Pod;
-  it("is the sandbox domain when there is one, else null", () => {
+  it("is the sandbox domain when there is one, else a reserved name that resolves nowhere, never null", () => {
     const withDomain = { envdVersion: "0.5.7", domain: "sandbox.example.com" };
     expect(e2bSandbox(pod, view, withDomain, "tok")).toMatchObject({ domain: "sandbox.example.com" });
     expect(e2bDetail(pod, view, withDomain, "tok")).toMatchObject({ domain: "sandbox.example.com" });
-    expect(e2bSandbox(pod, view, { envdVersion: "0.5.7" }, "tok")).toMatchObject({ domain: null });
-    expect(e2bDetail(pod, view, { envdVersion: "0.5.7" }, "tok")).toMatchObject({ domain: null });
+    // null would make the SDK send envd traffic, token included, to E2B (sandbox.e2b.app).
+    expect(e2bSandbox(pod, view, { envdVersion: "0.5.7" }, "tok")).toMatchObject({
+      domain: UNSET_SANDBOX_DOMAIN,
+    });
+    expect(e2bDetail(pod, view, { envdVersion: "0.5.7" }, "tok")).toMatchObject({
+      domain: UNSET_SANDBOX_DOMAIN,
+    });
+    expect(UNSET_SANDBOX_DOMAIN).toMatch(/\.invalid$/);
+    expect(checkSandboxDomain(UNSET_SANDBOX_DOMAIN)).toEqual({ ok: true, domain: UNSET_SANDBOX_DOMAIN });
+  });
+
+  it("carry envdAccessToken when given one, and no such field otherwise", () => {
+    const settings = { envdVersion: "0.5.7", domain: "sandbox.example.com" };
+    expect(e2bSandbox(pod, view, settings, "tok")).toMatchObject({ envdAccessToken: "tok" });
+    expect(e2bDetail(pod, view, settings, "tok")).toMatchObject({ envdAccessToken: "tok" });
+    expect(e2bSandbox(pod, view, settings, undefined)).not.toHaveProperty("envdAccessToken");
+    expect(e2bDetail(pod, view, settings, undefined)).not.toHaveProperty("envdAccessToken");
+  });
+});
+
+describe("ownerToken and viewWithAccess", () => {
+  const owner = { team: "research", user: "alice" };
+  const admin = { team: "ops", user: "root", admin: true };
+  it("give the envd token to the sandbox's owner only, admin keys of other tenants included", async () => {
+    const keys = await importSealKeys("k".repeat(32));
+    const deps = { postStart: { keys, fetch, retryDelaysMs: [], attemptTimeoutMs: 1, deadlineSeconds: 1 } };
+    const token = await envdAccessToken(keys, view.sandboxId);
+    expect(await ownerToken(deps, owner, view)).toBe(token);
+    expect(await ownerToken(deps, { ...owner, admin: true }, view)).toBe(token);
+    expect(await ownerToken(deps, admin, view)).toBeUndefined();
+    expect(await ownerToken(deps, { team: "research", user: "bob" }, view)).toBeUndefined();
+    expect((await viewWithAccess(deps, owner, view, "sandbox.example.com")).access).toMatchObject({
+      envdAccessToken: token,
+    });
+    expect((await viewWithAccess(deps, admin, view, "sandbox.example.com")).access).not.toHaveProperty(
+      "envdAccessToken",
+    );
+  });
+
+  it("give none without the sealing key", async () => {
+    expect(await ownerToken({}, owner, view)).toBeUndefined();
+    expect(await viewWithAccess({}, owner, view, undefined)).toEqual(view);
   });
 });

@@ -30,6 +30,13 @@ describe("openApiDocument", () => {
       expect(create).toHaveProperty(field);
     }
     expect(doc.components.schemas.TimeoutRequest?.properties).toHaveProperty("timeout");
+    // A create answers how its sandbox is reached, as its GET does.
+    expect(JSON.stringify(doc.paths["/sandboxes"]?.post)).toContain(
+      '"201":{"description":"claimed","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Sandbox"}}}}',
+    );
+    expect(doc.components.schemas.Sandbox?.properties?.access).toMatchObject({
+      description: expect.stringContaining("the create's answer"),
+    });
     expect(JSON.stringify(doc)).not.toContain("undefined");
   });
 });

@@ -4,8 +4,8 @@
 // certificate (it must cover `*.<domain>`: the operator's wildcard certificate). Decisions are
 // lib/data-plane's; where sandboxes run comes from one watch (RouteTable). node:http and
 // node:http2 directly: hono's fetch path cannot forward upgrades or stream without re-wrapping.
-//
-// Later work hooks in here: last-active from traffic and metrics (forwardRequest's outcomes).
+// Every exchange is observed by Traffic (activity and metrics); ActivityWriter persists the
+// activity as last-active annotations, and `activity` answers the host's idle release.
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { createSecureServer, type Http2SecureServer, type Http2Session } from "node:http2";
@@ -13,11 +13,14 @@ import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { ViewDeps } from "../../../functions/views/view-deps.ts";
 import type { Log } from "../../../lib/log.ts";
+import type { Metrics } from "../../../lib/metrics/metrics.ts";
 import { importSealKeys } from "../../../lib/sandboxes/sealing.ts";
+import { ActivityWriter } from "./activity-writer.ts";
 import type { Routing } from "./decide-request.ts";
 import { forwardRequest, IDLE_MS } from "./forward-request.ts";
 import { forwardUpgrade } from "./forward-upgrade.ts";
 import { RouteTable } from "./route-table.ts";
+import { Traffic } from "./traffic.ts";
 import { Upstreams } from "./upstreams.ts";
 
 /** CLOSE_GRACE_MS: on close, requests under way get this long before their connections are cut. */
@@ -44,6 +47,12 @@ export interface DataPlaneConfig {
 /** DataPlane is the running data plane. */
 export interface DataPlane {
   routes: RouteTable;
+  /** traffic is what the router saw of each sandbox's traffic (activity, open exchanges). */
+  traffic: Traffic;
+  /** writer persists that traffic as last-active annotations (flush: tests write at once). */
+  writer: ActivityWriter;
+  /** activity is each routed sandbox's last activity, now for one with an open exchange. */
+  activity(): ReadonlyMap<string, Date>;
   /** forget drops a released sandbox's route and connections at once (this host's release). */
   forget(sandboxId: string): void;
   /** ports are where the listeners listen (useful with port 0). */
@@ -94,15 +103,22 @@ async function closeListener(l: Listener): Promise<void> {
 
 /** startDataPlane starts the route watch and the configured listeners. */
 export async function startDataPlane(
-  deps: Pick<ViewDeps, "kube" | "watch" | "log">,
+  deps: Pick<ViewDeps, "kube" | "watch" | "log"> & { metrics?: Metrics | undefined },
   config: DataPlaneConfig,
   log: Log,
 ): Promise<DataPlane> {
   const upstreams = new Upstreams(config.sealingKey ? await importSealKeys(config.sealingKey) : undefined);
+  const traffic = new Traffic(deps.metrics);
   const routes = new RouteTable(deps, {
     ...(config.namespace ? { namespace: config.namespace } : {}),
-    onDrop: (id) => upstreams.drop(id),
+    onDrop: (id) => {
+      upstreams.drop(id);
+      traffic.forget(id);
+      writer.forget(id);
+    },
   });
+  // onDrop runs only once the watch runs (start, below), so writer exists by then.
+  const writer = new ActivityWriter(deps, routes, traffic);
   const routing: Routing = {
     addressing: {
       ...(config.domain ? { domain: config.domain } : {}),
@@ -111,8 +127,10 @@ export async function startDataPlane(
     routes,
     upstreams,
     envdPort: config.envdPort,
+    traffic,
   };
   routes.start();
+  writer.start();
   const listeners: Listener[] = [];
   const ports: DataPlane["ports"] = {};
   try {
@@ -144,6 +162,7 @@ export async function startDataPlane(
       ports[s.kind] = (server.address() as AddressInfo).port;
     }
   } catch (e) {
+    await writer.close();
     routes.close();
     upstreams.close();
     await Promise.all(listeners.map(closeListener));
@@ -151,10 +170,16 @@ export async function startDataPlane(
   }
   return {
     routes,
+    traffic,
+    writer,
+    activity: () => traffic.seen(),
     forget: (id) => routes.forget(id),
     ports,
     close: async () => {
       await Promise.all(listeners.map(closeListener));
+      // The traffic of the last moments is written before the routes go.
+      await writer.flush().catch(() => 0);
+      await writer.close();
       routes.close();
       upstreams.close();
     },

@@ -12,17 +12,19 @@ import {
 } from "../../../lib/data-plane/route.ts";
 import { waitAtMost } from "../../../lib/util/with-timeout.ts";
 import type { RouteTable } from "./route-table.ts";
+import type { Traffic } from "./traffic.ts";
 import type { Upstreams } from "./upstreams.ts";
 
 /** SYNC_WAIT_MS: a request that comes before the first list waits this long for it. */
 const SYNC_WAIT_MS = 5_000;
 
-/** Routing is what deciding needs: addressing, the route table, tokens, envd's pod port. */
+/** Routing is what deciding needs (addressing, routes, tokens, envd's pod port) and where traffic is observed. */
 export interface Routing {
   addressing: Addressing;
   routes: RouteTable;
   upstreams: Upstreams;
   envdPort: number;
+  traffic: Traffic;
 }
 
 /** Decided is a request to forward (to route.podIP:port) or an E2B-shaped refusal. */
@@ -60,7 +62,7 @@ export async function decideRequest(
       }),
     };
   const address = { sandboxId: target.sandboxId, port: target.port };
-  const route = routing.routes.route(target.sandboxId);
+  const route = await routing.routes.lookup(target.sandboxId);
   const envdToken = route ? await routing.upstreams.tokenFor(target.sandboxId) : undefined;
   // The token is derived asynchronously: the route may have gone meanwhile.
   const now = routing.routes.route(target.sandboxId);

@@ -19,6 +19,7 @@ import { dataPlaneError } from "../../../lib/data-plane/route.ts";
 import type { Log } from "../../../lib/log.ts";
 import { type AnyResponse, answerError } from "./answer-error.ts";
 import { type Decided, decideRequest, type Routing } from "./decide-request.ts";
+import type { Exchange } from "./traffic.ts";
 
 /** IDLE_MS: a proxied stream with no byte either way for this long is closed (both sides). */
 export const IDLE_MS = 10 * 60_000;
@@ -67,8 +68,16 @@ export function forwardRequest(routing: Routing, req: AnyRequest, res: AnyRespon
   const host = hostOf(req);
   decideRequest(routing, { host, method: req.method ?? "GET", target: req.url ?? "/", headers: req.headers })
     .then((decided) => {
-      if (!decided.ok) answerError(res, decided.error);
-      else proxy(routing, decided, host, req, res, log, false);
+      if (!decided.ok) {
+        routing.traffic.refused(decided.error.status);
+        answerError(res, decided.error);
+        return;
+      }
+      // The exchange is the sandbox's activity until the response closes, whichever way it ends.
+      const exchange = routing.traffic.begin(decided.route.sandboxId, decided.portClass);
+      if (res.destroyed) exchange.end();
+      else res.once("close", () => exchange.end());
+      proxy(routing, decided, host, req, res, log, exchange, false);
     })
     .catch((e: unknown) => {
       log.error({ err: String(e) }, "data plane request failed");
@@ -84,13 +93,18 @@ function proxy(
   req: AnyRequest,
   res: AnyResponse,
   log: Log,
+  exchange: Exchange,
   retried: boolean,
 ): void {
   const { route, port } = decided;
-  if (res.destroyed || (req.destroyed && !req.readableEnded)) return;
+  if (res.destroyed || (req.destroyed && !req.readableEnded)) {
+    exchange.end();
+    return;
+  }
   // The route may have gone since the decision: its Agent went with it, and must not come back.
   const current = routing.routes.route(route.sandboxId);
   if (current?.podUid !== route.podUid || current.podIP !== route.podIP) {
+    exchange.responded(502);
     answerError(res, dataPlaneError(502, "The sandbox was not found", { sandboxId: route.sandboxId }));
     return;
   }
@@ -101,9 +115,14 @@ function proxy(
   let dialTimer: ReturnType<typeof setTimeout> | undefined;
   const count = (chunk: Buffer) => {
     consumed += chunk.length;
+    exchange.bytesIn(chunk.length);
   };
+  // clientGone tells a client that left (no upstream error) from a sandbox that failed.
+  let clientGone = false;
   const onClientGone = () => {
-    if (!res.writableFinished) up.destroy();
+    if (res.writableFinished) return;
+    clientGone = true;
+    up.destroy();
   };
   res.once("close", onClientGone);
   up.setTimeout(IDLE_MS, () => up.destroy(new Error("the upstream connection was idle too long")));
@@ -120,16 +139,30 @@ function proxy(
   });
   up.on("response", (upRes) => {
     responded = true;
-    upRes.on("error", noop);
+    upRes.on("error", () => {
+      if (!clientGone) exchange.failed();
+    });
     try {
       // The HTTP/2 compatibility response takes the same (status, headers) call as HTTP/1.1's.
       (res as ServerResponse).writeHead(upRes.statusCode ?? 502, endToEndHeaders(upRes.headers));
     } catch (e) {
       log.debug({ err: String(e), sandboxId: route.sandboxId }, "data plane: unforwardable response head");
       upRes.destroy();
+      exchange.failed();
       answerError(res, dataPlaneError(502, "the sandbox answered a response the router cannot forward"));
       return;
     }
+    exchange.responded(upRes.statusCode ?? 502);
+    // A head without a body yet (a stream that says nothing for a while) goes out at once; one
+    // whose body is already here leaves with it, in one write.
+    let bodyCame = false;
+    setImmediate(() => {
+      if (!bodyCame && !res.destroyed) (res as ServerResponse).flushHeaders();
+    });
+    upRes.on("data", (chunk: Buffer) => {
+      bodyCame = true;
+      exchange.bytesOut(chunk.length);
+    });
     pipeline(upRes, res as NodeJS.WritableStream, (err) => {
       if (err) up.destroy();
     });
@@ -141,9 +174,11 @@ function proxy(
     req.unpipe(up);
     const stale = up.reusedSocket && (err.code === "ECONNRESET" || err.code === "EPIPE");
     if (!retried && !responded && consumed === 0 && (!connected || stale) && !res.headersSent) {
-      proxy(routing, decided, host, req, res, log, true);
+      proxy(routing, decided, host, req, res, log, exchange, true);
       return;
     }
+    if (clientGone) return;
+    exchange.failed();
     if (res.headersSent || responded) {
       res.destroy();
       return;

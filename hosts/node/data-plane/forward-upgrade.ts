@@ -39,9 +39,15 @@ export function forwardUpgrade(
   const host = hostOf(req);
   decideRequest(routing, { host, method: req.method ?? "GET", target: req.url ?? "/", headers: req.headers })
     .then((decided) => {
-      if (!decided.ok) return writeErrorToSocket(socket, decided.error);
+      if (!decided.ok) {
+        routing.traffic.refused(decided.error.status);
+        return writeErrorToSocket(socket, decided.error);
+      }
       if (socket.destroyed) return;
       const { route } = decided;
+      // The upgraded connection is the sandbox's activity for as long as the client's socket is open.
+      const exchange = routing.traffic.begin(route.sandboxId, decided.portClass);
+      socket.once("close", () => exchange.end());
       const up = upstreamRequest(decided, host, req, false);
       const dialTimer = setTimeout(
         () => up.destroy(new Error("connecting to the sandbox timed out")),
@@ -61,6 +67,9 @@ export function forwardUpgrade(
             dataPlaneError(502, "The sandbox was not found", { sandboxId: route.sandboxId }),
           );
         }
+        exchange.responded(upRes.statusCode ?? 101);
+        socket.on("data", (chunk: Buffer) => exchange.bytesIn(chunk.length));
+        upSocket.on("data", (chunk: Buffer) => exchange.bytesOut(chunk.length));
         const h = endToEndHeaders(upRes.headers, { upgrade: true });
         socket.write(responseHead(upRes.statusCode ?? 101, upRes.statusMessage ?? "Switching Protocols", h));
         if (upHead.length > 0) socket.write(upHead);
@@ -75,6 +84,7 @@ export function forwardUpgrade(
         pipeline(upSocket, socket, fail);
       });
       up.on("response", (upRes) => {
+        exchange.responded(upRes.statusCode ?? 502);
         upRes.on("error", noop);
         socket.write(
           responseHead(upRes.statusCode ?? 502, upRes.statusMessage ?? "", {
@@ -86,6 +96,7 @@ export function forwardUpgrade(
       });
       up.on("error", (err) => {
         clearTimeout(dialTimer);
+        if (!socket.destroyed) exchange.failed();
         log.debug({ err: String(err), sandboxId: route.sandboxId }, "data plane: upgrade upstream failed");
         writeErrorToSocket(
           socket,

@@ -10,12 +10,20 @@ import type { ViewDeps } from "../../../functions/views/view-deps.ts";
 import { SANDBOX_ID_LABEL } from "../../../lib/api/keys.ts";
 import { type PodRoute, podRoute } from "../../../lib/data-plane/pod-route.ts";
 import { retryDelay } from "../../../lib/util/backoff.ts";
+import { withTimeout } from "../../../lib/util/with-timeout.ts";
 
 /** LIST_PAGE: pods per page of the (re)list that starts the watch. */
 const LIST_PAGE = 500;
 
 /** FORGOTTEN_KEEP_MS: how long a forgotten id stays refused after the watch last mentioned it. */
 const FORGOTTEN_KEEP_MS = 10 * 60_000;
+
+/** LOOKUP_MS bounds the read a miss makes; MISS_KEEP_MS: how long a miss is answered from memory. */
+const LOOKUP_MS = 3_000;
+const MISS_KEEP_MS = 1_000;
+
+/** MAX_LOOKUPS: misses read at once; more are answered as misses (the apiserver is not a cache). */
+const MAX_LOOKUPS = 8;
 
 /** RouteTableOptions scope the watch. */
 export interface RouteTableOptions {
@@ -35,6 +43,11 @@ export class RouteTable {
   private readonly byPod = new Map<string, string>();
   /** forgotten ids, with when they were forgotten or last seen: never routed again. */
   private readonly forgotten = new Map<string, number>();
+  /** versions: the newest resourceVersion applied per pod uid (a read may run ahead of the watch). */
+  private readonly versions = new Map<string, number>();
+  /** lookups under way by sandbox id, and recent misses (until when they are answered from memory). */
+  private readonly lookups = new Map<string, Promise<PodRoute | undefined>>();
+  private readonly misses = new Map<string, number>();
   private readonly controller = new AbortController();
   private readonly cursor: { resumeFrom?: string | undefined } = {};
   private markSynced: () => void = () => {};
@@ -80,6 +93,49 @@ export class RouteTable {
     return this.routes.get(sandboxId);
   }
 
+  /** all are the routes held now. */
+  all(): IterableIterator<PodRoute> {
+    return this.routes.values();
+  }
+
+  /**
+   * lookup is a sandbox's route, reading its pod (one consistent read) when the table has none: a
+   * sandbox answered Running a moment ago may not have reached this watch yet (or this host's, when
+   * another host answered the create). Misses are remembered for MISS_KEEP_MS, reads shared per id
+   * and at most MAX_LOOKUPS at once, so unknown ids cost the apiserver little; a forgotten
+   * (released) id is never read. A failed read is a miss.
+   */
+  async lookup(sandboxId: string): Promise<PodRoute | undefined> {
+    const known = this.routes.get(sandboxId);
+    if (known || this.forgotten.has(sandboxId) || (this.misses.get(sandboxId) ?? 0) > Date.now())
+      return known;
+    const under = this.lookups.get(sandboxId);
+    if (under) return under;
+    if (this.lookups.size >= MAX_LOOKUPS) return undefined;
+    const read = this.read(sandboxId).finally(() => this.lookups.delete(sandboxId));
+    this.lookups.set(sandboxId, read);
+    return read;
+  }
+
+  private async read(sandboxId: string): Promise<PodRoute | undefined> {
+    try {
+      const list = await withTimeout(
+        this.deps.kube.listPods(this.options.namespace, `${SANDBOX_ID_LABEL}=${sandboxId}`),
+        LOOKUP_MS,
+        "a sandbox's pod read",
+      );
+      for (const pod of list.items) this.apply(pod, false);
+    } catch (e) {
+      this.deps.log.debug({ err: String(e), sandboxId }, "data plane: a missed sandbox's read failed");
+    }
+    const route = this.routes.get(sandboxId);
+    if (!route) {
+      for (const [id, until] of this.misses) if (until <= Date.now()) this.misses.delete(id);
+      this.misses.set(sandboxId, Date.now() + MISS_KEEP_MS);
+    }
+    return route;
+  }
+
   /** forget drops a sandbox's route at once and refuses it from now on (this host released it). */
   forget(sandboxId: string): void {
     this.forgotten.set(sandboxId, Date.now());
@@ -97,6 +153,12 @@ export class RouteTable {
   /** apply takes one pod version (deleted: gone or out of the selection). */
   private apply(pod: V1Pod, deleted: boolean): void {
     const uid = pod.metadata?.uid ?? "";
+    // A lookup's read may be newer than what the watch brings next: an older version is ignored.
+    const version = Number(pod.metadata?.resourceVersion);
+    const applied = this.versions.get(uid);
+    if (Number.isSafeInteger(version) && applied !== undefined && version < applied) return;
+    if (deleted) this.versions.delete(uid);
+    else if (Number.isSafeInteger(version)) this.versions.set(uid, version);
     const next = deleted ? undefined : podRoute(pod, new Date());
     const before = this.byPod.get(uid);
     if (before !== undefined && before !== next?.sandboxId) this.drop(before);
@@ -119,6 +181,7 @@ export class RouteTable {
   /** relist reads every selected pod (paged) and replaces the table with what it says. */
   private async relist(): Promise<void> {
     const seen = new Set<string>();
+    const pods = new Set<string>();
     let page: { continue?: string } = {};
     let version = "";
     do {
@@ -129,12 +192,14 @@ export class RouteTable {
       version = list.resourceVersion;
       for (const pod of list.items) {
         this.apply(pod, false);
+        pods.add(pod.metadata?.uid ?? "");
         const id = pod.metadata?.labels?.[SANDBOX_ID_LABEL];
         if (id) seen.add(id);
       }
       page = list.continue ? { continue: list.continue } : {};
     } while (page.continue);
     for (const id of [...this.routes.keys()]) if (!seen.has(id)) this.drop(id);
+    for (const uid of [...this.versions.keys()]) if (!pods.has(uid)) this.versions.delete(uid);
     this.cursor.resumeFrom = version;
     this.expireForgotten();
     if (!this.isSynced) {

@@ -2,13 +2,15 @@
 // run as its own process, configured as a user configures it (E2B_API_URL, E2B_API_KEY,
 // NODE_EXTRA_CA_CERTS, and E2B_SANDBOX_URL aiming the envd calls at the pod). It connects to the
 // sandbox E2B_TEST_SANDBOX through the control plane and prints one JSON line with what each
-// data-plane call returned, for the test to assert.
+// data-plane call returned, for the test to assert. E2B_TEST_PROXY, when set, is the SDK's own
+// `proxy` option (an HTTP CONNECT proxy for all its calls), instead of E2B_SANDBOX_URL.
 import { Sandbox } from "e2b";
 
 const out: Record<string, unknown> = {};
 const failure = (e: unknown) => `${(e as Error).name}: ${(e as Error).message}`;
+const via = process.env.E2B_TEST_PROXY ? { proxy: process.env.E2B_TEST_PROXY } : {};
 try {
-  const sbx = await Sandbox.connect(process.env.E2B_TEST_SANDBOX ?? "");
+  const sbx = await Sandbox.connect(process.env.E2B_TEST_SANDBOX ?? "", via);
   const hi = await sbx.commands.run("echo hi");
   out.echo = { stdout: hi.stdout, stderr: hi.stderr, exitCode: hi.exitCode };
   out.env = (await sbx.commands.run('echo "$GREETING"')).stdout;
@@ -45,7 +47,13 @@ try {
   out.killedAgain = await sbx.commands.kill(sleeper.pid);
   // The same SDK with a wrong envd token (the constructor Sandbox.connect uses, token replaced).
   const Ctor = Sandbox as unknown as new (opts: Record<string, unknown>) => Sandbox;
-  const forged = new Ctor({ sandboxId: sbx.sandboxId, envdAccessToken: "wrong-token", envdVersion: "0.5.7" });
+  const forged = new Ctor({
+    sandboxId: sbx.sandboxId,
+    sandboxDomain: sbx.sandboxDomain,
+    envdAccessToken: "wrong-token",
+    envdVersion: "0.5.7",
+    ...via,
+  });
   out.wrongTokenRun = await forged.commands.run("echo no").then(() => "ran", failure);
   out.wrongTokenList = await forged.commands.list().then(() => "listed", failure);
   out.wrongTokenRead = await forged.files.read("/home/user/notes/hello.txt").then(() => "read", failure);

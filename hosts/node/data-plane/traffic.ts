@@ -1,0 +1,108 @@
+// What the router saw of each sandbox's traffic: every proxied request and upgraded connection is
+// an Exchange from its arrival until it closes (both ways), so a sandbox is active while one is
+// open (a commands.run that streams for an hour) and was last active when the last one moved. This
+// is the host's activity source for idle release (seen) and what the activity writer persists in
+// the last-active annotation; the same observations feed the router's metrics.
+import type { Metrics, PortClass } from "../../../lib/metrics/metrics.ts";
+
+/** Exchange is one proxied request or upgraded connection, observed until end (idempotent). */
+export interface Exchange {
+  /** responded: the response head left (status 101 for an upgrade). */
+  responded(status: number): void;
+  /** bytesIn counts body bytes toward the sandbox, bytesOut from it (each also activity). */
+  bytesIn(n: number): void;
+  bytesOut(n: number): void;
+  /** failed: the sandbox did not answer, or its answer was cut short (counted once). */
+  failed(): void;
+  end(): void;
+}
+
+/** Presence is one sandbox's open exchanges and last activity (ms since the epoch). */
+interface Presence {
+  open: number;
+  lastAt: number;
+}
+
+/** statusClass is a status's class label ("2xx" …). */
+const statusClass = (status: number) => `${Math.floor(status / 100)}xx`;
+
+/** Traffic keeps each routed sandbox's presence and observes exchanges into the metrics. */
+export class Traffic {
+  private readonly bySandbox = new Map<string, Presence>();
+  private readonly metrics: Metrics["dataPlane"] | undefined;
+  private readonly now: () => number;
+
+  constructor(metrics: Metrics | undefined, now: () => number = Date.now) {
+    this.metrics = metrics?.dataPlane;
+    this.now = now;
+  }
+
+  /** begin opens an exchange of `sandboxId` on a port of `portClass`: the sandbox is active now. */
+  begin(sandboxId: string, portClass: Exclude<PortClass, "none">): Exchange {
+    const started = this.now();
+    let presence = this.bySandbox.get(sandboxId);
+    if (!presence) {
+      presence = { open: 0, lastAt: started };
+      this.bySandbox.set(sandboxId, presence);
+    }
+    const p = presence;
+    p.open++;
+    p.lastAt = started;
+    const m = this.metrics;
+    m?.openStreams.inc({ port_class: portClass });
+    let status = 0;
+    let ended = false;
+    let failed = false;
+    return {
+      responded: (s) => {
+        status = s;
+        m?.latency.observe({ port_class: portClass }, (this.now() - started) / 1000);
+      },
+      bytesIn: (n) => {
+        p.lastAt = this.now();
+        m?.bytes.inc({ port_class: portClass, direction: "in" }, n);
+      },
+      bytesOut: (n) => {
+        p.lastAt = this.now();
+        m?.bytes.inc({ port_class: portClass, direction: "out" }, n);
+      },
+      failed: () => {
+        if (failed || ended) return;
+        failed = true;
+        m?.upstreamErrors.inc({ port_class: portClass });
+        if (!status) status = 502;
+      },
+      end: () => {
+        if (ended) return;
+        ended = true;
+        p.open--;
+        p.lastAt = this.now();
+        m?.openStreams.dec({ port_class: portClass });
+        m?.requests.inc({ port_class: portClass, code: status ? statusClass(status) : "none" });
+      },
+    };
+  }
+
+  /** refused counts a request answered by the router itself (bad host, token, unknown sandbox). */
+  refused(status: number): void {
+    this.metrics?.requests.inc({ port_class: "none", code: statusClass(status) });
+  }
+
+  /** seen is each sandbox's last activity: now for one with an exchange open. */
+  seen(): Map<string, Date> {
+    const now = this.now();
+    const seen = new Map<string, Date>();
+    for (const [id, p] of this.bySandbox) seen.set(id, new Date(p.open > 0 ? now : p.lastAt));
+    return seen;
+  }
+
+  /** openFor is how many exchanges of a sandbox are open (tests). */
+  openFor(sandboxId: string): number {
+    return this.bySandbox.get(sandboxId)?.open ?? 0;
+  }
+
+  /** forget lets go of a sandbox whose route went (its exchanges end with their connections). */
+  forget(sandboxId: string): void {
+    this.bySandbox.delete(sandboxId);
+  }
+}

@@ -1,0 +1,70 @@
+// When the router writes a sandbox's last-active annotation (agentbox's "the RFC3339 time of the
+// last HTTP request proxied through ExtProc"): the annotation is the hosts' shared truth of
+// activity, so traffic through one host keeps the sandbox alive for every other host's idle
+// release. A write costs the apiserver, so it is throttled; the throttle is a fraction of the
+// sandbox's idle timeout (a 5 s timeout cannot wait 30 s for a write), at most the push path's.
+import { ACTIVITY_THROTTLE_SECONDS, shouldRecordActivity } from "../sandboxes/activity.ts";
+import { parseTime, rfc3339 } from "../util/time.ts";
+
+/** THROTTLE_SHARE: a busy sandbox's last-active is at most this share of its idle timeout old. */
+export const THROTTLE_SHARE = 1 / 5;
+
+/** RoutedSandbox is what the router's watch shows of a Running sandbox's pod. */
+export interface RoutedSandbox {
+  sandboxId: string;
+  namespace: string;
+  podName: string;
+  /** lastActive is the pod's last-active annotation as the watch last showed it. */
+  lastActive?: string | undefined;
+  /** idleTimeoutSeconds is the pod's idle timeout (none: the sandbox is never idle-released). */
+  idleTimeoutSeconds?: number | undefined;
+}
+
+/** ActivityWrite is one last-active annotation to write. */
+export interface ActivityWrite {
+  sandboxId: string;
+  namespace: string;
+  podName: string;
+  time: string;
+}
+
+/**
+ * activityThrottleSeconds is how far a sandbox's traffic must have moved past its stored
+ * last-active for a write: THROTTLE_SHARE of its idle timeout (at least 1 s, the annotation's
+ * resolution), never more than ACTIVITY_THROTTLE_SECONDS.
+ */
+export function activityThrottleSeconds(idleTimeoutSeconds: number | undefined): number {
+  if (idleTimeoutSeconds === undefined || !(idleTimeoutSeconds > 0)) return ACTIVITY_THROTTLE_SECONDS;
+  return Math.min(ACTIVITY_THROTTLE_SECONDS, Math.max(1, Math.floor(idleTimeoutSeconds * THROTTLE_SHARE)));
+}
+
+/**
+ * planActivityWrites says which routed sandboxes get a last-active write: those whose traffic
+ * (`seen`: sandbox id → last activity, now for one with an open stream) moved past the later of
+ * the stored annotation and this host's own last write (`written`, which the watch may not show
+ * yet) by the sandbox's throttle. A sandbox without a route gets nothing (released, not Running).
+ */
+export function planActivityWrites(
+  routed: Iterable<RoutedSandbox>,
+  seen: ReadonlyMap<string, Date>,
+  written: ReadonlyMap<string, string>,
+): ActivityWrite[] {
+  const writes: ActivityWrite[] = [];
+  for (const s of routed) {
+    const at = seen.get(s.sandboxId);
+    if (!at) continue;
+    const time = rfc3339(at);
+    const stored = laterTime(s.lastActive, written.get(s.sandboxId));
+    if (!shouldRecordActivity(stored, time, activityThrottleSeconds(s.idleTimeoutSeconds))) continue;
+    writes.push({ sandboxId: s.sandboxId, namespace: s.namespace, podName: s.podName, time });
+  }
+  return writes;
+}
+
+/** laterTime is the later of two RFC 3339 times (either may be missing or unreadable). */
+function laterTime(a: string | undefined, b: string | undefined): string | undefined {
+  const ta = parseTime(a);
+  const tb = parseTime(b);
+  if (!ta || !tb) return ta ? a : tb ? b : undefined;
+  return ta.getTime() >= tb.getTime() ? a : b;
+}
