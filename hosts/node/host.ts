@@ -22,7 +22,7 @@ import { NextReads, SharedRead } from "../../lib/util/shared-read.ts";
 import { withTimeout } from "../../lib/util/with-timeout.ts";
 import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
-import { type DataPlane, startDataPlane } from "./data-plane/data-plane.ts";
+import { type DataPlaneThread, startDataPlaneThread } from "./data-plane/data-plane-worker.ts";
 import type { DataPlaneSettings } from "./data-plane/settings.ts";
 import { sha256Hex } from "./hash-key.ts";
 import { nodeKubeWatch } from "./kube-transport.ts";
@@ -99,8 +99,8 @@ export interface Host {
   api: ApiDeps;
   /** reconciler runs every other step, in its own thread (ADR 0013). */
   reconciler: Reconciler;
-  /** dataPlane is the sandbox router, when configured. */
-  dataPlane?: DataPlane;
+  /** dataPlane is the sandbox router (in a thread of its own), when configured. */
+  dataPlane?: DataPlaneThread;
   close(): Promise<void>;
 }
 
@@ -152,7 +152,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     // A release through this host's API drops the route at once (dataPlane is set below).
     onReleased: (id) => dataPlane?.forget(id),
   };
-  let dataPlane: DataPlane | undefined;
+  let dataPlane: DataPlaneThread | undefined;
   const reconciler = await startReconcilerThread(
     {
       ...hooks,
@@ -170,7 +170,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     config.log,
     metrics.reconcilerRestarts,
     // The router is this host's activity source; until it runs, idle release can tell nothing.
-    () => {
+    async () => {
       if (!dataPlane) throw new Error("the sandbox router is not running yet");
       return dataPlane.activity();
     },
@@ -178,12 +178,12 @@ export async function startHost(config: HostConfig): Promise<Host> {
   // One exposition for both threads; a thread that is restarting, or too busy to answer within
   // THREAD_METRICS_MS, leaves its part out of that scrape (the scraper keeps its own deadline).
   const collect = async () => {
-    const thread = await withTimeout(
-      reconciler.metrics(),
-      THREAD_METRICS_MS,
-      "the reconciler's metrics",
-    ).catch(() => []);
-    const merged = AggregatorRegistry.aggregate([await metrics.registry.getMetricsAsJSON(), thread]);
+    const threads = await Promise.all(
+      [reconciler, ...(dataPlane ? [dataPlane] : [])].map((t) =>
+        withTimeout(t.metrics(), THREAD_METRICS_MS, "a thread's metrics").catch(() => []),
+      ),
+    );
+    const merged = AggregatorRegistry.aggregate([await metrics.registry.getMetricsAsJSON(), ...threads]);
     return { contentType: merged.contentType, body: await merged.metrics() };
   };
   const prefix = config.auditNamespacePrefix ?? "";
@@ -228,29 +228,33 @@ export async function startHost(config: HostConfig): Promise<Host> {
   });
   const dp = config.dataPlane;
   if (dp)
-    dataPlane = await startDataPlane(
-      { ...deps, watch },
+    dataPlane = await startDataPlaneThread(
       {
-        ...(config.sandboxDomain ? { domain: config.sandboxDomain } : {}),
-        ...(dp.routerNames ? { routerNames: dp.routerNames } : {}),
-        ...(config.sealingKey ? { sealingKey: config.sealingKey } : {}),
-        envdPort: config.envdPort ?? ENVD_PORT,
-        ...(dp.namespace ? { namespace: dp.namespace } : {}),
-        ...(dp.plainPort !== undefined
-          ? { plain: { host: dp.host ?? config.listen.host, port: dp.plainPort } }
-          : {}),
-        ...(dp.tlsPort !== undefined
-          ? {
-              tls: {
-                host: dp.host ?? config.listen.host,
-                port: dp.tlsPort,
-                certFile: config.listen.certFile,
-                keyFile: config.listen.keyFile,
-              },
-            }
-          : {}),
+        kubeconfig: config.kubeconfig.exportConfig(),
+        ...(config.kubeTimeouts ? { kubeTimeouts: config.kubeTimeouts } : {}),
+        config: {
+          ...(config.sandboxDomain ? { domain: config.sandboxDomain } : {}),
+          ...(dp.routerNames ? { routerNames: dp.routerNames } : {}),
+          ...(config.sealingKey ? { sealingKey: config.sealingKey } : {}),
+          envdPort: config.envdPort ?? ENVD_PORT,
+          ...(dp.namespace ? { namespace: dp.namespace } : {}),
+          ...(dp.plainPort !== undefined
+            ? { plain: { host: dp.host ?? config.listen.host, port: dp.plainPort } }
+            : {}),
+          ...(dp.tlsPort !== undefined
+            ? {
+                tls: {
+                  host: dp.host ?? config.listen.host,
+                  port: dp.tlsPort,
+                  certFile: config.listen.certFile,
+                  keyFile: config.listen.keyFile,
+                },
+              }
+            : {}),
+        },
       },
       config.log,
+      metrics.dataPlaneRestarts,
     ).catch(async (e: unknown) => {
       await server.close();
       await reconciler.close();

@@ -6,28 +6,16 @@ import { parentPort, workerData } from "node:worker_threads";
 import { KubeConfig } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import type { PullActivity } from "../../functions/activity-source.ts";
-import type { Log } from "../../lib/log.ts";
 import { createMetrics } from "../../lib/metrics/metrics.ts";
 import { startReconciler } from "./reconciler.ts";
-import type { FromReconciler, ReconcilerThreadSettings, ToReconciler } from "./reconciler-worker.ts";
+import type { PullActivityMessage, ReconcilerThreadSettings, ToReconciler } from "./reconciler-worker.ts";
 import { SqliteHistoryStore } from "./sqlite-history.ts";
 import { nodeStepDeps } from "./step-deps.ts";
+import { answer, ready, threadLog } from "./thread-port.ts";
 
 const port = parentPort;
 if (!port) throw new Error("reconciler-thread.ts runs as a worker thread (see reconciler-worker.ts)");
-const post = (m: FromReconciler) => port.postMessage(m);
-
-/** threadLog forwards entries to the host's logger; what cannot be cloned goes as text. */
-const level =
-  (name: "debug" | "info" | "warn" | "error") =>
-  (obj: object, msg?: string): void => {
-    try {
-      post({ op: "log", level: name, obj, ...(msg === undefined ? {} : { msg }) });
-    } catch {
-      post({ op: "log", level: name, obj: { entry: String(obj) }, ...(msg === undefined ? {} : { msg }) });
-    }
-  };
-const log: Log = { debug: level("debug"), info: level("info"), warn: level("warn"), error: level("error") };
+const log = threadLog(port);
 
 /** PULL_MS bounds one pull of the host's activity: no answer means idle release releases nothing. */
 const PULL_MS = 2000;
@@ -49,7 +37,7 @@ const pullFromHost: PullActivity = () =>
       if ("error" in m) reject(new Error(`the host's activity: ${m.error}`));
       else resolve(new Map(m.value.map(([sandbox, at]) => [sandbox, new Date(at)])));
     });
-    post({ op: "pull-activity", id });
+    port.postMessage({ op: "pull-activity", id } satisfies PullActivityMessage);
   });
 
 const settings = workerData as ReconcilerThreadSettings;
@@ -70,30 +58,16 @@ const reconciler = startReconciler(
   settings,
 );
 
-port.on("message", async (m: ToReconciler) => {
+port.on("message", (m: ToReconciler) => {
   if (m.op === "audit") return reconciler.audit(m.work);
   if (m.op === "activity") return pulls.get(m.id)?.(m);
-  try {
-    if (m.op === "run")
-      post({ op: "reply", id: m.id, value: await reconciler.run(m.step, m.namespace, m.pool) });
-    else if (m.op === "run-env")
-      post({ op: "reply", id: m.id, value: await reconciler.runEnv(m.namespace, m.env) });
-    else if (m.op === "idle") post({ op: "reply", id: m.id, value: await reconciler.idle() });
-    else if (m.op === "metrics")
-      post({ op: "reply", id: m.id, value: await metrics.registry.getMetricsAsJSON() });
-    else {
-      await reconciler.close();
-      history.close();
-      post({ op: "reply", id: m.id, value: undefined });
-    }
-  } catch (e) {
-    // The error's name crosses too: the manual triggers answer StepRefused and Misconfigured apart.
-    post({
-      op: "reply",
-      id: m.id,
-      error: e instanceof Error ? e.message : String(e),
-      name: e instanceof Error ? e.name : "Error",
-    });
-  }
+  void answer(port, m.id, async () => {
+    if (m.op === "run") return reconciler.run(m.step, m.namespace, m.pool);
+    if (m.op === "run-env") return reconciler.runEnv(m.namespace, m.env);
+    if (m.op === "idle") return reconciler.idle();
+    if (m.op === "metrics") return metrics.registry.getMetricsAsJSON();
+    await reconciler.close();
+    history.close();
+  });
 });
-post({ op: "ready" });
+ready(port);

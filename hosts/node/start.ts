@@ -2,6 +2,7 @@
 // plane, installs the CRDs, runs the Node host (admission and audit webhooks, manual triggers,
 // reconcile ticks) over HTTPS, registers the webhooks, applies infra/samples and prints how to
 // look at them. Ctrl-C stops the host; the cluster keeps running until `npm run cluster -- down`.
+
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -14,6 +15,7 @@ import {
   registerWebhooks,
   samplesDir,
 } from "../../infra/cluster/install.ts";
+import { DEV_SANDBOX_DOMAIN } from "../../infra/cluster/sandbox-domains.ts";
 import { up } from "../../infra/cluster/up.ts";
 import { startEnvd } from "../../infra/dev/envd/server.ts";
 import { idleReleaseMode } from "../../lib/reconcile/idle-release.ts";
@@ -66,9 +68,10 @@ if (!existsSync(sealingKeyFile))
 const envd = await startEnvd();
 
 // The sandbox router: `*.localhost` resolves to loopback on most systems, so the answers' domain
-// points at this machine; the SDK reaches the router by header routing (E2B_SANDBOX_URL), as the
-// local certificate covers no `*.sandbox.localhost`. AGENTBOX_DATA_PLANE_TLS_PORT adds TLS (h2).
-const sandboxDomain = process.env.AGENTBOX_SANDBOX_DOMAIN ?? "sandbox.localhost";
+// points at this machine; the SDK reaches the router by header routing (E2B_SANDBOX_URL), or by
+// name over TLS with AGENTBOX_DATA_PLANE_TLS_PORT (the cluster's certificate covers
+// `*.sandbox.localhost` for clusters made since it does; the SDK must reach that port as 443).
+const sandboxDomain = process.env.AGENTBOX_SANDBOX_DOMAIN ?? DEV_SANDBOX_DOMAIN;
 const dataPlanePort = Number(process.env.AGENTBOX_DATA_PLANE_PORT ?? DATA_PLANE_PORT);
 const dataPlaneTlsPort = process.env.AGENTBOX_DATA_PLANE_TLS_PORT;
 

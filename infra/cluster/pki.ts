@@ -5,8 +5,8 @@ import { join } from "node:path";
 /**
  * Pki is the set of files the local control plane authenticates with: one CA that signs the
  * apiserver's serving certificate and the Node host's webhook serving certificate (both with
- * SAN IP:127.0.0.1; the host's also covers `*.<sandbox domain>` when given one, for its sandbox
- * router's TLS listener), and the service-account signing key pair.
+ * SAN IP:127.0.0.1; the host's also covers `*.<domain>` for each sandbox domain given, for its
+ * sandbox router's TLS listener), and the service-account signing key pair.
  */
 export interface Pki {
   caCert: string;
@@ -59,10 +59,10 @@ function signServingCert(dir: string, name: string, cn: string, ips: string[], d
 /**
  * createPki writes a fresh PKI into dir (idempotent: existing files are kept, so a restarted
  * cluster keeps trusting what it trusted). advertiseIp is added to the apiserver's SANs;
- * sandboxDomain adds the wildcard `*.<sandboxDomain>` to the host's, so clients reach sandboxes
- * by name (`<port>-<id>.<sandboxDomain>`) over TLS verified against this CA.
+ * each of sandboxDomains adds the wildcard `*.<domain>` to the host's, so clients reach sandboxes
+ * by name (`<port>-<id>.<domain>`) over TLS verified against this CA.
  */
-export function createPki(dir: string, advertiseIp: string, sandboxDomain?: string): Pki {
+export function createPki(dir: string, advertiseIp: string, sandboxDomains: readonly string[] = []): Pki {
   const pki: Pki = {
     caCert: join(dir, "ca.crt"),
     caKey: join(dir, "ca.key"),
@@ -102,7 +102,7 @@ export function createPki(dir: string, advertiseIp: string, sandboxDomain?: stri
     );
   }
   if (!existsSync(pki.webhookCert)) {
-    const sandboxes = sandboxDomain ? [`*.${sandboxDomain}`] : [];
+    const sandboxes = sandboxDomains.map((d) => `*.${d}`);
     signServingCert(dir, "webhook", "agentbox-functions", ["127.0.0.1"], ["localhost", ...sandboxes]);
   }
   if (!existsSync(pki.saKey)) {

@@ -11,6 +11,7 @@ import { httpsGet } from "./http.ts";
 import { createPki } from "./pki.ts";
 import { freePorts } from "./ports.ts";
 import { isOurs, type Started, startDetached, waitWhileRunning } from "./processes.ts";
+import { LOCAL_SANDBOX_DOMAINS } from "./sandbox-domains.ts";
 import { type ClusterState, clusterDir, readState, writeState } from "./state.ts";
 
 export interface UpOptions {
@@ -24,8 +25,8 @@ export interface UpOptions {
   hostPort?: number;
   /** Audit webhook URL; defaults to https://127.0.0.1:<hostPort>/audit. */
   auditWebhookUrl?: string;
-  /** sandboxDomain: the host's serving certificate also covers `*.<sandboxDomain>` (its sandbox router). */
-  sandboxDomain?: string;
+  /** sandboxDomains: the host's serving certificate also covers each `*.<domain>` (its sandbox router; LOCAL_SANDBOX_DOMAINS). */
+  sandboxDomains?: readonly string[];
   log: (line: string) => void;
 }
 
@@ -88,7 +89,7 @@ async function startOnce(opts: UpOptions, binDir: string): Promise<ClusterState>
   mkdirSync(logs, { recursive: true });
   mkdirSync(join(dir, "pki"));
   const ip = advertiseAddress();
-  const pki = createPki(join(dir, "pki"), ip, opts.sandboxDomain);
+  const pki = createPki(join(dir, "pki"), ip, opts.sandboxDomains ?? LOCAL_SANDBOX_DOMAINS);
   const [etcdClient, etcdPeer, apiserver, controllerManager, scheduler, picked] = await freePorts(6);
   const ports = {
     etcdClient: etcdClient!,

@@ -52,6 +52,7 @@ export interface Metrics {
   tickDuration: Histogram<never>;
   tickLastSuccess: Gauge<never>;
   reconcilerRestarts: Counter<never>;
+  dataPlaneRestarts: Counter<never>;
   /** dataPlane are the sandbox router's instruments (hosts/node/data-plane), by port class. */
   dataPlane: {
     requests: Counter<"port_class" | "code">;
@@ -182,6 +183,10 @@ export function createMetrics(registry: Registry): Metrics {
     reconcilerRestarts: counter(
       "agentbox_reconciler_thread_restarts_total",
       "Times the reconciler thread died and was started again.",
+    ),
+    dataPlaneRestarts: counter(
+      "agentbox_dataplane_thread_restarts_total",
+      "Times the sandbox router's thread died and was started again.",
     ),
     dataPlane: {
       requests: counter(

@@ -67,7 +67,6 @@ export default async function setup(project: TestProject) {
         nodes: 3,
         pullDelayMs: 200,
         backoffDelayMs: 500,
-        sandboxDomain: TEST_SANDBOX_DOMAIN,
         log,
       });
   if (!state)

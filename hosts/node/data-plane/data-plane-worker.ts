@@ -1,0 +1,78 @@
+import type { Counter, MetricObjectWithValues, MetricValue } from "prom-client";
+import type { KubeTimeouts } from "../../../lib/kube/transport.ts";
+import type { Log } from "../../../lib/log.ts";
+import { superviseThread } from "../supervised-thread.ts";
+import type { DataPlane, DataPlaneConfig } from "./data-plane.ts";
+
+/** DataPlaneThreadSettings start the router's thread; they cross threads, so plain data only. */
+export interface DataPlaneThreadSettings {
+  /** kubeconfig as KubeConfig.exportConfig() writes it (the thread loads its own client). */
+  kubeconfig: string;
+  kubeTimeouts?: Partial<KubeTimeouts>;
+  config: DataPlaneConfig;
+}
+
+/** ToDataPlane is what the host's thread sends the router's (supervised-thread.ts adds ids). */
+export type ToDataPlane =
+  | { op: "forget"; sandboxId: string }
+  | { op: "activity"; id: number }
+  | { op: "metrics"; id: number }
+  | { op: "close"; id: number };
+
+/** DataPlaneThread is the sandbox router in its thread, as the host uses it. */
+export interface DataPlaneThread {
+  /** ports are where the listeners listen (a restarted thread listens on the same ones). */
+  ports: DataPlane["ports"];
+  /** forget drops a released sandbox's route and connections (this host's release), at once. */
+  forget(sandboxId: string): void;
+  /** activity is each routed sandbox's last activity, now for one with an open exchange. */
+  activity(): Promise<ReadonlyMap<string, Date>>;
+  /** metrics are the thread's metrics as prom-client's JSON (merged into the host's /metrics). */
+  metrics(): Promise<MetricObjectWithValues<MetricValue<string>>[]>;
+  /** kill ends the thread as a crash would (it is started again); its exit code. */
+  kill(): Promise<number>;
+  close(): Promise<void>;
+}
+
+/**
+ * startDataPlaneThread runs the sandbox router (data-plane.ts) in a worker thread of its own and
+ * keeps it running (superviseThread: a thread that dies is started again; its streams are cut,
+ * as a host's crash would cut them). A restart listens where the first start did, so a port 0
+ * (any free port) stays the one the host reported.
+ */
+export async function startDataPlaneThread(
+  settings: DataPlaneThreadSettings,
+  log: Log,
+  restarts?: Counter<never>,
+): Promise<DataPlaneThread> {
+  const ports: DataPlane["ports"] = {};
+  const { plain, tls } = settings.config;
+  const thread = await superviseThread({
+    name: "data plane",
+    url: new URL("./data-plane-thread.ts", import.meta.url),
+    workerData: () => ({
+      ...settings,
+      config: {
+        ...settings.config,
+        ...(plain ? { plain: { ...plain, port: ports.plain ?? plain.port } } : {}),
+        ...(tls ? { tls: { ...tls, port: ports.tls ?? tls.port } } : {}),
+      },
+    }),
+    log,
+    restarts,
+    onReady: (info) => Object.assign(ports, info),
+  });
+  return {
+    ports,
+    forget: (sandboxId) => {
+      thread.post({ op: "forget", sandboxId });
+    },
+    activity: async () =>
+      new Map(
+        (await thread.ask<[string, number][]>({ op: "activity" })).map(([id, at]) => [id, new Date(at)]),
+      ),
+    metrics: () => thread.ask<MetricObjectWithValues<MetricValue<string>>[]>({ op: "metrics" }),
+    kill: () => thread.kill(),
+    close: () => thread.close(),
+  };
+}
