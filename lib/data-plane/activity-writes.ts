@@ -3,11 +3,8 @@
 // activity, so traffic through one host keeps the sandbox alive for every other host's idle
 // release. A write costs the apiserver, so it is throttled; the throttle is a fraction of the
 // sandbox's idle timeout (a 5 s timeout cannot wait 30 s for a write), at most the push path's.
-import { ACTIVITY_THROTTLE_SECONDS, shouldRecordActivity } from "../sandboxes/activity.ts";
+import { activityThrottleSeconds, shouldRecordActivity } from "../sandboxes/activity.ts";
 import { parseTime, rfc3339 } from "../util/time.ts";
-
-/** THROTTLE_SHARE: a busy sandbox's last-active is at most this share of its idle timeout old. */
-export const THROTTLE_SHARE = 1 / 5;
 
 /** RoutedSandbox is what the router's watch shows of a Running sandbox's pod. */
 export interface RoutedSandbox {
@@ -26,16 +23,6 @@ export interface ActivityWrite {
   namespace: string;
   podName: string;
   time: string;
-}
-
-/**
- * activityThrottleSeconds is how far a sandbox's traffic must have moved past its stored
- * last-active for a write: THROTTLE_SHARE of its idle timeout (at least 1 s, the annotation's
- * resolution), never more than ACTIVITY_THROTTLE_SECONDS.
- */
-export function activityThrottleSeconds(idleTimeoutSeconds: number | undefined): number {
-  if (idleTimeoutSeconds === undefined || !(idleTimeoutSeconds > 0)) return ACTIVITY_THROTTLE_SECONDS;
-  return Math.min(ACTIVITY_THROTTLE_SECONDS, Math.max(1, Math.floor(idleTimeoutSeconds * THROTTLE_SHARE)));
 }
 
 /**

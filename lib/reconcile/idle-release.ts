@@ -12,7 +12,7 @@ import { escapePointer, type JsonPatchOp } from "../kube/json-patch.ts";
 import { sandboxPhaseOf } from "../sandbox/inplace-state.ts";
 import { toJsonPatch } from "../sandbox/intent-patch.ts";
 import { type PodReset, releaseIntent } from "../sandbox/release-intent.ts";
-import { shouldRecordActivity } from "../sandboxes/activity.ts";
+import { activityThrottleSeconds, shouldRecordActivity } from "../sandboxes/activity.ts";
 import { parseTime, rfc3339 } from "../util/time.ts";
 import { type Action, isTerminating, podTarget, testVersion } from "./action.ts";
 
@@ -108,7 +108,12 @@ export function planIdleRelease(
   return pods.flatMap((pod): Action[] => {
     if (!isRunningSandbox(pod)) return [];
     const reported = pulled?.get(pod.metadata?.labels?.[SANDBOX_ID_LABEL] ?? "");
-    const release = releaseIfIdle(pod, reset, later(lastActiveOf(pod), reported), now);
+    const annotated = lastActiveOf(pod);
+    // Traffic written by a router (or a proxy) reaches the annotation up to its throttle late:
+    // when the annotation is what decides, that much more idleness is asked for, so traffic
+    // through another host within the timeout never reads as idle.
+    const lagging = hasReportedActivity(pod) && annotated && (!reported || annotated >= reported);
+    const release = releaseIfIdle(pod, reset, later(annotated, reported), now, lagging ? throttleOf(pod) : 0);
     if (release) return [release];
     const persist = reported && recordPulledActivity(pod, reported);
     return persist ? [persist] : [];
@@ -120,11 +125,22 @@ function later(a: Date | undefined, b: Date | undefined): Date | undefined {
   return a.getTime() >= b.getTime() ? a : b;
 }
 
-function releaseIfIdle(pod: V1Pod, reset: PodReset, last: Date | undefined, now: Date): Action | undefined {
+/** throttleOf is the annotation's possible lag behind a sandbox's traffic (activityThrottleSeconds). */
+function throttleOf(pod: V1Pod): number {
+  return activityThrottleSeconds(Number(pod.metadata?.annotations?.[IDLE_TIMEOUT_ANNOTATION]));
+}
+
+function releaseIfIdle(
+  pod: V1Pod,
+  reset: PodReset,
+  last: Date | undefined,
+  now: Date,
+  lagSeconds: number,
+): Action | undefined {
   const timeout = Number(pod.metadata?.annotations?.[IDLE_TIMEOUT_ANNOTATION]);
   if (!Number.isFinite(timeout) || timeout <= 0 || !last) return undefined;
   const idleSeconds = Math.floor((now.getTime() - last.getTime()) / 1000);
-  if (idleSeconds <= timeout) return undefined;
+  if (idleSeconds <= timeout + lagSeconds) return undefined;
   const message = `idle for ${idleSeconds} s (idle timeout ${timeout} s)`;
   const result = releaseIntent(
     pod,

@@ -91,6 +91,35 @@ describe("planIdleRelease with a pulled activity source", () => {
     ]);
   });
 
+  it("asks a throttle more of a sandbox whose written last-active decides: it may lag its traffic", () => {
+    // Idle timeout 600 s: a fifth is 120 s, capped at 30 s: the annotation may be 30 s late.
+    const written = (at: string) => running("sbx-a", { [LAST_ACTIVE]: at });
+    expect(planIdleRelease([written("2026-11-21T11:49:59Z")], IDLE, NOW)).toEqual([]); // 601 s
+    expect(planIdleRelease([written("2026-11-21T11:49:30Z")], IDLE, NOW)).toEqual([]); // 630 s
+    expect(whys(planIdleRelease([written("2026-11-21T11:49:29Z")], IDLE, NOW))).toEqual([
+      "release idle sandbox: idle for 631 s (idle timeout 600 s)",
+    ]);
+    // Untouched since its start (nothing written since): the timeout alone.
+    const untouched = running("sbx-b", {
+      "agentbox.navix.sh/started-at": "2026-11-21T11:49:59Z",
+      [LAST_ACTIVE]: "2026-11-21T11:49:59Z",
+    });
+    expect(whys(planIdleRelease([untouched], IDLE, NOW))).toEqual([
+      "release idle sandbox: idle for 601 s (idle timeout 600 s)",
+    ]);
+    // A pulled time (this host's own router, exact) that decides needs no more.
+    expect(
+      whys(
+        planIdleRelease(
+          [written("2026-11-21T11:30:00Z")],
+          IDLE,
+          NOW,
+          pulled({ "sbx-a": "2026-11-21T11:49:59Z" }),
+        ),
+      ),
+    ).toEqual(["release idle sandbox: idle for 601 s (idle timeout 600 s)"]);
+  });
+
   it("throttles persists like the push path: only a time 30 s past the annotation is written", () => {
     const pod = running("sbx-a", { [LAST_ACTIVE]: "2026-11-21T11:59:00Z" });
     expect(planIdleRelease([pod], IDLE, NOW, pulled({ "sbx-a": "2026-11-21T11:59:29Z" }))).toEqual([]);
