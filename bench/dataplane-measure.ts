@@ -1,7 +1,8 @@
-// The load of `npm run bench:dataplane`, plain node:http so the client costs the same on both
-// sides: GET /health alternated between the router and envd direct, a large download streamed
-// and discarded, and streams held open through the router. Every request has a deadline.
-import { readFileSync } from "node:fs";
+// The load of `npm run bench:dataplane`, plain node:http so the client costs the same on every
+// side: GET /health rotated between the router, envd direct and the control proxy, a large
+// download streamed and discarded, and streams held open through the router. Every request has a
+// deadline.
+import { readdirSync, readFileSync } from "node:fs";
 import { Agent, type ClientRequest, type IncomingMessage, request } from "node:http";
 
 /** Target is where a side's requests go: an address, and the headers that route them. */
@@ -10,6 +11,15 @@ export interface Target {
   port: number;
   headers: Record<string, string>;
 }
+
+/** Side is where a request goes: the router, envd on the pod IP, or the minimal Node proxy. */
+export type Side = "router" | "direct" | "control";
+
+/** SIDES in the order the rotations start from. */
+export const SIDES: readonly Side[] = ["router", "direct", "control"];
+
+/** rotated is SIDES starting from the i-th (mod 3): each side goes first as often as the others. */
+export const rotated = (i: number): Side[] => SIDES.map((_, k) => SIDES[(i + k) % SIDES.length] as Side);
 
 /** REQUEST_MS bounds one short request; a download or a stream's opening gets DOWNLOAD_MS. */
 const REQUEST_MS = 10_000;
@@ -48,32 +58,26 @@ function expectStatus(what: string, got: number, want: number): void {
 
 /**
  * healthLatencies sends n `GET /health` to each side over one kept-alive connection each,
- * alternating sides (and which goes first), after a warm-up; milliseconds per request.
+ * rotating the sides (which goes first), after a warm-up; milliseconds per request.
  */
 export async function healthLatencies(
-  sides: { router: Target; direct: Target },
+  sides: Record<Side, Target>,
   n: number,
-): Promise<{ router: number[]; direct: number[] }> {
-  const agents = {
-    router: new Agent({ keepAlive: true, maxSockets: 1 }),
-    direct: new Agent({ keepAlive: true, maxSockets: 1 }),
-  };
-  const out = { router: [] as number[], direct: [] as number[] };
+): Promise<Record<Side, number[]>> {
+  const agent = () => new Agent({ keepAlive: true, maxSockets: 1 });
+  const agents = { router: agent(), direct: agent(), control: agent() };
+  const out: Record<Side, number[]> = { router: [], direct: [], control: [] };
   try {
-    const once = async (side: "router" | "direct") => {
+    const once = async (side: Side) => {
       const r = await send(sides[side], "/health", agents[side], REQUEST_MS);
       expectStatus(`${side} GET /health`, r.status, 204);
       return r.ms;
     };
-    for (let i = 0; i < 100; i++) for (const side of ["router", "direct"] as const) await once(side);
-    for (let i = 0; i < n; i++) {
-      const order = i % 2 === 0 ? (["router", "direct"] as const) : (["direct", "router"] as const);
-      for (const side of order) out[side].push(await once(side));
-    }
+    for (let i = 0; i < 100; i++) for (const side of SIDES) await once(side);
+    for (let i = 0; i < n; i++) for (const side of rotated(i)) out[side].push(await once(side));
     return out;
   } finally {
-    agents.router.destroy();
-    agents.direct.destroy();
+    for (const a of Object.values(agents)) a.destroy();
   }
 }
 
@@ -174,4 +178,24 @@ export function rssBytes(pid: number): number {
     .split("\n")
     .find((l) => l.startsWith("VmRSS:"));
   return Number(line?.split(/\s+/)[1] ?? Number.NaN) * 1024;
+}
+
+/**
+ * v8BackgroundSeconds is the CPU seconds a process's V8 platform threads (named "V8Worker":
+ * concurrent GC marking and sweeping, background compiling) have used, from /proc/<pid>/task:
+ * the part of a proxy's CPU that its heap's collections cost beside its own thread's.
+ */
+export function v8BackgroundSeconds(pid: number): number {
+  let seconds = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      if (!stat.includes("(V8Worker)")) continue;
+      const fields = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
+      seconds += (Number(fields[11]) + Number(fields[12])) / 100;
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return seconds;
 }

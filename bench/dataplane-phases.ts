@@ -1,18 +1,35 @@
-// The phases of one round of `npm run bench:dataplane`, each alternating router and direct, each
-// returning its part of the round's raw figures (bench/dataplane-report.ts reads them).
+// The phases of one round of `npm run bench:dataplane`, each alternating or rotating its sides
+// (router, direct, and for /health and downloads the control proxy), each returning its part of
+// the round's raw figures (bench/dataplane-report.ts reads them).
 import { execFile } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
-import { downloadRate, healthLatencies, holdStreams, rssBytes } from "./dataplane-measure.ts";
+import {
+  downloadRate,
+  healthLatencies,
+  holdStreams,
+  rotated,
+  rssBytes,
+  v8BackgroundSeconds,
+} from "./dataplane-measure.ts";
 import type { CpuUse, Round } from "./dataplane-report.ts";
 import { type Bench, BIG_FILE } from "./dataplane-setup.ts";
 import { cpuSeconds } from "./support.ts";
 
-/** Processes names the processes whose CPU a phase reads (router, envd; the client is this one). */
+/** Processes names the processes whose CPU a phase reads (router, envd, control; the client is this one). */
 type Processes = readonly { name: string; pid: number }[];
 
-/** cpuNow reads router, envd and client (this process) CPU seconds. */
-const cpuNow = (who: Processes) => cpuSeconds(who, "client");
+/**
+ * cpuNow reads router, envd, control and client (this process) CPU seconds, and the share of the
+ * router's and the control's that V8's background threads used (routerV8, controlV8).
+ */
+function cpuNow(who: Processes): Record<string, number> {
+  const v8 = (name: string) => {
+    const p = who.find((w) => w.name === name);
+    return p ? v8BackgroundSeconds(p.pid) : Number.NaN;
+  };
+  return { ...cpuSeconds(who, "client"), routerV8: v8("router"), controlV8: v8("control") };
+}
 
 /**
  * streamsPhase holds n streams open at once through the router, and reads the router's memory
@@ -68,12 +85,13 @@ export async function healthPhase(
       router: used("router"),
       routerIdle: idleRate * seconds,
       envd: used("envd"),
+      control: used("control"),
       client: used("client"),
     },
   };
 }
 
-/** downloadPhase downloads the big file `times` per side, alternating; bytes/s and CPU per side. */
+/** downloadPhase downloads the big file `times` per side, rotating; bytes/s and CPU per side. */
 export async function downloadPhase(
   bench: Bench,
   who: Processes,
@@ -81,19 +99,33 @@ export async function downloadPhase(
   times: number,
   round: number,
 ): Promise<Round["download"]> {
-  const none = (): CpuUse => ({ router: 0, envd: 0, client: 0, seconds: 0 });
-  const out: Round["download"] = { bytes, router: [], direct: [], cpu: { router: none(), direct: none() } };
+  const none = (): CpuUse => ({
+    router: 0,
+    routerV8: 0,
+    envd: 0,
+    control: 0,
+    controlV8: 0,
+    client: 0,
+    seconds: 0,
+  });
+  const out: Round["download"] = {
+    bytes,
+    router: [],
+    direct: [],
+    control: [],
+    cpu: { router: none(), direct: none(), control: none() },
+  };
   const path = `/files?path=${encodeURIComponent(BIG_FILE)}`;
   for (let d = 0; d < times; d++) {
-    const order = (d + round) % 2 === 0 ? (["router", "direct"] as const) : (["direct", "router"] as const);
-    for (const side of order) {
+    for (const side of rotated(d + round)) {
       const before = cpuNow(who);
       const t0 = performance.now();
       out[side].push(await downloadRate(bench.envd[side], path, bytes));
       const after = cpuNow(who);
       const cpu = out.cpu[side];
       cpu.seconds += (performance.now() - t0) / 1000;
-      for (const k of ["router", "envd", "client"] as const) cpu[k] += (after[k] ?? 0) - (before[k] ?? 0);
+      for (const k of ["router", "routerV8", "envd", "control", "controlV8", "client"] as const)
+        cpu[k] += (after[k] ?? 0) - (before[k] ?? 0);
     }
   }
   return out;

@@ -1,20 +1,21 @@
 // The figures of `npm run bench:dataplane`: what one round measured, the figures read from it
-// (added latency = router − direct of the same round), and the table of every round, their median
-// and the verdict against the issue's targets (read from the median, never from one round).
+// (added latency = router − direct of the same round; the control proxy's likewise, beside it),
+// and the table of every round, their median and the verdict against the issue's targets (read
+// from the median, never from one round). The control's rows have no target: they say what a
+// minimal Node proxy gets on the same machine in the same round.
+import type { Side } from "./dataplane-measure.ts";
 import { percentile } from "./support.ts";
 
 /** Round is what one round measured, raw. */
 export interface Round {
   /** health: ms per GET /health on each side; CPU seconds each process used over the phase. */
-  health: {
-    router: number[];
-    direct: number[];
-    cpu: { router: number; routerIdle: number; envd: number; client: number };
+  health: Record<Side, number[]> & {
+    cpu: { router: number; routerIdle: number; envd: number; control: number; client: number };
   };
   /** sdk: ms per commands.run('true') on each side. */
   sdk: { router: number[]; direct: number[] };
   /** download: bytes per second of each download on each side; CPU seconds over each side's. */
-  download: { bytes: number; router: number[]; direct: number[]; cpu: Record<"router" | "direct", CpuUse> };
+  download: Record<Side, number[]> & { bytes: number; cpu: Record<Side, CpuUse> };
   /**
    * streams: how many were asked, opened (client) and held at once (server); the router's RSS
    * before (after a GC) and with them open (as is, and after a GC); its heap + external likewise.
@@ -32,10 +33,16 @@ export interface Round {
   };
 }
 
-/** CpuUse is the CPU seconds each process used over a phase, and the phase's wall seconds. */
+/**
+ * CpuUse is the CPU seconds each process used over a phase, and the phase's wall seconds;
+ * routerV8 and controlV8 are the parts of router and control that V8's background threads used.
+ */
 export interface CpuUse {
   router: number;
+  routerV8: number;
   envd: number;
+  control: number;
+  controlV8: number;
   client: number;
   seconds: number;
 }
@@ -65,14 +72,20 @@ const median = (xs: readonly number[]) => percentile(xs, 50);
 const MiB = 1024 * 1024;
 
 /** cores is how many cores a phase's processes kept busy on average. */
-const cores = (c: CpuUse) => (c.router + c.envd + c.client) / c.seconds;
+const cores = (c: CpuUse) => (c.router + c.envd + c.control + c.client) / c.seconds;
 
-/** perGiB is each process's CPU seconds per GiB a side's downloads moved. */
-function perGiB(r: Round, side: "router" | "direct"): CpuUse {
+/**
+ * perGiB is a proxy's CPU seconds per GiB its side's downloads moved (the router's, the control's);
+ * v8: only its V8 background threads' share.
+ */
+function perGiB(r: Round, side: "router" | "control", v8 = false): number {
   const gib = (r.download[side].length * r.download.bytes) / (1024 * MiB);
-  const c = r.download.cpu[side];
-  return { router: c.router / gib, envd: c.envd / gib, client: c.client / gib, seconds: c.seconds };
+  const cpu = r.download.cpu[side];
+  return (v8 ? cpu[`${side}V8`] : cpu[side]) / gib;
 }
+
+/** rate is a side's median download in bytes/s, in one round. */
+const rate = (r: Round, side: Side) => median(r.download[side]);
 
 /** figures reads the rows of the table from the rounds. */
 export function figures(rounds: readonly Round[]): Figure[] {
@@ -108,17 +121,31 @@ export function figures(rounds: readonly Round[]): Figure[] {
         ),
       );
   const perRequest = (cpu: number, n: number) => (cpu / n) * 1e6;
+  const healthRequests = (r: Round) =>
+    r.health.router.length + r.health.direct.length + r.health.control.length;
+  /** control is the control proxy's /health latency and what it adds over direct (no target). */
+  const control = [
+    ...[50, 99].map((q) => row(`GET /health p${q}, control (ms)`, 3, (r) => p(r.health.control, q))),
+    ...[50, 99].map((q) =>
+      row(`GET /health control added p${q} (ms)`, 3, (r) => p(r.health.control, q) - p(r.health.direct, q)),
+    ),
+  ];
   return [
     ...latency("GET /health", 3, (r) => r.health),
+    ...control,
     ...latency("commands.run('true')", 2, (r) => r.sdk),
-    row("100 MiB download, router (MiB/s)", 0, (r) => median(r.download.router) / MiB),
-    row("100 MiB download, direct (MiB/s)", 0, (r) => median(r.download.direct) / MiB),
-    row("download router ÷ direct", 2, (r) => median(r.download.router) / median(r.download.direct), {
-      op: "≥",
-      value: 0.8,
-    }),
-    row("router CPU per GiB downloaded through it (s)", 2, (r) => perGiB(r, "router").router),
+    row("100 MiB download, router (MiB/s)", 0, (r) => rate(r, "router") / MiB),
+    row("100 MiB download, direct (MiB/s)", 0, (r) => rate(r, "direct") / MiB),
+    row("100 MiB download, control (MiB/s)", 0, (r) => rate(r, "control") / MiB),
+    row("download router ÷ direct", 2, (r) => rate(r, "router") / rate(r, "direct"), { op: "≥", value: 0.8 }),
+    row("download router ÷ minimal Node proxy (control)", 2, (r) => rate(r, "router") / rate(r, "control")),
+    row("download control ÷ direct", 2, (r) => rate(r, "control") / rate(r, "direct")),
+    row("router CPU per GiB downloaded through it (s)", 2, (r) => perGiB(r, "router")),
+    row("control CPU per GiB downloaded through it (s)", 2, (r) => perGiB(r, "control")),
+    row("… of which V8 background threads (GC), router (s)", 2, (r) => perGiB(r, "router", true)),
+    row("… of which V8 background threads (GC), control (s)", 2, (r) => perGiB(r, "control", true)),
     row("cores busy, router downloads (router + envd + client)", 2, (r) => cores(r.download.cpu.router)),
+    row("cores busy, control downloads (control + envd + client)", 2, (r) => cores(r.download.cpu.control)),
     row("cores busy, direct downloads (envd + client)", 2, (r) => cores(r.download.cpu.direct)),
     row("streams held open at once (server count)", 0, (r) => r.streams.heldAtOnce, {
       op: "=",
@@ -127,7 +154,11 @@ export function figures(rounds: readonly Round[]): Figure[] {
     row("streams opened (client count)", 0, (r) => r.streams.opened),
     row("time to open them, 100 at a time (s)", 2, (r) => r.streams.openSeconds),
     row("router RSS before the streams, after GC (MiB)", 1, (r) => r.streams.rssBefore / MiB),
-    row("router heap + external before the streams, after GC (MiB)", 1, (r) => r.streams.heapBefore / MiB),
+    row(
+      "host main thread heap + external before the streams, after GC (MiB)",
+      1,
+      (r) => r.streams.heapBefore / MiB,
+    ),
     row("router RSS with them open (MiB)", 1, (r) => r.streams.rssOpen / MiB),
     firstRound(
       row(
@@ -144,7 +175,7 @@ export function figures(rounds: readonly Round[]): Figure[] {
       ),
     ),
     row(
-      "router heap + external growth per stream, after GC (KiB)",
+      "host main thread heap + external growth per stream, after GC (KiB)",
       1,
       (r) => (r.streams.heapOpen - r.streams.heapBefore) / r.streams.n / 1024,
     ),
@@ -154,11 +185,14 @@ export function figures(rounds: readonly Round[]): Figure[] {
     row("… less its idle CPU over the phase (µs)", 0, (r) =>
       perRequest(r.health.cpu.router - r.health.cpu.routerIdle, r.health.router.length),
     ),
-    row("envd stand-in CPU per GET /health, both sides (µs)", 0, (r) =>
-      perRequest(r.health.cpu.envd, r.health.router.length + r.health.direct.length),
+    row("control CPU per proxied GET /health (µs)", 0, (r) =>
+      perRequest(r.health.cpu.control, r.health.control.length),
     ),
-    row("client CPU per GET /health, both sides (µs)", 0, (r) =>
-      perRequest(r.health.cpu.client, r.health.router.length + r.health.direct.length),
+    row("envd stand-in CPU per GET /health, all sides (µs)", 0, (r) =>
+      perRequest(r.health.cpu.envd, healthRequests(r)),
+    ),
+    row("client CPU per GET /health, all sides (µs)", 0, (r) =>
+      perRequest(r.health.cpu.client, healthRequests(r)),
     ),
   ];
 }

@@ -1,7 +1,8 @@
 // What `npm run bench:dataplane` starts from, on a running benchmark cluster: the sandbox side
 // (envd stand-in and the bench's holding server, bench/dataplane-pod.ts) in a process, the Node
 // host with its sandbox router in another (bench/host-process.ts), a pool of one pod, one sandbox
-// claimed through the E2B API, and a large file in that sandbox's directory.
+// claimed through the E2B API, a minimal Node proxy to its envd in a third process (the control,
+// bench/dataplane-control-proxy.ts), and a large file in that sandbox's directory.
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { request } from "node:http";
@@ -9,7 +10,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import type { ClusterState } from "../infra/cluster/state.ts";
 import { SANDBOX_ID_LABEL, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
 import { forkIpc, type IpcChild } from "./child-ipc.ts";
-import type { Target } from "./dataplane-measure.ts";
+import type { Side, Target } from "./dataplane-measure.ts";
 import { benchNamespacesAndHost, type HostProcess, httpsClient, namedPool, waitFor } from "./support.ts";
 
 /** BIG_FILE is the file the downloads read, in the sandbox's home directory. */
@@ -19,6 +20,8 @@ export const BIG_FILE = "/home/user/bench-download.bin";
 export interface Bench {
   host: HostProcess;
   pod: IpcChild<{ envdPort: number; holdPort: number }>;
+  /** control is the minimal Node proxy to the sandbox's envd (no routing: one upstream). */
+  control: IpcChild<{ port: number }>;
   sandboxId: string;
   envdToken: string;
   podIP: string;
@@ -26,7 +29,7 @@ export interface Bench {
   routerUrl: string;
   directUrl: string;
   /** envd is where a side's envd requests go (router: header routing to port 49983). */
-  envd: { router: Target; direct: Target };
+  envd: Record<Side, Target>;
   /** hold is the bench's holding server, through the router (header routing to its port). */
   hold: Target;
   /** sdkEnv configures the e2b SDK for this cluster and API key. */
@@ -42,7 +45,7 @@ function must<T extends { status: number; body: string }>(what: string, want: nu
   return res;
 }
 
-/** startBench starts both processes and claims the sandbox; bytes is the big file's size. */
+/** startBench starts the three processes and claims the sandbox; bytes is the big file's size. */
 export async function startBench(
   state: ClusterState,
   bytes: number,
@@ -100,9 +103,14 @@ export async function startBench(
   const podIP = claimed?.status?.podIP ?? "";
   if (!podIP) throw new Error(`sandbox ${sandboxId} has no pod IP`);
   const route = (port: number) => ({ "e2b-sandbox-id": sandboxId, "e2b-sandbox-port": String(port) });
+  const control = await forkIpc<{ port: number }>(new URL("./dataplane-control-proxy.ts", import.meta.url), [
+    podIP,
+    String(envdPort),
+  ]);
   const bench: Bench = {
     host,
     pod,
+    control,
     sandboxId,
     envdToken,
     podIP,
@@ -115,6 +123,7 @@ export async function startBench(
         headers: { ...route(49983), "x-access-token": envdToken },
       },
       direct: { host: podIP, port: envdPort, headers: { "x-access-token": envdToken } },
+      control: { host: "127.0.0.1", port: control.ready.port, headers: { "x-access-token": envdToken } },
     },
     hold: { host: "127.0.0.1", port: routerPort, headers: route(holdPort) },
     sdkEnv: {

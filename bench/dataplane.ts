@@ -1,13 +1,16 @@
 // `npm run bench:dataplane`: the sandbox router (hosts/node/data-plane/) against the same requests
-// sent straight to the envd stand-in on the sandbox's pod IP, in the same run. The router runs in
-// the Node host's own process (bench/host-process.ts), envd and the bench's holding server in
-// another (bench/dataplane-pod.ts), the load here. Each of ROUNDS rounds measures, in turn:
+// sent straight to the envd stand-in on the sandbox's pod IP, in the same run, and against a
+// minimal Node proxy (the control: what one more Node process on the path costs this machine).
+// The router runs in a thread of the Node host's process (bench/host-process.ts), envd and the
+// bench's holding server in another (bench/dataplane-pod.ts), the control in a third
+// (bench/dataplane-control-proxy.ts), the load here. Each of ROUNDS rounds measures, in turn:
 // STREAMS streams held open at once through the router (its memory per stream; first, before the
 // other phases have grown the router's heap), the host's idle CPU (QUIET s) then HEALTH
-// `GET /health` per side alternated (latency; CPU per request), SDK_ITERATIONS
-// `commands.run('true')` per side through the official e2b SDK (bench/dataplane-sdk.ts), and
-// DOWNLOADS downloads of a DOWNLOAD_MIB file per side (bytes/s, CPU). Prints each round's figures,
-// then a table of every round, the median and the verdict per target. See docs/benchmarks.md.
+// `GET /health` per side rotated over router, direct and control (latency; CPU per request),
+// SDK_ITERATIONS `commands.run('true')` per side (router, direct) through the official e2b SDK
+// (bench/dataplane-sdk.ts), and DOWNLOADS downloads of a DOWNLOAD_MIB file per side, the three
+// rotated (bytes/s, CPU). Prints each round's figures, then a table of every round, the median and
+// the verdict per target. See docs/benchmarks.md.
 import { execFileSync } from "node:child_process";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
@@ -30,6 +33,7 @@ async function round(bench: Bench, i: number): Promise<Round> {
   const who = [
     { name: "router", pid: bench.host.pid },
     { name: "envd", pid: bench.pod.pid },
+    { name: "control", pid: bench.control.pid },
   ];
   log(`round ${i}: ${STREAMS} streams held open through the router`);
   const streams = await streamsPhase(bench, STREAMS);
@@ -62,6 +66,7 @@ try {
     await removeFile(bench, BIG_FILE).catch((e: unknown) => log(`cleanup: ${String(e)}`));
     await bench.host.ask({ op: "close" }).catch(() => {});
     await bench.pod.ask({ op: "close" }).catch(() => {});
+    await bench.control.ask({ op: "close" }).catch(() => {});
   }
   await down(name, log);
 }

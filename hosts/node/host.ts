@@ -229,8 +229,8 @@ export async function startHost(config: HostConfig): Promise<Host> {
   const dp = config.dataPlane;
   if (dp)
     dataPlane = await startDataPlaneThread(
+      config.kubeconfig,
       {
-        kubeconfig: config.kubeconfig.exportConfig(),
         ...(config.kubeTimeouts ? { kubeTimeouts: config.kubeTimeouts } : {}),
         config: {
           ...(config.sandboxDomain ? { domain: config.sandboxDomain } : {}),

@@ -19,11 +19,60 @@ export interface NodeTransportOptions {
   timeouts?: Partial<KubeTimeouts>;
 }
 
-/** serverOf is the kubeconfig's current API server, without a trailing slash. */
-function serverOf(kc: KubeConfig): string {
+/**
+ * KubeAccess is where the API server is and how a request gets its credentials: a KubeConfig's
+ * (kubeconfigAccess), or a thread's that asks its host for them (so the thread never loads
+ * client-node, whose 24 MB of heap every full collection would mark).
+ */
+export interface KubeAccess {
+  /** server is the API server's URL, without a trailing slash. */
+  server: string;
+  /** apply puts the credentials (TLS material, Authorization) on a request's options. */
+  apply(options: RequestOptions): Promise<void>;
+}
+
+/** kubeconfigAccess is the kubeconfig's current API server and credentials of any kind. */
+export function kubeconfigAccess(kc: KubeConfig): KubeAccess {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error("the kubeconfig has no current cluster");
-  return cluster.server.replace(/\/$/, "");
+  return { server: cluster.server.replace(/\/$/, ""), apply: (options) => kc.applyToHTTPSOptions(options) };
+}
+
+/** CREDENTIAL_FIELDS are the request options a kubeconfig's credentials set (a thread gets these). */
+const CREDENTIAL_FIELDS = [
+  "ca",
+  "cert",
+  "key",
+  "pfx",
+  "passphrase",
+  "rejectUnauthorized",
+  "servername",
+] as const;
+
+/** Credentials are a kubeconfig's credentials as plain data, to cross to a thread. */
+export type Credentials = Pick<RequestOptions, (typeof CREDENTIAL_FIELDS)[number]> & {
+  headers: Record<string, string>;
+};
+
+/** credentialsOf applies the access's credentials to blank options and keeps what they set. */
+export async function credentialsOf(access: KubeAccess): Promise<Credentials> {
+  const options: RequestOptions = { headers: {} };
+  await access.apply(options);
+  const picked: Record<string, unknown> = {};
+  for (const field of CREDENTIAL_FIELDS) if (options[field] !== undefined) picked[field] = options[field];
+  return { ...picked, headers: { ...(options.headers as Record<string, string>) } };
+}
+
+/** applyCredentials puts credentials from credentialsOf on a request's options. */
+export function applyCredentials(options: RequestOptions, credentials: Credentials): void {
+  const { headers, ...tls } = credentials;
+  Object.assign(options, tls);
+  options.headers = { ...(options.headers as Record<string, string>), ...headers };
+}
+
+/** accessOf takes a KubeConfig or an access as it is. */
+function accessOf(source: KubeConfig | KubeAccess): KubeAccess {
+  return "apply" in source ? source : kubeconfigAccess(source);
 }
 
 function urlOf(server: string, req: KubeRequest): URL {
@@ -38,14 +87,17 @@ function urlOf(server: string, req: KubeRequest): URL {
  * cloud CLI minting tokens) that hangs fails the request as ApiServerUnreachable instead of
  * holding it, and every request after it, forever.
  */
-async function credentials(kc: KubeConfig, options: RequestOptions, ms: number, host: string): Promise<void> {
-  await withTimeout(kc.applyToHTTPSOptions(options), ms, "the kubeconfig's credentials").catch(
-    (e: unknown) => {
-      throw new ApiServerUnreachable(
-        `cannot reach the API server at ${host}: ${e instanceof Error ? e.message : String(e)}`,
-      );
-    },
-  );
+async function credentials(
+  access: KubeAccess,
+  options: RequestOptions,
+  ms: number,
+  host: string,
+): Promise<void> {
+  await withTimeout(access.apply(options), ms, "the kubeconfig's credentials").catch((e: unknown) => {
+    throw new ApiServerUnreachable(
+      `cannot reach the API server at ${host}: ${e instanceof Error ? e.message : String(e)}`,
+    );
+  });
 }
 
 /**
@@ -56,8 +108,12 @@ async function credentials(kc: KubeConfig, options: RequestOptions, ms: number, 
  * with ApiServerUnreachable (the API answers 503, a tick fails loudly), naming the server's host
  * and never a credential.
  */
-export function nodeKubeTransport(kc: KubeConfig, opts: NodeTransportOptions = {}): KubeTransport {
-  const server = serverOf(kc);
+export function nodeKubeTransport(
+  source: KubeConfig | KubeAccess,
+  opts: NodeTransportOptions = {},
+): KubeTransport {
+  const access = accessOf(source);
+  const { server } = access;
   const host = new URL(server).host;
   const timeouts = { ...DEFAULT_KUBE_TIMEOUTS, ...opts.timeouts };
   const agent = new Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64 });
@@ -68,7 +124,7 @@ export function nodeKubeTransport(kc: KubeConfig, opts: NodeTransportOptions = {
       method: req.method,
       headers: { accept: req.accept ?? "application/json" },
     };
-    await credentials(kc, options, ms, host);
+    await credentials(access, options, ms, host);
     // applyToHTTPSOptions makes a fresh agent per call; reuse one keep-alive pool instead (the
     // TLS material stays on the request options, which the agent's pool key includes).
     options.agent = agent;
@@ -122,15 +178,19 @@ export interface NodeWatchOptions {
  * stream open graceMs past the timeoutSeconds it asked for (a stopped apiserver, a dead
  * connection), fails it with ApiServerUnreachable, so its owner opens a new one.
  */
-export function nodeKubeWatch(kc: KubeConfig, opts: NodeWatchOptions = {}): KubeWatchTransport {
-  const server = serverOf(kc);
+export function nodeKubeWatch(
+  source: KubeConfig | KubeAccess,
+  opts: NodeWatchOptions = {},
+): KubeWatchTransport {
+  const access = accessOf(source);
+  const { server } = access;
   const host = new URL(server).host;
   const headerMs = opts.headerTimeoutMs ?? DEFAULT_KUBE_TIMEOUTS.read;
   return async (req, onEvent, signal) => {
     const url = urlOf(server, req);
     url.searchParams.set("watch", "1");
     const options: RequestOptions = { method: "GET", headers: { accept: "application/json" }, signal };
-    await credentials(kc, options, headerMs, host);
+    await credentials(access, options, headerMs, host);
     const seconds = Number(req.query?.timeoutSeconds);
     const lifeMs = seconds > 0 ? seconds * 1000 + (opts.graceMs ?? WATCH_GRACE_MS) : undefined;
     await new Promise<void>((resolve, reject) => {

@@ -10,6 +10,7 @@ import type { Log } from "../../lib/log.ts";
 /** FromThread is what a supervised thread sends its host. */
 export type FromThread =
   | { op: "ready"; info?: unknown }
+  | { op: "host-call"; id: number; call: string }
   | { op: "log"; level: keyof Log; obj: object; msg?: string }
   | { op: "reply"; id: number; value: unknown }
   | { op: "reply"; id: number; error: string; name: string };
@@ -33,6 +34,11 @@ export interface ThreadOptions {
   restarts?: Counter<never> | undefined;
   /** onReady hears each start's ready info (a restart's too). */
   onReady?: (info: unknown) => void;
+  /**
+   * answers serve the thread's calls to its host (thread-port.ts hostCalls) by name; a call
+   * without an answer, or one that throws, is answered with the error.
+   */
+  answers?: Record<string, () => unknown>;
   /** onMessage hears the thread's other messages, with the worker to answer on. */
   onMessage?: (m: { op: string } & Record<string, unknown>, worker: Worker) => void;
 }
@@ -47,6 +53,30 @@ export interface SupervisedThread {
   kill(): Promise<number>;
   /** close asks the thread to close (`{op: "close"}`, answered) and ends it; no restart. */
   close(): Promise<void>;
+}
+
+/** HostAnswer is the host's answer to a thread's host-call. */
+export type HostAnswer =
+  | { op: "host-answer"; id: number; value: unknown }
+  | { op: "host-answer"; id: number; error: string };
+
+/** answerCall runs the named answer for a thread's call and posts what it gives (or its error). */
+async function answerCall(
+  worker: Worker,
+  m: Extract<FromThread, { op: "host-call" }>,
+  options: ThreadOptions,
+): Promise<void> {
+  try {
+    const answer = options.answers?.[m.call];
+    if (!answer) throw new Error(`the host answers no "${m.call}"`);
+    worker.postMessage({ op: "host-answer", id: m.id, value: await answer() } satisfies HostAnswer);
+  } catch (e) {
+    worker.postMessage({
+      op: "host-answer",
+      id: m.id,
+      error: e instanceof Error ? e.message : String(e),
+    } satisfies HostAnswer);
+  }
 }
 
 /**
@@ -93,6 +123,8 @@ export async function superviseThread(options: ThreadOptions): Promise<Supervise
           const entry = m as Extract<FromThread, { op: "log" }>;
           return log[entry.level](entry.obj, entry.msg);
         }
+        if (m.op === "host-call")
+          return void answerCall(w, m as Extract<FromThread, { op: "host-call" }>, options);
         if (m.op !== "reply") return options.onMessage?.(m, w);
         const reply = m as Extract<FromThread, { op: "reply" }>;
         const call = waiting.get(reply.id);

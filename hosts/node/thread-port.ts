@@ -3,7 +3,7 @@
 // StepRefused and Misconfigured apart by it).
 import type { MessagePort } from "node:worker_threads";
 import type { Log } from "../../lib/log.ts";
-import type { FromThread } from "./supervised-thread.ts";
+import type { FromThread, HostAnswer } from "./supervised-thread.ts";
 
 /** threadLog forwards entries to the host's logger; what cannot be cloned goes as text. */
 export function threadLog(port: MessagePort): Log {
@@ -37,4 +37,35 @@ export async function answer(port: MessagePort, id: number, work: () => unknown)
 /** ready tells the host the thread runs, with what it should know (e.g. its ports). */
 export function ready(port: MessagePort, info?: unknown): void {
   port.postMessage({ op: "ready", ...(info === undefined ? {} : { info }) } satisfies FromThread);
+}
+
+/** HostCalls are a thread's calls to its host (ThreadOptions.answers), each bounded in time. */
+export interface HostCalls {
+  call<T>(name: string, timeoutMs: number): Promise<T>;
+  /** settle takes a host-answer message (the thread's message handler passes them here). */
+  settle(m: HostAnswer): void;
+}
+
+/** hostCalls makes a thread's HostCalls on its port. */
+export function hostCalls(port: MessagePort): HostCalls {
+  const waiting = new Map<number, (m: HostAnswer) => void>();
+  let nextId = 0;
+  return {
+    call: <T>(name: string, timeoutMs: number) =>
+      new Promise<T>((resolve, reject) => {
+        const id = nextId++;
+        const timer = setTimeout(() => {
+          waiting.delete(id);
+          reject(new Error(`the host did not answer "${name}" within ${timeoutMs} ms`));
+        }, timeoutMs);
+        waiting.set(id, (m) => {
+          clearTimeout(timer);
+          waiting.delete(id);
+          if ("error" in m) reject(new Error(`the host's "${name}": ${m.error}`));
+          else resolve(m.value as T);
+        });
+        port.postMessage({ op: "host-call", id, call: name } satisfies FromThread);
+      }),
+    settle: (m) => waiting.get(m.id)?.(m),
+  };
 }

@@ -1,16 +1,23 @@
 // The sandbox router's worker thread (entry point, started by data-plane-worker.ts). The router
 // moves every byte of every sandbox's traffic: in a thread of its own, its buffers churn a small
 // heap of their own (a download's garbage no longer makes the control plane's heap collect) and
-// its event loop is not the API's. It builds its own API client and watch from the settings it was
-// started with, and talks to the host's thread only by messages.
+// its event loop is not the API's. It builds its own API client and watch, with credentials it
+// asks the host for (client-node stays out of this thread: its 24 MB of heap would be marked by
+// every full collection a download's buffers cause), and talks to the host only by messages.
 import { parentPort, workerData } from "node:worker_threads";
-import { KubeConfig } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import { KubeClient } from "../../../lib/kube/client.ts";
 import { meteredTransport } from "../../../lib/metrics/metered-transport.ts";
 import { createMetrics } from "../../../lib/metrics/metrics.ts";
-import { nodeKubeTransport, nodeKubeWatch } from "../kube-transport.ts";
-import { answer, ready, threadLog } from "../thread-port.ts";
+import {
+  applyCredentials,
+  type Credentials,
+  type KubeAccess,
+  nodeKubeTransport,
+  nodeKubeWatch,
+} from "../kube-transport.ts";
+import type { HostAnswer } from "../supervised-thread.ts";
+import { answer, hostCalls, ready, threadLog } from "../thread-port.ts";
 import { startDataPlane } from "./data-plane.ts";
 import type { DataPlaneThreadSettings, ToDataPlane } from "./data-plane-worker.ts";
 
@@ -18,16 +25,32 @@ const port = parentPort;
 if (!port) throw new Error("data-plane-thread.ts runs as a worker thread (see data-plane-worker.ts)");
 const log = threadLog(port);
 const settings = workerData as DataPlaneThreadSettings;
-const kubeconfig = new KubeConfig();
-kubeconfig.loadFromString(settings.kubeconfig);
+const host = hostCalls(port);
+
+/** CREDENTIALS_REUSE_MS: how long one answer of the host's credentials serves this thread's requests. */
+const CREDENTIALS_REUSE_MS = 30_000;
+/** CREDENTIALS_MS bounds the host's answer (an exec plugin minting a token included). */
+const CREDENTIALS_MS = 10_000;
+let credentials: { at: number; value: Promise<Credentials> } | undefined;
+const access: KubeAccess = {
+  server: settings.server,
+  apply: async (options) => {
+    if (!credentials || Date.now() - credentials.at > CREDENTIALS_REUSE_MS) {
+      const value = host.call<Credentials>("credentials", CREDENTIALS_MS);
+      credentials = { at: Date.now(), value };
+      // A failed answer is not kept: the next request asks again.
+      value.catch(() => {
+        if (credentials?.value === value) credentials = undefined;
+      });
+    }
+    applyCredentials(options, await credentials.value);
+  },
+};
 // This thread's metrics: the host's thread asks for them on every scrape and merges them with its own.
 const metrics = createMetrics(new Registry());
-const transport = nodeKubeTransport(
-  kubeconfig,
-  settings.kubeTimeouts ? { timeouts: settings.kubeTimeouts } : {},
-);
+const transport = nodeKubeTransport(access, settings.kubeTimeouts ? { timeouts: settings.kubeTimeouts } : {});
 const watch = nodeKubeWatch(
-  kubeconfig,
+  access,
   settings.kubeTimeouts?.read ? { headerTimeoutMs: settings.kubeTimeouts.read } : {},
 );
 const dataPlane = await startDataPlane(
@@ -36,7 +59,8 @@ const dataPlane = await startDataPlane(
   log,
 );
 
-port.on("message", (m: ToDataPlane) => {
+port.on("message", (m: ToDataPlane | HostAnswer) => {
+  if (m.op === "host-answer") return host.settle(m);
   if (m.op === "forget") return dataPlane.forget(m.sandboxId);
   void answer(port, m.id, async () => {
     if (m.op === "activity") return [...dataPlane.activity()].map(([id, at]) => [id, at.getTime()]);

@@ -1,13 +1,15 @@
+import type { KubeConfig } from "@kubernetes/client-node";
 import type { Counter, MetricObjectWithValues, MetricValue } from "prom-client";
 import type { KubeTimeouts } from "../../../lib/kube/transport.ts";
 import type { Log } from "../../../lib/log.ts";
+import { credentialsOf, kubeconfigAccess } from "../kube-transport.ts";
 import { superviseThread } from "../supervised-thread.ts";
 import type { DataPlane, DataPlaneConfig } from "./data-plane.ts";
 
 /** DataPlaneThreadSettings start the router's thread; they cross threads, so plain data only. */
 export interface DataPlaneThreadSettings {
-  /** kubeconfig as KubeConfig.exportConfig() writes it (the thread loads its own client). */
-  kubeconfig: string;
+  /** server is the API server's URL (the thread asks the host for credentials: "credentials"). */
+  server: string;
   kubeTimeouts?: Partial<KubeTimeouts>;
   config: DataPlaneConfig;
 }
@@ -41,17 +43,20 @@ export interface DataPlaneThread {
  * (any free port) stays the one the host reported.
  */
 export async function startDataPlaneThread(
-  settings: DataPlaneThreadSettings,
+  kubeconfig: KubeConfig,
+  settings: Omit<DataPlaneThreadSettings, "server">,
   log: Log,
   restarts?: Counter<never>,
 ): Promise<DataPlaneThread> {
+  const access = kubeconfigAccess(kubeconfig);
   const ports: DataPlane["ports"] = {};
   const { plain, tls } = settings.config;
   const thread = await superviseThread({
     name: "data plane",
     url: new URL("./data-plane-thread.ts", import.meta.url),
-    workerData: () => ({
+    workerData: (): DataPlaneThreadSettings => ({
       ...settings,
+      server: access.server,
       config: {
         ...settings.config,
         ...(plain ? { plain: { ...plain, port: ports.plain ?? plain.port } } : {}),
@@ -60,6 +65,8 @@ export async function startDataPlaneThread(
     }),
     log,
     restarts,
+    // The kubeconfig's credentials (tokens, certificates, exec plugins) are applied here.
+    answers: { credentials: () => credentialsOf(access) },
     onReady: (info) => Object.assign(ports, info),
   });
   return {
