@@ -1,7 +1,8 @@
 import { defineConfig } from "vitest/config";
 
-// Three projects: unit tests are pure and never touch a cluster; integration tests share one
+// Four projects: unit tests are pure and never touch a cluster; integration tests share one
 // local control plane per run, started (or reused via AGENTBOX_CLUSTER) by the global setup;
+// history tests share one PostgreSQL per run (test/history/global-setup.ts);
 // fault tests stop, kill and restart real processes, so each file starts a control plane and a
 // host process of its own.
 const jsonReport = process.env.VITEST_JSON_REPORT;
@@ -25,6 +26,16 @@ export default defineConfig({
           globalSetup: ["test/integration/global-setup.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          // The history stores' contract, against real SQLite, PostgreSQL (one server per run) and D1.
+          name: "history",
+          include: ["test/history/**/*.test.ts"],
+          globalSetup: ["test/history/global-setup.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
         },
       },
       {

@@ -13,8 +13,9 @@ import type { ActionOutcome } from "../functions/execute.ts";
 import { type EnvReport, reconcileEnv } from "../functions/reconcile-env.ts";
 import { type PoolReport, RECONCILE, reconcilePool, STEP_NAMES } from "../functions/reconcile-pool.ts";
 import { Misconfigured, StepRefused } from "../functions/step.ts";
+import { readPostgresHistory } from "../hosts/node/history-settings.ts";
 import { nodeKubeTransport } from "../hosts/node/kube-transport.ts";
-import { SqliteHistoryStore } from "../hosts/node/sqlite-history.ts";
+import { openHistory } from "../hosts/node/open-history.ts";
 import { readState } from "../infra/cluster/state.ts";
 import { KubeClient } from "../lib/kube/client.ts";
 import { referenceDigestResolver } from "../lib/sandbox/digest-resolver.ts";
@@ -33,7 +34,8 @@ steps: ${STEP_NAMES.join(", ")} (default: reconcile = all but refresh-template, 
 refresh-template re-renders a standalone pool from its template's current revision, its overrides re-applied.
 reconcile-env runs the Env step for the segment --cluster-id (default $AGENTBOX_CLUSTER_ID; with --cluster, "local").
 The kubeconfig is --kubeconfig, else the local cluster --cluster NAME, else $KUBECONFIG / ~/.kube/config / in-cluster.
-Records go to --history (default: $AGENTBOX_HISTORY_PATH, else the local cluster's history.sqlite).`;
+Records go to the SQLite file --history, else PostgreSQL when $AGENTBOX_HISTORY_URL is set (its AGENTBOX_HISTORY_* settings),
+else $AGENTBOX_HISTORY_PATH, else the local cluster's history.sqlite.`;
 
 type Values = {
   step: string;
@@ -103,11 +105,21 @@ async function main(): Promise<number> {
     values.history ??
     process.env.AGENTBOX_HISTORY_PATH ??
     (local ? `${local.dir}/history.sqlite` : "history.sqlite");
-  const history = new SqliteHistoryStore(historyPath);
+  const database = values.history
+    ? { ok: true as const, value: undefined }
+    : readPostgresHistory(process.env);
+  if (!database.ok) {
+    console.error(`error: ${database.errors.join("; ")}`);
+    return 2;
+  }
   const log = { debug() {}, info() {}, warn() {}, error() {} };
+  const history = await openHistory(
+    { historyPath, ...(database.value ? { historyDatabase: database.value } : {}) },
+    log,
+  );
   const deps: StepDeps = {
     kube: new KubeClient(nodeKubeTransport(kc)),
-    history,
+    history: history.store,
     now: () => new Date(),
     log,
     digests: referenceDigestResolver,
@@ -126,7 +138,7 @@ async function main(): Promise<number> {
     }
     throw e;
   } finally {
-    history.close();
+    await history.close();
   }
 }
 

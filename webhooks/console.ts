@@ -17,7 +17,7 @@ import {
   sandboxesView,
   templatesView,
 } from "../lib/console/views.ts";
-import type { HistoryQuery as StoreQuery } from "../lib/history/store.ts";
+import { HistoryUnavailable, type HistoryQuery as StoreQuery } from "../lib/history/store.ts";
 import type { Tenant } from "../lib/sandboxes/api-keys.ts";
 import { historyScope } from "../lib/sandboxes/history-scope.ts";
 import { HistoryQuery } from "../lib/sandboxes/schemas.ts";
@@ -32,6 +32,10 @@ export interface ConsoleDeps {
 }
 
 type Env = { Variables: { tenant: Tenant } };
+
+/** HISTORY_DOWN stands for the history while its database is unavailable. */
+const HISTORY_DOWN = html`<section id="history"><h2>History</h2>
+  <p class="warn">The history cannot be read right now (its database is unavailable); try again in a moment.</p></section>`;
 
 /** ADMIN is the admin token's tenant: it sees every tenant's sandboxes, pools and templates. */
 const ADMIN: Tenant = { team: "*", user: "admin", admin: true };
@@ -51,7 +55,7 @@ export function consoleRoutes(deps: ConsoleDeps): Hono<Env> {
     if (await timingSafeEqual(credential, deps.adminToken)) return ADMIN;
     return authenticate(deps.api, credential);
   };
-  const show = (c: Context<Env>, title: string, body: Html, status: 200 | 401 = 200) => {
+  const show = (c: Context<Env>, title: string, body: Html, status: 200 | 401 | 503 = 200) => {
     const t = c.get("tenant");
     const who = t ? (t.admin ? "admin (every tenant)" : `${t.team} / ${t.user}`) : undefined;
     return c.html(page(title, who, body), status);
@@ -96,7 +100,7 @@ export function consoleRoutes(deps: ConsoleDeps): Hono<Env> {
     return show(
       c,
       "Overview",
-      html`${envsView(d.envs)}${poolsView(d.pools)}${sandboxesView(d.sandboxes, d.warnings, now)}${historyView(d.history, {})}`,
+      html`${envsView(d.envs)}${poolsView(d.pools)}${sandboxesView(d.sandboxes, d.warnings, now)}${d.history ? historyView(d.history, {}) : HISTORY_DOWN}`,
     );
   });
   app.get("/history", async (c) => {
@@ -113,8 +117,13 @@ export function consoleRoutes(deps: ConsoleDeps): Hono<Env> {
       .query({ ...query, ...historyScope(c.get("tenant")) })
       .catch((e: unknown) => {
         if (e instanceof RangeError) return undefined; // a cursor from another query
+        if (e instanceof HistoryUnavailable) return "down" as const;
         throw e;
       });
+    if (page === "down") {
+      c.header("Retry-After", String(HistoryUnavailable.RETRY_AFTER_SECONDS));
+      return show(c, "History", HISTORY_DOWN, 503);
+    }
     if (!page)
       return show(
         c,

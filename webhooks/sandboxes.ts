@@ -15,6 +15,7 @@ import { viewWithAccess } from "../functions/api/sandbox-access.ts";
 import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
 import { type ApiIssue, parseWith } from "../lib/api/parse.ts";
+import { HistoryUnavailable } from "../lib/history/store.ts";
 import { ActivityRequest } from "../lib/sandboxes/activity.ts";
 import { bearerOrApiKey, type Tenant } from "../lib/sandboxes/api-keys.ts";
 import {
@@ -261,6 +262,13 @@ export function sandboxRoutes(deps: ApiDeps, addressing: SandboxAddressing = {})
     } catch (e) {
       if (e instanceof RangeError)
         return send(c, badRequest("invalid query", [{ path: "after", message: e.message }]));
+      if (e instanceof HistoryUnavailable) {
+        c.header("Retry-After", String(HistoryUnavailable.RETRY_AFTER_SECONDS));
+        return send(
+          c,
+          unavailable("the history cannot be read right now (its database is unavailable); retry later"),
+        );
+      }
       throw e;
     }
   });

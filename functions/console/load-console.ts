@@ -2,7 +2,7 @@ import pLimit from "p-limit";
 import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
-import type { HistoryPage, HistoryQuery } from "../../lib/history/store.ts";
+import { type HistoryPage, type HistoryQuery, HistoryUnavailable } from "../../lib/history/store.ts";
 import type { PodDiagnosticEvent } from "../../lib/sandbox/diagnostics.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
 import { historyScope } from "../../lib/sandboxes/history-scope.ts";
@@ -24,7 +24,8 @@ export interface ConsoleData {
    * failed), by sandbox id: its pod's since its claim, as GET /v1/sandboxes/{id} shows them.
    */
   warnings: Map<string, PodDiagnosticEvent[]>;
-  history: HistoryPage;
+  /** history is the history page; undefined while the history database is unavailable. */
+  history: HistoryPage | undefined;
 }
 
 /** CONSOLE_SANDBOXES is how many sandboxes one console page lists (newest claims first). */
@@ -49,7 +50,11 @@ export async function loadConsole(
   const [targets, listed, page] = await Promise.all([
     listTargets(deps, tenant),
     listSandboxes(deps, tenant, { limit: CONSOLE_SANDBOXES }),
-    deps.history.query({ ...history, ...historyScope(tenant) }),
+    // The rest of the page is worth showing while the history database is down.
+    deps.history.query({ ...history, ...historyScope(tenant) }).catch((e: unknown) => {
+      if (e instanceof HistoryUnavailable) return undefined;
+      throw e;
+    }),
   ]);
   const pods = new Map(listed.pods.map((p) => [`${p.metadata?.namespace}/${p.metadata?.name}`, p]));
   const limit = pLimit(EVENT_READS);

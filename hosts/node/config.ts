@@ -11,6 +11,8 @@ import {
 } from "../../lib/reconcile/idle-release.ts";
 import { parseTeamLimits, type TeamLimits } from "../../lib/sandboxes/team-limits.ts";
 import { type DataPlaneSettings, dataPlaneSettings } from "./data-plane/settings.ts";
+import { readPostgresHistory } from "./history-settings.ts";
+import type { PostgresHistorySettings } from "./postgres-history.ts";
 
 const Port = v.pipe(
   v.string(),
@@ -172,6 +174,8 @@ export interface HostEnv {
   host: string;
   port: number;
   historyPath: string;
+  /** historyDatabase keeps the history in PostgreSQL (AGENTBOX_HISTORY_URL; readPostgresHistory). */
+  historyDatabase?: PostgresHistorySettings;
   tickSeconds: number;
   tickConcurrency: number;
   /** sealingKey seals claims' env vars and derives envd tokens; optional (see HostConfig). */
@@ -208,14 +212,16 @@ export function readHostEnv(
     errors.push("AGENTBOX_TLS_CERT: is required (the PEM certificate the webhooks are served with)");
   if (!env.AGENTBOX_TLS_KEY) errors.push("AGENTBOX_TLS_KEY: is required (the PEM key of AGENTBOX_TLS_CERT)");
   const activity = readActivitySource(env);
+  const database = readPostgresHistory(env);
   const parsed = parseWith(ENV, env);
-  if (!parsed.ok || !activity.ok)
+  if (!parsed.ok || !activity.ok || !database.ok)
     return {
       ok: false,
       errors: [
         ...errors,
         ...(parsed.ok ? [] : parsed.issues.map((i) => `${i.path}: ${i.message}`)),
         ...(activity.ok ? [] : activity.errors),
+        ...(database.ok ? [] : database.errors),
       ],
     };
   const e = parsed.value;
@@ -297,6 +303,7 @@ export function readHostEnv(
       host: e.AGENTBOX_LISTEN_HOST,
       port: e.AGENTBOX_LISTEN_PORT,
       historyPath: e.AGENTBOX_HISTORY_PATH,
+      ...(database.value ? { historyDatabase: database.value } : {}),
       tickSeconds: e.AGENTBOX_TICK_SECONDS,
       tickConcurrency: e.AGENTBOX_TICK_CONCURRENCY,
       ...(sealingKey ? { sealingKey } : {}),

@@ -26,10 +26,11 @@ import { type DataPlaneThread, startDataPlaneThread } from "./data-plane/data-pl
 import type { DataPlaneSettings } from "./data-plane/settings.ts";
 import { sha256Hex } from "./hash-key.ts";
 import { nodeKubeWatch } from "./kube-transport.ts";
+import { openHistory } from "./open-history.ts";
+import type { PostgresHistorySettings } from "./postgres-history.ts";
 import type { Reconciler } from "./reconciler.ts";
 import { startReconcilerThread } from "./reconciler-worker.ts";
 import { serveHttps } from "./serve.ts";
-import { SqliteHistoryStore } from "./sqlite-history.ts";
 import { nodeStepDeps } from "./step-deps.ts";
 
 export interface HostConfig {
@@ -39,6 +40,8 @@ export interface HostConfig {
   /** Token operators present to /functions. */
   adminToken: string;
   historyPath: string;
+  /** historyDatabase keeps the history in PostgreSQL instead of historyPath (AGENTBOX_HISTORY_URL). */
+  historyDatabase?: PostgresHistorySettings;
   listen: { host: string; port: number; certFile: string; keyFile: string };
   /** Tick period in seconds; 0 turns the tick off (audit events and manual triggers only). */
   tickSeconds: number;
@@ -110,7 +113,7 @@ export interface Host {
  * its own, so a tick over thousands of pods never stalls an API request (ADR 0013).
  */
 export async function startHost(config: HostConfig): Promise<Host> {
-  const history = new SqliteHistoryStore(config.historyPath);
+  const history = await openHistory(config, config.log);
   // This thread runs only the steps a waiting create drives (start, hooks); the pulled activity
   // source serves idle-release, which runs in the reconciler's thread.
   const hooks = {
@@ -124,7 +127,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
   collectDefaultMetrics({ register: metrics.registry });
   const deps = await nodeStepDeps(
     config.kubeconfig,
-    history,
+    history.store,
     config.log,
     { ...hooks, ...(config.clusterId ? { clusterId: config.clusterId } : {}) },
     metrics,
@@ -159,6 +162,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
       ...(config.activitySource ? { activitySource: config.activitySource } : {}),
       kubeconfig: config.kubeconfig.exportConfig(),
       historyPath: config.historyPath,
+      ...(config.historyDatabase ? { historyDatabase: config.historyDatabase } : {}),
       tickSeconds: config.tickSeconds,
       tickConcurrency: config.tickConcurrency,
       ...(config.clusterId ? { clusterId: config.clusterId } : {}),
@@ -273,7 +277,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
       await api.pending?.flushed();
       await api.stamps?.flushed();
       await reconciler.close();
-      history.close();
+      await history.close();
     },
   };
 }

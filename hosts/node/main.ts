@@ -22,6 +22,7 @@ const host = await startHost({
   adminToken: c.adminToken,
   ...(c.metricsToken ? { metricsToken: c.metricsToken } : {}),
   historyPath: c.historyPath,
+  ...(c.historyDatabase ? { historyDatabase: c.historyDatabase } : {}),
   listen: { host: c.host, port: c.port, certFile: c.certFile, keyFile: c.keyFile },
   tickSeconds: c.tickSeconds,
   tickConcurrency: c.tickConcurrency,
@@ -41,6 +42,8 @@ logger.info(
   {
     server: kubeconfig.getCurrentCluster()?.server,
     listen: `${c.host}:${c.port}`,
+    // Only the database's host: the URL holds its password.
+    history: c.historyDatabase ? `postgres ${new URL(c.historyDatabase.url).host}` : c.historyPath,
     console: `https://${c.host}:${c.port}/ui`,
     metrics: `https://${c.host}:${c.port}/metrics (bearer: ${c.metricsToken ? "AGENTBOX_METRICS_TOKEN" : "the admin token"})`,
     clusterId: c.clusterId ?? "none (SandboxEnvs are not reconciled)",

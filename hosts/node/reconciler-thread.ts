@@ -7,9 +7,9 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import type { PullActivity } from "../../functions/activity-source.ts";
 import { createMetrics } from "../../lib/metrics/metrics.ts";
+import { openHistory } from "./open-history.ts";
 import { startReconciler } from "./reconciler.ts";
 import type { PullActivityMessage, ReconcilerThreadSettings, ToReconciler } from "./reconciler-worker.ts";
-import { SqliteHistoryStore } from "./sqlite-history.ts";
 import { nodeStepDeps } from "./step-deps.ts";
 import { answer, ready, threadLog } from "./thread-port.ts";
 
@@ -43,13 +43,13 @@ const pullFromHost: PullActivity = () =>
 const settings = workerData as ReconcilerThreadSettings;
 const kubeconfig = new KubeConfig();
 kubeconfig.loadFromString(settings.kubeconfig);
-const history = new SqliteHistoryStore(settings.historyPath);
+const history = await openHistory(settings, log);
 // This thread's metrics: the host's thread asks for them on every scrape and merges them with its own.
 const metrics = createMetrics(new Registry());
 const reconciler = startReconciler(
   await nodeStepDeps(
     kubeconfig,
-    history,
+    history.store,
     log,
     settings,
     metrics,
@@ -67,7 +67,7 @@ port.on("message", (m: ToReconciler) => {
     if (m.op === "idle") return reconciler.idle();
     if (m.op === "metrics") return metrics.registry.getMetricsAsJSON();
     await reconciler.close();
-    history.close();
+    await history.close();
   });
 });
 ready(port);

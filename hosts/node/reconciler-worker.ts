@@ -3,6 +3,7 @@ import type { Counter, MetricObjectWithValues, MetricValue } from "prom-client";
 import type { EnvReport } from "../../functions/reconcile-env.ts";
 import type { PoolReport } from "../../functions/reconcile-pool.ts";
 import type { Log } from "../../lib/log.ts";
+import type { PostgresHistorySettings } from "./postgres-history.ts";
 import type { AuditWork, Reconciler, ReconcilerOptions } from "./reconciler.ts";
 import type { StepSettings } from "./step-deps.ts";
 import { superviseThread } from "./supervised-thread.ts";
@@ -12,6 +13,8 @@ export interface ReconcilerThreadSettings extends StepSettings, ReconcilerOption
   /** kubeconfig as KubeConfig.exportConfig() writes it (the thread loads its own client). */
   kubeconfig: string;
   historyPath: string;
+  /** historyDatabase: the thread opens a PostgreSQL pool of its own instead of historyPath. */
+  historyDatabase?: PostgresHistorySettings;
   /** hostActivity: the host has an activity source (its router) the thread pulls. */
   hostActivity?: boolean;
 }

@@ -21,6 +21,7 @@ import { startEnvd } from "../../infra/dev/envd/server.ts";
 import { idleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { IdleReleaseSetting, readActivitySource } from "./config.ts";
 import { DATA_PLANE_PORT } from "./data-plane/settings.ts";
+import { readPostgresHistory } from "./history-settings.ts";
 import { startHost } from "./host.ts";
 import { hostLogger } from "./logger.ts";
 import { installProcessPolicy } from "./process-policy.ts";
@@ -28,8 +29,14 @@ import { installProcessPolicy } from "./process-policy.ts";
 const logger = hostLogger(process.env.LOG_LEVEL ?? "info");
 const name = process.env.AGENTBOX_CLUSTER ?? "dev";
 const activity = readActivitySource(process.env);
-if (!activity.ok) {
-  console.error(`agentbox-functions: invalid configuration:\n- ${activity.errors.join("\n- ")}`);
+// SQLite in the cluster's directory, unless AGENTBOX_HISTORY_URL names a PostgreSQL database.
+const historyDatabase = readPostgresHistory(process.env);
+if (!activity.ok || !historyDatabase.ok) {
+  const errors = [
+    ...(activity.ok ? [] : activity.errors),
+    ...(historyDatabase.ok ? [] : historyDatabase.errors),
+  ];
+  console.error(`agentbox-functions: invalid configuration:\n- ${errors.join("\n- ")}`);
   process.exit(2);
 }
 const idleSetting = v.safeParse(IdleReleaseSetting, process.env.AGENTBOX_IDLE_RELEASE);
@@ -80,6 +87,7 @@ const host = await startHost({
   callbackToken: readFileSync(state.callbackTokenFile, "utf8").trim(),
   adminToken: readFileSync(adminTokenFile, "utf8").trim(),
   historyPath: process.env.AGENTBOX_HISTORY_PATH ?? join(state.dir, "history.sqlite"),
+  ...(historyDatabase.value ? { historyDatabase: historyDatabase.value } : {}),
   listen: { host: "127.0.0.1", port: state.hostPort, certFile: state.webhookCert, keyFile: state.webhookKey },
   tickSeconds: Number(process.env.AGENTBOX_TICK_SECONDS ?? 10),
   tickConcurrency: 8,

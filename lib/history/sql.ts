@@ -1,5 +1,7 @@
-// The history schema and statements, shared by every backend (SQLite in Node, D1 in Workers):
-// the same SQL text runs in both, so a query means the same thing whichever host answers it.
+// The history schema and statements, shared by every backend (SQLite in Node, D1 in Workers, and
+// PostgreSQL through lib/history/postgres-sql.ts, which numbers the placeholders): the same SQL
+// text runs in all three, so a query means the same thing whichever host answers it. The column
+// "user" is quoted in the statements: a keyword in PostgreSQL (CURRENT_USER), a name in SQLite.
 import type { SandboxRecord } from "./record.ts";
 import type { HistoryQuery } from "./store.ts";
 
@@ -45,7 +47,7 @@ export const SCHEMA = [
 
 /** INSERT writes a record unless its sandbox ID is already there (first write wins). */
 export const INSERT = `INSERT INTO sandbox_history (
-  sandbox_id, namespace, pool, pod, team, user, claimed_at, started_at, terminated_at, stop_reason,
+  sandbox_id, namespace, pool, pod, team, "user", claimed_at, started_at, terminated_at, stop_reason,
   failure_reason, failure_message, exit_code, container_id, cpu_millis, memory_bytes, images, metadata
 ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (sandbox_id) DO NOTHING`;
 
@@ -135,7 +137,7 @@ export function selectQuery(q: HistoryQuery): { sql: string; params: SqlValue[];
   eq("namespace", q.namespace);
   eq("pool", q.pool);
   eq("team", q.team);
-  eq("user", q.user);
+  eq('"user"', q.user);
   if (q.from) {
     where.push("terminated_at >= ?");
     params.push(q.from);

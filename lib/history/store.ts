@@ -24,11 +24,29 @@ export interface HistoryPage {
 /**
  * HistoryStore keeps one terminal record per sandbox ID. put is idempotent: a second put of the
  * same sandbox ID changes nothing and reports "exists", so a step that crashed after writing
- * the record and runs again never duplicates it. Backends: SQLite in the Node host, D1 in the
- * Worker, both with the schema and queries of lib/history/sql.ts.
+ * the record and runs again never duplicates it, and of several hosts putting the same record at
+ * once exactly one is told "inserted". Backends: SQLite (the Node host's default), PostgreSQL
+ * (Node hosts sharing one database), D1 in the Worker, all with the queries of lib/history/sql.ts.
+ * A store that cannot reach its database throws HistoryUnavailable.
  */
 export interface HistoryStore {
   put(record: SandboxRecord): Promise<"inserted" | "exists">;
   get(sandboxId: string): Promise<SandboxRecord | undefined>;
   query(q: HistoryQuery): Promise<HistoryPage>;
+}
+
+/**
+ * HistoryUnavailable says the history database cannot answer now (down, unreachable, overloaded,
+ * or slower than the store's timeout): a retry later may succeed. Readers answer 503 with
+ * Retry-After; a step whose record it could not write leaves its pod as it was (the stop
+ * annotations stay) and the next run writes the record. Any other error is a fault, not a wait.
+ */
+export class HistoryUnavailable extends Error {
+  /** RETRY_AFTER_SECONDS is what readers tell clients to wait (Retry-After) before they ask again. */
+  static readonly RETRY_AFTER_SECONDS = 5;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "HistoryUnavailable";
+  }
 }

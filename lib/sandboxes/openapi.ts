@@ -156,7 +156,7 @@ export function openApiDocument(serverUrl = "/v1") {
           parameters: ["namespace", "pool", "team", "user", "from", "to", "after"]
             .map((n) => query(n, n))
             .concat(query("limit", "1..1000", int)),
-          responses: { "200": { description: "a page of records" }, ...errors(400, 401) },
+          responses: { "200": { description: "a page of records" }, ...errors(400, 401, 503) },
         },
       },
     },

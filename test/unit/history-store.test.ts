@@ -4,28 +4,12 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it } from "vitest";
 import { SqliteHistoryStore } from "../../hosts/node/sqlite-history.ts";
-import type { SandboxRecord } from "../../lib/history/record.ts";
 import { SCHEMA, selectQuery } from "../../lib/history/sql.ts";
-import type { HistoryQuery } from "../../lib/history/store.ts";
+import { PLANNED_FILTERS, record } from "../history/records.ts";
 
-// The Node history backend on a real (in-memory) SQLite database, with the shared SQL.
-
-const record = (i: number, over: Partial<SandboxRecord> = {}): SandboxRecord => ({
-  sandboxId: `sbx-${String(i).padStart(3, "0")}`,
-  namespace: "ns",
-  poolName: i % 2 ? "odd" : "even",
-  podName: `pool-${i}`,
-  team: i % 3 ? "a" : "b",
-  user: `u${i % 4}`,
-  claimedAt: "2026-11-21T10:00:00Z",
-  terminatedAt: `2026-11-21T10:${String(i % 60).padStart(2, "0")}:00Z`,
-  containerImages: { main: `img:${i}` },
-  metadata: { run: String(i) },
-  cpuMillis: 500,
-  memoryBytes: 1024,
-  stopReason: "Completed",
-  ...over,
-});
+// What only the SQLite history backend has, on real SQLite databases: lock waits off the thread,
+// the upgrade of its first schema, the query plans. The behaviour every backend shares is the
+// contract of test/history/contract.test.ts (SQLite, PostgreSQL, D1).
 
 const tempPath = () => join(mkdtempSync(join(tmpdir(), "history-")), "history.sqlite");
 
@@ -58,20 +42,6 @@ afterEach(() => {
 });
 
 describe("SqliteHistoryStore", () => {
-  it("round-trips a record and keeps the first write for a sandbox ID", async () => {
-    store = new SqliteHistoryStore(":memory:");
-    const r = record(1, {
-      failureReason: "OOMKilled",
-      exitCode: 137,
-      stopReason: "Failed",
-      containerId: "containerd://x",
-    });
-    expect(await store.put(r)).toBe("inserted");
-    expect(await store.put({ ...r, stopReason: "Released" })).toBe("exists");
-    expect(await store.get(r.sandboxId)).toEqual(r);
-    expect(await store.get("nope")).toBeUndefined();
-  });
-
   it("waits off the thread while another connection holds the write lock, then writes", async () => {
     const path = tempPath();
     store = new SqliteHistoryStore(path);
@@ -124,38 +94,6 @@ describe("SqliteHistoryStore", () => {
       "sandbox_history_user_time",
     ]);
   });
-
-  it("filters by namespace, pool, team, user and time range, newest first", async () => {
-    store = new SqliteHistoryStore(":memory:");
-    for (let i = 0; i < 30; i++) await store.put(record(i));
-    const odd = await store.query({ pool: "odd" });
-    expect(odd.records).toHaveLength(15);
-    expect(odd.records.every((r) => r.poolName === "odd")).toBe(true);
-    expect(odd.records.map((r) => r.terminatedAt)).toEqual(
-      [...odd.records.map((r) => r.terminatedAt)].sort().reverse(),
-    );
-    const owner = await store.query({ team: "b", user: "u0" });
-    expect(owner.records.map((r) => r.sandboxId).sort()).toEqual(["sbx-000", "sbx-012", "sbx-024"]);
-    const range = await store.query({ from: "2026-11-21T10:10:00Z", to: "2026-11-21T10:12:00Z" });
-    expect(range.records.map((r) => r.sandboxId)).toEqual(["sbx-011", "sbx-010"]);
-    expect((await store.query({ namespace: "other" })).records).toEqual([]);
-  });
-
-  it("pages with a cursor without gaps or repeats", async () => {
-    store = new SqliteHistoryStore(":memory:");
-    // Equal timestamps: the cursor must break ties by sandbox ID.
-    for (let i = 0; i < 25; i++) await store.put(record(i, { terminatedAt: "2026-11-21T11:00:00Z" }));
-    const seen: string[] = [];
-    let after: string | undefined;
-    do {
-      const page = await store.query({ limit: 10, ...(after ? { after } : {}) });
-      seen.push(...page.records.map((r) => r.sandboxId));
-      after = page.next;
-    } while (after);
-    expect(seen).toHaveLength(25);
-    expect(new Set(seen).size).toBe(25);
-    await expect(store.query({ after: "garbage" })).rejects.toThrow(/after/);
-  });
 });
 
 describe("the history queries' plans", () => {
@@ -166,22 +104,7 @@ describe("the history queries' plans", () => {
     expect(after).toBeDefined();
     const db = new DatabaseSync(":memory:");
     for (const stmt of SCHEMA) db.exec(stmt);
-    const range = { from: "2026-11-21T10:00:00Z", to: "2026-11-21T11:00:00Z" };
-    const filters: HistoryQuery[] = [
-      {},
-      range,
-      { namespace: "ns" },
-      { pool: "odd" },
-      { namespace: "ns", pool: "odd" },
-      { team: "a" },
-      { user: "u1" },
-      // A tenant's queries: its team and user always, its other filters on top.
-      { team: "a", user: "u1" },
-      { team: "a", user: "u1", namespace: "ns", pool: "odd" },
-      { team: "a", user: "u1", ...range },
-      { namespace: "ns", ...range },
-    ];
-    const plans = filters.flatMap((f) =>
+    const plans = PLANNED_FILTERS.flatMap((f) =>
       [f, { ...f, after }].map((q) => {
         const { sql, params } = selectQuery(q);
         const plan = db

@@ -1,25 +1,12 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { KubeConfig } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { startReconcilerThread } from "../../hosts/node/reconciler-worker.ts";
 import type { Log } from "../../lib/log.ts";
 import { createMetrics } from "../../lib/metrics/metrics.ts";
-import { until } from "../integration/support/kube.ts";
-
-/** A kubeconfig for an apiserver that is not there (port 1 refuses connections). */
-function nowhere(): string {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: "c", server: "https://127.0.0.1:1", skipTLSVerify: true }],
-    users: [{ name: "u", token: "t" }],
-    contexts: [{ name: "x", cluster: "c", user: "u" }],
-    currentContext: "x",
-  });
-  return kc.exportConfig();
-}
+import { nowhere, until } from "../integration/support/kube.ts";
 
 function recordingLog() {
   const entries: { level: string; obj: object; msg?: string }[] = [];

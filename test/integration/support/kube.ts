@@ -9,6 +9,18 @@ import {
 } from "@kubernetes/client-node";
 import { inject } from "vitest";
 
+/** nowhere is a kubeconfig for an apiserver that is not there (port 1 refuses connections). */
+export function nowhere(): string {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: "c", server: "https://127.0.0.1:1", skipTLSVerify: true }],
+    users: [{ name: "u", token: "t" }],
+    contexts: [{ name: "x", cluster: "c", user: "u" }],
+    currentContext: "x",
+  });
+  return kc.exportConfig();
+}
+
 /** kube returns real clients for the run's control plane (no mocks anywhere in integration tests). */
 export function kube() {
   const cluster = inject("cluster");
