@@ -9,9 +9,10 @@ import type { PullActivity } from "../../functions/activity-source.ts";
 import { createMetrics } from "../../lib/metrics/metrics.ts";
 import { openHistory } from "./open-history.ts";
 import { startReconciler } from "./reconciler.ts";
-import type { PullActivityMessage, ReconcilerThreadSettings, ToReconciler } from "./reconciler-worker.ts";
+import type { ReconcilerThreadSettings, ToReconciler } from "./reconciler-worker.ts";
 import { nodeStepDeps } from "./step-deps.ts";
-import { answer, ready, threadLog } from "./thread-port.ts";
+import type { HostAnswer } from "./supervised-thread.ts";
+import { answer, hostCalls, ready, threadLog } from "./thread-port.ts";
 
 const port = parentPort;
 if (!port) throw new Error("reconciler-thread.ts runs as a worker thread (see reconciler-worker.ts)");
@@ -20,25 +21,16 @@ const log = threadLog(port);
 /** PULL_MS bounds one pull of the host's activity: no answer means idle release releases nothing. */
 const PULL_MS = 2000;
 
-const pulls = new Map<number, (m: Extract<ToReconciler, { op: "activity" }>) => void>();
-let nextPull = 0;
+const host = hostCalls(port);
 
-/** pullFromHost asks the host's thread for its router's activity (ReconcilerThreadSettings.hostActivity). */
-const pullFromHost: PullActivity = () =>
-  new Promise((resolve, reject) => {
-    const id = nextPull++;
-    const timer = setTimeout(() => {
-      pulls.delete(id);
-      reject(new Error(`the host's activity did not answer within ${PULL_MS} ms`));
-    }, PULL_MS);
-    pulls.set(id, (m) => {
-      clearTimeout(timer);
-      pulls.delete(id);
-      if ("error" in m) reject(new Error(`the host's activity: ${m.error}`));
-      else resolve(new Map(m.value.map(([sandbox, at]) => [sandbox, new Date(at)])));
-    });
-    port.postMessage({ op: "pull-activity", id } satisfies PullActivityMessage);
-  });
+/** pullFromHost asks the host for its router's activity (ReconcilerThreadSettings.hostActivity). */
+const pullFromHost: PullActivity = async () =>
+  new Map(
+    (await host.call<[string, number][]>("activity", PULL_MS)).map(([sandbox, at]) => [
+      sandbox,
+      new Date(at),
+    ]),
+  );
 
 const settings = workerData as ReconcilerThreadSettings;
 const kubeconfig = new KubeConfig();
@@ -58,9 +50,9 @@ const reconciler = startReconciler(
   settings,
 );
 
-port.on("message", (m: ToReconciler) => {
+port.on("message", (m: ToReconciler | HostAnswer) => {
+  if (m.op === "host-answer") return host.settle(m);
   if (m.op === "audit") return reconciler.audit(m.work);
-  if (m.op === "activity") return pulls.get(m.id)?.(m);
   void answer(port, m.id, async () => {
     if (m.op === "run") return reconciler.run(m.step, m.namespace, m.pool);
     if (m.op === "run-env") return reconciler.runEnv(m.namespace, m.env);

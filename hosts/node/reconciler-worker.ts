@@ -1,4 +1,3 @@
-import type { Worker } from "node:worker_threads";
 import type { Counter, MetricObjectWithValues, MetricValue } from "prom-client";
 import type { EnvReport } from "../../functions/reconcile-env.ts";
 import type { PoolReport } from "../../functions/reconcile-pool.ts";
@@ -24,7 +23,8 @@ export type HostActivity = () => Promise<ReadonlyMap<string, Date>>;
 
 /**
  * ToReconciler is what the host's thread asks the reconciler's (supervised-thread.ts adds the
- * id); every op but audit is answered. `activity` answers the thread's `pull-activity`.
+ * id); every op but audit is answered. The thread's own call to the host ("activity") is a
+ * host-call (supervised-thread.ts).
  */
 export type ToReconciler =
   | { op: "audit"; work: AuditWork }
@@ -32,12 +32,7 @@ export type ToReconciler =
   | { op: "run-env"; id: number; namespace: string; env: string }
   | { op: "idle"; id: number }
   | { op: "metrics"; id: number }
-  | { op: "close"; id: number }
-  | { op: "activity"; id: number; value: [string, number][] }
-  | { op: "activity"; id: number; error: string };
-
-/** PullActivity is the thread's request for the host's activity (answered with `activity`). */
-export type PullActivityMessage = { op: "pull-activity"; id: number };
+  | { op: "close"; id: number };
 
 /**
  * ReconcilerThread is the Reconciler in its thread, and kill: the thread ends at once, as a crash
@@ -48,24 +43,6 @@ export interface ReconcilerThread extends Reconciler {
   kill(): Promise<number>;
   /** metrics are the thread's metrics as prom-client's JSON (merged into the host's /metrics). */
   metrics(): Promise<MetricObjectWithValues<MetricValue<string>>[]>;
-}
-
-/** answerActivity answers one of the thread's activity pulls from the host's source. */
-async function answerActivity(worker: Worker, id: number, hostActivity: HostActivity | undefined) {
-  try {
-    if (!hostActivity) throw new Error("this host has no activity source");
-    const value = [...(await hostActivity())].map(([sandbox, at]): [string, number] => [
-      sandbox,
-      at.getTime(),
-    ]);
-    worker.postMessage({ op: "activity", id, value } satisfies ToReconciler);
-  } catch (e) {
-    worker.postMessage({
-      op: "activity",
-      id,
-      error: e instanceof Error ? e.message : String(e),
-    } satisfies ToReconciler);
-  }
 }
 
 /**
@@ -87,9 +64,13 @@ export async function startReconcilerThread(
     workerData: () => settings,
     log,
     restarts,
-    onMessage: (m, worker) => {
-      if (m.op === "pull-activity") void answerActivity(worker, (m as PullActivityMessage).id, hostActivity);
-    },
+    // The router's view of traffic, for idle release (as [sandbox id, ms] pairs: plain data).
+    answers: hostActivity
+      ? {
+          activity: async () =>
+            [...(await hostActivity())].map(([sandbox, at]): [string, number] => [sandbox, at.getTime()]),
+        }
+      : {},
   });
   return {
     // Without a thread (restarting) the batch is dropped: the tick picks up what it would have done.

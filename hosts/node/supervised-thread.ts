@@ -2,7 +2,8 @@
 // in one, so neither a tick's big lists nor a download's buffers stall the API's event loop or
 // share its heap. The protocol is small and shared (thread-port.ts is the thread's side): the
 // thread says `ready` (with what it wants the host to know, e.g. its ports), forwards its `log`
-// entries, and answers each request by id; anything else it sends goes to `onMessage`.
+// entries, and answers each request by id; its own calls to the host (`host-call`: the router's
+// credentials, the router's activity for idle release) are answered from `answers`.
 import { Worker } from "node:worker_threads";
 import type { Counter } from "prom-client";
 import type { Log } from "../../lib/log.ts";
@@ -39,8 +40,6 @@ export interface ThreadOptions {
    * without an answer, or one that throws, is answered with the error.
    */
   answers?: Record<string, () => unknown>;
-  /** onMessage hears the thread's other messages, with the worker to answer on. */
-  onMessage?: (m: { op: string } & Record<string, unknown>, worker: Worker) => void;
 }
 
 /** SupervisedThread talks to the running thread. */
@@ -125,7 +124,7 @@ export async function superviseThread(options: ThreadOptions): Promise<Supervise
         }
         if (m.op === "host-call")
           return void answerCall(w, m as Extract<FromThread, { op: "host-call" }>, options);
-        if (m.op !== "reply") return options.onMessage?.(m, w);
+        if (m.op !== "reply") return;
         const reply = m as Extract<FromThread, { op: "reply" }>;
         const call = waiting.get(reply.id);
         waiting.delete(reply.id);
