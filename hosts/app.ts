@@ -38,6 +38,8 @@ export interface AppDeps {
   metrics?: Metrics;
   /** scrape serves /metrics under its token; without it /metrics is not served. */
   scrape?: Scrape;
+  /** ready says whether /readyz answers 200 (false from the moment the host begins to shut down). */
+  ready?: () => boolean;
 }
 
 /**
@@ -54,6 +56,8 @@ export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
   if (deps.metrics) app.use("*", httpMetrics(deps.metrics));
   app.get("/healthz", (c) => c.text("ok"));
+  // Unauthenticated like /healthz, and as bare: it tells a load balancer whether to send work here.
+  app.get("/readyz", (c) => (deps.ready?.() === false ? c.text("stopping", 503) : c.text("ok")));
   if (deps.scrape) app.route("/metrics", metricsRoutes(deps.scrape));
   app.route("/admission", admissionRoutes(deps));
   app.route("/audit", auditRoutes({ ...deps, onEvents: deps.onAuditEvents }));

@@ -135,6 +135,11 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
       return c.json(e2bSandbox(waited.pod, view, settings, await token(c, view)), 201);
     // A failed E2B create leaves nothing behind: the caller never got the id to release it.
     await deleteSandbox(deps, c.get("tenant"), outcome.sandbox.sandboxId);
+    if (!waited.ok && waited.reason === "stopping") {
+      // Released above: its caller gets no id to use, so another host serves the retry afresh.
+      c.header("Retry-After", "1");
+      return fail(c, 503, "this control plane host is shutting down; retry");
+    }
     const detail = whyNotRunning(view);
     // A start the control plane ended for its startup timeout (the record says so) timed out too:
     // whether the waiter's clock or the step's ran out first is a race, not a different answer.

@@ -23,6 +23,7 @@ import {
   notConfigured,
   notFound,
   notRunning,
+  shuttingDown,
   tooManySandboxes,
   unauthorized,
   unavailable,
@@ -159,6 +160,14 @@ export function sandboxRoutes(deps: ApiDeps, addressing: SandboxAddressing = {})
       setMetric(c, "start", hundredths(endMs - (kubeletMs ?? 0)));
       const view = waited.pod ? sandboxView(waited.pod, deps.now()) : undefined;
       if (waited.ok && view) return c.json(await claimed(view), 201);
+      if (!waited.ok && waited.reason === "stopping")
+        return send(
+          c,
+          shuttingDown(
+            `this host is shutting down: sandbox ${outcome.sandbox.sandboxId} is yours and still starting without this request (GET it on any host, or DELETE it); do not create again`,
+            await claimed(view ?? outcome.sandbox),
+          ),
+        );
       const why = waited.ok ? "ended" : waited.reason;
       const because = whyNotRunning(view);
       return send(
@@ -181,9 +190,11 @@ export function sandboxRoutes(deps: ApiDeps, addressing: SandboxAddressing = {})
     return send(
       c,
       unavailable(
-        outcome.contended
-          ? `the idle sandboxes in ${outcome.where} were all taken by other creates while this one tried (tried ${outcome.tried}); retry`
-          : `no idle sandbox in ${outcome.where} right now (tried ${outcome.tried})`,
+        outcome.stopping
+          ? `this host is shutting down and stopped waiting for an idle sandbox in ${outcome.where}; retry (another host serves it)`
+          : outcome.contended
+            ? `the idle sandboxes in ${outcome.where} were all taken by other creates while this one tried (tried ${outcome.tried}); retry`
+            : `no idle sandbox in ${outcome.where} right now (tried ${outcome.tried})`,
       ),
     );
   });

@@ -31,7 +31,15 @@ export type CreateOutcome =
   | { ok: false; reason: "unknown"; what: "pool" | "env" | "template"; name: string; choices: string[] }
   | { ok: false; reason: "invalid"; message: string }
   | { ok: false; reason: "not-configured"; message: string }
-  | { ok: false; reason: "exhausted"; where: string; tried: number; contended?: boolean }
+  | {
+      ok: false;
+      reason: "exhausted";
+      where: string;
+      tried: number;
+      contended?: boolean;
+      /** stopping: the host's shutdown ended the wait for an idle pod (deps.stopping). */
+      stopping?: boolean;
+    }
   | { ok: false; reason: "limited"; team: string; held: number; limit: number };
 
 /** ClaimExtras are what the E2B API adds to a create: envd's /init even without env vars, and annotations. */
@@ -235,6 +243,10 @@ async function claimOrWhy(
     const counted = holds ? holds.demand(tenant.team, limit, await holds.held(tenant.team)) : () => {};
     const ticket = counted ? (deps.pending?.enter(grow) ?? 0) : 0;
     const giveUp = new AbortController();
+    // A stopping host ends its waits (ADR 0029); a claim under way still counts.
+    const stop = () => giveUp.abort();
+    if (deps.stopping?.aborted) stop();
+    else deps.stopping?.addEventListener("abort", stop, { once: true });
     const won = await waitForIdle(
       deps,
       plan.watch,
@@ -248,6 +260,7 @@ async function claimOrWhy(
       },
       giveUp.signal,
     ).finally(() => {
+      deps.stopping?.removeEventListener("abort", stop);
       if (!counted) return;
       counted();
       deps.pending?.leave(grow);
@@ -255,6 +268,8 @@ async function claimOrWhy(
     if (limitedAt !== undefined) return limited(limitedAt);
     const outcome = won && served(won.pod, won.pool);
     if (outcome) return outcome;
+    if (deps.stopping?.aborted)
+      return { ok: false, reason: "exhausted", where: plan.where, tried, stopping: true };
   }
   return { ok: false, reason: "exhausted", where: plan.where, tried };
 }

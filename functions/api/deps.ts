@@ -51,6 +51,11 @@ export interface ApiDeps extends StepDeps {
    * forgets its route at once; other hosts' routes go with their watch's next event).
    */
   onReleased?: (sandboxId: string) => void;
+  /**
+   * stopping aborts when the host's shutdown grace is over (ADR 0029): creates still waiting stop,
+   * hand their starts back (waitForRunning) and answer 503. Never aborted on hosts without one.
+   */
+  stopping?: AbortSignal;
   /** watch streams watch requests (waiting for a sandbox to run). */
   watch: KubeWatchTransport;
 }

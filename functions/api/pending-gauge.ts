@@ -38,6 +38,7 @@ export class PendingGauge {
   private readonly timers = new Map<string, ReturnType<typeof setTimeout>>();
   private readonly chains = new Map<string, Promise<void>>();
   private readonly key: string;
+  private closed = false;
   private readonly deps: Pick<StepDeps, "kube" | "now" | "log">;
 
   constructor(deps: Pick<StepDeps, "kube" | "now" | "log">, instance: string) {
@@ -72,12 +73,30 @@ export class PendingGauge {
       : undefined;
   }
 
+  /**
+   * close removes this host's mark from every pool it still counts waiters on, and publishes
+   * nothing after (a stopping host serves none of them: ADR 0029); flushed() resolves once the
+   * removals are written. A removal that fails leaves a mark that update-status drops once stale.
+   */
+  close(): void {
+    this.closed = true;
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+    for (const [id, state] of this.pools) {
+      const zero = { count: 0, at: this.deps.now() };
+      const next = (this.chains.get(id) ?? Promise.resolve()).then(() => this.write(state.pool, zero));
+      this.chains.set(id, next);
+    }
+    this.pools.clear();
+  }
+
   /** flushed resolves once every publish started so far is written (shutdown, waitUntil). */
   async flushed(): Promise<void> {
     await Promise.all(this.chains.values());
   }
 
   private change(pool: SandboxPool, by: number) {
+    if (this.closed) return { pool, count: 0, changed: false, seq: 0 };
     const id = `${pool.metadata?.namespace}/${pool.metadata?.name}`;
     const state = this.pools.get(id) ?? { pool, count: 0, changed: false, seq: 0 };
     state.count = Math.max(0, state.count + by);

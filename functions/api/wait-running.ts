@@ -1,6 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { POST_START_HOOKS_ANNOTATION, SANDBOX_ID_LABEL, SANDBOX_PHASE } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { isConflict, isNotFound } from "../../lib/kube/errors.ts";
+import { handBackStartPatch } from "../../lib/sandbox/hand-back-start.ts";
 import { sandboxPhaseOf } from "../../lib/sandbox/inplace-state.ts";
 import { latestOnly } from "../../lib/util/latest-only.ts";
 import { runPodSteps } from "../reconcile-pod.ts";
@@ -19,7 +21,7 @@ export interface WaitTimeline {
 
 export type WaitOutcome = (
   | { ok: true; pod: V1Pod }
-  | { ok: false; reason: "timeout" | "ended"; pod: V1Pod | undefined }
+  | { ok: false; reason: "timeout" | "ended" | "stopping"; pod: V1Pod | undefined }
 ) & { timeline?: WaitTimeline };
 
 /**
@@ -31,6 +33,10 @@ export type WaitOutcome = (
  * (complete the start, run the hooks) on that version, one run at a time and always on the newest
  * version seen. The audit-triggered run does the same from a fresh read; whichever writes second
  * fails its precondition. The waiter saves the start the audit event's trip and two reads (ADR 0010).
+ *
+ * When deps.stopping aborts (the host's shutdown grace is over, ADR 0029) a wait still under way
+ * ends as "stopping" and first hands its start back (handBackStart): the reconcile runs of any host
+ * then complete it, instead of leaving it until the waiter-until of a create that is gone.
  */
 export async function waitForRunning(
   deps: ApiDeps,
@@ -73,8 +79,15 @@ export async function waitForRunning(
   if (!outcome) advance({ pod: claimed, at: t0 });
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);
+  let stopped = false;
+  const stop = () => {
+    stopped = true;
+    controller.abort();
+  };
+  if (deps.stopping?.aborted) stop();
+  else deps.stopping?.addEventListener("abort", stop, { once: true });
   try {
-    if (!outcome)
+    if (!outcome && !controller.signal.aborted)
       await followPod(
         deps,
         claimed,
@@ -86,7 +99,32 @@ export async function waitForRunning(
       );
   } finally {
     clearTimeout(timer);
+    deps.stopping?.removeEventListener("abort", stop);
   }
+  if (!outcome && stopped) await handBackStart(deps, last ?? claimed);
   const timeline = { ...(kubeletMs === undefined ? {} : { kubeletMs }), endMs: performance.now() - t0 };
-  return { ...(outcome ?? { ok: false, reason: "timeout", pod: last }), timeline };
+  const unfinished = { ok: false as const, reason: stopped ? ("stopping" as const) : ("timeout" as const) };
+  return { ...(outcome ?? { ...unfinished, pod: last }), timeline };
+}
+
+/**
+ * handBackStart takes the waiter-until off a start its create stops waiting for
+ * (handBackStartPatch), so the next reconcile run of any host completes it. A pod that moved on
+ * (completed and released, claimed again, deleted) needs nothing; a write that fails otherwise is
+ * logged, and the start is then completed once its waiter-until passes (ADR 0022).
+ */
+async function handBackStart(deps: ApiDeps, pod: V1Pod): Promise<void> {
+  const patch = handBackStartPatch(pod);
+  if (!patch) return;
+  const where = `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+  try {
+    await deps.kube.patchPod(pod.metadata?.namespace ?? "", pod.metadata?.name ?? "", patch);
+    deps.log.info({ pod: where }, "waiting create stopped: its start is handed back to the reconcile runs");
+  } catch (e) {
+    if (isConflict(e) || isNotFound(e)) return;
+    deps.log.warn(
+      { pod: where, err: String(e) },
+      "start not handed back; it completes after its waiter-until",
+    );
+  }
 }

@@ -11,6 +11,7 @@ import {
 } from "../../lib/reconcile/idle-release.ts";
 import { parseTeamLimits, type TeamLimits } from "../../lib/sandboxes/team-limits.ts";
 import { type DataPlaneSettings, dataPlaneSettings } from "./data-plane/settings.ts";
+import type { DrainSettings } from "./drain.ts";
 import { readPostgresHistory } from "./history-settings.ts";
 import type { PostgresHistorySettings } from "./postgres-history.ts";
 
@@ -103,6 +104,9 @@ const ENV = v.object({
   AGENTBOX_KUBE_READ_TIMEOUT_SECONDS: v.optional(TimeoutSeconds, String(DEFAULT_KUBE_TIMEOUTS.read / 1000)),
   AGENTBOX_KUBE_LIST_TIMEOUT_SECONDS: v.optional(TimeoutSeconds, String(DEFAULT_KUBE_TIMEOUTS.list / 1000)),
   AGENTBOX_KUBE_WRITE_TIMEOUT_SECONDS: v.optional(TimeoutSeconds, String(DEFAULT_KUBE_TIMEOUTS.write / 1000)),
+  // How a stopping host drains (ADR 0029): serve on while endpoints drop it, then let requests end.
+  AGENTBOX_SHUTDOWN_SETTLE_SECONDS: v.optional(v.pipe(Seconds, v.maxValue(60)), "5"),
+  AGENTBOX_SHUTDOWN_GRACE_SECONDS: v.optional(v.pipe(Seconds, v.maxValue(600)), "25"),
   LOG_LEVEL: v.optional(v.picklist(["debug", "info", "warn", "error"]), "info"),
 });
 
@@ -198,6 +202,8 @@ export interface HostEnv {
   kubeTimeouts: KubeTimeouts;
   /** activitySource is the optional pulled activity source (readActivitySource). */
   activitySource?: ActivitySourceConfig;
+  /** shutdown is how SIGTERM drains the host, in ms (AGENTBOX_SHUTDOWN_SETTLE/GRACE_SECONDS). */
+  shutdown: DrainSettings;
 }
 
 /**
@@ -321,6 +327,10 @@ export function readHostEnv(
         write: Math.round(e.AGENTBOX_KUBE_WRITE_TIMEOUT_SECONDS * 1000),
       },
       ...(activity.value ? { activitySource: activity.value } : {}),
+      shutdown: {
+        settleMs: Math.round(e.AGENTBOX_SHUTDOWN_SETTLE_SECONDS * 1000),
+        graceMs: Math.round(e.AGENTBOX_SHUTDOWN_GRACE_SECONDS * 1000),
+      },
     },
   };
 }

@@ -24,6 +24,7 @@ import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
 import { type DataPlaneThread, startDataPlaneThread } from "./data-plane/data-plane-worker.ts";
 import type { DataPlaneSettings } from "./data-plane/settings.ts";
+import { type DrainSettings, drain } from "./drain.ts";
 import { sha256Hex } from "./hash-key.ts";
 import { nodeKubeWatch } from "./kube-transport.ts";
 import { openHistory } from "./open-history.ts";
@@ -93,6 +94,9 @@ export interface HostConfig {
 /** THREAD_METRICS_MS bounds how long a scrape waits for the reconciler thread's metrics. */
 const THREAD_METRICS_MS = 2000;
 
+/** CLOSE_DRAIN is close()'s drain: no settle, 2 s of grace (waits stopped after 1 s), well within EXIT_GRACE_MS. */
+const CLOSE_DRAIN: DrainSettings = { settleMs: 0, graceMs: 2000 };
+
 /** KEY_READ_SHARE_MS: how long one read of the keys Secret (cached or etcd) serves this host's key checks. */
 const KEY_READ_SHARE_MS = 1000;
 
@@ -104,6 +108,13 @@ export interface Host {
   reconciler: Reconciler;
   /** dataPlane is the sandbox router (in a thread of its own), when configured. */
   dataPlane?: DataPlaneThread;
+  /**
+   * shutdown drains the host (drain: not ready, settle, stop accepting, grace, waits handed back,
+   * cut), then removes its pending-demand marks and closes its views, threads and history (ADR
+   * 0029). Called again, it returns the shutdown under way.
+   */
+  shutdown(settings: DrainSettings): Promise<void>;
+  /** close is a quick shutdown (CLOSE_DRAIN): a failing host (ADR 0019), tests. */
   close(): Promise<void>;
 }
 
@@ -136,6 +147,9 @@ export async function startHost(config: HostConfig): Promise<Host> {
     config.kubeconfig,
     config.kubeTimeouts?.read ? { headerTimeoutMs: config.kubeTimeouts.read } : {},
   );
+  // The shutdown's two signals: readiness (/readyz), and the end of its grace for waiting creates.
+  let ready = true;
+  const stopping = new AbortController();
   const api: ApiDeps = {
     ...deps,
     apiKeys: config.apiKeys ?? { namespace: "agentbox-system", name: "agentbox-api-keys" },
@@ -152,6 +166,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     keyCacheReads: new SharedRead(KEY_READ_SHARE_MS, () => Date.now()),
     freshLooks: new NextReads(() => Date.now()),
     watch,
+    stopping: stopping.signal,
     // A release through this host's API drops the route at once (dataPlane is set below).
     onReleased: (id) => dataPlane?.forget(id),
   };
@@ -198,6 +213,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     logger: config.log,
     metrics,
     scrape: { token: config.metricsToken ?? config.adminToken, collect },
+    ready: () => ready,
     onAuditEvents: (list) => {
       config.onAuditEvents?.(list);
       const envs = auditEnvTargets(list.items);
@@ -264,20 +280,39 @@ export async function startHost(config: HostConfig): Promise<Host> {
       await reconciler.close();
       throw e;
     });
+  let stopped: Promise<void> | undefined;
+  const shutdown = (settings: DrainSettings) => {
+    stopped ??= (async () => {
+      await drain(
+        {
+          ...server,
+          cut: server.close,
+          notReady: () => {
+            ready = false;
+          },
+          stopWaits: () => stopping.abort(),
+        },
+        settings,
+        config.log,
+      );
+      // The router served sandbox traffic through the drain; it goes once the API has.
+      await dataPlane?.close();
+      api.pods?.close();
+      api.idleFeed?.close();
+      api.pending?.close();
+      await api.pending?.flushed();
+      await api.stamps?.flushed();
+      await reconciler.close();
+      await history.close();
+    })();
+    return stopped;
+  };
   return {
     deps,
     api,
     reconciler,
     ...(dataPlane ? { dataPlane } : {}),
-    close: async () => {
-      await dataPlane?.close();
-      await server.close();
-      api.pods?.close();
-      api.idleFeed?.close();
-      await api.pending?.flushed();
-      await api.stamps?.flushed();
-      await reconciler.close();
-      await history.close();
-    },
+    shutdown,
+    close: () => shutdown(CLOSE_DRAIN),
   };
 }

@@ -6,6 +6,7 @@ import { readHostEnv } from "./config.ts";
 import { startHost } from "./host.ts";
 import { hostLogger } from "./logger.ts";
 import { installProcessPolicy } from "./process-policy.ts";
+import { installStopSignals } from "./stop-signals.ts";
 
 const env = readHostEnv(process.env);
 if (!env.ok) {
@@ -54,13 +55,10 @@ logger.info(
     idleRelease: c.idleRelease,
     // Only the host: the URL's path or query may carry a credential.
     activitySource: c.activitySource ? new URL(c.activitySource.url).host : "none",
+    shutdown: { settleSeconds: c.shutdown.settleMs / 1000, graceSeconds: c.shutdown.graceMs / 1000 },
   },
   "agentbox-functions started",
 );
 installProcessPolicy(process, logger, () => host.close());
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    logger.info({ signal }, "stopping");
-    void host.close().then(() => process.exit(0));
-  });
-}
+// SIGTERM drains (ADR 0029): /readyz 503, settle, stop accepting, grace, exit 0; a second exits now.
+installStopSignals(process, logger, () => host.shutdown(c.shutdown));

@@ -3,7 +3,7 @@ import { GROUP, RESOURCE, VERSION } from "../../lib/api/keys.ts";
 /**
  * WEBHOOK_CONFIG_NAME names both webhook configurations of a host reached by URL (the local
  * control plane, `cluster webhooks`), so re-registering replaces them. The in-cluster install
- * (infra/deploy/webhooks.yaml) names its own "agentbox-functions": the two never overwrite each
+ * (infra/deploy/base/webhooks.yaml) names its own "agentbox-functions": the two never overwrite each
  * other.
  */
 export const WEBHOOK_CONFIG_NAME = "agentbox-functions-local";

@@ -84,6 +84,16 @@ export function notRunning(message: string, sandbox: unknown): ApiError {
 }
 
 /**
+ * shuttingDown (503) answers a create with `wait` whose host began to shut down before its
+ * sandbox ran (ADR 0029): the sandbox is the caller's and goes on starting without this request
+ * (any host's GET shows it run; a DELETE releases it). No Retry-After: a retried create would
+ * claim a second sandbox.
+ */
+export function shuttingDown(message: string, sandbox: unknown): ApiError {
+  return { status: 503, body: { error: { code: "ShuttingDown", message, sandbox } } };
+}
+
+/**
  * tooManySandboxes (429): the team holds as many sandboxes as its limit allows; the message names
  * the limit and the setting, and a release makes room (no Retry-After: time alone does not).
  */

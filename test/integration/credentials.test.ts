@@ -15,7 +15,7 @@ import { createTemplateAndEnv, TEMPLATES } from "./support/envs.ts";
 import { kube, newNamespace } from "./support/kube.ts";
 import { poolObject, testDeps } from "./support/steps.ts";
 
-// The steps with the least-privilege RBAC of infra/deploy/rbac.yaml, reached through the kinds
+// The steps with the least-privilege RBAC of infra/deploy/base/rbac.yaml, reached through the kinds
 // of kubeconfig users have: a ServiceAccount token and a client certificate. And without it.
 
 const { core, custom, kc, cluster } = kube();
@@ -49,7 +49,7 @@ beforeAll(async () => {
   ({ ns, cleanup } = await newNamespace(core, "creds"));
   await core.createNamespace({ body: { metadata: { name: "agentbox-system" } } }).catch(() => {});
   // rbac.yaml alone: the rest of infra/deploy (the host's Deployment, its webhooks) is not for here.
-  const rbac = readFileSync(new URL("../../infra/deploy/rbac.yaml", import.meta.url), "utf8");
+  const rbac = readFileSync(new URL("../../infra/deploy/base/rbac.yaml", import.meta.url), "utf8");
   await apply(
     kc,
     parseAllDocuments(rbac).map((d) => d.toJS() as KubernetesObject),
@@ -61,7 +61,7 @@ afterAll(async () => {
 });
 
 describe("credentials", () => {
-  it("a ServiceAccount token bound by infra/deploy/rbac.yaml can run every step", async () => {
+  it("a ServiceAccount token bound by infra/deploy/base/rbac.yaml can run every step", async () => {
     const token = await core.createNamespacedServiceAccountToken({
       name: "agentbox-functions",
       namespace: "agentbox-system",

@@ -29,6 +29,7 @@ describe("readHostEnv", () => {
         idleRelease: "reported",
         logLevel: "info",
         kubeTimeouts: { read: 10_000, list: 30_000, write: 15_000 },
+        shutdown: { settleMs: 5000, graceMs: 25_000 },
       },
     });
   });
@@ -65,6 +66,26 @@ describe("readHostEnv", () => {
       "AGENTBOX_KUBE_LIST_TIMEOUT_SECONDS",
       "AGENTBOX_KUBE_WRITE_TIMEOUT_SECONDS",
     ]);
+  });
+
+  it("reads the shutdown's settle and grace, and names each bad one", () => {
+    const r = readHostEnv({
+      ...valid,
+      AGENTBOX_SHUTDOWN_SETTLE_SECONDS: "0",
+      AGENTBOX_SHUTDOWN_GRACE_SECONDS: "2.5",
+    });
+    expect(r.ok && r.value.shutdown).toEqual({ settleMs: 0, graceMs: 2500 });
+    const bad = readHostEnv({
+      ...valid,
+      AGENTBOX_SHUTDOWN_SETTLE_SECONDS: "61",
+      AGENTBOX_SHUTDOWN_GRACE_SECONDS: "-1",
+    });
+    expect(bad.ok ? [] : bad.errors.map((e) => e.split(":")[0])).toEqual([
+      "AGENTBOX_SHUTDOWN_SETTLE_SECONDS",
+      "AGENTBOX_SHUTDOWN_GRACE_SECONDS",
+    ]);
+    const words = readHostEnv({ ...valid, AGENTBOX_SHUTDOWN_GRACE_SECONDS: "soon" });
+    expect(words.ok ? [] : words.errors).toEqual(["AGENTBOX_SHUTDOWN_GRACE_SECONDS: must be a number"]);
   });
 
   it("reads the cluster ID, adoption and the idle-release mode, naming each bad value", () => {

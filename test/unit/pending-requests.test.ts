@@ -168,6 +168,31 @@ describe("PendingGauge", () => {
     }
   });
 
+  it("removes its marks when closed although waiters still count, and publishes nothing after", async () => {
+    vi.useFakeTimers({ now: NOW });
+    try {
+      const { writes, gauge } = recordingGauge();
+      const pool = { metadata: { namespace: "ns", name: "p" } } as SandboxPool;
+      gauge.enter(pool);
+      gauge.enter(pool);
+      await gauge.flushed();
+      expect(writes).toEqual(["1 2026-11-21T12:00:00.000Z"]);
+      gauge.close();
+      await gauge.flushed();
+      expect(writes).toEqual(["1 2026-11-21T12:00:00.000Z", null]);
+      expect(vi.getTimerCount()).toBe(0);
+      // The waiters stopped by the shutdown leave afterwards; one more comes: no write.
+      gauge.leave(pool);
+      gauge.leave(pool);
+      gauge.enter(pool);
+      await vi.advanceTimersByTimeAsync(30_000);
+      await gauge.flushed();
+      expect(writes).toHaveLength(2);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("republishes when a waiter was served and another came, although the count is the same", async () => {
     vi.useFakeTimers({ now: NOW });
     try {

@@ -1,6 +1,7 @@
 import { EventEmitter } from "node:events";
 import { describe, expect, it } from "vitest";
 import { installProcessPolicy } from "../../hosts/node/process-policy.ts";
+import { installStopSignals } from "../../hosts/node/stop-signals.ts";
 import type { Log } from "../../lib/log.ts";
 import { settled } from "../../lib/util/settled.ts";
 
@@ -69,5 +70,35 @@ describe("settled", () => {
     expect(await settled(Promise.resolve(3))).toEqual({ ok: true, value: 3 });
     const error = new Error("no");
     expect(await settled(Promise.reject(error))).toEqual({ ok: false, error });
+  });
+});
+
+describe("installStopSignals", () => {
+  it("shuts down on the first SIGTERM and exits 0 once done; a second signal exits at once", async () => {
+    const p = fakeProcess();
+    let finish = () => {};
+    let shutdowns = 0;
+    installStopSignals(p.proc, p.log, () => {
+      shutdowns++;
+      return new Promise<void>((r) => {
+        finish = r;
+      });
+    });
+    p.events.emit("SIGTERM");
+    expect([shutdowns, p.exits]).toEqual([1, []]);
+    p.events.emit("SIGINT");
+    expect([shutdowns, p.exits]).toEqual([1, [130]]);
+    finish();
+    await new Promise((r) => setImmediate(r));
+    expect(p.exits).toEqual([130, 0]);
+  });
+
+  it("exits 1 when the shutdown fails", async () => {
+    const p = fakeProcess();
+    installStopSignals(p.proc, p.log, () => Promise.reject(new Error("history would not close")));
+    p.events.emit("SIGINT");
+    await new Promise((r) => setImmediate(r));
+    expect(p.exits).toEqual([1]);
+    expect(p.lines).toEqual(["stopping failed"]);
   });
 });

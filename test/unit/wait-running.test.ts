@@ -113,6 +113,35 @@ describe("waitForRunning", () => {
     expect(read).toEqual(["GET /api/v1/namespaces/ns/pods/p-0"]);
   });
 
+  it("ends as stopping when the host stops, and first hands its start back (waiter-until removed)", async () => {
+    const until = "2026-11-23T12:01:00Z";
+    const claimed = pod("starting", "10");
+    claimed.metadata = { ...claimed.metadata, annotations: { "agentbox.navix.sh/waiter-until": until } };
+    const { deps } = depsWith([], claimed);
+    const patches: unknown[] = [];
+    const stopping = new AbortController();
+    const stops = {
+      ...deps,
+      stopping: stopping.signal,
+      kube: new KubeClient(async (req) => {
+        if (req.method === "PATCH") patches.push(req.body);
+        return { status: 200, body: JSON.stringify(claimed) };
+      }),
+    } as typeof deps;
+    setTimeout(() => stopping.abort(), 50);
+    const t0 = Date.now();
+    const outcome = await waitForRunning(stops, claimed, pool, 60_000);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect(outcome).toMatchObject({ ok: false, reason: "stopping" });
+    expect(patches).toEqual([
+      [
+        { op: "test", path: "/metadata/labels/agentbox.navix.sh~1sandbox-id", value: "sbx-1" },
+        { op: "test", path: "/metadata/annotations/agentbox.navix.sh~1waiter-until", value: until },
+        { op: "remove", path: "/metadata/annotations/agentbox.navix.sh~1waiter-until" },
+      ],
+    ]);
+  });
+
   it("keeps waiting through an outage (watch and read failing) and ends at its timeout with what it saw", async () => {
     const { deps } = depsWith([], pod("starting", "10"));
     let reads = 0;

@@ -8,6 +8,7 @@ import { nodeKubeTransport } from "../../../hosts/node/kube-transport.ts";
 import { down } from "../../../infra/cluster/down.ts";
 import { httpsRequest } from "../../../infra/cluster/http.ts";
 import { installCrds, registerWebhooks } from "../../../infra/cluster/install.ts";
+import { freePorts } from "../../../infra/cluster/ports.ts";
 import { startDetached, stopProcess } from "../../../infra/cluster/processes.ts";
 import { type ClusterState, writeState } from "../../../infra/cluster/state.ts";
 import { up } from "../../../infra/cluster/up.ts";
@@ -29,8 +30,13 @@ export interface FaultCluster {
   kube: KubeClient;
   /** host is the running host process; startHost replaces it. */
   host: HostProcess;
-  /** startHost starts the host again (after a kill), with the same settings. */
-  startHost(): Promise<HostProcess>;
+  /** startHost starts the host again (after a kill), with the same settings (`env` adds or replaces some). */
+  startHost(env?: Record<string, string>): Promise<HostProcess>;
+  /**
+   * startReplica starts a further host beside `host`, as another replica would run: the same
+   * settings and history file, a port of its own (its `base` URL); the cluster stops it on close.
+   */
+  startReplica(): Promise<HostProcess & { base: string }>;
   /** signal sends a signal to one of the cluster's processes by name (kube-apiserver, etcd, …). */
   signal(process: string, signal: NodeJS.Signals): void;
   /**
@@ -44,7 +50,7 @@ export interface FaultCluster {
     path: string,
     body?: unknown,
     timeoutMs?: number,
-  ): Promise<{ status: number; body: string }>;
+  ): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }>;
   /** key is the test tenant's API key. */
   key: string;
   /** allIdle waits until the pool has n pods, all idle and Ready: none Starting, Running or Stopping. */
@@ -87,12 +93,13 @@ export async function faultCluster(name: string, env: Record<string, string> = {
     ...env,
   };
   const base = `https://127.0.0.1:${state.hostPort}`;
-  const startHost = async (): Promise<HostProcess> => {
+  const replicas: HostProcess[] = [];
+  const startHost = async (env: Record<string, string> = {}, url = base): Promise<HostProcess> => {
     const child = spawn(
       process.execPath,
       [new URL("../../../hosts/node/main.ts", import.meta.url).pathname],
       {
-        env: hostEnv,
+        env: { ...hostEnv, ...env },
         stdio: ["ignore", "pipe", "pipe"],
       },
     );
@@ -106,7 +113,7 @@ export async function faultCluster(name: string, env: Record<string, string> = {
     );
     await until("the host to serve", 30_000, async () => {
       if (child.exitCode !== null) throw new Error(`the host exited: ${lines.slice(-5).join("\n")}`);
-      const res = await httpsRequest(`${base}/healthz`, { caFile: state.caCert, timeoutMs: 2000 });
+      const res = await httpsRequest(`${url}/healthz`, { caFile: state.caCert, timeoutMs: 2000 });
       return res.status === 200;
     });
     return { child, lines, exited };
@@ -116,9 +123,16 @@ export async function faultCluster(name: string, env: Record<string, string> = {
     kc,
     kube,
     host: await startHost(),
-    startHost: async () => {
-      cluster.host = await startHost();
+    startHost: async (env) => {
+      cluster.host = await startHost(env);
       return cluster.host;
+    },
+    startReplica: async () => {
+      const [port] = await freePorts(1);
+      const url = `https://127.0.0.1:${port}`;
+      const replica = await startHost({ AGENTBOX_LISTEN_PORT: String(port) }, url);
+      replicas.push(replica);
+      return { ...replica, base: url };
     },
     signal: (name, signal) => {
       const p = state.processes.find((x) => x.name === name);
@@ -155,7 +169,7 @@ export async function faultCluster(name: string, env: Record<string, string> = {
         },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
-      return { status: res.status, body: res.body };
+      return { status: res.status, body: res.body, headers: res.headers };
     },
     allIdle: async (namespace, pool, n, timeoutMs = 60_000) => {
       await until(`${n} idle pods in ${namespace}/${pool}`, timeoutMs, async () => {
@@ -182,8 +196,8 @@ export async function faultCluster(name: string, env: Record<string, string> = {
       return records;
     },
     close: async () => {
-      cluster.host.child.kill("SIGKILL");
-      await cluster.host.exited;
+      for (const h of [cluster.host, ...replicas]) h.child.kill("SIGKILL");
+      await Promise.all([cluster.host, ...replicas].map((h) => h.exited));
       await down(name, log);
     },
   };

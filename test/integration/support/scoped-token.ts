@@ -12,15 +12,15 @@ const NAME = "agentbox-functions";
 
 /**
  * namespacedToken is a namespace-scoped deployment's identity: a ServiceAccount in ns bound by a
- * RoleBinding to a Role with the rules of infra/deploy/rbac.yaml's ClusterRole, in ns only. It
+ * RoleBinding to a Role with the rules of infra/deploy/base/rbac.yaml's ClusterRole, in ns only. It
  * returns a token of that ServiceAccount: the apiserver refuses it anything outside ns.
  */
 export async function namespacedToken(kc: KubeConfig, core: CoreV1Api, ns: string): Promise<string> {
-  const rbacYaml = readFileSync(new URL("../../../infra/deploy/rbac.yaml", import.meta.url), "utf8");
+  const rbacYaml = readFileSync(new URL("../../../infra/deploy/base/rbac.yaml", import.meta.url), "utf8");
   const clusterRole = parseAllDocuments(rbacYaml)
     .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; rules?: V1PolicyRule[] })
     .find((o) => o.kind === "ClusterRole" && o.metadata?.name === NAME);
-  if (!clusterRole?.rules) throw new Error(`infra/deploy/rbac.yaml has no ClusterRole ${NAME}`);
+  if (!clusterRole?.rules) throw new Error(`infra/deploy/base/rbac.yaml has no ClusterRole ${NAME}`);
   const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
   await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: NAME } } });
   await rbac.createNamespacedRole({
