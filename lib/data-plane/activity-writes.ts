@@ -17,12 +17,17 @@ export interface RoutedSandbox {
   idleTimeoutSeconds?: number | undefined;
 }
 
-/** ActivityWrite is one last-active annotation to write. */
+/** ActivityWrite is one last-active annotation to write, over the value it expects to replace. */
 export interface ActivityWrite {
   sandboxId: string;
   namespace: string;
   podName: string;
   time: string;
+  /**
+   * expected is the last-active the plan compared with (undefined: none known); the write tests
+   * it, so a slower host never moves another host's later time backwards.
+   */
+  expected?: string;
 }
 
 /**
@@ -43,7 +48,13 @@ export function planActivityWrites(
     const time = rfc3339(at);
     const stored = laterTime(s.lastActive, written.get(s.sandboxId));
     if (!shouldRecordActivity(stored, time, activityThrottleSeconds(s.idleTimeoutSeconds))) continue;
-    writes.push({ sandboxId: s.sandboxId, namespace: s.namespace, podName: s.podName, time });
+    writes.push({
+      sandboxId: s.sandboxId,
+      namespace: s.namespace,
+      podName: s.podName,
+      time,
+      ...(stored ? { expected: stored } : {}),
+    });
   }
   return writes;
 }

@@ -32,19 +32,27 @@ describe("planActivityWrites", () => {
     // Idle timeout 5 s: a 1 s throttle, so 2 s later is worth a write; 600 s: 30 s, so it is not.
     expect(
       planActivityWrites([routed({ lastActive: stored, idleTimeoutSeconds: 5 })], seen, new Map()),
-    ).toEqual([{ sandboxId: "sbx-a", namespace: "ns", podName: "p-0", time: "2026-01-01T00:00:10Z" }]);
+    ).toEqual([
+      // It tests the time it replaces: a slower host never moves a later one back.
+      { sandboxId: "sbx-a", namespace: "ns", podName: "p-0", time: "2026-01-01T00:00:10Z", expected: stored },
+    ]);
     expect(
       planActivityWrites([routed({ lastActive: stored, idleTimeoutSeconds: 600 })], seen, new Map()),
     ).toEqual([]);
-    // Nothing stored yet: the first traffic is written.
-    expect(planActivityWrites([routed()], seen, new Map())).toHaveLength(1);
+    // Nothing stored yet: the first traffic is written, over nothing it must test.
+    expect(planActivityWrites([routed()], seen, new Map())).toEqual([
+      { sandboxId: "sbx-a", namespace: "ns", podName: "p-0", time: "2026-01-01T00:00:10Z" },
+    ]);
   });
 
   it("compares with this host's own last write when the watch has not shown it yet", () => {
     const seen = new Map([["sbx-a", at("10")]]);
     const r = routed({ lastActive: "2026-01-01T00:00:00Z", idleTimeoutSeconds: 5 });
     expect(planActivityWrites([r], seen, new Map([["sbx-a", "2026-01-01T00:00:10Z"]]))).toEqual([]);
-    expect(planActivityWrites([r], seen, new Map([["sbx-a", "2026-01-01T00:00:08Z"]]))).toHaveLength(1);
+    // This host's own write is newer than the watch's view: that is what the write expects to replace.
+    expect(planActivityWrites([r], seen, new Map([["sbx-a", "2026-01-01T00:00:08Z"]]))).toMatchObject([
+      { expected: "2026-01-01T00:00:08Z" },
+    ]);
     // An older write than the stored annotation does not lower the bar.
     const fresh = routed({ lastActive: "2026-01-01T00:00:10Z", idleTimeoutSeconds: 5 });
     expect(planActivityWrites([fresh], seen, new Map([["sbx-a", "2026-01-01T00:00:01Z"]]))).toEqual([]);

@@ -3,10 +3,11 @@
 // time. The annotation is the shared truth between hosts: a host's idle release reads it for
 // traffic that went through another host (its own traffic it asks Traffic directly).
 //
-// A write tests the pod's sandbox-id label (never the resourceVersion: traffic must not lose to
-// every status change), so it can only land on the pod of the sandbox it is for; a pod released
-// meanwhile (label gone or changed) or deleted fails the test and is dropped. A write that fails
-// otherwise is tried again on the next flush, as the plan still asks for it.
+// A write tests the pod's sandbox-id label and the last-active it replaces (never the
+// resourceVersion: traffic must not lose to every status change), so it can only land on the pod
+// of the sandbox it is for, and never moves another host's later time backwards; a pod released
+// meanwhile (label gone or changed) or deleted fails the test and is dropped, a last-active
+// another host moved is compared again at the next flush, from the watch's newer view.
 import pLimit from "p-limit";
 import type { ViewDeps } from "../../../functions/views/view-deps.ts";
 import { LAST_ACTIVE_ANNOTATION, SANDBOX_ID_LABEL } from "../../../lib/api/keys.ts";
@@ -83,9 +84,11 @@ export class ActivityWriter {
   /** write says true (landed), false (the pod is no longer that sandbox's) or the error. */
   private async write(w: ActivityWrite): Promise<boolean | Error> {
     try {
+      const annotation = `/metadata/annotations/${escapePointer(LAST_ACTIVE_ANNOTATION)}`;
       await this.deps.kube.patchPod(w.namespace, w.podName, [
         { op: "test", path: `/metadata/labels/${escapePointer(SANDBOX_ID_LABEL)}`, value: w.sandboxId },
-        { op: "add", path: `/metadata/annotations/${escapePointer(LAST_ACTIVE_ANNOTATION)}`, value: w.time },
+        ...(w.expected === undefined ? [] : [{ op: "test" as const, path: annotation, value: w.expected }]),
+        { op: "add", path: annotation, value: w.time },
       ]);
       // Its route may have gone while the write was under way: keep nothing for it then.
       if (this.routes.route(w.sandboxId)) this.written.set(w.sandboxId, w.time);
