@@ -1,4 +1,5 @@
 import type { Log } from "../../lib/log.ts";
+import { waitAtMost } from "../../lib/util/with-timeout.ts";
 
 /** DrainSettings say how a stopping host lets go of its traffic (AGENTBOX_SHUTDOWN_*_SECONDS). */
 export interface DrainSettings {
@@ -30,19 +31,6 @@ export interface DrainTarget {
   cut(): Promise<void>;
 }
 
-/** within resolves true once `p` does, or false after ms (its timer never outlives it). */
-async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<false>((r) => {
-    timer = setTimeout(() => r(false), ms);
-  });
-  try {
-    return await Promise.race([p.then(() => true as const), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /**
  * drain takes a host out of service without failing its callers (ADR 0029): readiness goes false
  * at once, and the host serves on for settleMs, so load balancers and Endpoints stop sending it
@@ -70,14 +58,14 @@ export async function drain(
   );
   const answerMs = Math.min(ANSWER_MS, settings.graceMs / 2);
   let stopped = 0;
-  if (!(await within(target.settled(), settings.graceMs - answerMs))) {
+  if (!(await waitAtMost(target.settled(), settings.graceMs - answerMs))) {
     stopped = target.inFlight();
     log.warn(
       { inFlight: stopped },
       "stopping: grace ending; waiting creates hand their starts back and answer",
     );
     target.stopWaits();
-    await within(target.settled(), answerMs);
+    await waitAtMost(target.settled(), answerMs);
   }
   // A request that came in on a connection accepted just before the close waits no longer either.
   target.stopWaits();

@@ -13,17 +13,19 @@ export function withTimeout<T>(work: Promise<T>, ms: number, what: string): Prom
 }
 
 /**
- * waitAtMost resolves once `work` settles or `ms` pass, whichever comes first, and never rejects:
+ * waitAtMost resolves once `work` settles (true) or `ms` pass (false), whichever comes first, and
+ * never rejects:
  * for a caller that waits a bounded while for something another caller started (a first list),
  * then reads the state itself rather than the promise's value.
  */
-export async function waitAtMost(work: Promise<unknown>, ms: number): Promise<void> {
+export async function waitAtMost(work: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
   });
-  await Promise.race([work.then(noop, noop), late]);
+  const settled = await Promise.race([work.then(yes, yes), late]);
   clearTimeout(timer);
+  return settled;
 }
 
-const noop = () => {};
+const yes = () => true as const;
