@@ -61,8 +61,12 @@ export interface HostProcess {
   ask(request: { op: "tick" | "idle" | "close" }): Promise<unknown>;
 }
 
-/** HostOverrides are the host settings a benchmark may add to a forked host (sent as JSON). */
-export type HostOverrides = Pick<HostConfig, "dataPlane" | "sealingKey" | "sandboxDomain" | "envdPort">;
+/**
+ * HostOverrides are the host settings a benchmark may add to a forked host (sent as JSON); listen
+ * and historyPath let several hosts share one cluster.
+ */
+export type HostOverrides = Pick<HostConfig, "dataPlane" | "sealingKey" | "sandboxDomain" | "envdPort"> &
+  Partial<Pick<HostConfig, "listen" | "historyPath">>;
 
 /**
  * forkHost starts the Node host for a running benchmark cluster in its own process, with the
