@@ -46,11 +46,6 @@ export interface DataPlaneConfig {
 
 /** DataPlane is the running data plane. */
 export interface DataPlane {
-  routes: RouteTable;
-  /** traffic is what the router saw of each sandbox's traffic (activity, open exchanges). */
-  traffic: Traffic;
-  /** writer persists that traffic as last-active annotations (flush: tests write at once). */
-  writer: ActivityWriter;
   /** activity is each routed sandbox's last activity, now for one with an open exchange. */
   activity(): ReadonlyMap<string, Date>;
   /** forget drops a released sandbox's route and connections at once (this host's release). */
@@ -169,9 +164,6 @@ export async function startDataPlane(
     throw e;
   }
   return {
-    routes,
-    traffic,
-    writer,
     activity: () => traffic.seen(),
     forget: (id) => routes.forget(id),
     ports,
