@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import * as v from "valibot";
-import { parseWith } from "../lib/api/parse.ts";
+import { parseWith } from "../lib/api/parse-with.ts";
 import type { Log } from "../lib/log.ts";
 import type { Metrics } from "../lib/metrics/metrics.ts";
 import { requireToken } from "./require-token.ts";

@@ -7,7 +7,7 @@ import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
 import type { ApiDeps } from "../functions/api/deps.ts";
 import { listTargets } from "../functions/api/list-targets.ts";
 import { loadConsole } from "../functions/console/load-console.ts";
-import { parseWith } from "../lib/api/parse.ts";
+import { parseWith } from "../lib/api/parse-with.ts";
 import { type Html, page } from "../lib/console/layout.ts";
 import {
   envsView,

@@ -2,7 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { Hono } from "hono";
 import type { ApiDeps } from "../functions/api/deps.ts";
 import { ContinueRejected, listSandboxes } from "../functions/api/list-sandboxes.ts";
-import { parseWith } from "../lib/api/parse.ts";
+import { parseWith } from "../lib/api/parse-with.ts";
 import { collectPages, type Page } from "../lib/e2b/list-pages.ts";
 import { issueText, keepListed } from "../lib/e2b/requests.ts";
 import { ListSandboxesV2Query, metadataQuery } from "../lib/e2b/schemas.ts";

@@ -9,7 +9,7 @@ import { findSandbox } from "../functions/api/find-sandbox.ts";
 import { ownerToken } from "../functions/api/sandbox-access.ts";
 import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
-import { parseWith } from "../lib/api/parse.ts";
+import { parseWith } from "../lib/api/parse-with.ts";
 import { createWaitSeconds, E2B_IDLE_WAIT_SECONDS, issueText, nativeCreate } from "../lib/e2b/requests.ts";
 import {
   ConnectSandbox,

@@ -14,7 +14,7 @@ import { readTarget } from "../functions/api/resolve-pool.ts";
 import { viewWithAccess } from "../functions/api/sandbox-access.ts";
 import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
-import { type ApiIssue, parseWith } from "../lib/api/parse.ts";
+import { type ApiIssue, parseWith } from "../lib/api/parse-with.ts";
 import { HistoryUnavailable } from "../lib/history/store.ts";
 import { ActivityRequest } from "../lib/sandboxes/activity.ts";
 import { bearerOrApiKey, type Tenant } from "../lib/sandboxes/api-keys.ts";

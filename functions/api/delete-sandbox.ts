@@ -1,5 +1,5 @@
 import { SANDBOX_PHASE, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
-import { sandboxPhaseOf } from "../../lib/sandbox/inplace-state.ts";
+import { sandboxPhaseOf } from "../../lib/sandbox/phase-label.ts";
 import { isLegalTransition } from "../../lib/sandbox/transitions.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
 import { releaseSandbox } from "../release-sandbox.ts";

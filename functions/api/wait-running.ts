@@ -3,7 +3,7 @@ import { POST_START_HOOKS_ANNOTATION, SANDBOX_ID_LABEL, SANDBOX_PHASE } from "..
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { isConflict, isNotFound } from "../../lib/kube/errors.ts";
 import { handBackStartPatch } from "../../lib/sandbox/hand-back-start.ts";
-import { sandboxPhaseOf } from "../../lib/sandbox/inplace-state.ts";
+import { sandboxPhaseOf } from "../../lib/sandbox/phase-label.ts";
 import { latestOnly } from "../../lib/util/latest-only.ts";
 import { runPodSteps } from "../reconcile-pod.ts";
 import { followPod } from "../views/follow-pod.ts";

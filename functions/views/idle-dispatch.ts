@@ -6,10 +6,9 @@ import { ownedBy } from "../../lib/pool/pod-ownership.ts";
 import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
+import { IDLE_WATCH_SECONDS } from "./pod-watch.ts";
 import type { ViewDeps } from "./view-deps.ts";
 
-/** IDLE_WATCH_SECONDS is how long one idle-pod watch lasts before it is reopened (timeoutSeconds). */
-export const IDLE_WATCH_SECONDS = 120;
 /**
  * UNSUITABLE is what a waiter's claim answers for a pod it cannot use (its request does not fit the
  * pod's pool): the pod stays on offer to the other waiters, never to this one again.

@@ -6,8 +6,7 @@ import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { claimableState, pickIdle } from "../../lib/sandboxes/candidates.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
 import { waitAtMost } from "../../lib/util/with-timeout.ts";
-import { IDLE_WATCH_SECONDS } from "./idle-dispatch.ts";
-import { paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
+import { IDLE_WATCH_SECONDS, paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
 import type { ViewDeps } from "./view-deps.ts";
 
 /** Feed is one pool's idle pods as this process's list and watch of them last said. */

@@ -1,7 +1,9 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { retryDelay } from "../../lib/util/backoff.ts";
-import { IDLE_WATCH_SECONDS } from "./idle-dispatch.ts";
 import type { ViewDeps } from "./view-deps.ts";
+
+/** IDLE_WATCH_SECONDS is how long one pod watch lasts before it is reopened (timeoutSeconds). */
+export const IDLE_WATCH_SECONDS = 120;
 
 /** QUICK_END_MS: a watch that ends sooner than this is paced before it is opened again. */
 const QUICK_END_MS = 1000;

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import * as v from "valibot";
 import { type ActivitySourceConfig, DEFAULT_ACTIVITY_TIMEOUT_MS } from "../../functions/activity-source.ts";
-import { parseWith } from "../../lib/api/parse.ts";
+import { parseWith } from "../../lib/api/parse-with.ts";
 import { checkSandboxDomain } from "../../lib/data-plane/sandbox-domain.ts";
 import { DEFAULT_KUBE_TIMEOUTS, type KubeTimeouts } from "../../lib/kube/transport.ts";
 import {

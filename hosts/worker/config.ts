@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { parseWith } from "../../lib/api/parse.ts";
+import { parseWith } from "../../lib/api/parse-with.ts";
 import { checkSandboxDomain } from "../../lib/data-plane/sandbox-domain.ts";
 import { IDLE_RELEASE_MODES, idleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { parseTeamLimits } from "../../lib/sandboxes/team-limits.ts";

@@ -1,6 +1,6 @@
 // Checks on the schemaless pod template (spec.template): the CRD keeps it opaque so any pod
 // field round-trips, which leaves the fields the product needs to render Pods unchecked.
-import type { ApiIssue } from "../api/parse.ts";
+import type { ApiIssue } from "../api/parse-with.ts";
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 

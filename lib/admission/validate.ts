@@ -2,13 +2,8 @@
 // to the review response; webhooks/admission.ts only does the HTTP around them.
 
 import { GROUP, KIND } from "../api/keys.ts";
-import {
-  type ApiIssue,
-  type ParseResult,
-  parseSandboxEnv,
-  parseSandboxPool,
-  parseSandboxTemplate,
-} from "../api/parse.ts";
+import { parseSandboxEnv, parseSandboxPool, parseSandboxTemplate } from "../api/parse.ts";
+import type { ApiIssue, ParseResult } from "../api/parse-with.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../api/sandbox-template.ts";
 import { copyTemplate, type PoolLike, templateCopyNeeded, templateCopyOps } from "../template/copy.ts";

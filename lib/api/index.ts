@@ -4,6 +4,7 @@ export * from "./autoscaling.ts";
 export * from "./common.ts";
 export * from "./keys.ts";
 export * from "./parse.ts";
+export * from "./parse-with.ts";
 export * from "./sandbox-env.ts";
 export * from "./sandbox-env-status.ts";
 export * from "./sandbox-pool.ts";

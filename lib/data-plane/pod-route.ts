@@ -3,8 +3,13 @@
 // has an IP: a starting, stopping, idle or relabelled pod has none, so a pod IP reused by another
 // sandbox is never reached through an old sandbox's route (routes are keyed by sandbox id).
 import type { V1Pod } from "@kubernetes/client-node";
-import { IDLE_TIMEOUT_ANNOTATION, LAST_ACTIVE_ANNOTATION, SANDBOX_ID_LABEL } from "../api/keys.ts";
-import { sandboxView } from "../sandboxes/view.ts";
+import {
+  IDLE_TIMEOUT_ANNOTATION,
+  LAST_ACTIVE_ANNOTATION,
+  SANDBOX_ID_LABEL,
+  SANDBOX_PHASE,
+} from "../api/keys.ts";
+import { apiPhaseOf, sandboxIdOf } from "../sandbox/api-phase.ts";
 import { ENVD_PORT } from "./sandbox-host.ts";
 
 /** PodRoute is a Running sandbox's upstream: its pod's IP, and which pod that is. */
@@ -24,21 +29,21 @@ export interface PodRoute {
 /**
  * podRoute is the route a pod gives its sandbox, or undefined: no sandbox-id label (the watch's
  * selection), not Running (or hooks pending), no pod IP, or an id label and annotation that
- * disagree (a pod between two claims). `now` only feeds sandboxView's detail, never the answer.
+ * disagree (a pod between two claims). Running is as the API shows it (apiPhaseOf).
  */
-export function podRoute(pod: V1Pod, now: Date): PodRoute | undefined {
+export function podRoute(pod: V1Pod): PodRoute | undefined {
   const label = pod.metadata?.labels?.[SANDBOX_ID_LABEL];
-  const view = sandboxView(pod, now);
   const podIP = pod.status?.podIP;
-  if (!label || !view || view.sandboxId !== label || view.phase !== "running" || !podIP) return undefined;
+  if (!label || sandboxIdOf(pod) !== label || apiPhaseOf(pod) !== SANDBOX_PHASE.RUNNING || !podIP)
+    return undefined;
   const annotations = pod.metadata?.annotations ?? {};
   const lastActive = annotations[LAST_ACTIVE_ANNOTATION];
   const idleTimeout = Number(annotations[IDLE_TIMEOUT_ANNOTATION]);
   return {
     sandboxId: label,
     podIP,
-    namespace: view.namespace,
-    podName: view.pod,
+    namespace: pod.metadata?.namespace ?? "",
+    podName: pod.metadata?.name ?? "",
     podUid: pod.metadata?.uid ?? "",
     ...(lastActive ? { lastActive } : {}),
     ...(Number.isFinite(idleTimeout) && idleTimeout > 0 ? { idleTimeoutSeconds: idleTimeout } : {}),

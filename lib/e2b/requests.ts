@@ -1,6 +1,6 @@
 // How E2B's requests map onto the native ones: pure, so the routes only do I/O.
-import type { ApiIssue } from "../api/parse.ts";
-import { parseWith } from "../api/parse.ts";
+import type { ApiIssue } from "../api/parse-with.ts";
+import { parseWith } from "../api/parse-with.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { CreateSandboxRequest } from "../sandboxes/schemas.ts";
 import type { SandboxView } from "../sandboxes/view.ts";

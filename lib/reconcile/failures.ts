@@ -1,8 +1,9 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { SANDBOX_PHASE, STOP_REASON } from "../api/keys.ts";
 import { hasUnexpectedRestart } from "../sandbox/completion.ts";
-import { readInplaceState, sandboxPhaseOf } from "../sandbox/inplace-state.ts";
+import { readInplaceState } from "../sandbox/inplace-state.ts";
 import { toJsonPatch } from "../sandbox/intent-patch.ts";
+import { sandboxPhaseOf } from "../sandbox/phase-label.ts";
 import { type PodReset, releaseIntent } from "../sandbox/release-intent.ts";
 import { captureStopRecord } from "../sandbox/stop-record.ts";
 import { type Action, guardedDelete, isTerminating, podTarget } from "./action.ts";

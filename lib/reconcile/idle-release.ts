@@ -9,10 +9,10 @@ import {
   STOP_REASON,
 } from "../api/keys.ts";
 import { escapePointer, type JsonPatchOp } from "../kube/json-patch.ts";
-import { sandboxPhaseOf } from "../sandbox/inplace-state.ts";
 import { toJsonPatch } from "../sandbox/intent-patch.ts";
+import { sandboxPhaseOf } from "../sandbox/phase-label.ts";
 import { type PodReset, releaseIntent } from "../sandbox/release-intent.ts";
-import { activityThrottleSeconds, shouldRecordActivity } from "../sandboxes/activity.ts";
+import { activityThrottleSeconds, shouldRecordActivity } from "../sandboxes/activity-throttle.ts";
 import { parseTime, rfc3339 } from "../util/time.ts";
 import { type Action, isTerminating, podTarget, testVersion } from "./action.ts";
 

@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { END_AT_ANNOTATION, SANDBOX_PHASE, STOP_REASON } from "../api/keys.ts";
-import { sandboxPhaseOf } from "../sandbox/inplace-state.ts";
 import { toJsonPatch } from "../sandbox/intent-patch.ts";
+import { sandboxPhaseOf } from "../sandbox/phase-label.ts";
 import { type PodReset, releaseIntent } from "../sandbox/release-intent.ts";
 import { parseTime } from "../util/time.ts";
 import { type Action, isTerminating, podTarget } from "./action.ts";

@@ -32,8 +32,9 @@ import { rfc3339 } from "../util/time.ts";
 import { stableContainerStatuses } from "./completion.ts";
 import { sameImage } from "./image-reference.ts";
 import { planImageSwap } from "./image-swap.ts";
-import { encodeInplaceState, sandboxPhaseOf } from "./inplace-state.ts";
+import { encodeInplaceState } from "./inplace-state.ts";
 import { isReservedKey, SANDBOX_ANNOTATIONS, SANDBOX_LABELS } from "./lifecycle-keys.ts";
+import { sandboxPhaseOf } from "./phase-label.ts";
 import { servedContainers } from "./served-containers.ts";
 import type { IntentResult } from "./transitions.ts";
 

@@ -17,8 +17,9 @@ import {
 } from "../api/keys.ts";
 import { rfc3339 } from "../util/time.ts";
 import { stableContainerStatuses, targetImagesOf } from "./completion.ts";
-import { encodeInplaceState, readInplaceState, sandboxPhaseOf } from "./inplace-state.ts";
+import { encodeInplaceState, readInplaceState } from "./inplace-state.ts";
 import { managedKeys, SANDBOX_ANNOTATIONS, SANDBOX_LABELS, unique } from "./lifecycle-keys.ts";
+import { sandboxPhaseOf } from "./phase-label.ts";
 import type { IntentResult } from "./transitions.ts";
 
 type UpdatingPhase = typeof SANDBOX_PHASE.STARTING | typeof SANDBOX_PHASE.STOPPING;

@@ -6,7 +6,8 @@ import type { SandboxStatusDetail } from "../api/annotations.ts";
 import { SANDBOX_PHASE } from "../api/keys.ts";
 import { parseTime, rfc3339 } from "../util/time.ts";
 import { targetImagesOf } from "./completion.ts";
-import { readInplaceState, sandboxPhaseOf } from "./inplace-state.ts";
+import { readInplaceState } from "./inplace-state.ts";
+import { sandboxPhaseOf } from "./phase-label.ts";
 
 /** PodDiagnosticEvent is one Warning event of the pod, as the sandbox API returns it. */
 export interface PodDiagnosticEvent {

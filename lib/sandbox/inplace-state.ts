@@ -1,16 +1,11 @@
-// The in-place update state and the sandbox phase label are the two facts every lifecycle step
-// starts from. They are written by other replicas and other versions of the control plane (and
+// The in-place update state is, with the sandbox phase label (phase-label.ts), one of the two facts
+// every lifecycle step starts from. They are written by other replicas and other versions of the control plane (and
 // by agentbox's Go controller), so reading them must never throw: a bad annotation is reported
 // and treated as absent, and the caller decides what that means.
 import type { V1Pod } from "@kubernetes/client-node";
 import { InplaceUpdateState } from "../api/annotations.ts";
-import {
-  INPLACE_UPDATE_STATE_ANNOTATION,
-  SANDBOX_PHASE,
-  SANDBOX_PHASE_LABEL,
-  type SandboxPhase,
-} from "../api/keys.ts";
-import { parseWith } from "../api/parse.ts";
+import { INPLACE_UPDATE_STATE_ANNOTATION } from "../api/keys.ts";
+import { parseWith } from "../api/parse-with.ts";
 
 /** InplaceStateRead is the state when present and valid; otherwise why not (absent: no reason). */
 export type InplaceStateRead =
@@ -43,12 +38,4 @@ export function readInplaceState(pod: V1Pod): InplaceStateRead {
  */
 export function encodeInplaceState(state: InplaceUpdateState): string {
   return JSON.stringify(state);
-}
-
-const PHASES = new Set<string>(Object.values(SANDBOX_PHASE));
-
-/** sandboxPhaseOf is the pod's SANDBOX_PHASE_LABEL when it is a known phase, else undefined. */
-export function sandboxPhaseOf(pod: V1Pod): SandboxPhase | undefined {
-  const value = pod.metadata?.labels?.[SANDBOX_PHASE_LABEL];
-  return value !== undefined && PHASES.has(value) ? (value as SandboxPhase) : undefined;
 }

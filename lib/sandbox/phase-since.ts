@@ -3,7 +3,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { INPLACE_UPDATE_PHASE, SANDBOX_PHASE, type SandboxPhase } from "../api/keys.ts";
 import { parseTime } from "../util/time.ts";
-import { readInplaceState, sandboxPhaseOf } from "./inplace-state.ts";
+import { readInplaceState } from "./inplace-state.ts";
+import { sandboxPhaseOf } from "./phase-label.ts";
 
 /**
  * podPhaseSince returns when the pod entered `phase` (default: its current phase), or undefined

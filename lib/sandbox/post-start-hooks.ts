@@ -6,7 +6,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import * as v from "valibot";
 import { POST_START_HOOKS_ANNOTATION, SANDBOX_PHASE } from "../api/keys.ts";
 import { isTerminating } from "../reconcile/action.ts";
-import { sandboxPhaseOf } from "./inplace-state.ts";
+import { sandboxPhaseOf } from "./phase-label.ts";
 
 /** ENVD_PORT is where E2B's envd listens in a sandbox. */
 export const ENVD_PORT = 49983;

@@ -26,8 +26,9 @@ import {
 } from "../api/keys.ts";
 import { parseTime, rfc3339 } from "../util/time.ts";
 import { planImageSwap } from "./image-swap.ts";
-import { encodeInplaceState, readInplaceState, sandboxPhaseOf } from "./inplace-state.ts";
+import { encodeInplaceState, readInplaceState } from "./inplace-state.ts";
 import { managedKeys, unique } from "./lifecycle-keys.ts";
+import { sandboxPhaseOf } from "./phase-label.ts";
 import type { IntentResult } from "./transitions.ts";
 
 /** PodReset is how a pool's released pods start afresh (see podReset in lib/pool/render-pod.ts). */

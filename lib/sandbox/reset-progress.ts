@@ -6,7 +6,8 @@ import { REPLACE_ON_RESET_ANNOTATION, SANDBOX_PHASE } from "../api/keys.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { parseGoDuration } from "../util/duration.ts";
 import { targetImagesOf } from "./completion.ts";
-import { readInplaceState, sandboxPhaseOf } from "./inplace-state.ts";
+import { readInplaceState } from "./inplace-state.ts";
+import { sandboxPhaseOf } from "./phase-label.ts";
 import { podPhaseDuration } from "./phase-since.ts";
 
 /** STOPPING_TIMEOUT_MS is the least time a reset may take before its pod is replaced. */

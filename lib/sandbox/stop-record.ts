@@ -9,8 +9,6 @@ import {
   FAILURE_MESSAGE_ANNOTATION,
   FAILURE_REASON_ANNOTATION,
   RUNNING_IMAGES_ANNOTATION,
-  SANDBOX_ID_ANNOTATION,
-  SANDBOX_ID_LABEL,
   SANDBOX_METADATA_ANNOTATION,
   SANDBOX_POOL_LABEL,
   type SandboxStopReason,
@@ -23,6 +21,7 @@ import {
 } from "../api/keys.ts";
 import type { SandboxRecord } from "../history/record.ts";
 import { rfc3339 } from "../util/time.ts";
+import { sandboxIdOf } from "./api-phase.ts";
 import { parseQuantity, quantityMilliValue, quantityValue } from "./quantity.ts";
 import { runtimeContainerId } from "./release-intent.ts";
 
@@ -69,7 +68,7 @@ function sumResource(containers: readonly V1Container[], resource: string, milli
 export function captureStopRecord(pod: V1Pod, now: Date): SandboxRecord | undefined {
   const labels = pod.metadata?.labels ?? {};
   const annotations = pod.metadata?.annotations ?? {};
-  const sandboxId = annotations[SANDBOX_ID_ANNOTATION] || labels[SANDBOX_ID_LABEL];
+  const sandboxId = sandboxIdOf(pod);
   if (!sandboxId) return undefined;
   const containers = pod.spec?.containers ?? [];
   const snapshot = stringMap(annotations[RUNNING_IMAGES_ANNOTATION]);

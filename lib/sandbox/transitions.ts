@@ -10,7 +10,7 @@ import {
   SANDBOX_STATUS_DETAIL_ANNOTATION,
   type SandboxPhase,
 } from "../api/keys.ts";
-import { sandboxPhaseOf } from "./inplace-state.ts";
+import { sandboxPhaseOf } from "./phase-label.ts";
 
 /** TransitionTrigger says what moves a pod along an edge of the phase machine. */
 export type TransitionTrigger = "claim" | "complete" | "release" | "fail";

@@ -1,7 +1,7 @@
 // Every /v1 error has the same JSON body, so clients branch on `error.code` and show
 // `error.message`, and a bad request names each offending field. The constructors pair each
 // code with its HTTP status, so a route cannot send a NotFound body with a 400.
-import type { ApiIssue } from "../api/parse.ts";
+import type { ApiIssue } from "../api/parse-with.ts";
 
 /** ApiErrorBody is the body of every error response of the /v1 API. */
 export interface ApiErrorBody {

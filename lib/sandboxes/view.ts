@@ -9,9 +9,6 @@ import {
   FAILURE_MESSAGE_ANNOTATION,
   FAILURE_REASON_ANNOTATION,
   IDLE_TIMEOUT_ANNOTATION,
-  POST_START_HOOKS_ANNOTATION,
-  SANDBOX_ID_ANNOTATION,
-  SANDBOX_ID_LABEL,
   SANDBOX_METADATA_ANNOTATION,
   SANDBOX_PHASE,
   SANDBOX_POOL_LABEL,
@@ -21,10 +18,11 @@ import {
   TEAM_LABEL,
   USER_LABEL,
 } from "../api/keys.ts";
-import { parseWith } from "../api/parse.ts";
+import { parseWith } from "../api/parse-with.ts";
 import { ENVD_PORT, sandboxHost } from "../data-plane/sandbox-host.ts";
+import { apiPhaseOf, sandboxIdOf } from "../sandbox/api-phase.ts";
 import { buildStatusDetail } from "../sandbox/diagnostics.ts";
-import { sandboxPhaseOf } from "../sandbox/inplace-state.ts";
+import { sandboxPhaseOf } from "../sandbox/phase-label.ts";
 import type { Tenant } from "./api-keys.ts";
 
 /** SandboxViewPhase is a claimed sandbox's phase; idle pods are not sandboxes. */
@@ -125,12 +123,11 @@ export function sandboxView(pod: V1Pod, now: Date): SandboxView | undefined {
   if (podPhase === undefined || podPhase === SANDBOX_PHASE.IDLE) return undefined;
   const labels = pod.metadata?.labels ?? {};
   const annotations = pod.metadata?.annotations ?? {};
-  const sandboxId = annotations[SANDBOX_ID_ANNOTATION] || labels[SANDBOX_ID_LABEL];
+  const sandboxId = sandboxIdOf(pod);
   if (!sandboxId) return undefined;
   const optional = <T>(key: string, value: T | undefined) => (value ? { [key]: value } : {});
-  const pending =
-    podPhase === SANDBOX_PHASE.RUNNING && annotations[POST_START_HOOKS_ANNOTATION] !== undefined;
-  const phase = pending ? SANDBOX_PHASE.STARTING : podPhase;
+  const phase = (apiPhaseOf(pod) ?? podPhase) as SandboxViewPhase;
+  const pending = phase !== podPhase;
   const detail = pending ? hooksPending(now) : detailOf(pod, phase, now);
   const failureReason = annotations[FAILURE_REASON_ANNOTATION];
   return {

@@ -7,14 +7,13 @@ import { AGGRESSIVE_REQUIRES_MAX_REPLICAS_MESSAGE, PoolScaleUpPolicy } from "../
 import { Duration } from "../../lib/api/common.ts";
 import { API_VERSION, INPLACE_UPDATE_PHASE, SANDBOX_PHASE_LABEL } from "../../lib/api/keys.ts";
 import {
-  type ApiIssue,
-  type ParseResult,
   parseSandboxEnv,
   parseSandboxEnvSpec,
   parseSandboxPool,
   parseSandboxPoolSpec,
   parseSandboxTemplate,
 } from "../../lib/api/parse.ts";
+import type { ApiIssue, ParseResult } from "../../lib/api/parse-with.ts";
 
 const meta = { name: "demo", namespace: "team-a" };
 const pool = (spec: unknown) => ({ apiVersion: API_VERSION, kind: "SandboxPool", metadata: meta, spec });

@@ -2,8 +2,6 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { podRoute, upstreamPort } from "../../lib/data-plane/pod-route.ts";
 
-const now = new Date("2026-01-01T00:00:00Z");
-
 /** pod is a claimed sandbox pod as the router's watch reports it. */
 function pod(
   over: { phase?: string; id?: string; annotationId?: string; ip?: string; hooks?: boolean } = {},
@@ -30,7 +28,7 @@ function pod(
 
 describe("podRoute", () => {
   it("routes a Running sandbox to its pod IP, keyed by sandbox id and pod uid", () => {
-    expect(podRoute(pod(), now)).toEqual({
+    expect(podRoute(pod())).toEqual({
       sandboxId: "sbx-a",
       podIP: "10.0.0.7",
       namespace: "ns",
@@ -48,17 +46,17 @@ describe("podRoute", () => {
         "agentbox.navix.sh/idle-timeout": "5",
       },
     };
-    expect(podRoute(p, now)).toMatchObject({ lastActive: "2026-01-01T00:00:00Z", idleTimeoutSeconds: 5 });
+    expect(podRoute(p)).toMatchObject({ lastActive: "2026-01-01T00:00:00Z", idleTimeoutSeconds: 5 });
     p.metadata.annotations = { "agentbox.navix.sh/idle-timeout": "soon" };
-    expect(podRoute(p, now)).not.toHaveProperty("idleTimeoutSeconds");
+    expect(podRoute(p)).not.toHaveProperty("idleTimeoutSeconds");
   });
 
   it("gives no route to a sandbox that is not Running, has hooks pending, or has no IP or id", () => {
     for (const phase of ["starting", "stopping", "idle", "failed"])
-      expect(podRoute(pod({ phase }), now)).toBeUndefined();
-    expect(podRoute(pod({ hooks: true }), now)).toBeUndefined();
-    expect(podRoute(pod({ ip: "" }), now)).toBeUndefined();
-    expect(podRoute(pod({ id: "" }), now)).toBeUndefined();
+      expect(podRoute(pod({ phase }))).toBeUndefined();
+    expect(podRoute(pod({ hooks: true }))).toBeUndefined();
+    expect(podRoute(pod({ ip: "" }))).toBeUndefined();
+    expect(podRoute(pod({ id: "" }))).toBeUndefined();
   });
 });
 

@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { parseWith } from "../../lib/api/parse.ts";
+import { parseWith } from "../../lib/api/parse-with.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { createWaitSeconds, keepListed, nativeCreate } from "../../lib/e2b/requests.ts";
 import {

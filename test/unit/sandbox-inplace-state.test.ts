@@ -2,7 +2,8 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import type { InplaceUpdateState } from "../../lib/api/annotations.ts";
 import { INPLACE_UPDATE_STATE_ANNOTATION, SANDBOX_PHASE_LABEL } from "../../lib/api/keys.ts";
-import { encodeInplaceState, readInplaceState, sandboxPhaseOf } from "../../lib/sandbox/inplace-state.ts";
+import { encodeInplaceState, readInplaceState } from "../../lib/sandbox/inplace-state.ts";
+import { sandboxPhaseOf } from "../../lib/sandbox/phase-label.ts";
 
 const withAnnotation = (value?: string): V1Pod => ({
   metadata: {

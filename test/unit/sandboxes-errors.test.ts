@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseWith } from "../../lib/api/parse.ts";
+import { parseWith } from "../../lib/api/parse-with.ts";
 import { badRequest, conflict, notFound, unauthorized, unavailable } from "../../lib/sandboxes/errors.ts";
 import { TimeoutRequest } from "../../lib/sandboxes/schemas.ts";
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { type ApiIssue, parseWith } from "../../lib/api/parse.ts";
+import { type ApiIssue, parseWith } from "../../lib/api/parse-with.ts";
 import type { HistoryQuery as StoreHistoryQuery } from "../../lib/history/store.ts";
-import { ActivityRequest, shouldRecordActivity } from "../../lib/sandboxes/activity.ts";
+import { ActivityRequest } from "../../lib/sandboxes/activity.ts";
+import { shouldRecordActivity } from "../../lib/sandboxes/activity-throttle.ts";
 import { demandWorthRecording } from "../../lib/sandboxes/demand.ts";
 import {
   CreateSandboxRequest,

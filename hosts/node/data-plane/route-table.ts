@@ -159,7 +159,7 @@ export class RouteTable {
     if (Number.isSafeInteger(version) && applied !== undefined && version < applied) return;
     if (deleted) this.versions.delete(uid);
     else if (Number.isSafeInteger(version)) this.versions.set(uid, version);
-    const next = deleted ? undefined : podRoute(pod, new Date());
+    const next = deleted ? undefined : podRoute(pod);
     const before = this.byPod.get(uid);
     if (before !== undefined && before !== next?.sandboxId) this.drop(before);
     const id = pod.metadata?.labels?.[SANDBOX_ID_LABEL];
