@@ -4,7 +4,7 @@
 // thread says `ready` (with what it wants the host to know, e.g. its ports), forwards its `log`
 // entries, and answers each request by id; its own calls to the host (`host-call`: the router's
 // credentials, the router's activity for idle release) are answered from `answers`.
-import { type ResourceLimits, Worker } from "node:worker_threads";
+import { Worker } from "node:worker_threads";
 import type { Counter } from "prom-client";
 import type { Log } from "../../lib/log.ts";
 
@@ -31,8 +31,6 @@ export interface ThreadOptions {
   url: URL;
   /** workerData is read at each start (a restart may start from what the last one learned). */
   workerData: () => unknown;
-  /** resourceLimits size the thread's own heap (Node's Worker option of the same name). */
-  resourceLimits?: ResourceLimits;
   log: Log;
   restarts?: Counter<never> | undefined;
   /** onReady hears each start's ready info (a restart's too). */
@@ -108,10 +106,7 @@ export async function superviseThread(options: ThreadOptions): Promise<Supervise
   };
   const spawn = () =>
     new Promise<void>((resolve, reject) => {
-      const w = new Worker(options.url, {
-        workerData: options.workerData(),
-        ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
-      });
+      const w = new Worker(options.url, { workerData: options.workerData() });
       let readyAt: number | undefined;
       let failure = "";
       w.on("message", (m: FromThread | ({ op: string } & Record<string, unknown>)) => {

@@ -6,19 +6,6 @@ import { credentialsOf, kubeconfigAccess } from "../kube-transport.ts";
 import { superviseThread } from "../supervised-thread.ts";
 import type { DataPlane, DataPlaneConfig } from "./data-plane.ts";
 
-/**
- * YOUNG_GENERATION_MB caps the router thread's young generation. Every socket read of a proxied
- * body is a Buffer whose bytes live outside the heap; V8 frees those with the small objects that
- * point at them, at a scavenge. With the default young generation (its semi-spaces grow to
- * several MB) a download moves 64 MB outside the heap before the next scavenge, which V8 answers
- * with a full mark-compact of the thread's heap: one every 60-80 ms of download. A small young
- * generation scavenges every few MB instead, which frees the buffers at a fraction of the cost
- * (in a probe of 500 MiB through the router's modules: 8 mark-compacts instead of 21-24, about
- * 20% less CPU; docs/benchmarks.md, "Data plane"). Requests' own short-lived objects still die
- * young: a proxied request's state is a few KB.
- */
-const YOUNG_GENERATION_MB = 2;
-
 /** DataPlaneThreadSettings start the router's thread; they cross threads, so plain data only. */
 export interface DataPlaneThreadSettings {
   /** server is the API server's URL (the thread asks the host for credentials: "credentials"). */
@@ -76,7 +63,6 @@ export async function startDataPlaneThread(
         ...(tls ? { tls: { ...tls, port: ports.tls ?? tls.port } } : {}),
       },
     }),
-    resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
     log,
     restarts,
     // The kubeconfig's credentials (tokens, certificates, exec plugins) are applied here.
