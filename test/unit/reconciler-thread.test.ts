@@ -30,7 +30,9 @@ async function threadToNowhere() {
   return { reconciler, entries, metrics };
 }
 
-describe("the reconciler thread", () => {
+// Each test starts real worker threads that load the host's modules: on a loaded machine that
+// alone may take longer than vitest's default 5 s, so the tests' own deadlines are what bound them.
+describe("the reconciler thread", { timeout: 60_000 }, () => {
   it("runs steps in its own thread: errors come back to the caller, logs to the host's logger", async () => {
     const { reconciler, entries } = await threadToNowhere();
     try {
