@@ -20,7 +20,7 @@ import { type Bench, BIG_FILE, removeFile, startBench } from "./dataplane-setup.
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const HEALTH = Number(process.env.HEALTH ?? 2000);
-const SDK_ITERATIONS = Number(process.env.SDK_ITERATIONS ?? 200);
+const SDK_ITERATIONS = Number(process.env.SDK_ITERATIONS ?? 600);
 const DOWNLOADS = Number(process.env.DOWNLOADS ?? 3);
 const DOWNLOAD_BYTES = Number(process.env.DOWNLOAD_MIB ?? 100) * 1024 * 1024;
 const STREAMS = Number(process.env.STREAMS ?? 1000);
