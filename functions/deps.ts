@@ -1,4 +1,5 @@
 import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
+import type { ConfigMapRef, InstanceTypeCatalog } from "../lib/env/instance-types.ts";
 import type { HistoryStore } from "../lib/history/store.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
 import type { Log } from "../lib/log.ts";
@@ -6,7 +7,7 @@ import type { Metrics } from "../lib/metrics/metrics.ts";
 import type { IdleReleaseMode } from "../lib/reconcile/idle-release.ts";
 import type { DigestResolver } from "../lib/sandbox/digest-resolver.ts";
 import type { SealKeys } from "../lib/sandboxes/sealing.ts";
-import type { SharedReads } from "../lib/util/shared-read.ts";
+import type { SharedRead, SharedReads } from "../lib/util/shared-read.ts";
 
 /** PostStartDeps is what running post-start hooks needs: the sealing keys and how hard to try. */
 export interface PostStartDeps {
@@ -71,4 +72,11 @@ export interface StepDeps {
   poolReads?: SharedReads<SandboxPool | undefined>;
   /** metrics are this thread's Prometheus instruments (the Node host); unset, nothing is measured. */
   metrics?: Metrics;
+  /**
+   * instanceTypes is the instance type catalog's ConfigMap (AGENTBOX_INSTANCE_TYPES, Worker
+   * INSTANCE_TYPES); unset, DEFAULT_INSTANCE_TYPES (agentbox-system/agentbox-instance-types).
+   */
+  instanceTypes?: ConfigMapRef;
+  /** catalogReads shares this process's reads of the catalog for a moment; unset, each run reads it. */
+  catalogReads?: SharedRead<InstanceTypeCatalog | undefined>;
 }

@@ -2,6 +2,8 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { envImagePullSecretName, IMAGE_PULL_SECRET_TYPE, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
 import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
 import { autoscaledMembers } from "../lib/autoscale/plan-autoscale.ts";
+import { namesInstanceType } from "../lib/env/instance-sizing.ts";
+import type { InstanceTypeCatalog } from "../lib/env/instance-types.ts";
 import { indexPools, poolsOfEnv } from "../lib/env/members.ts";
 import type { EnvSnapshot } from "../lib/env/plan-env.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
@@ -43,8 +45,9 @@ export async function readEnvSnapshot(
 
 /**
  * envSnapshotsFrom builds every Env's snapshot from lists a tick already made (Envs, pools,
- * templates, the names of the dockerconfigjson Secrets, the pool Pods by "namespace/pool"): no
- * request per Env.
+ * templates, the names of the dockerconfigjson Secrets, the pool Pods by "namespace/pool", and
+ * the instance type catalog when it was read: null when its ConfigMap does not exist): no request
+ * per Env.
  */
 export function envSnapshotsFrom(
   lists: {
@@ -53,6 +56,7 @@ export function envSnapshotsFrom(
     templates: ReadonlyMap<string, SandboxTemplate>;
     pullSecrets: ReadonlySet<string>;
     podsByPool: ReadonlyMap<string, readonly V1Pod[]>;
+    catalog?: InstanceTypeCatalog | null | undefined;
   },
   clusterId: string,
 ): EnvSnapshot[] {
@@ -65,6 +69,7 @@ export function envSnapshotsFrom(
       template: lists.templates.get(env.spec.templateRef.name) ?? null,
       pullSecret: lists.pullSecrets.has(`${ns}/${envImagePullSecretName(env.metadata?.name ?? "")}`),
       pods: autoscaledMembers(env, clusterId).flatMap((m) => lists.podsByPool.get(`${ns}/${m}`) ?? []),
+      ...(lists.catalog !== undefined && namesInstanceType(env) ? { catalog: lists.catalog } : {}),
     };
   });
 }

@@ -49,11 +49,11 @@ export async function executeOne(
     if (action.record) outcome.record = await deps.history.put(action.record);
     written = await write(deps, action);
     for (const { metric, seconds } of action.observe ?? []) deps.metrics?.phases[metric].observe(seconds);
-    if (action.event) {
+    for (const event of [...(action.event ? [action.event] : []), ...(action.events ?? [])]) {
       await deps.kube
         .createEvent(
           {
-            ...action.event,
+            ...event,
             regarding: {
               apiVersion: kind === "Pod" ? "v1" : API_VERSION,
               kind,
@@ -100,6 +100,7 @@ async function write(deps: StepDeps, action: Action): Promise<unknown> {
     case "patch-status":
       if (kind === "SandboxPool") return kube.patchPoolStatusOps(namespace, name, w.patch);
       if (kind === "SandboxEnv") return kube.patchEnvStatus(namespace, name, w.patch);
+      if (kind === "SandboxTemplate") return kube.patchTemplateStatus(name, w.patch);
       throw new Error(`execute: cannot JSON-patch a ${kind}'s status`);
     case "delete": {
       const preconditions = {

@@ -4,6 +4,7 @@ import { autoscaleEnv } from "./autoscale-env.ts";
 import type { StepDeps } from "./deps.ts";
 import { readEnvSnapshot } from "./env-snapshot.ts";
 import { type ActionOutcome, execute } from "./execute.ts";
+import { withCatalog } from "./instance-types.ts";
 import { Misconfigured } from "./step.ts";
 
 /** EnvReport says what one Env run did. */
@@ -28,7 +29,8 @@ export function clusterIdOf(deps: StepDeps): string {
  * it (planEnv: members created, drift patched back, so new replicas reach the pools in the same
  * run; removed members deleted; status written when changed), each write under its own
  * precondition. A tick's snapshot is taken as read while it plans nothing but the Env status;
- * anything more is decided on a fresh read.
+ * anything more is decided on a fresh read. An Env naming an instance type is decided with the
+ * catalog (withCatalog: the tick's, else read).
  */
 export async function reconcileEnv(
   deps: StepDeps,
@@ -38,12 +40,16 @@ export async function reconcileEnv(
 ): Promise<EnvReport> {
   const clusterId = clusterIdOf(deps);
   const report: EnvReport = { env: `${namespace}/${name}`, found: false, outcomes: [] };
-  let snap = snapshot ?? (await readEnvSnapshot(deps.kube, namespace, name, clusterId));
+  // Members are sized from the instance type catalog (read only for an Env that names a type).
+  const fresh = async () => {
+    const read = await readEnvSnapshot(deps.kube, namespace, name, clusterId);
+    return read && withCatalog(deps, read);
+  };
+  let snap = snapshot ? await withCatalog(deps, snapshot) : await fresh();
   // A tick's snapshot may be seconds old when its run starts, and a pool write is checked against
   // the pool only, never against the Env it was decided from: decide those on a fresh read (an
   // Env at rest plans none, so the tick still reads nothing per Env).
-  if (snap && snapshot && plansMoreThanStatus(snap, clusterId, deps.now()))
-    snap = await readEnvSnapshot(deps.kube, namespace, name, clusterId);
+  if (snap && snapshot && plansMoreThanStatus(snap, clusterId, deps.now())) snap = await fresh();
   if (!snap) return report;
   report.found = true;
   const scaled = await autoscaleEnv(deps, snap, clusterId);

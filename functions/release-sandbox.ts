@@ -21,7 +21,7 @@ export async function releaseSandbox(
   deps: StepDeps,
   pool: SandboxPool,
   pod: V1Pod,
-  options: Omit<ReleaseOptions, "idleImages" | "replace">,
+  options: Omit<ReleaseOptions, "idleImages" | "replace" | "revision">,
 ): Promise<ReleaseResult> {
   const intent = releaseIntent(pod, { ...options, ...podReset(pool) }, deps.now());
   if (!intent.ok) return { ok: false, reason: "refused", detail: intent.reason };

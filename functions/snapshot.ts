@@ -3,6 +3,8 @@ import { ENV_LABEL, IMAGE_PULL_SECRET_TYPE, SANDBOX_POOL_LABEL } from "../lib/ap
 import type { SandboxEnv } from "../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
+import { namesInstanceType } from "../lib/env/instance-sizing.ts";
+import type { InstanceTypeCatalog } from "../lib/env/instance-types.ts";
 import type { EnvSnapshot } from "../lib/env/plan-env.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
 import { orMissing } from "../lib/kube/errors.ts";
@@ -72,6 +74,11 @@ export interface ClusterSnapshot {
   /** allEnvs are the Envs as listed, for adoption and the scale-down policy of member pools. */
   allEnvs: SandboxEnv[];
   /**
+   * templates are the cluster's templates when they were listed (Envs to reconcile, or a pool
+   * naming one), for their status; undefined when they were not.
+   */
+  templates?: SandboxTemplate[];
+  /**
    * orphans are pool pods whose pool is gone (orphanedFrom): created by a pool that no longer
    * exists, so no pool run will ever let them go when they are deleted.
    */
@@ -83,7 +90,8 @@ export interface ClusterSnapshot {
  * the cluster (each pool with the pods it owns, and the orphans of pools that are gone), in a
  * fixed number of list requests (at most five, whatever the number of pools and Envs): pools,
  * pods and Envs; templates when Envs are reconciled or a pool names one;
- * the names of the dockerconfigjson Secrets (metadata only) when Envs are reconciled. A tick uses
+ * the names of the dockerconfigjson Secrets (metadata only) when Envs are reconciled; and one
+ * read of the instance type catalog (`readCatalog`) when an Env names an instance type. A tick uses
  * it instead of reads per pool or Env: the apiserver filters label selectors by scanning, so one
  * list of all sandbox pods costs far less than a list per pool. The snapshot is as fresh as the
  * tick, and every write still carries its own precondition.
@@ -92,6 +100,7 @@ export async function readCluster(
   kube: KubeClient,
   namespace: string | undefined,
   clusterId: string | undefined,
+  readCatalog?: () => Promise<InstanceTypeCatalog | undefined>,
 ): Promise<ClusterSnapshot> {
   const [pools, pods, envs] = await Promise.all([
     kube.listPools(namespace).then((l) => l.items),
@@ -100,9 +109,18 @@ export async function readCluster(
   ]);
   const reconcileEnvs = clusterId !== undefined && envs.length > 0;
   const needTemplates = reconcileEnvs || pools.some((p) => p.spec.templateName);
-  const [templateList, secretNames] = await Promise.all([
+  // The catalog once for every Env that names an instance type; unread (a failed read), each
+  // such Env's run reads it itself, so a catalog that cannot be read fails those runs only.
+  const sized = reconcileEnvs && readCatalog !== undefined && envs.some(namesInstanceType);
+  const [templateList, secretNames, catalog] = await Promise.all([
     needTemplates ? kube.listTemplates().then((l) => l.items) : Promise.resolve([]),
     reconcileEnvs ? kube.secretNames(namespace, IMAGE_PULL_SECRET_TYPE) : Promise.resolve([]),
+    sized && readCatalog
+      ? readCatalog().then(
+          (c) => c ?? null,
+          () => undefined,
+        )
+      : Promise.resolve(undefined),
   ]);
   const templates = new Map(templateList.map((t) => [t.metadata?.name ?? "", t]));
   const envByKey = new Map(envs.map((e) => [`${e.metadata?.namespace}/${e.metadata?.name}`, e]));
@@ -138,11 +156,13 @@ export async function readCluster(
             templates,
             pullSecrets: new Set(secretNames),
             podsByPool: new Map([...snapshots].map(([key, snap]) => [key, snap.pods])),
+            catalog,
           },
           clusterId,
         )
       : [],
     allEnvs: envs,
+    ...(needTemplates ? { templates: templateList } : {}),
     orphans,
   };
 }

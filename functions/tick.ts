@@ -4,8 +4,10 @@ import type { EnvSnapshot } from "../lib/env/plan-env.ts";
 import { planFinalizeDeleted } from "../lib/reconcile/finalize-deleted.ts";
 import type { StepDeps } from "./deps.ts";
 import { execute } from "./execute.ts";
+import { readInstanceTypes } from "./instance-types.ts";
 import { type EnvReport, reconcileEnv } from "./reconcile-env.ts";
 import { type PoolReport, RECONCILE, reconcilePool } from "./reconcile-pool.ts";
+import { reconcileTemplate } from "./reconcile-template.ts";
 import { type PoolSnapshot, readCluster } from "./snapshot.ts";
 
 export interface TickOptions {
@@ -28,6 +30,8 @@ export interface TickOptions {
 export interface TickReport {
   pools: number;
   envs: number;
+  /** templates whose status was reconciled (none in a namespace's tick, or when none was listed). */
+  templates: number;
   failed: number;
   writes: number;
   requests: number;
@@ -41,8 +45,10 @@ export interface TickReport {
 /**
  * tick is the safety net behind the audit path: it reads every pool with its pods, and every Env,
  * in a few list requests (readCluster), reconciles each pool and each Env once from that
- * snapshot, finalizes the deleted pods of pools that are gone (readCluster's orphans), and, when
- * the host adopts legacy pools, gives each standalone pool its Env. Start offsets are spread
+ * snapshot, finalizes the deleted pods of pools that are gone (readCluster's orphans), writes the
+ * status of each template it listed (reconcileTemplate, from the same pools: only in a tick over
+ * every namespace, since a template's pools may be in any), and, when the host adopts legacy
+ * pools, gives each standalone pool its Env. Start offsets are spread
  * over a fifth of the period by default, so a fleet does not hit the API server in lockstep and
  * each object's effective period varies within ±20 %. The caller (croner in Node, the cron
  * trigger in Workers) prevents overlapping ticks. Without a local cluster ID the Envs are
@@ -60,7 +66,7 @@ export async function tick(deps: StepDeps, opts: TickOptions): Promise<TickRepor
   const runEnv =
     opts.runEnv ??
     ((ns: string, name: string, snapshot: EnvSnapshot) => reconcileEnv(deps, ns, name, snapshot));
-  const cluster = await readCluster(deps.kube, opts.namespace, deps.clusterId);
+  const cluster = await readCluster(deps.kube, opts.namespace, deps.clusterId, () => readInstanceTypes(deps));
   const readMs = Date.now() - started;
   const limit = pLimit(Math.max(1, opts.concurrency));
   let failed = 0;
@@ -96,6 +102,14 @@ export async function tick(deps: StepDeps, opts: TickOptions): Promise<TickRepor
       count((await runEnv(namespace, name, snapshot))?.outcomes ?? []),
     );
   });
+  const allPools = [...cluster.pools.values()].map((s) => s.pool);
+  const templates = opts.namespace === undefined ? (cluster.templates ?? []) : [];
+  const templateRuns = templates.map((template) => {
+    const name = template.metadata?.name ?? "";
+    return spread(`template ${name}`, async () =>
+      count((await reconcileTemplate(deps, name, { template, pools: allPools })).outcomes),
+    );
+  });
   // Pods of pools that are gone have no pool run: the tick lets those being deleted go (record
   // first, then our finalizer), as the pool's finalize-deleted step would have.
   const orphans = cluster.orphans.length
@@ -104,14 +118,10 @@ export async function tick(deps: StepDeps, opts: TickOptions): Promise<TickRepor
       )
     : Promise.resolve();
   if (deps.adoptPools && deps.clusterId) {
-    const adoptions = planAdoption(
-      [...cluster.pools.values()].map((s) => s.pool),
-      cluster.allEnvs,
-      deps.clusterId,
-    );
+    const adoptions = planAdoption(allPools, cluster.allEnvs, deps.clusterId);
     if (adoptions.length) count(await execute(deps, adoptions));
   }
-  await Promise.all([...pools, ...envs, orphans]);
+  await Promise.all([...pools, ...envs, ...templateRuns, orphans]);
   const requests = Object.entries(deps.kube.requests).reduce(
     (sum, [method, n]) => sum + n - (before[method as keyof typeof before] ?? 0),
     0,
@@ -119,6 +129,7 @@ export async function tick(deps: StepDeps, opts: TickOptions): Promise<TickRepor
   return {
     pools: cluster.pools.size,
     envs: cluster.envs.length,
+    templates: templates.length,
     failed,
     writes,
     requests,

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ApiDeps } from "../functions/api/deps.ts";
+import { admissionCatalog } from "../functions/instance-types.ts";
 import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
 import type { E2bSettings } from "../lib/e2b/views.ts";
 import { isApiServerTrouble } from "../lib/kube/errors.ts";
@@ -59,7 +60,11 @@ export function createApp(deps: AppDeps): Hono {
   // Unauthenticated like /healthz, and as bare: it tells a load balancer whether to send work here.
   app.get("/readyz", (c) => (deps.ready?.() === false ? c.text("stopping", 503) : c.text("ok")));
   if (deps.scrape) app.route("/metrics", metricsRoutes(deps.scrape));
-  app.route("/admission", admissionRoutes(deps));
+  // The validating webhook checks the instance types an Env names against the API's catalog.
+  app.route(
+    "/admission",
+    admissionRoutes({ ...deps, ...(deps.api ? { instanceTypes: admissionCatalog(deps.api) } : {}) }),
+  );
   app.route("/audit", auditRoutes({ ...deps, onEvents: deps.onAuditEvents }));
   const domain = deps.sandboxDomain ? { domain: deps.sandboxDomain } : {};
   if (deps.api) app.route("/v1", sandboxRoutes(deps.api, domain));

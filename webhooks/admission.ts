@@ -1,17 +1,20 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import type { CatalogLookup } from "../lib/admission/instance-type-checks.ts";
 import {
   type AdmissionRequest,
   type AdmissionResponseReview,
   parseAdmissionReview,
 } from "../lib/admission/review.ts";
 import {
+  catalogToRead,
   mutateRequest,
   type TemplateLookup,
   templateToCopy,
   validateRequest,
 } from "../lib/admission/validate.ts";
 import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
+import type { InstanceTypeCatalog } from "../lib/env/instance-types.ts";
 import type { Log } from "../lib/log.ts";
 import { withTimeout } from "../lib/util/with-timeout.ts";
 import { requireToken } from "./require-token.ts";
@@ -26,6 +29,11 @@ export interface AdmissionDeps {
    * their template copy; without it, the copy-template step makes the copy after the create.
    */
   readTemplate?: (name: string) => Promise<SandboxTemplate | undefined>;
+  /**
+   * instanceTypes reads the instance type catalog (undefined when its ConfigMap, `source`, does
+   * not exist) for Env reviews naming a type; without it, those names are not checked.
+   */
+  instanceTypes?: { source: string; read: () => Promise<InstanceTypeCatalog | undefined> };
 }
 
 /**
@@ -51,6 +59,27 @@ async function lookupTemplate(
       "admission: template not read; the pool step copies it",
     );
     return { error: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+/**
+ * lookupCatalog reads the catalog an Env review needs (catalogToRead), within TEMPLATE_READ_MS: a
+ * read that fails or is slow is an error, and the review fails closed (ADR 0003).
+ */
+async function lookupCatalog(deps: AdmissionDeps, req: AdmissionRequest): Promise<CatalogLookup | undefined> {
+  const catalog = deps.instanceTypes;
+  if (!catalog || !catalogToRead(req)) return undefined;
+  try {
+    return {
+      source: catalog.source,
+      catalog: await withTimeout(catalog.read(), TEMPLATE_READ_MS, "instance type catalog read"),
+    };
+  } catch (e) {
+    deps.logger.warn(
+      { catalog: catalog.source, err: String(e) },
+      "admission: instance type catalog not read",
+    );
+    return { source: catalog.source, error: e instanceof Error ? e.message : String(e) };
   }
 }
 
@@ -85,7 +114,7 @@ export function admissionRoutes(deps: AdmissionDeps): Hono {
     }),
   );
   const decisions: [string, (req: AdmissionRequest) => Promise<AdmissionResponseReview>][] = [
-    ["/validate", async (req) => validateRequest(req)],
+    ["/validate", async (req) => validateRequest(req, await lookupCatalog(deps, req))],
     ["/mutate", async (req) => mutateRequest(req, await lookupTemplate(deps, req))],
   ];
   for (const [path, decide] of decisions) {

@@ -26,6 +26,7 @@ import {
   isE2bVisible,
   TEMPLATE_ID_ANNOTATION,
 } from "../lib/e2b/views.ts";
+import { HistoryUnavailable } from "../lib/history/store.ts";
 import { isApiServerTrouble } from "../lib/kube/errors.ts";
 import { bearerOrApiKey, type Tenant } from "../lib/sandboxes/api-keys.ts";
 import { tooManySandboxes } from "../lib/sandboxes/errors.ts";
@@ -115,7 +116,8 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
         return fail(
           c,
           404,
-          `template "${req.templateID}" not found; yours: ${outcome.choices.join(", ") || "none"}`,
+          outcome.message ??
+            `template "${req.templateID}" not found; yours: ${outcome.choices.join(", ") || "none"}`,
         );
       if (outcome.reason === "invalid") return fail(c, 400, outcome.message);
       if (outcome.reason === "not-configured") return fail(c, 501, outcome.message);
@@ -143,7 +145,13 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
     const detail = whyNotRunning(view);
     // A start the control plane ended for its startup timeout (the record says so) timed out too:
     // whether the waiter's clock or the step's ran out first is a race, not a different answer.
-    const record = waited.ok ? undefined : await deps.history.get(outcome.sandbox.sandboxId);
+    // A history that cannot answer now (its database down) tells nothing: the pod's view decides.
+    const record = waited.ok
+      ? undefined
+      : await deps.history.get(outcome.sandbox.sandboxId).catch((e: unknown) => {
+          if (e instanceof HistoryUnavailable) return undefined;
+          throw e;
+        });
     if (!waited.ok && (waited.reason === "timeout" || record?.failureReason === "StartupTimeout")) {
       // The pod may be gone by now: its record keeps the diagnosis (e.g. ImagePullBackOff).
       const why = detail || (record?.failureMessage ? `: ${record.failureMessage}` : "");

@@ -181,7 +181,10 @@ export function sandboxRoutes(deps: ApiDeps, addressing: SandboxAddressing = {})
       );
     }
     if (outcome.reason === "unknown")
-      return send(c, notFound(`no ${outcome.what} "${outcome.name}" for you`, outcome.choices));
+      return send(
+        c,
+        notFound(outcome.message ?? `no ${outcome.what} "${outcome.name}" for you`, outcome.choices),
+      );
     if (outcome.reason === "invalid") return send(c, badRequest(outcome.message));
     if (outcome.reason === "not-configured") return send(c, notConfigured(outcome.message));
     if (outcome.reason === "limited")

@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
+import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { idleSelector, selectorsAfterFirst, shardOrder } from "../../lib/pool/claim-shards.ts";
-import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
 import { UNSUITABLE } from "../views/idle-dispatch.ts";
 import type { ApiDeps } from "./deps.ts";
@@ -30,12 +30,17 @@ export const DRAINED_HINT_MS = 2000;
 /** FRESH_PAGE is the page size of a fresh look: large, since a host's creates share each look. */
 export const FRESH_PAGE = 256;
 
-/** ClaimFromResult is the pod won, or why none: the pool drained, or contention past the deadline. */
+/**
+ * ClaimFromResult is the pod won, or why none: the pool drained, contention past the deadline, or
+ * the host's shutdown.
+ */
 export interface ClaimFromResult {
   pod?: V1Pod;
   tried: number;
   /** contended: idle pods remained, but others won every race until `deadline`. */
   contended?: boolean;
+  /** stopping: the host's shutdown grace ended (deps.stopping) before a claim was won. */
+  stopping?: boolean;
 }
 
 /**
@@ -47,11 +52,15 @@ export interface ClaimFromResult {
  * cached groups are used up, it lists the pool's idle pods consistently (not from the cache) and
  * goes on with those. It answers "none" only from such a fresh look that shows no idle pod (a
  * burst larger than the pool fails fast, and never while pods remain); a request that does not
- * fit the pool ends at once; contention past `deadline` (epoch ms) ends with `contended`. Fresh
+ * fit the pool ends at once; contention past `deadline` (epoch ms) ends with `contended`, and the
+ * host's shutdown (deps.stopping, ADR 0029) with `stopping` before the next claim: a claim made
+ * then would be cut with its connection, the caller never learning of its sandbox. Fresh
  * looks are shared by the host's creates of the moment (deps.freshLooks), never one that began
  * before the create asked, and for DRAINED_HINT_MS after one found the pool drained this host's
  * creates for it start with a fresh look. `first` is a pool target's first shard, listed
- * alongside the pool read (see readTarget).
+ * alongside the pool read (see readTarget). `env` is the Env the pool is a member of (undefined
+ * when it is none, or was not found): its group's scale-down policy says how long a pod marked
+ * for scale-down may still be claimed, as it says when the pool deletes it (orderCandidates).
  */
 export async function claimFrom(
   deps: ApiDeps,
@@ -59,11 +68,11 @@ export async function claimFrom(
   claim: Claim,
   deadline: number,
   first?: TargetReads,
+  env?: SandboxEnv,
 ): Promise<ClaimFromResult> {
   const namespace = pool.metadata?.namespace ?? "";
   const name = pool.metadata?.name ?? "";
   const now = deps.now();
-  const window = scaleDownPolicyFor(pool).protectionWindowSeconds;
   const { shards = shardOrder(deps.random), firstPage } = first ?? {};
   const selectors = selectorsAfterFirst(name, shards, firstPage !== undefined, pool.status?.idleReplicas);
   const key = `${namespace}/${name}`;
@@ -78,7 +87,7 @@ export async function claimFrom(
         limit: FRESH_PAGE,
         ...(next ? { continue: next } : {}),
       });
-      if (orderCandidates(pool, page.items, deps.now(), window, () => 0).length > 0) return page.items;
+      if (orderCandidates(pool, page.items, deps.now(), env, () => 0).length > 0) return page.items;
       next = page.continue;
     } while (next);
     return [];
@@ -88,7 +97,7 @@ export async function claimFrom(
       pool,
       await (deps.freshLooks ? deps.freshLooks.get(key, listIdle) : listIdle()),
       deps.now(),
-      window,
+      env,
       deps.random,
     );
   // What this host last saw of the pool afresh: drained, by a read that started at or after `t`.
@@ -115,7 +124,11 @@ export async function claimFrom(
   const feed = pages.length > 0 && fed ? deps.idleFeed : undefined;
   if (feed) {
     pages.length = 0;
-    for (let taken = feed.take(pool, deps.now(), deps.random); taken; ) {
+    for (let taken = feed.take(pool, deps.now(), deps.random, env); taken; ) {
+      if (deps.stopping?.aborted) {
+        taken.settle("kept");
+        return { tried, stopping: true };
+      }
       if (deps.now().getTime() >= deadline) {
         taken.settle("kept");
         return { tried, contended: true };
@@ -129,7 +142,7 @@ export async function claimFrom(
       if (won === UNSUITABLE) return { tried };
       if (won) return { pod: won, tried };
       if (++lost >= LOSSES_BEFORE_FRESH_LOOK) break;
-      taken = feed.take(pool, deps.now(), deps.random);
+      taken = feed.take(pool, deps.now(), deps.random, env);
     }
     lost = 0;
   }
@@ -137,11 +150,10 @@ export async function claimFrom(
     const cached = pages.shift();
     const listedAt = deps.now().getTime();
     // Out of cached pages (or told to look afresh): only a fresh look may say "none".
-    const candidates = cached
-      ? orderCandidates(pool, await cached(), now, window, deps.random)
-      : await fresh();
+    const candidates = cached ? orderCandidates(pool, await cached(), now, env, deps.random) : await fresh();
     if (!cached && candidates.length === 0) return { tried };
     for (const pod of candidates) {
+      if (deps.stopping?.aborted) return { tried, stopping: true };
       if (deps.now().getTime() >= deadline) return { tried, contended: true };
       // Another create of this host found the pool drained since this page was listed: its pods
       // are gone, so look afresh (with it) rather than lose races for them.

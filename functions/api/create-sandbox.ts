@@ -1,4 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
+import type { EnvClusterMember, SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { SERVED_MARK_ANNOTATION } from "../../lib/pool/pending-requests.ts";
 import { ENVD_PORT, type PostStartHookAction } from "../../lib/sandbox/post-start-hooks.ts";
@@ -6,6 +7,7 @@ import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
 import { claimTimeouts } from "../../lib/sandboxes/claim-timeouts.ts";
 import { routeEnv } from "../../lib/sandboxes/env-route.ts";
 import { newSandboxId } from "../../lib/sandboxes/ids.ts";
+import { envShapeDecision, poolShapeDecision } from "../../lib/sandboxes/instance-shape-route.ts";
 import { requestedImages } from "../../lib/sandboxes/requested-images.ts";
 import type { CreateSandboxRequest } from "../../lib/sandboxes/schemas.ts";
 import { seal } from "../../lib/sandboxes/sealing.ts";
@@ -28,7 +30,15 @@ const CLAIM_DEADLINE_MS = 30_000;
 
 export type CreateOutcome =
   | { ok: true; sandbox: SandboxView; pod: V1Pod; pool: SandboxPool }
-  | { ok: false; reason: "unknown"; what: "pool" | "env" | "template"; name: string; choices: string[] }
+  | {
+      ok: false;
+      reason: "unknown";
+      what: "pool" | "env" | "template" | "instanceType";
+      name: string;
+      choices: string[];
+      /** message says what was not found, when more than "no <what> <name>" (an instance shape). */
+      message?: string;
+    }
   | { ok: false; reason: "invalid"; message: string }
   | { ok: false; reason: "not-configured"; message: string }
   | {
@@ -37,7 +47,7 @@ export type CreateOutcome =
       where: string;
       tried: number;
       contended?: boolean;
-      /** stopping: the host's shutdown ended the wait for an idle pod (deps.stopping). */
+      /** stopping: the host's shutdown ended the claims, or the wait for an idle pod (deps.stopping). */
       stopping?: boolean;
     }
   | { ok: false; reason: "limited"; team: string; held: number; limit: number };
@@ -81,20 +91,36 @@ interface Plan {
   /** watch are the pools a waiting create watches; grow is where it registers its demand. */
   watch: SandboxPool[];
   grow: SandboxPool | undefined;
+  /**
+   * env is the Env the pools are members of (an Env target's, or a member pool's), undefined for
+   * a standalone pool: its group's scale-down policy says how long a marked pod may be claimed.
+   */
+  env: SandboxEnv | undefined;
 }
 
 /**
  * planClaims turns a resolved target into a Plan: a pool is tried and watched alone; an Env's
  * members are ordered by routeEnv, those with idle pods tried (or, when the counts say none has
  * any, the one a wait would grow, once; a member at its maxReplicas is not tried on a guess), and
- * every member watched, at-max ones included (their releases serve waiting creates too).
+ * every member watched, at-max ones included (their releases serve waiting creates too). `accept`
+ * keeps the members of the instance shape the create asks for (envShapeDecision).
  */
-function planClaims(deps: ApiDeps, target: Extract<PoolResolution, { ok: true }>): Plan {
+function planClaims(
+  deps: ApiDeps,
+  target: Extract<PoolResolution, { ok: true }>,
+  accept?: (member: EnvClusterMember) => boolean,
+): Plan {
   if ("pool" in target) {
     const { namespace, name } = target.pool.metadata ?? {};
-    return { where: `${namespace}/${name}`, tryNow: [target.pool], watch: [target.pool], grow: target.pool };
+    return {
+      where: `${namespace}/${name}`,
+      tryNow: [target.pool],
+      watch: [target.pool],
+      grow: target.pool,
+      env: target.memberOf,
+    };
   }
-  const route = routeEnv(target.env, target.pools, deps.clusterId ?? "", deps.now());
+  const route = routeEnv(target.env, target.pools, deps.clusterId ?? "", deps.now(), accept);
   const members = route.members.map((m) => m.pool);
   const withIdle = route.members.filter((m) => m.idle > 0).map((m) => m.pool);
   const fallback = route.grow?.pool ?? route.members.find((m) => !m.atMax)?.pool;
@@ -103,6 +129,7 @@ function planClaims(deps: ApiDeps, target: Extract<PoolResolution, { ok: true }>
     tryNow: withIdle.length > 0 ? withIdle : fallback ? [fallback] : [],
     watch: members,
     grow: route.grow?.pool,
+    env: target.env,
   };
 }
 
@@ -162,6 +189,15 @@ async function claimOrWhy(
       name: resolved.name,
       choices: resolved.choices,
     };
+  // An instance shape (asked for, or the Env's default) narrows the members; none has it: 404.
+  const shape =
+    "pool" in resolved
+      ? poolShapeDecision(resolved.pool, resolved.memberOf, req)
+      : envShapeDecision(resolved.env, deps.clusterId ?? "", req);
+  if (!shape.ok) {
+    const { name, choices, message } = shape;
+    return { ok: false, reason: "unknown", what: "instanceType", name, choices, message };
+  }
   const limit = limitFor(deps.teamLimits, tenant.team);
   const holds = limit === undefined ? undefined : (deps.teamHolds ?? new TeamHolds(deps));
   const held = holds ? await holds.held(tenant.team) : 0;
@@ -173,7 +209,7 @@ async function claimOrWhy(
     limit: limit ?? 0,
   });
   if (limit !== undefined && held >= limit) return limited(held);
-  const plan = planClaims(deps, resolved);
+  const plan = planClaims(deps, resolved, shape.accept);
   const sample = plan.watch[0];
   if (!sample) return { ok: false, reason: "exhausted", where: plan.where, tried: 0 };
   const sampleImages = requestedImages(sample, req);
@@ -226,11 +262,12 @@ async function claimOrWhy(
   let tried = 0;
   const deadline = deps.now().getTime() + CLAIM_DEADLINE_MS;
   for (const pool of plan.tryNow) {
-    const got = await claimFrom(deps, pool, claimIn(pool), deadline, first);
+    const got = await claimFrom(deps, pool, claimIn(pool), deadline, first, plan.env);
     tried += got.tried;
     if (limitedAt !== undefined) return limited(limitedAt);
     const outcome = got.pod && served(got.pod, pool);
     if (outcome) return outcome;
+    if (got.stopping) return { ok: false, reason: "exhausted", where: plan.where, tried, stopping: true };
     if (got.contended) return { ok: false, reason: "exhausted", where: plan.where, tried, contended: true };
   }
   // No idle pod now: say so to the autoscaler, then, when the caller is willing to wait, watch
@@ -259,6 +296,7 @@ async function claimOrWhy(
         return pod && pod !== UNSUITABLE ? { pod, pool } : pod;
       },
       giveUp.signal,
+      plan.env,
     ).finally(() => {
       deps.stopping?.removeEventListener("abort", stop);
       if (!counted) return;

@@ -1,4 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
+import { ENV_LABEL } from "../../lib/api/keys.ts";
 import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
@@ -23,7 +24,7 @@ export interface Target {
 }
 
 export type PoolResolution =
-  | { ok: true; pool: SandboxPool; template?: SandboxTemplate }
+  | { ok: true; pool: SandboxPool; template?: SandboxTemplate; memberOf?: SandboxEnv }
   | { ok: true; env: SandboxEnv; pools: SandboxPool[]; template?: SandboxTemplate }
   | { ok: false; what: "pool" | "env" | "template"; name: string; choices: string[] };
 
@@ -31,6 +32,12 @@ export type PoolResolution =
 export interface TargetReads {
   pool?: SandboxPool;
   template?: SandboxTemplate;
+  /**
+   * memberOf is the Env a pool target is a member of (its ENV_LABEL), from the watch cache and
+   * only for a known caller: its group's scale-down policy says how long a marked pod may still be
+   * claimed (lib/sandboxes/candidates.ts). Absent for a standalone pool, or an Env not found.
+   */
+  memberOf?: SandboxEnv;
   /** templatePools are the pools of a template target (all pools; pickTemplatePool chooses). */
   templatePools?: SandboxPool[];
   /** env and envPools: an Env target, or the Env a template target routes to, and its namespace's pools. */
@@ -108,13 +115,15 @@ export async function readTarget(
     first.catch(() => {}); // awaited below, unless the pool read fails first
     const pool = await poolRead;
     const templateName = pool?.spec.templateName;
-    const template = templateName
-      ? await cachedThenFresh((o) => deps.kube.getTemplate(templateName, o), known)
-      : undefined;
+    const [template, memberOf] = await Promise.all([
+      templateName ? cachedThenFresh((o) => deps.kube.getTemplate(templateName, o), known) : undefined,
+      pool ? memberEnvOf(deps, pool, [], known) : undefined,
+    ]);
     const firstPage = pool ? await first : undefined;
     return {
       ...(pool ? { pool } : {}),
       ...(template ? { template } : {}),
+      ...(memberOf ? { memberOf } : {}),
       shards,
       ...(firstPage ? { firstPage } : {}),
     };
@@ -129,6 +138,25 @@ export async function readTarget(
       : Promise.resolve({ items: [] }),
   ]);
   return { ...(template ? { template } : {}), templatePools: pools.items, templateEnvs: envs.items };
+}
+
+/**
+ * memberEnvOf is the Env a pool is a member of (the Env its ENV_LABEL names, in its namespace):
+ * found among `listed`, else read from the watch cache once the caller is known (`known` resolves
+ * true); undefined for a standalone pool, an Env not found, or an anonymous caller.
+ */
+async function memberEnvOf(
+  deps: ApiDeps,
+  pool: SandboxPool,
+  listed: readonly SandboxEnv[],
+  known: Promise<boolean>,
+): Promise<SandboxEnv | undefined> {
+  const namespace = pool.metadata?.namespace ?? "";
+  const name = pool.metadata?.labels?.[ENV_LABEL];
+  if (!name) return undefined;
+  const found = listed.find((e) => e.metadata?.namespace === namespace && e.metadata?.name === name);
+  if (found) return found;
+  return (await known) ? orMissing(deps.kube.getEnv(namespace, name, { cached: true })) : undefined;
 }
 
 /**
@@ -168,10 +196,10 @@ export async function resolvePool(
   target: Target,
   reads: Promise<TargetReads> = readTarget(deps, target),
 ): Promise<PoolResolution> {
-  const { pool, template, templatePools, env, envPools, templateEnvs } = await reads;
+  const { pool, template, templatePools, env, envPools, templateEnvs, memberOf } = await reads;
   if (target.pool) {
     if (pool && poolUsableBy(pool.spec.templateName, template, tenant))
-      return { ok: true, pool, ...(template ? { template } : {}) };
+      return { ok: true, pool, ...(template ? { template } : {}), ...(memberOf ? { memberOf } : {}) };
     const [pools, templates] = await Promise.all([deps.kube.listPools(), deps.kube.listTemplates()]);
     return {
       ok: false,
@@ -199,7 +227,10 @@ export async function resolvePool(
     const chosen =
       pickTemplatePool(templatePools ?? [], name) ??
       pickTemplatePool((await deps.kube.listPools()).items, name);
-    if (chosen) return { ok: true, pool: chosen, template };
+    if (chosen) {
+      const member = await memberEnvOf(deps, chosen, templateEnvs ?? [], Promise.resolve(true));
+      return { ok: true, pool: chosen, template, ...(member ? { memberOf: member } : {}) };
+    }
   }
   const templates = (await deps.kube.listTemplates()).items;
   return { ok: false, what: "template", name, choices: visibleTemplateNames(templates, tenant) };

@@ -1,3 +1,4 @@
+import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { type Claim, IdleDispatch } from "../views/idle-dispatch.ts";
 import { CreateStamps } from "./create-stamps.ts";
@@ -15,8 +16,9 @@ export function recordDemand(deps: ApiDeps, pool: SandboxPool, now: Date): void 
  * waitForIdle waits until `claim` wins an idle pod of the pools (all in one namespace; an Env's
  * create passes every member, so a pod that turns idle in any of them serves it), or timeoutMs
  * passes, through the host's IdleDispatch (one watch and first-come-first-served claims for all
- * of its waiters). `signal` ends the wait early (the create gives up). Nothing is queued outside
- * this process: a waiter that times out leaves no trace.
+ * of its waiters). `signal` ends the wait early (the create gives up); `env` is the Env the pools
+ * are members of, when they are (its group's protection window). Nothing is queued outside this
+ * process: a waiter that times out leaves no trace.
  */
 export function waitForIdle<T>(
   deps: ApiDeps,
@@ -24,6 +26,7 @@ export function waitForIdle<T>(
   timeoutMs: number,
   claim: Claim<T>,
   signal?: AbortSignal,
+  env?: SandboxEnv,
 ): Promise<T | undefined> {
-  return (deps.idle ?? new IdleDispatch(deps)).wait(pools, timeoutMs, claim, signal);
+  return (deps.idle ?? new IdleDispatch(deps)).wait(pools, timeoutMs, claim, signal, env);
 }

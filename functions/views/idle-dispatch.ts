@@ -1,9 +1,9 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
+import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { KubeError } from "../../lib/kube/errors.ts";
 import { ownedBy } from "../../lib/pool/pod-ownership.ts";
-import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
 import { IDLE_WATCH_SECONDS } from "./pod-watch.ts";
@@ -38,6 +38,11 @@ interface Waiter {
 interface Stream {
   namespace: string;
   pools: Map<string, SandboxPool>;
+  /**
+   * env is the Env the pools are members of, as its newest waiter read it (undefined: none): its
+   * group's scale-down policy says how long a marked pod may still be claimed.
+   */
+  env: SandboxEnv | undefined;
   waiters: Waiter[];
   /**
    * candidates are the claimable idle pods the watch reported, by name (retryAt: a claim of it
@@ -88,15 +93,17 @@ export class IdleDispatch {
   /**
    * wait waits until `claim` wins an idle pod of the pools (all in one namespace), or timeoutMs
    * passes, or `signal` aborts (the waiter gives up: its claim found it may not claim, say); a
-   * claim under way then still counts.
+   * claim under way then still counts. `env` is the Env the pools are members of, when they are.
    */
   wait<T>(
     pools: readonly SandboxPool[],
     timeoutMs: number,
     claim: Claim<T>,
     signal?: AbortSignal,
+    env?: SandboxEnv,
   ): Promise<T | undefined> {
     const stream = this.streamFor(pools);
+    stream.env = env;
     return new Promise<T | undefined>((resolve) => {
       const waiter: Waiter = {
         claim,
@@ -137,6 +144,7 @@ export class IdleDispatch {
     const stream: Stream = {
       namespace: pools[0]?.metadata?.namespace ?? "",
       pools: new Map(pools.map((p) => [p.metadata?.name ?? "", p])),
+      env: undefined,
       waiters: [],
       candidates: new Map(),
       inflight: new Set(),
@@ -196,8 +204,7 @@ export class IdleDispatch {
       return;
     }
     if (type !== "ADDED" && type !== "MODIFIED") return;
-    const window = scaleDownPolicyFor(pool).protectionWindowSeconds;
-    const [candidate] = orderCandidates(pool, [pod], this.deps.now(), window, this.deps.random);
+    const [candidate] = orderCandidates(pool, [pod], this.deps.now(), stream.env, this.deps.random);
     if (candidate) stream.candidates.set(name, { pod: candidate, pool });
     else stream.candidates.delete(name);
     this.dispatch(stream);

@@ -1,8 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
+import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { idleSelector } from "../../lib/pool/claim-shards.ts";
 import { podFacts } from "../../lib/pool/pod-facts.ts";
-import { scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { claimableState, pickIdle } from "../../lib/sandboxes/candidates.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
 import { waitAtMost } from "../../lib/util/with-timeout.ts";
@@ -113,13 +113,18 @@ export class IdleFeed {
   /**
    * take hands one claimable idle pod the pool owns to the caller, held for it until `settle`:
    * unmarked pods before those marked for scale-down (claimable inside the protection window
-   * only), at random within each. Undefined when the feed has none to give.
+   * only: the scale-down policy of `env`'s group when the pool is its member), at random within
+   * each. Undefined when the feed has none to give.
    */
-  take(pool: SandboxPool, now: Date, random: () => number): { pod: V1Pod; settle: Settle } | undefined {
+  take(
+    pool: SandboxPool,
+    now: Date,
+    random: () => number,
+    env?: SandboxEnv,
+  ): { pod: V1Pod; settle: Settle } | undefined {
     const feed = this.feeds.get(`${pool.metadata?.namespace ?? ""}/${pool.metadata?.name ?? ""}`);
     if (!feed?.synced) return undefined;
-    const window = scaleDownPolicyFor(pool).protectionWindowSeconds;
-    const name = pickIdle(pool, feed.idle, feed.held, now.getTime(), window, random);
+    const name = pickIdle(pool, feed.idle, feed.held, now.getTime(), env, random);
     const entry = name === undefined ? undefined : feed.idle.get(name);
     if (name === undefined || !entry) return undefined;
     feed.held.add(name);

@@ -1,8 +1,14 @@
 import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
 import * as v from "valibot";
 import { type ActivitySourceConfig, DEFAULT_ACTIVITY_TIMEOUT_MS } from "../../functions/activity-source.ts";
 import { parseWith } from "../../lib/api/parse-with.ts";
 import { checkSandboxDomain } from "../../lib/data-plane/sandbox-domain.ts";
+import {
+  type ConfigMapRef,
+  ConfigMapRefSetting,
+  DEFAULT_INSTANCE_TYPES,
+} from "../../lib/env/instance-types.ts";
 import { DEFAULT_KUBE_TIMEOUTS, type KubeTimeouts } from "../../lib/kube/transport.ts";
 import {
   IDLE_RELEASE_MODES,
@@ -30,6 +36,12 @@ const TimeoutSeconds = v.pipe(
   v.check((n) => n > 0, "must be more than 0"),
   v.maxValue(300),
 );
+
+/**
+ * INSTANCE_ID is what AGENTBOX_INSTANCE_ID may be: a lowercase label value (≤ 63), so the
+ * host's pending-demand annotation key (hostKey) is the ID itself and two IDs never map to one key.
+ */
+const INSTANCE_ID = /^(?=.{1,63}$)[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$/;
 
 /** IdleReleaseSetting is an optional idle-release mode (see IdleReleaseMode). */
 export const IdleReleaseSetting = v.optional(
@@ -89,7 +101,22 @@ const ENV = v.object({
       ),
     ),
   ),
+  // This host's name among the replicas: its pending-demand mark and its Events' reporting instance.
+  AGENTBOX_INSTANCE_ID: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(
+        INSTANCE_ID,
+        "must be 1 to 63 lowercase letters, digits, '-', '_' or '.', beginning and ending with a letter or digit (a label value such as a pod name)",
+      ),
+    ),
+  ),
   AGENTBOX_IDLE_RELEASE: IdleReleaseSetting,
+  // The instance type catalog (a ConfigMap, "namespace/name") Env members are sized from.
+  AGENTBOX_INSTANCE_TYPES: v.optional(
+    ConfigMapRefSetting,
+    `${DEFAULT_INSTANCE_TYPES.namespace}/${DEFAULT_INSTANCE_TYPES.name}`,
+  ),
   AGENTBOX_ADOPT_POOLS: v.optional(
     v.pipe(
       v.picklist(["true", "false"], 'must be "true" or "false"'),
@@ -189,12 +216,19 @@ export interface HostEnv {
   sandboxDomain?: string;
   /** clusterId is the local cluster's ID (the Env step's segment); unset, Envs are not reconciled. */
   clusterId?: string;
+  /**
+   * instanceId names this host among the replicas (AGENTBOX_INSTANCE_ID, default the hostname:
+   * the pod's name in a Deployment): the key of its pending-demand marks and its Events' instance.
+   */
+  instanceId: string;
   /** dataPlane is the sandbox router's settings (dataPlaneSettings); unset, no router runs. */
   dataPlane?: DataPlaneSettings;
   /** adoptPools gives every standalone pool a same-named Env (opt-in). */
   adoptPools: boolean;
   /** idleRelease is what counts as activity for idle timeouts (see IdleReleaseMode). */
   idleRelease: IdleReleaseMode;
+  /** instanceTypes is the instance type catalog's ConfigMap (AGENTBOX_INSTANCE_TYPES). */
+  instanceTypes: ConfigMapRef;
   logLevel: string;
   /** teamLimits cap each team's sandboxes (AGENTBOX_TEAM_SANDBOX_LIMIT[S]); none when unset. */
   teamLimits?: TeamLimits;
@@ -316,9 +350,11 @@ export function readHostEnv(
       envdPort: e.AGENTBOX_ENVD_PORT,
       ...(domain?.ok ? { sandboxDomain: domain.domain } : {}),
       ...(e.AGENTBOX_CLUSTER_ID ? { clusterId: e.AGENTBOX_CLUSTER_ID } : {}),
+      instanceId: e.AGENTBOX_INSTANCE_ID ?? hostname(),
       ...(dataPlane ? { dataPlane } : {}),
       adoptPools: e.AGENTBOX_ADOPT_POOLS,
       idleRelease: idle.ok ? idle.mode : "off",
+      instanceTypes: e.AGENTBOX_INSTANCE_TYPES,
       logLevel: e.LOG_LEVEL,
       ...(limits.ok && limits.value ? { teamLimits: limits.value } : {}),
       kubeTimeouts: {

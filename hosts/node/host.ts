@@ -11,6 +11,7 @@ import { IdleDispatch } from "../../functions/views/idle-dispatch.ts";
 import { IdleFeed } from "../../functions/views/idle-feed.ts";
 import { PoolPodWatch } from "../../functions/views/pool-pod-watch.ts";
 import { ENVD_PORT } from "../../lib/data-plane/sandbox-host.ts";
+import type { ConfigMapRef } from "../../lib/env/instance-types.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
 import type { KubeTimeouts } from "../../lib/kube/transport.ts";
 import type { Log } from "../../lib/log.ts";
@@ -57,8 +58,15 @@ export interface HostConfig {
   auditTriggers?: boolean;
   /** clusterId is the local cluster's ID: the Env step materialises that segment only. */
   clusterId?: string;
+  /**
+   * instanceId names this host among the replicas (both threads' Events, its pending-demand
+   * marks); default the hostname. Hosts sharing a hostname (one machine) need distinct ones.
+   */
+  instanceId?: string;
   /** adoptPools gives every standalone pool a same-named Env on the tick (opt-in). */
   adoptPools?: boolean;
+  /** instanceTypes is the instance type catalog's ConfigMap (default agentbox-system/agentbox-instance-types). */
+  instanceTypes?: ConfigMapRef;
   /**
    * idleRelease is what counts as activity for idle timeouts (default: pulled when the host has a
    * source, the router (dataPlane) or activitySource, else reported).
@@ -128,9 +136,11 @@ export async function startHost(config: HostConfig): Promise<Host> {
   // This thread runs only the steps a waiting create drives (start, hooks); the pulled activity
   // source serves idle-release, which runs in the reconciler's thread.
   const hooks = {
+    ...(config.instanceId ? { instanceId: config.instanceId } : {}),
     ...(config.kubeTimeouts ? { kubeTimeouts: config.kubeTimeouts } : {}),
     ...(config.sealingKey ? { sealingKey: config.sealingKey } : {}),
     ...(config.postStartDeadlineSeconds ? { postStartDeadlineSeconds: config.postStartDeadlineSeconds } : {}),
+    ...(config.instanceTypes ? { instanceTypes: config.instanceTypes } : {}),
   };
   // The API thread routes Env creates across the local segment's members: it needs the cluster ID too.
   // This thread's metrics; the reconciler thread keeps its own, merged into /metrics per scrape.

@@ -32,8 +32,10 @@ const host = await startHost({
   ...(c.sandboxDomain ? { sandboxDomain: c.sandboxDomain } : {}),
   ...(c.dataPlane ? { dataPlane: c.dataPlane } : {}),
   ...(c.clusterId ? { clusterId: c.clusterId } : {}),
+  instanceId: c.instanceId,
   adoptPools: c.adoptPools,
   idleRelease: c.idleRelease,
+  instanceTypes: c.instanceTypes,
   log: logger,
   kubeTimeouts: c.kubeTimeouts,
   ...(c.teamLimits ? { teamLimits: c.teamLimits } : {}),
@@ -48,6 +50,7 @@ logger.info(
     console: `https://${c.host}:${c.port}/ui`,
     metrics: `https://${c.host}:${c.port}/metrics (bearer: ${c.metricsToken ? "AGENTBOX_METRICS_TOKEN" : "the admin token"})`,
     clusterId: c.clusterId ?? "none (SandboxEnvs are not reconciled)",
+    instanceId: c.instanceId,
     dataPlane: host.dataPlane
       ? { domain: c.sandboxDomain ?? "none (header routing only)", ...host.dataPlane.ports }
       : "off",

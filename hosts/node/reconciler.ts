@@ -5,6 +5,7 @@ import { PoolRunner } from "../../functions/pool-runner.ts";
 import { type EnvReport, reconcileEnv } from "../../functions/reconcile-env.ts";
 import { reconcilePod } from "../../functions/reconcile-pod.ts";
 import { type PoolReport, RECONCILE, reconcilePool } from "../../functions/reconcile-pool.ts";
+import { reconcileTemplate } from "../../functions/reconcile-template.ts";
 import { tick } from "../../functions/tick.ts";
 import type { EnvSnapshot } from "../../lib/env/plan-env.ts";
 import type { EnvAuditTargets, PodKey, PodTarget, PoolKey } from "../../lib/triggers/audit-targets.ts";
@@ -36,7 +37,10 @@ export interface ReconcilerOptions {
   /** Tick period in seconds; 0 turns the tick off (audit events and manual triggers only). */
   tickSeconds: number;
   tickConcurrency: number;
-  /** auditNamespacePrefix limits the Envs audit events may run to namespaces with this prefix. */
+  /**
+   * auditNamespacePrefix limits the Envs audit events may run to namespaces with this prefix, and
+   * the templates (cluster-scoped) whose status they may write to names with it.
+   */
   auditNamespacePrefix?: string;
 }
 
@@ -69,6 +73,13 @@ export function startReconciler(deps: StepDeps, options: ReconcilerOptions): Rec
       for (const pool of poolsSpecWritten(report.outcomes)) void pools.trigger(pool, undefined, true);
       return report;
     },
+    deps.log,
+    POOL_RUN_INTERVAL_MS,
+  );
+  // A written template's status (its pools' state reaches it at the next tick), one run at a time
+  // per template; keyed "templates/<name>" (templates have no namespace).
+  const templates = new PoolRunner<undefined>(
+    (key) => reconcileTemplate(deps, key.slice("templates/".length)),
     deps.log,
     POOL_RUN_INTERVAL_MS,
   );
@@ -118,13 +129,16 @@ export function startReconciler(deps: StepDeps, options: ReconcilerOptions): Rec
     await pods.idle();
     await pools.idle();
     await envs.idle();
+    await templates.idle();
   };
   return {
     audit: (work) => {
       for (const [key, target] of work.pods) void pods.trigger(key, target);
       for (const key of work.pools) void pools.trigger(key);
-      const { envs: direct, pools: written, templates } = work.envs;
-      if (direct.length + written.length + templates.length > 0)
+      const { envs: direct, pools: written, templates: changed } = work.envs;
+      const prefix = options.auditNamespacePrefix ?? "";
+      for (const name of changed) if (name.startsWith(prefix)) void templates.trigger(`templates/${name}`);
+      if (direct.length + written.length + changed.length > 0)
         auditEnvs(work.envs).catch((err: unknown) =>
           deps.log.warn({ err: String(err) }, "audit: cannot find the Envs to run"),
         );

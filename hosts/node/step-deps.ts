@@ -9,6 +9,7 @@ import {
   sharePulls,
 } from "../../functions/activity-source.ts";
 import { postStartDeps, type StepDeps } from "../../functions/deps.ts";
+import type { ConfigMapRef } from "../../lib/env/instance-types.ts";
 import type { HistoryStore } from "../../lib/history/store.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeTimeouts } from "../../lib/kube/transport.ts";
@@ -18,11 +19,14 @@ import type { Metrics } from "../../lib/metrics/metrics.ts";
 import type { IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
 import { importSealKeys } from "../../lib/sandboxes/sealing.ts";
-import { SharedReads } from "../../lib/util/shared-read.ts";
+import { SharedRead, SharedReads } from "../../lib/util/shared-read.ts";
 import { nodeKubeTransport } from "./kube-transport.ts";
 
 /** POOL_READ_SHARE_MS: how long one watch-cache read of a pool serves this thread's pod runs (ADR 0020). */
 const POOL_READ_SHARE_MS = 500;
+
+/** CATALOG_READ_SHARE_MS: how long one read of the instance type catalog serves this thread's Env runs. */
+const CATALOG_READ_SHARE_MS = 1000;
 
 /** StepSettings are the Node host's settings the reconcile steps depend on. */
 export interface StepSettings {
@@ -40,6 +44,13 @@ export interface StepSettings {
   idleRelease?: IdleReleaseMode;
   /** kubeTimeouts bound each apiserver request by kind (DEFAULT_KUBE_TIMEOUTS for those unset). */
   kubeTimeouts?: Partial<KubeTimeouts>;
+  /**
+   * instanceId names this host among the replicas: its Events' reporting instance and the key of
+   * its pending-demand marks (default: the hostname, the pod's name in a Deployment).
+   */
+  instanceId?: string;
+  /** instanceTypes is the instance type catalog's ConfigMap (default agentbox-system/agentbox-instance-types). */
+  instanceTypes?: ConfigMapRef;
 }
 
 /**
@@ -71,7 +82,10 @@ export async function nodeStepDeps(
     now: () => new Date(),
     log,
     digests: referenceDigestResolver,
-    reporter: { controller: "agents.navix.sh/agentbox-functions", instance: hostname() },
+    reporter: {
+      controller: "agents.navix.sh/agentbox-functions",
+      instance: settings.instanceId ?? hostname(),
+    },
     ...(settings.sealingKey
       ? {
           postStart: postStartDeps(
@@ -83,6 +97,8 @@ export async function nodeStepDeps(
       : {}),
     noticed: new Set<string>(),
     poolReads: new SharedReads(POOL_READ_SHARE_MS, () => Date.now()),
+    ...(settings.instanceTypes ? { instanceTypes: settings.instanceTypes } : {}),
+    catalogReads: new SharedRead(CATALOG_READ_SHARE_MS, () => Date.now()),
     ...(settings.idleRelease ? { idleRelease: settings.idleRelease } : {}),
     ...(settings.clusterId ? { clusterId: settings.clusterId } : {}),
     ...(settings.adoptPools ? { adoptPools: true } : {}),

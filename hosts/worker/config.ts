@@ -1,6 +1,7 @@
 import * as v from "valibot";
 import { parseWith } from "../../lib/api/parse-with.ts";
 import { checkSandboxDomain } from "../../lib/data-plane/sandbox-domain.ts";
+import { ConfigMapRefSetting, DEFAULT_INSTANCE_TYPES } from "../../lib/env/instance-types.ts";
 import { IDLE_RELEASE_MODES, idleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { parseTeamLimits } from "../../lib/sandboxes/team-limits.ts";
 
@@ -75,6 +76,11 @@ const WorkerEnvSchema = v.object({
    * the SDK cannot reach (ADR 0026).
    */
   SANDBOX_DOMAIN: v.optional(v.string()),
+  /** INSTANCE_TYPES is the instance type catalog's ConfigMap, "namespace/name", as the Node host's. */
+  INSTANCE_TYPES: v.optional(
+    ConfigMapRefSetting,
+    `${DEFAULT_INSTANCE_TYPES.namespace}/${DEFAULT_INSTANCE_TYPES.name}`,
+  ),
   /** TICK_NAMESPACE limits the tick to one namespace (a namespace-scoped deployment). */
   TICK_NAMESPACE: v.optional(
     v.pipe(v.string(), v.regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a namespace name")),
@@ -103,6 +109,7 @@ export type WorkerBindings = Env & {
   ACTIVITY_SOURCE_TOKEN?: string;
   TEAM_SANDBOX_LIMIT?: string;
   TEAM_SANDBOX_LIMITS?: string;
+  INSTANCE_TYPES?: string;
   /** KUBE_MTLS is an optional [[mtls_certificates]] binding: requests to the apiserver go through it. */
   KUBE_MTLS?: { fetch: typeof fetch };
 };

@@ -17,6 +17,7 @@ import { envsToRun } from "../../functions/env-triggers.ts";
 import { reconcileEnv } from "../../functions/reconcile-env.ts";
 import { reconcilePod } from "../../functions/reconcile-pod.ts";
 import { reconcilePool, STEP_NAMES } from "../../functions/reconcile-pool.ts";
+import { reconcileTemplate } from "../../functions/reconcile-template.ts";
 import { tick } from "../../functions/tick.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
@@ -64,6 +65,7 @@ async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): 
     ...(config.CLUSTER_ID ? { clusterId: config.CLUSTER_ID } : {}),
     ...(config.ADOPT_POOLS ? { adoptPools: true } : {}),
     ...(config.IDLE_RELEASE ? { idleRelease: config.IDLE_RELEASE } : {}),
+    instanceTypes: config.INSTANCE_TYPES,
     noticed: new Set<string>(),
     // One pull per invocation at most, shared by the pools it reconciles (see sharePulls).
     ...(config.ACTIVITY_SOURCE_URL
@@ -148,8 +150,10 @@ export default {
               ),
             )
           : Promise.resolve([]);
+        // A written template's status (its pools' state reaches it at the next tick).
+        const templates = envTargets.templates.map((name) => reconcileTemplate(api, name));
         ctx.waitUntil(
-          Promise.allSettled([...pods, ...pools, envs]).then((runs) => {
+          Promise.allSettled([...pods, ...pools, envs, ...templates]).then((runs) => {
             const failed = runs.filter((r) => r.status === "rejected");
             if (failed.length)
               log.error({ failed: failed.map((r) => String(r.reason)) }, "audit-triggered runs failed");

@@ -7,7 +7,7 @@ import { podTemplateIssues } from "./pod-template-checks.ts";
 type Member = NonNullable<NonNullable<SandboxEnv["spec"]["clusters"]>[number]["members"]>[number];
 
 /** members lists every member with its field path, across all cluster segments. */
-function members(env: SandboxEnv): { member: Member; path: string }[] {
+export function members(env: SandboxEnv): { member: Member; path: string }[] {
   return (env.spec.clusters ?? []).flatMap((cluster, ci) =>
     (cluster.members ?? []).map((member, mi) => ({ member, path: `spec.clusters[${ci}].members[${mi}]` })),
   );
@@ -119,24 +119,28 @@ export const replicaBoundsOrdered: Check<SandboxEnv> = {
 };
 
 /**
- * scalingGroupUniform: members of one scaling group must have the same effective resources,
- * or the autoscaler's per-group arithmetic would mix Pods of different sizes.
+ * scalingGroupUniform: members of one scaling group must have one instance shape (the same
+ * instanceType and multiplier, or the same inlineResources), or the autoscaler's per-group
+ * arithmetic would mix Pods of different sizes and a create asking for a shape would find part
+ * of a group (ADR 0032: shapes compare by name, not by the resources they happen to resolve to).
  */
 export const scalingGroupUniform: Check<SandboxEnv> = {
   name: "scaling-group-uniform-resources",
   run: (env) => {
     const shapeOf = (m: Member) =>
       m.config?.instanceType
-        ? `instanceType ${m.config.instanceType} x ${m.config.multiplier ?? 0}`
-        : `inlineResources ${JSON.stringify(m.config?.inlineResources ?? {})}`;
-    const firstByGroup = new Map<string, { shape: string; path: string }>();
+        ? `instanceType ${m.config.instanceType} x${m.config.multiplier ?? 0}`
+        : Object.keys(m.config?.inlineResources ?? {}).length > 0
+          ? `inlineResources ${JSON.stringify(m.config?.inlineResources)}`
+          : "the template's resources";
+    const firstByGroup = new Map<string, { shape: string; name: string; path: string }>();
     return members(env).flatMap(({ member, path }) => {
       const group = member.config?.scalingGroup ?? "";
       if (group === "") return [];
       const shape = shapeOf(member);
       const first = firstByGroup.get(group);
       if (!first) {
-        firstByGroup.set(group, { shape, path });
+        firstByGroup.set(group, { shape, name: member.name, path });
         return [];
       }
       return first.shape === shape
@@ -144,7 +148,7 @@ export const scalingGroupUniform: Check<SandboxEnv> = {
         : [
             {
               path: `${path}.config`,
-              message: `scaling group "${group}" mixes resources: ${shape} here, ${first.shape} at ${first.path}`,
+              message: `scaling group "${group}" mixes instance shapes: member "${member.name}" has ${shape}, member "${first.name}" (${first.path}) has ${first.shape}; a group's members share one shape`,
             },
           ];
     });

@@ -1,5 +1,6 @@
 // Admission rules for SandboxPool beyond its OpenAPI schema.
 import type { SandboxPool } from "../api/sandbox-pool.ts";
+import { parseMaxSurge } from "../pool/rollout.ts";
 import type { Check } from "./check.ts";
 import { podTemplateIssues } from "./pod-template-checks.ts";
 
@@ -27,5 +28,23 @@ export const runtimeNamesUnique: Check<{ spec: { runtimes?: { name: string }[] |
   },
 };
 
+/**
+ * rolloutMaxSurge: a rollout needs room for at least one new pod beside the old ones, so maxSurge
+ * is a count of at least 1 or a percentage from 1% (the CRD only knows it is an int or a string).
+ */
+export const rolloutMaxSurge: Check<SandboxPool> = {
+  name: "rollout-max-surge",
+  run: (pool) => {
+    const value = pool.spec.rollout?.maxSurge;
+    if (value === undefined || parseMaxSurge(value) !== undefined) return [];
+    return [
+      {
+        path: "spec.rollout.maxSurge",
+        message: `must be a whole number of pods of at least 1 or a percentage of replicas such as "25%" (from "1%"), got ${JSON.stringify(value)}`,
+      },
+    ];
+  },
+};
+
 /** POOL_CHECKS are applied to every SandboxPool create and spec update. */
-export const POOL_CHECKS = [poolPodTemplate, runtimeNamesUnique] as const;
+export const POOL_CHECKS = [poolPodTemplate, runtimeNamesUnique, rolloutMaxSurge] as const;

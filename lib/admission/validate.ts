@@ -6,10 +6,12 @@ import { parseSandboxEnv, parseSandboxPool, parseSandboxTemplate } from "../api/
 import type { ApiIssue, ParseResult } from "../api/parse-with.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../api/sandbox-template.ts";
+import { namesInstanceType } from "../env/instance-sizing.ts";
 import { copyTemplate, type PoolLike, templateCopyNeeded, templateCopyOps } from "../template/copy.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
 import { type Check, runChecks } from "./check.ts";
 import { ENV_CHECKS } from "./env-checks.ts";
+import { type CatalogLookup, instanceTypeChecks } from "./instance-type-checks.ts";
 import { missingFieldPatch } from "./missing-field-patch.ts";
 import { POOL_CHECKS } from "./pool-checks.ts";
 import {
@@ -41,21 +43,40 @@ function rulesFor(req: AdmissionRequest): KindRules | undefined {
   return req.kind.group === GROUP ? RULES.get(req.kind.kind) : undefined;
 }
 
-/** validationIssues is every schema and rule violation of obj, as field-path issues. */
-export function validationIssues(kind: string, obj: unknown): ApiIssue[] {
+/**
+ * validationIssues is every schema and rule violation of obj, as field-path issues; an Env is
+ * also checked against the instance type catalog when one was looked up (`catalog`).
+ */
+export function validationIssues(kind: string, obj: unknown, catalog?: CatalogLookup): ApiIssue[] {
   const rules = RULES.get(kind);
   if (!rules) return [{ path: "kind", message: `unsupported kind "${kind}"` }];
   const parsed = rules.parse(obj);
   if (!parsed.ok) return parsed.issues;
-  return runChecks(rules.checks as readonly Check<unknown>[], parsed.value);
+  const checks = [
+    ...(rules.checks as readonly Check<unknown>[]),
+    ...(kind === KIND.SANDBOX_ENV && catalog ? (instanceTypeChecks(catalog) as Check<unknown>[]) : []),
+  ];
+  return runChecks(checks, parsed.value);
+}
+
+/**
+ * catalogToRead: the review needs the instance type catalog, because it would create or change
+ * the spec of an Env that names an instance type (validateRequest allows the rest unread).
+ */
+export function catalogToRead(req: AdmissionRequest): boolean {
+  if (req.kind.group !== GROUP || req.kind.kind !== KIND.SANDBOX_ENV || !req.object) return false;
+  if (req.operation !== "CREATE" && req.operation !== "UPDATE") return false;
+  const parsed = parseSandboxEnv(req.object);
+  return parsed.ok && namesInstanceType(parsed.value);
 }
 
 /**
  * validateRequest decides a validating review. Updates that leave the spec unchanged (labels,
  * finalizers, deletion) are always allowed, so an object stored under older rules can still
- * be relabelled, finalized and deleted.
+ * be relabelled, finalized and deleted. An Env naming instance types is checked against
+ * `catalog` (catalogToRead says when the webhook must look it up).
  */
-export function validateRequest(req: AdmissionRequest): AdmissionResponseReview {
+export function validateRequest(req: AdmissionRequest, catalog?: CatalogLookup): AdmissionResponseReview {
   const rules = rulesFor(req);
   if (!rules || (req.operation !== "CREATE" && req.operation !== "UPDATE")) return allow(req.uid);
   const obj = req.object ?? {};
@@ -63,7 +84,7 @@ export function validateRequest(req: AdmissionRequest): AdmissionResponseReview 
     const meta = obj.metadata as { deletionTimestamp?: string } | undefined;
     if (meta?.deletionTimestamp || jsonEqual(obj.spec, req.oldObject?.spec)) return allow(req.uid);
   }
-  const issues = validationIssues(req.kind.kind, obj);
+  const issues = validationIssues(req.kind.kind, obj, catalog);
   return issues.length ? deny(req.uid, req.kind.kind, issues) : allow(req.uid);
 }
 

@@ -51,6 +51,14 @@ export const ENV_LABEL = "agentbox.navix.sh/env";
  * so pools can be grouped without re-reading the Env; absent when excluded from autoscaling.
  */
 export const SCALING_GROUP_LABEL = "agentbox.navix.sh/scaling-group";
+/**
+ * POD_REVISION_LABEL (this project's own key) carries the revision of the pool's pod template a
+ * pod was rendered from (podRevision in lib/pool/render-pod.ts), as a Deployment's
+ * pod-template-hash does: a pod whose value differs from the pool's current one is outdated and
+ * is replaced by the pool's rollout (ADR 0031). A pod without it (made before rollouts) counts
+ * as current and is labelled so by the pool.
+ */
+export const POD_REVISION_LABEL = "agentbox.navix.sh/pod-revision";
 /** SYNC_SOURCE_LABEL marks where a resource came from; absent means locally created. */
 export const SYNC_SOURCE_LABEL = "agentbox.io/sync-source";
 /** SYNC_SOURCE_GLOBAL is the SYNC_SOURCE_LABEL value of resources synced by the global key manager. */
@@ -239,6 +247,8 @@ export const POOL_CONDITION = {
    * False: only admin API keys may claim from the pool, as its visibility rules are gone.
    */
   TEMPLATE_AVAILABLE: "TemplateAvailable",
+  /** PROGRESSING: True while pods of an older pod revision are being replaced (a rollout). */
+  PROGRESSING: "Progressing",
 } as const;
 
 /** POOL_REASON lists the SandboxPool condition reasons, grouped by condition type. */
@@ -259,6 +269,9 @@ export const POOL_REASON = {
   TEMPLATE_FOUND: "TemplateFound",
   TEMPLATE_DELETED: "TemplateDeleted",
   TEMPLATE_NOT_FOUND: "TemplateNotFound",
+  // Progressing
+  ROLLOUT_IN_PROGRESS: "RolloutInProgress",
+  ROLLOUT_COMPLETE: "RolloutComplete",
 } as const;
 
 /** ENV_CONDITION lists the SandboxEnv condition types. */

@@ -6,6 +6,7 @@ import {
   Conditions,
   Duration,
   Int32,
+  IntOrString,
   kindObject,
   LabelSelector,
   listObject,
@@ -29,6 +30,33 @@ export const SandboxPoolPhase = v.picklist([
   "Terminating",
 ]);
 export type SandboxPoolPhase = v.InferOutput<typeof SandboxPoolPhase>;
+
+/** DEFAULT_MAX_SURGE is rollout.maxSurge when a pool gives none (the CRD's default too). */
+export const DEFAULT_MAX_SURGE = "25%";
+
+/**
+ * PoolRolloutSpec is how a pool replaces pods of an older pod revision (ADR 0031). It carries its
+ * CRD default as schema metadata rather than a valibot default, so that pools built in code need
+ * not spell it out; code reads a missing value as DEFAULT_MAX_SURGE.
+ */
+export const PoolRolloutSpec = v.pipe(
+  v.object({
+    maxSurge: v.optional(
+      v.pipe(
+        IntOrString,
+        v.description(
+          'Pods the pool may run beyond replicas while it replaces outdated pods: a count (at least 1) or a percentage of replicas rounded up (at least 1 pod), e.g. "25%".',
+        ),
+      ),
+      DEFAULT_MAX_SURGE,
+    ),
+  }),
+  v.description(
+    "Rollout of a changed pod template: new pods first (up to maxSurge extra), an outdated idle pod deleted only while the claimable idle pods stay at least what the pool holds at rest, sandboxes never touched (their pods are replaced once released).",
+  ),
+  v.metadata({ default: {} }),
+);
+export type PoolRolloutSpec = v.InferOutput<typeof PoolRolloutSpec>;
 
 /**
  * SandboxPoolSpec is the desired state of a pool. It is also the member snapshot an Env stamps
@@ -71,6 +99,7 @@ export const SandboxPoolSpec = v.pipe(
       ),
       "IdleImage",
     ),
+    rollout: v.optional(PoolRolloutSpec),
     ...embeddedTemplateEntries,
   }),
   v.description("Desired state of the SandboxPool."),
@@ -103,6 +132,24 @@ export const SandboxPoolStatus = v.pipe(
     stoppingReplicas: count("Pods being recycled (running → idle)."),
     failedReplicas: count("Pods in the failed phase."),
     pendingRequests: count("Throttled mirror of the claim queue depth, for the dashboard."),
+    updatedReplicas: count("Pods at the pool's current pod revision (updateRevision)."),
+    outdatedReplicas: count(
+      "Pods of an older pod revision: idle ones are replaced surge-first, busy ones once released.",
+    ),
+    updateRevision: v.optional(
+      v.pipe(
+        v.string(),
+        v.description(
+          "Pod revision new pods are rendered at (label agentbox.navix.sh/pod-revision on each pod).",
+        ),
+      ),
+    ),
+    currentRevision: v.optional(
+      v.pipe(
+        v.string(),
+        v.description("Pod revision every pod was at when the pool last had no outdated pods."),
+      ),
+    ),
     selector: v.optional(
       v.pipe(
         v.string(),
@@ -126,7 +173,7 @@ export const SandboxPoolStatus = v.pipe(
       v.pipe(
         Conditions,
         v.description(
-          "Current state of the pool: Available, Scaling, Degraded, ReplicaFailure, TemplateAvailable.",
+          "Current state of the pool: Available, Scaling, Degraded, Progressing, ReplicaFailure, TemplateAvailable.",
         ),
       ),
     ),

@@ -171,6 +171,18 @@ export const SANDBOX_POOL_CRD = crd({
       jsonPath: ".status.runningReplicas",
       description: "Pods running a sandbox.",
     },
+    {
+      name: "Updated",
+      type: "integer",
+      jsonPath: ".status.updatedReplicas",
+      description: "Pods at the pool's current pod revision.",
+    },
+    {
+      name: "Outdated",
+      type: "integer",
+      jsonPath: ".status.outdatedReplicas",
+      description: "Pods of an older pod revision, being replaced (a rollout).",
+    },
     AGE,
   ],
 });

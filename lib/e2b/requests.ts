@@ -20,10 +20,30 @@ export function issueText(issues: readonly ApiIssue[], rename: (path: string) =>
 export const E2B_IDLE_WAIT_SECONDS = 20;
 
 /**
+ * INSTANCE_TYPE_KEY and MULTIPLIER_KEY are the metadata keys an E2B create asks for an instance
+ * shape with (the SDK has no field for it): the native create's instanceType and multiplier.
+ */
+export const INSTANCE_TYPE_KEY = "agentbox.instanceType";
+export const MULTIPLIER_KEY = "agentbox.multiplier";
+
+/** shapeOf reads the instance shape an E2B create's metadata asks for (a multiplier as a number). */
+function shapeOf(metadata: Readonly<Record<string, string>> | undefined) {
+  const type = metadata?.[INSTANCE_TYPE_KEY];
+  const multiplier = metadata?.[MULTIPLIER_KEY];
+  return {
+    ...(type !== undefined ? { instanceType: type } : {}),
+    ...(multiplier !== undefined
+      ? { multiplier: /^\d{1,9}$/.test(multiplier) ? Number(multiplier) : multiplier }
+      : {}),
+  };
+}
+
+/**
  * nativeCreate turns an E2B create into a /v1 create: a templateID with a "/" names a pool
  * (namespace/name), else a SandboxTemplate (or an Env built on it); `timeout` is the lifetime;
- * the create waits E2B_IDLE_WAIT_SECONDS for an idle pod. Validation issues name templateID where
- * the native request would say pool or template.
+ * the create waits E2B_IDLE_WAIT_SECONDS for an idle pod; metadata's agentbox.instanceType (and
+ * agentbox.multiplier) ask for an instance shape (the metadata keeps them). Validation issues name
+ * templateID where the native request would say pool or template, and the metadata keys.
  */
 export function nativeCreate(
   req: NewSandbox,
@@ -35,11 +55,17 @@ export function nativeCreate(
     waitTimeout: E2B_IDLE_WAIT_SECONDS,
     ...(req.metadata ? { metadata: req.metadata } : {}),
     ...(req.envVars ? { envVars: req.envVars } : {}),
+    ...shapeOf(req.metadata),
   });
   if (native.ok) return native;
   return {
     ok: false,
-    message: issueText(native.issues, (p) => p.replace(/^(pool|template)\b/, "templateID")),
+    message: issueText(native.issues, (p) =>
+      p
+        .replace(/^(pool|template)\b/, "templateID")
+        .replace(/^instanceType\b/, `metadata.${INSTANCE_TYPE_KEY}`)
+        .replace(/^multiplier\b/, `metadata.${MULTIPLIER_KEY}`),
+    ),
   };
 }
 

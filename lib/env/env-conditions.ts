@@ -3,9 +3,13 @@
 import { ENV_CONDITION } from "../api/keys.ts";
 import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { ConditionCore } from "../util/conditions.ts";
+import type { GroupStall } from "./autoscaling-stall.ts";
 import type { MemberReport } from "./env-status.ts";
 
-/** ENV_REASON lists the reasons of the Env conditions. */
+/**
+ * ENV_REASON lists the reasons of the Env conditions. AutoscalingActive is also False with a
+ * STALL_REASON (autoscaling-stall.ts) when an enabled group has stalled.
+ */
 export const ENV_REASON = {
   ALL_MEMBERS_ACTIVE: "AllMembersActive",
   MEMBERS_NOT_ACTIVE: "MembersNotActive",
@@ -87,9 +91,12 @@ function templateConsistent(
 
 /**
  * autoscalingActive: whether the autoscaler manages any group (it writes those members' replicas;
- * the others stay where users set them).
+ * the others stay where users set them) and none of them has stalled (seed 002,
+ * SandboxEnvConditionAutoscalingActive: "configured, enabled, and has not stalled due to
+ * misconfiguration"). With stalled groups it is False with the first one's reason and every
+ * stalled group's message.
  */
-function autoscalingActive(env: SandboxEnv): ConditionCore {
+function autoscalingActive(env: SandboxEnv, stalls: readonly GroupStall[]): ConditionCore {
   const type = ENV_CONDITION.AUTOSCALING_ACTIVE;
   const groups = env.spec.autoscaling?.groups ?? [];
   if (groups.length === 0)
@@ -107,6 +114,14 @@ function autoscalingActive(env: SandboxEnv): ConditionCore {
       reason: ENV_REASON.DISABLED,
       message: "every autoscaling group is disabled; replicas are manual",
     };
+  const [first] = stalls;
+  if (first)
+    return {
+      type,
+      status: "False",
+      reason: first.reason,
+      message: stalls.map((s) => `group ${s.group} has stalled (${s.reason}): ${s.message}`).join("; "),
+    };
   return {
     type,
     status: "True",
@@ -115,11 +130,15 @@ function autoscalingActive(env: SandboxEnv): ConditionCore {
   };
 }
 
-/** envConditions are the Env's Ready, TemplateConsistent and AutoscalingActive conditions. */
+/**
+ * envConditions are the Env's Ready, TemplateConsistent and AutoscalingActive conditions; `stalls`
+ * are the enabled groups that have stalled (autoscalingStalls).
+ */
 export function envConditions(
   env: SandboxEnv,
   reports: readonly MemberReport[],
   templateFound: boolean,
+  stalls: readonly GroupStall[] = [],
 ): ConditionCore[] {
-  return [ready(reports), templateConsistent(env, reports, templateFound), autoscalingActive(env)];
+  return [ready(reports), templateConsistent(env, reports, templateFound), autoscalingActive(env, stalls)];
 }

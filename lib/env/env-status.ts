@@ -9,6 +9,7 @@ import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { type ConditionCore, setConditions } from "../util/conditions.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
 import { rfc3339 } from "../util/time.ts";
+import type { GroupStall } from "./autoscaling-stall.ts";
 import { envConditions } from "./env-conditions.ts";
 import { type EnvClusterMember, scalingGroupOf } from "./members.ts";
 import { foreignMemberPool, ownedBy } from "./ownership.ts";
@@ -51,8 +52,8 @@ function firstContainerResources(spec: { template?: Record<string, unknown> | un
 
 /**
  * memberState classifies a member: Missing (no pool, or it is going away), Inconsistent (a pool
- * of its name not owned by this Env, or one using another template or version than the Env
- * expects), Saturated (in its saturation cooldown, or at its maxReplicas) or Active.
+ * of its name not owned by this Env, one using another template or version than the Env expects,
+ * or an instance type the catalog does not resolve), Saturated (in its saturation cooldown, or at its maxReplicas) or Active.
  */
 function memberState(env: SandboxEnv, view: MemberView, until: Date | undefined, now: Date) {
   const { pool, member, rendered } = view;
@@ -65,6 +66,7 @@ function memberState(env: SandboxEnv, view: MemberView, until: Date | undefined,
   const version = pool.metadata?.annotations?.[POOL_TEMPLATE_VERSION_ANNOTATION];
   if (ref.version && version !== ref.version)
     return state("Inconsistent", `its pool has template version "${version ?? ""}", not "${ref.version}"`);
+  if (rendered.sizingProblem) return state("Inconsistent", rendered.sizingProblem);
   if (until && until > now) return state("Saturated", `saturated until ${rfc3339(until)}`);
   const max = member.config?.maxReplicas;
   if (max !== undefined && pool.spec.replicas >= max)
@@ -79,8 +81,12 @@ export function observeMember(env: SandboxEnv, view: MemberView, now: Date): Mem
   const group = env.spec.autoscaling?.groups?.find((g) => g.name === scalingGroupOf(member));
   const until = pool ? saturatedUntil(pool, group?.scaleUpPolicy.saturationCooldownSeconds ?? 60) : undefined;
   const { state, why } = memberState(env, view, until, now);
+  // InstanceType × Multiplier when the catalog resolves the member's type (it wins over inline ones).
   const resources =
-    config?.inlineResources ?? firstContainerResources(rendered.spec) ?? firstContainerResources(pool?.spec);
+    rendered.resources ??
+    config?.inlineResources ??
+    firstContainerResources(rendered.spec) ??
+    firstContainerResources(pool?.spec);
   const owned = pool && ownedBy(pool, env) ? pool : undefined;
   const observed: EnvObservedMember = {
     name: member.name,
@@ -107,8 +113,8 @@ function sum(members: readonly EnvObservedMember[], key: "idleCount" | "runningC
  * computeEnvStatus is the status the Env should have: its local segment (isLocal, the observed
  * members, lastSnapshotTime), foreign segments as read, per-scaling-group totals over every
  * observed member whose spec names a group, the member count and the desired/running/idle
- * rollups over every segment, and the Ready, TemplateConsistent and AutoscalingActive conditions.
- * lastSnapshotTime moves to `now` only when something else in the status changed, so an Env at
+ * rollups over every segment, and the Ready, TemplateConsistent and AutoscalingActive conditions
+ * (`stalls`: the enabled groups that have stalled, see autoscalingStalls). lastSnapshotTime moves to `now` only when something else in the status changed, so an Env at
  * rest is never rewritten.
  */
 export function computeEnvStatus(
@@ -117,6 +123,7 @@ export function computeEnvStatus(
   views: readonly MemberView[],
   templateFound: boolean,
   now: Date,
+  stalls: readonly GroupStall[] = [],
 ): SandboxEnvStatus {
   const previous = env.status ?? {};
   const reports = views.map((view) => observeMember(env, view, now));
@@ -136,7 +143,7 @@ export function computeEnvStatus(
     ),
   );
   const groups = [...new Set(everyone.map((m) => groupOf.get(m.name) ?? "").filter((g) => g !== ""))].sort();
-  const computed: ConditionCore[] = envConditions(env, reports, templateFound);
+  const computed: ConditionCore[] = envConditions(env, reports, templateFound, stalls);
   const status: SandboxEnvStatus = {
     conditions: setConditions(previous.conditions ?? [], computed, now, env.metadata?.generation),
     clusters: [...foreign, segment].sort((a, b) => (a.clusterID < b.clusterID ? -1 : 1)),

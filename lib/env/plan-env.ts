@@ -17,7 +17,9 @@ import {
   testVersion,
 } from "../reconcile/action.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
+import { autoscalingStalls } from "./autoscaling-stall.ts";
 import { computeEnvStatus, type MemberView } from "./env-status.ts";
+import type { InstanceTypeCatalog } from "./instance-types.ts";
 import { memberDrift } from "./member-drift.ts";
 import { localMembers } from "./members.ts";
 import { envOwnerReference, ownedBy } from "./ownership.ts";
@@ -34,6 +36,12 @@ export interface EnvSnapshot {
   pullSecret: boolean;
   /** pods are the Pods of the members the autoscaler manages ([] when it manages none). */
   pods: V1Pod[];
+  /**
+   * catalog is the instance type catalog members are sized from: null when its ConfigMap does not
+   * exist, undefined when it was not read (the Env names no instance type); without one, members
+   * keep their inline or template resources.
+   */
+  catalog?: InstanceTypeCatalog | null | undefined;
 }
 
 /** newMemberPool is the pool object a create sends: the render, owned (controlling) by the Env. */
@@ -150,15 +158,20 @@ function deleteAction(env: SandboxEnv, pool: SandboxPool): Action {
   };
 }
 
-/** statusAction writes the Env status when it changed, under a resourceVersion test. */
+/**
+ * statusAction writes the Env status when it changed, under a resourceVersion test; `pods` (the
+ * autoscaled members') say whether a group has stalled.
+ */
 function statusAction(
   env: SandboxEnv,
   views: readonly MemberView[],
+  pods: readonly V1Pod[],
   templateFound: boolean,
   clusterId: string,
   now: Date,
 ): Action[] {
-  const next = computeEnvStatus(env, clusterId, views, templateFound, now);
+  const stalls = autoscalingStalls(env, views, pods, clusterId, now);
+  const next = computeEnvStatus(env, clusterId, views, templateFound, now, stalls);
   if (jsonEqual(env.status ?? {}, next)) return [];
   const saturated = newlySaturated(env.status, next, clusterId);
   return [
@@ -206,7 +219,7 @@ function newlySaturated(
  * no writes: garbage collection deletes its pools through their owner references.
  */
 export function planEnv(snapshot: EnvSnapshot, clusterId: string, now: Date): Action[] {
-  const { env, pools, template, pullSecret } = snapshot;
+  const { env, pools, template, pullSecret, pods, catalog } = snapshot;
   if (isTerminating(env)) return [];
   const byName = new Map(pools.map((p) => [p.metadata?.name ?? "", p]));
   const lastWanted = new Map(
@@ -218,7 +231,7 @@ export function planEnv(snapshot: EnvSnapshot, clusterId: string, now: Date): Ac
   const views: MemberView[] = members.map((member) => ({
     member,
     pool: byName.get(member.name),
-    rendered: renderMember(env, member, { template, pullSecret }),
+    rendered: renderMember(env, member, { template, pullSecret, catalog: catalog ?? undefined }),
   }));
   const writes = views.flatMap(({ pool, rendered }) => {
     if (!pool) return createAction(env, rendered);
@@ -234,5 +247,5 @@ export function planEnv(snapshot: EnvSnapshot, clusterId: string, now: Date): Ac
         .filter((p) => ownedBy(p, env) && !isTerminating(p) && !names.has(p.metadata?.name ?? ""))
         .map((p) => deleteAction(env, p))
     : [];
-  return [...writes, ...removals, ...statusAction(env, views, template !== null, clusterId, now)];
+  return [...writes, ...removals, ...statusAction(env, views, pods, template !== null, clusterId, now)];
 }

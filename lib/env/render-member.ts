@@ -1,6 +1,7 @@
 // The SandboxPool an Env wants for one member, rendered from the Env alone (plus its template and
 // whether its pull Secret exists): the same inputs always give the same pool, so any run can
 // create it, compare a live pool with it, or patch the difference (upstream's poolrender).
+import type { V1ResourceRequirements } from "@kubernetes/client-node";
 import {
   ENV_LABEL,
   envImagePullSecretName,
@@ -14,6 +15,8 @@ import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPoolSpec } from "../api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../api/sandbox-template.ts";
 import { syncAnnotationsFromTemplate, syncLabelsFromTemplate } from "../pool/render-pod.ts";
+import { memberSizing } from "./instance-sizing.ts";
+import type { InstanceTypeCatalog } from "./instance-types.ts";
 import { type EnvClusterMember, isSnapshotMember, memberReplicas, scalingGroupOf } from "./members.ts";
 
 /** OWNED_SPEC_FIELDS are the pool spec fields an Env sets on its members (and reverts when changed). */
@@ -49,6 +52,10 @@ export interface RenderedMember {
   complete: boolean;
   /** problem says why the render is incomplete. */
   problem?: string;
+  /** resources are the member's InstanceType × Multiplier, when the catalog resolves its type. */
+  resources?: V1ResourceRequirements;
+  /** sizingProblem: the member names a type the catalog does not resolve (the render is incomplete). */
+  sizingProblem?: string;
 }
 
 /** MemberInputs are what a render needs besides the Env: its template and its pull Secret. */
@@ -57,6 +64,8 @@ export interface MemberInputs {
   template: SandboxTemplate | null;
   /** pullSecret: the Secret ips-<env> exists in the Env's namespace. */
   pullSecret: boolean;
+  /** catalog is the instance type catalog, undefined when its ConfigMap does not exist. */
+  catalog?: InstanceTypeCatalog | undefined;
 }
 
 type Record_ = Record<string, unknown>;
@@ -69,7 +78,7 @@ function isRecord(v: unknown): v is Record_ {
 interface PodTemplateChanges {
   /** image replaces the first container's image (the Env's overrides.image). */
   image?: string | undefined;
-  /** resources replace the first container's resources (the member's inlineResources). */
+  /** resources replace the first container's resources (InstanceType × Multiplier, or inlineResources). */
   resources?: unknown;
   /** pullSecret is added to imagePullSecrets once (the Env's ips-<env> Secret). */
   pullSecret?: string | undefined;
@@ -118,9 +127,11 @@ function envLabels(env: SandboxEnv, member: EnvClusterMember): Record<string, st
  *   and annotations;
  * - any other member is the Env's template (at the pinned version, when one is pinned) with the
  *   Env's overrides (image on the first container, podCreationImagePolicy, default timeouts) and
- *   the member's config (labels, annotations, inline resources); replicas are the member's
- *   spec.replicas (else config.minReplicas, else 0); the template's labels and annotations are
- *   synced as for a standalone pool, and template-name/template-version recorded.
+ *   the member's config (labels, annotations; the first container's resources are InstanceType ×
+ *   Multiplier when the catalog resolves its type, else its inline resources, else the template's);
+ *   replicas are the member's spec.replicas (else config.minReplicas, else 0); the template's
+ *   labels and annotations are synced as for a standalone pool, and template-name/template-version
+ *   recorded. A type the catalog does not resolve makes the render incomplete (memberSizing).
  * Both get the Env and scaling-group labels, the pull Secret when it exists, and the managed
  * label/annotation keys, so a key later dropped from the source is removed from the pool.
  */
@@ -146,12 +157,15 @@ export function renderMember(
   }
   const ref = env.spec.templateRef;
   const found = inputs.template;
-  const template = found && (!ref.version || found.spec.version === ref.version) ? found : undefined;
+  // A type the catalog cannot size leaves the pod template alone, as a missing template does.
+  const sizing = memberSizing(member, inputs.catalog);
+  const pinned = found && (!ref.version || found.spec.version === ref.version) ? found : undefined;
+  const template = sizing.problem ? undefined : pinned;
   const problem = !found
     ? `SandboxTemplate "${ref.name}" does not exist`
-    : template
-      ? undefined
-      : `SandboxTemplate "${ref.name}" is at version "${found.spec.version ?? ""}", the Env pins "${ref.version}"`;
+    : !pinned
+      ? `SandboxTemplate "${ref.name}" is at version "${found.spec.version ?? ""}", the Env pins "${ref.version}"`
+      : sizing.problem;
   const config: Partial<NonNullable<EnvClusterMember["config"]>> = member.config ?? {};
   const overrides = env.spec.overrides ?? {};
   const fromTemplate = {
@@ -170,7 +184,7 @@ export function renderMember(
   if (template) {
     const pod = podTemplate(template.spec.template, {
       image: overrides.image,
-      resources: config.inlineResources,
+      resources: sizing.resources ?? config.inlineResources,
       pullSecret,
     });
     if (pod) spec.template = pod;
@@ -193,5 +207,7 @@ export function renderMember(
     owned: template ? OWNED_SPEC_FIELDS : OWNED_SPEC_FIELDS.filter((f) => !TEMPLATE_SPEC_FIELDS.has(f)),
     complete: template !== undefined,
     ...(problem ? { problem } : {}),
+    ...(sizing.resources ? { resources: sizing.resources } : {}),
+    ...(sizing.problem ? { sizingProblem: sizing.problem } : {}),
   };
 }

@@ -117,6 +117,15 @@ export class KubeClient extends CoreApi {
     return this.list(`${POOLS}/sandboxtemplates`, listFreshness(opts), "list templates");
   }
 
+  /** patchTemplateStatus JSON-patches a template's status subresource (callers test its resourceVersion). */
+  patchTemplateStatus(name: string, ops: JsonPatchOp[]): Promise<SandboxTemplate> {
+    return this.jsonPatch(
+      `${POOLS}/sandboxtemplates/${enc(name)}/status`,
+      ops,
+      `patch template status ${name}`,
+    );
+  }
+
   /** listEnvs lists SandboxEnvs in one namespace, or in all namespaces when namespace is undefined. */
   listEnvs(namespace?: string, opts?: ReadOptions): Promise<ObjectList<SandboxEnv>> {
     const path = namespace ? `${POOLS}/namespaces/${enc(namespace)}/sandboxenvs` : `${POOLS}/sandboxenvs`;

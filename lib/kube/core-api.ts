@@ -1,5 +1,5 @@
 // The core/v1 slice of the API the steps and the sandbox API use: pods, Secrets (the API keys,
-// and pull Secret names as metadata only) and Events.
+// and pull Secret names as metadata only), Events and one ConfigMap (the instance type catalog).
 import type { CoreV1Event, V1Pod } from "@kubernetes/client-node";
 import type { JsonPatchOp } from "./json-patch.ts";
 import { KubeBase, type ObjectList, type Preconditions } from "./kube-base.ts";
@@ -11,6 +11,12 @@ export interface SecretObject {
   kind?: "Secret";
   metadata?: { name?: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string> };
   type?: string;
+  data?: Record<string, string>;
+}
+
+/** ConfigMapObject is the part of a v1 ConfigMap we read. */
+export interface ConfigMapObject {
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string };
   data?: Record<string, string>;
 }
 
@@ -97,6 +103,18 @@ export class CoreApi extends KubeBase {
         query: getFreshness(opts),
       },
       `get secret ${namespace}/${name}`,
+    );
+  }
+
+  /** getConfigMap reads a ConfigMap (the instance type catalog). */
+  getConfigMap(namespace: string, name: string, opts?: ReadOptions): Promise<ConfigMapObject> {
+    return this.call(
+      {
+        method: "GET",
+        path: `/api/v1/namespaces/${enc(namespace)}/configmaps/${enc(name)}`,
+        query: getFreshness(opts),
+      },
+      `get configmap ${namespace}/${name}`,
     );
   }
 

@@ -3,7 +3,7 @@
 // metrics are kept, so its users' dashboards and alerts work unchanged; the rest are ours.
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { PhaseMetric } from "../reconcile/action.ts";
-import { POOL_PHASES, type PoolLabels, type PoolPhase } from "./pool-phases.ts";
+import { POOL_PHASES, type PoolLabels, type PoolPhase, poolGaugeHelp } from "./pool-phases.ts";
 
 export { POOL_PHASES, type PoolLabels, type PoolPhase };
 
@@ -82,9 +82,7 @@ export function createMetrics(registry: Registry): Metrics {
       phase,
       gauge(
         `agentbox_sandboxpool_replicas_${phase}`,
-        phase === "desired"
-          ? "Pods the pool asks for (spec.replicas)."
-          : `Pods of the pool in phase ${phase}, as its last run saw them.`,
+        poolGaugeHelp(phase, "as its last run saw them"),
         poolLabels,
       ),
     ]),

@@ -1,7 +1,7 @@
 import { ENV_LABEL } from "../api/keys.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { poolSummary } from "../sandboxes/target-views.ts";
-import { POOL_PHASES } from "./pool-phases.ts";
+import { POOL_PHASES, type PoolPhase, poolGaugeHelp } from "./pool-phases.ts";
 
 /** EXPOSITION_CONTENT_TYPE is Prometheus's text format, version 0.0.4. */
 export const EXPOSITION_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -20,10 +20,7 @@ export function poolExposition(pools: readonly SandboxPool[]): string {
   const lines: string[] = [];
   for (const phase of POOL_PHASES) {
     const name = `agentbox_sandboxpool_replicas_${phase}`;
-    lines.push(
-      `# HELP ${name} ${phase === "desired" ? "Pods the pool asks for (spec.replicas)." : `Pods of the pool in phase ${phase}, as its status counts them.`}`,
-      `# TYPE ${name} gauge`,
-    );
+    lines.push(`# HELP ${name} ${poolGaugeHelp(phase, "as its status counts them")}`, `# TYPE ${name} gauge`);
     for (const p of pools) {
       const labels = [
         ["namespace", p.metadata?.namespace ?? ""],
@@ -32,8 +29,13 @@ export function poolExposition(pools: readonly SandboxPool[]): string {
       ]
         .map(([k, v]) => `${k}="${escapeLabel(v ?? "")}"`)
         .join(",");
-      lines.push(`${name}{${labels}} ${poolSummary(p)[phase]}`);
+      lines.push(`${name}{${labels}} ${gaugeValue(p, phase)}`);
     }
   }
   return `${lines.join("\n")}\n`;
+}
+
+/** gaugeValue is one pool's value of a pool gauge, from its spec and status. */
+function gaugeValue(pool: SandboxPool, phase: PoolPhase): number {
+  return phase === "outdated" ? (pool.status?.outdatedReplicas ?? 0) : poolSummary(pool)[phase];
 }

@@ -2,12 +2,15 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { ENV_LABEL } from "../api/keys.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { countPods } from "../pool/pool-status.ts";
+import { podRevision } from "../pool/render-pod.ts";
+import { rolloutFacts } from "../pool/rollout.ts";
 import type { Metrics, PoolLabels, PoolPhase } from "./metrics.ts";
 
 /**
  * poolGauges is what agentbox's pool gauges say of one pool snapshot: its labels (namespace,
  * name, the Env that renders it or "") and each phase's count, counted as the pool's status
- * counts them (terminating pods left out); desired is spec.replicas.
+ * counts them (terminating pods left out); desired is spec.replicas, outdated the pods of an
+ * older pod revision (a rollout replaces them).
  */
 export function poolGauges(
   pool: SandboxPool,
@@ -27,6 +30,7 @@ export function poolGauges(
       starting: c.starting,
       stopping: c.stopping,
       failed: c.failed,
+      outdated: rolloutFacts(pool, pods, podRevision(pool)).outdated,
     },
   };
 }

@@ -1,6 +1,7 @@
 // Events about a pool's phase changes, for `kubectl describe sbp` and `kubectl events`: one per
 // transition, never one per run, so a pool that stays Degraded does not flood the event stream.
-// Likewise one Warning per foreign Pod (lib/reconcile/foreign-pods.ts), not one per run.
+// Likewise one Warning per foreign Pod (lib/reconcile/foreign-pods.ts), not one per run, and one
+// Event per rollout's start and end (rolloutAnnouncement).
 import type { SandboxPoolPhase, SandboxPoolStatus } from "../api/sandbox-pool.ts";
 
 /**
@@ -94,4 +95,53 @@ export function foreignPodEvent(pod: { name: string; uid: string }, poolUid: str
     action: "Ignore",
     note: `Pod ${pod.name} (uid ${pod.uid}) carries this pool's label but no controller ownerReference to this pool (uid ${poolUid}); it is ignored: never claimed, counted, finalized, released or deleted`,
   };
+}
+
+/** RolloutAnnouncement is a rollout Event and the status fields whose stored values key it. */
+export interface RolloutAnnouncement {
+  event: PoolEventIntent;
+  /** tested: the fields as stored now; the announcing write tests them, so one host announces. */
+  tested: Pick<SandboxPoolStatus, "outdatedReplicas" | "updateRevision">;
+}
+
+/**
+ * rolloutAnnouncement is the Event for a rollout that starts or ends between the stored status
+ * and the next (ADR 0031), or undefined: RolloutStarted when pods became outdated (none were) or
+ * the pods are being rolled to another revision than the stored one; RolloutCompleted when the
+ * last outdated pod went. Keyed on the stored outdatedReplicas and updateRevision (a status
+ * without them, e.g. before rollouts existed, announces nothing), so each start and end is
+ * announced once whichever host sees it: only the write that finds them unchanged succeeds.
+ */
+export function rolloutAnnouncement(
+  previous: SandboxPoolStatus | undefined,
+  next: SandboxPoolStatus,
+  detail: { replicas: number; maxSurge: number },
+): RolloutAnnouncement | undefined {
+  const was = previous?.outdatedReplicas;
+  const from = previous?.updateRevision;
+  const outdated = next.outdatedReplicas ?? 0;
+  const revision = next.updateRevision;
+  if (was === undefined || from === undefined || revision === undefined) return undefined;
+  const tested = { outdatedReplicas: was, updateRevision: from };
+  if (outdated > 0 && (was === 0 || from !== revision))
+    return {
+      tested,
+      event: {
+        type: "Normal",
+        reason: "RolloutStarted",
+        action: "Rollout",
+        note: `Rolling out pod revision ${revision} (was ${from}): ${outdated} outdated pod(s); new pods first, up to ${detail.maxSurge} beyond ${detail.replicas} replicas; running sandboxes keep their pods, replaced once released`,
+      },
+    };
+  if (outdated === 0 && was > 0)
+    return {
+      tested,
+      event: {
+        type: "Normal",
+        reason: "RolloutCompleted",
+        action: "Rollout",
+        note: `Every pod is at pod revision ${revision} (${next.updatedReplicas ?? 0} pod(s))`,
+      },
+    };
+  return undefined;
 }

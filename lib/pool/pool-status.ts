@@ -19,6 +19,8 @@ import { jsonEqual } from "../util/deep-equal.ts";
 import { pendingRequestsOf } from "./pending-requests.ts";
 import { podFacts } from "./pod-facts.ts";
 import { ownedBy } from "./pod-ownership.ts";
+import { podRevision } from "./render-pod.ts";
+import { progressingCondition, type RolloutFacts, rolloutFacts } from "./rollout.ts";
 
 /** PodCounts are the per-phase replica counts of the status. */
 export interface PodCounts {
@@ -62,22 +64,30 @@ export function countPods(pods: readonly V1Pod[]): PodCounts {
   return c;
 }
 
-/** poolPhase applies the seed's priority: first match wins. */
-function poolPhase(pool: SandboxPool, c: PodCounts): SandboxPoolPhase {
+/**
+ * poolPhase applies the seed's priority: first match wins. A rollout's surge (pods up to its
+ * ceiling) is not a scale-down.
+ */
+function poolPhase(pool: SandboxPool, c: PodCounts, ceiling: number): SandboxPoolPhase {
   const replicas = pool.spec.replicas;
   if (pool.metadata?.deletionTimestamp) return "Terminating";
   if (replicas === 0 && c.total === 0) return "Pending";
   if (c.total < replicas) return "ScalingUp";
-  if (c.total > replicas) return "ScalingDown";
+  if (c.total > ceiling) return "ScalingDown";
   if (c.unavailableIdle > 0 || c.failed > 0) return "Degraded";
   return "Ready";
 }
 
 /**
- * poolConditions are the Available, Scaling and Degraded conditions for the counts; `why`, when
+ * poolConditions are the Available, Scaling, Degraded and Progressing conditions for the counts; `why`, when
  * given, says what a scale-up or scale-down is waiting for.
  */
-function poolConditions(replicas: number, c: PodCounts, why: string | undefined): ConditionCore[] {
+function poolConditions(
+  replicas: number,
+  c: PodCounts,
+  why: string | undefined,
+  rollout: RolloutFacts,
+): ConditionCore[] {
   const waiting = why ? `: ${why}` : "";
   const available = c.idle - c.unavailableIdle;
   const availableCondition: ConditionCore =
@@ -105,7 +115,7 @@ function poolConditions(replicas: number, c: PodCounts, why: string | undefined)
           reason: POOL_REASON.SCALING_UP,
           message: `scaling up from ${c.total} to ${replicas} replicas${waiting}`,
         }
-      : c.total > replicas
+      : c.total > rollout.ceiling
         ? {
             type: POOL_CONDITION.SCALING,
             status: "True",
@@ -116,7 +126,7 @@ function poolConditions(replicas: number, c: PodCounts, why: string | undefined)
             type: POOL_CONDITION.SCALING,
             status: "False",
             reason: POOL_REASON.REPLICAS_READY,
-            message: `all ${replicas} replicas are present`,
+            message: `all ${replicas} replicas are present${c.total > replicas ? `, and ${c.total - replicas} more for the rollout (maxSurge ${rollout.maxSurge})` : ""}`,
           };
   const [reason, message] =
     c.unavailableIdle > 0 && c.failed > 0
@@ -138,7 +148,7 @@ function poolConditions(replicas: number, c: PodCounts, why: string | undefined)
     reason,
     message,
   };
-  return [availableCondition, scaling, degraded];
+  return [availableCondition, scaling, degraded, progressingCondition(rollout)];
 }
 
 /** REPLICA_FAILURE is the condition type that says why Pods are not created (ReplicaSet's name). */
@@ -190,8 +200,9 @@ export function templateAvailability(
 /**
  * computePoolStatus is the status a pool should have given its Pods: the phase (Terminating,
  * Pending, ScalingUp, ScalingDown, Degraded, Ready, first match wins), per-phase counts of the
- * Pods that are not terminating, the selector string, structured selector and per-phase
- * selectors (all on the pool label), and the Available, Scaling and Degraded conditions (with
+ * Pods that are not terminating, the rollout's counts and revisions (updated and outdated pods,
+ * updateRevision, and currentRevision, which moves only once no pod is outdated), the selector string, structured selector and per-phase
+ * selectors (all on the pool label), and the Available, Scaling, Degraded and Progressing conditions (with
  * ReplicaFailure and TemplateAvailable as the context says) with observedGeneration = metadata.generation, and pendingRequests, the sum of the fresh counts the
  * API hosts published on the pool (see pending-requests.ts; absent until first set). The field it does not
  * own (autoscaling) is copied from the previous status, so writing the result never erases another
@@ -207,7 +218,9 @@ export function computePoolStatus(
   const previous = pool.status ?? {};
   const name = pool.metadata?.name ?? "";
   // Only the pool's own Pods count: one that merely carries the pool label is no replica.
-  const counts = countPods(pods.filter((pod) => ownedBy(pod, pool)));
+  const owned = pods.filter((pod) => ownedBy(pod, pool));
+  const counts = countPods(owned);
+  const rollout = rolloutFacts(pool, owned, podRevision(pool));
   const failure = context.replicaFailure ?? undefined;
   const selector = `${SANDBOX_POOL_LABEL}=${name}`;
   const phaseSelectors: Record<string, string> = { all: selector };
@@ -215,20 +228,34 @@ export function computePoolStatus(
     phaseSelectors[phase] = `${selector},${SANDBOX_PHASE_LABEL}=${phase}`;
   }
   const status: SandboxPoolStatus = {
-    phase: poolPhase(pool, counts),
+    phase: poolPhase(pool, counts, rollout.ceiling),
     idleReplicas: counts.idle,
     unavailableIdleReplicas: counts.unavailableIdle,
     runningReplicas: counts.running,
     startingReplicas: counts.starting,
     stoppingReplicas: counts.stopping,
     failedReplicas: counts.failed,
+    updatedReplicas: rollout.updated,
+    outdatedReplicas: rollout.outdated,
+    updateRevision: rollout.revision,
+    // The revision every pod was at when none was outdated last (kept while a rollout runs).
+    ...(rollout.outdated === 0
+      ? { currentRevision: rollout.revision }
+      : previous.currentRevision !== undefined
+        ? { currentRevision: previous.currentRevision }
+        : {}),
     selector,
     labelSelector: { matchLabels: { [SANDBOX_POOL_LABEL]: name } },
     phaseSelectors,
     conditions: setConditions(
       previous.conditions ?? [],
       [
-        ...poolConditions(pool.spec.replicas, counts, scalingWait(pool, previous, counts, context)),
+        ...poolConditions(
+          pool.spec.replicas,
+          counts,
+          scalingWait(pool, previous, counts, rollout.ceiling, context),
+          rollout,
+        ),
         ...(failure ? [{ type: REPLICA_FAILURE, status: "True" as const, ...failure }] : []),
         ...(context.templateAvailable ? [context.templateAvailable] : []),
       ],
@@ -255,9 +282,11 @@ function scalingWait(
   pool: SandboxPool,
   previous: SandboxPoolStatus,
   counts: PodCounts,
+  ceiling: number,
   context: PoolStatusContext,
 ): string | undefined {
-  if (counts.total > pool.spec.replicas) return context.scaleDownWait;
+  if (counts.total > ceiling) return context.scaleDownWait;
+  if (counts.total > pool.spec.replicas) return undefined;
   if (counts.total === pool.spec.replicas || context.replicaFailure === null) return undefined;
   return (context.replicaFailure ?? previous.conditions?.find((c) => c.type === REPLICA_FAILURE))?.message;
 }

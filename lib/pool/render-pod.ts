@@ -4,6 +4,7 @@ import type { V1Pod, V1PodSpec } from "@kubernetes/client-node";
 import {
   MANAGED_BY_LABEL,
   MANAGED_BY_SANDBOX_API_SERVER,
+  POD_REVISION_LABEL,
   RESET_POLICY_ANNOTATION,
   SANDBOX_PHASE,
   SANDBOX_PHASE_LABEL,
@@ -15,6 +16,8 @@ import {
 } from "../api/keys.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import type { PodReset } from "../sandbox/release-intent.ts";
+import { canonicalJson } from "../util/canonical-json.ts";
+import { sha256Hex } from "../util/sha256.ts";
 import { CLAIM_SHARD_LABEL, shardOf } from "./claim-shards.ts";
 import { podName } from "./pod-name.ts";
 import { poolOwnerReference } from "./pod-ownership.ts";
@@ -92,10 +95,17 @@ export function idleImages(pool: SandboxPool): Record<string, string> {
 /**
  * podReset is how a released pod of the pool starts afresh: swapped back to (or restarted on)
  * its idle images, or replaced when the pool's RESET_POLICY_ANNOTATION says `Replace` (ADR 0025).
+ * During a rollout (ADR 0031) it also carries the pool's current pod revision once the pool's
+ * status says `replicas` pods stand at it: a released pod of another revision is then replaced
+ * (its successor already stands); before, it is reset in place like any other and, idle, replaced
+ * surge-first, so a release early in a rollout never leaves a gap while new pods start.
  */
 export function podReset(pool: SandboxPool): PodReset {
   const replace = pool.metadata?.annotations?.[RESET_POLICY_ANNOTATION] === "Replace";
-  return { idleImages: idleImages(pool), ...(replace ? { replace } : {}) };
+  const revision = podRevision(pool);
+  const status = pool.status;
+  const covered = status?.updateRevision === revision && (status.updatedReplicas ?? 0) >= pool.spec.replicas;
+  return { idleImages: idleImages(pool), ...(covered ? { revision } : {}), ...(replace ? { replace } : {}) };
 }
 
 /**
@@ -120,6 +130,36 @@ function podSpec(pool: SandboxPool): V1PodSpec {
   return spec;
 }
 
+/** templateMetadata is what renderPod copies from spec.template.metadata: labels and annotations minus the exclusions. */
+function templateMetadata(pool: SandboxPool): { labels: StringMap; annotations: StringMap } {
+  const raw = pool.spec.template?.metadata;
+  const meta = isRecord(raw) ? raw : {};
+  return {
+    labels: syncLabelsFromTemplate({}, meta.labels),
+    annotations: syncAnnotationsFromTemplate({}, meta.annotations),
+  };
+}
+
+/** REVISION_LENGTH is how many hex digits of the SHA-256 a pod revision keeps (40 bits). */
+const REVISION_LENGTH = 10;
+
+/**
+ * podRevision is the revision of the pods the pool renders now: the first 10 hex digits of the
+ * SHA-256 of the canonical JSON of what renderPod takes from the pool and an in-place swap cannot
+ * change on a live pod: the pod spec (podSpec) with every container's `image` removed, and the
+ * template's labels and annotations as rendered onto pods. Images are left out because claims swap
+ * the requested images in and releases swap the idle images back (a changed image reaches a pod
+ * that way, with no new pod); everything else in the pod template (resources, env, commands,
+ * probes, volumes, init containers and their images, scheduling, metadata) only reaches new pods.
+ * The pool's name, uid and the per-slot labels are not in it: every pod of a pool shares it.
+ */
+export function podRevision(pool: SandboxPool): string {
+  const spec = podSpec(pool);
+  const containers = spec.containers.map(({ image: _image, ...rest }) => rest);
+  const text = canonicalJson({ ...templateMetadata(pool), spec: { ...spec, containers } });
+  return sha256Hex(text).slice(0, REVISION_LENGTH);
+}
+
 /**
  * renderPod is the Pod for slot `slot` of a pool: its deterministic slot name, the pool's
  * namespace, labels (template labels minus the exclusions, then the pool, idle-phase and
@@ -127,24 +167,25 @@ function podSpec(pool: SandboxPool): V1PodSpec {
  * sandbox-protection finalizer (so the control plane always sees a deletion window to record
  * the sandbox's history), a controlling ownerReference to the pool (garbage collection when the
  * pool goes; blockOwnerDeletion so foreground deletion waits for the Pods), and the template's
- * Pod spec with the image policy applied. Resources are the template's: every Pod of a pool is
+ * Pod spec with the image policy applied, labelled with its pod revision (`revision`, which a
+ * caller rendering many pods computes once). Resources are the template's: every Pod of a pool is
  * the same size. The pool must have been read from the API server (name, namespace and uid).
  */
-export function renderPod(pool: SandboxPool, slot: number): V1Pod {
+export function renderPod(pool: SandboxPool, slot: number, revision = podRevision(pool)): V1Pod {
   const { name, namespace, uid } = pool.metadata ?? {};
   if (!name || !namespace || !uid) {
     throw new Error(
       "renderPod: the pool needs metadata.name, namespace and uid (read it from the API server)",
     );
   }
-  const rawMeta = pool.spec.template?.metadata;
-  const templateMeta = isRecord(rawMeta) ? rawMeta : {};
+  const meta = templateMetadata(pool);
   const labels: StringMap = {
-    ...syncLabelsFromTemplate({}, templateMeta.labels),
+    ...meta.labels,
     [SANDBOX_POOL_LABEL]: name,
     [SANDBOX_PHASE_LABEL]: SANDBOX_PHASE.IDLE,
     [MANAGED_BY_LABEL]: MANAGED_BY_SANDBOX_API_SERVER,
     [CLAIM_SHARD_LABEL]: shardOf(slot),
+    [POD_REVISION_LABEL]: revision,
   };
   return {
     apiVersion: "v1",
@@ -153,7 +194,7 @@ export function renderPod(pool: SandboxPool, slot: number): V1Pod {
       name: podName(name, slot),
       namespace,
       labels,
-      annotations: syncAnnotationsFromTemplate({}, templateMeta.annotations),
+      annotations: meta.annotations,
       finalizers: [SANDBOX_PROTECTION_FINALIZER],
       ownerReferences: [poolOwnerReference(pool)],
     },

@@ -8,8 +8,11 @@ import { ENV_LABEL, SANDBOX_PHASE, SCALING_GROUP_LABEL } from "../api/keys.ts";
 import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { podPhaseSince } from "../sandbox/phase-since.ts";
+import { outdatedFor } from "../sandbox/pod-revision.ts";
 import { podFacts } from "./pod-facts.ts";
 import { podName } from "./pod-name.ts";
+import { podRevision } from "./render-pod.ts";
+import { rolloutDeletes, rolloutFacts } from "./rollout.ts";
 
 /** ScalePlan lists the writes one run should make; every list may be empty. */
 export interface ScalePlan {
@@ -21,6 +24,8 @@ export interface ScalePlan {
   unprotect: string[];
   /** delete: marked idle Pods whose protection window is over (delete with uid/resourceVersion preconditions). */
   delete: string[];
+  /** replace: outdated idle Pods a rollout deletes now (rolloutDeletes; same preconditions). */
+  replace: string[];
 }
 
 /** IdleSince tells when a Pod last became idle (undefined when unknown: never a candidate). */
@@ -29,10 +34,13 @@ export type IdleSince = (pod: V1Pod) => Date | undefined;
 /** idleSinceOf is when a Pod last became idle, as the sandbox lifecycle records it. */
 export const idleSinceOf: IdleSince = (pod) => podPhaseSince(pod, SANDBOX_PHASE.IDLE);
 
-/** podSets sorts a pool's Pods once: all of them, those not terminating, and the idle ones among those. */
+/**
+ * podSets sorts a pool's Pods once: all of them, those staying (neither terminating nor replaced:
+ * a replaced Pod is deleted once its record is stored), and the idle ones among those.
+ */
 function podSets(pods: readonly V1Pod[]) {
   const all = pods.map((pod) => ({ pod, facts: podFacts(pod) }));
-  const live = all.filter((p) => !p.facts.terminating);
+  const live = all.filter((p) => !p.facts.terminating && !p.facts.replaced);
   return { all, live, idle: live.filter((p) => p.facts.phase === SANDBOX_PHASE.IDLE) };
 }
 
@@ -83,23 +91,31 @@ function byTimeThenName(a: { at: Date; name: string }, b: { at: Date; name: stri
  * planScale decides the Pod-count writes for one run, from the pool, all of its Pods (including
  * terminating ones) and `now`:
  *
- * - count is the number of Pods not terminating (no deletionTimestamp), whatever their phase
- *   or name: adopted Pods count too.
- * - count < replicas: create `replicas - count` Pods in the lowest free slots below replicas
- *   plus the number of terminating Pods. A slot is taken by any Pod with its name, terminating
- *   or not, so a slot whose Pod is still finalizing is skipped and its successor surges past
- *   replicas instead of waiting for it (a replaced Pod, ADR 0025). Slots stay below that bound,
- *   which is what bounds concurrent runs (see podName); a run that saw a Pod terminating and one
- *   that saw it gone may together overshoot by that surge, which scale-down then removes.
- * - count > replicas: only idle Pods (phase label idle, not terminating) are ever removed;
+ * - count is the number of Pods staying, whatever their phase or name (adopted Pods count too):
+ *   neither terminating (deletionTimestamp set) nor replaced (stopping, marked to be replaced:
+ *   complete-stopping deletes it once its record is stored, so its successor is made at once).
+ *   The ceiling is replicas, plus the pool's maxSurge while any Pod is of an outdated pod
+ *   revision (a rollout, ADR 0031; see lib/pool/rollout.ts).
+ * - count < the ceiling: create Pods in the lowest free slots below the ceiling plus the number
+ *   of Pods leaving (terminating or replaced): `replicas - count` of them, or during a rollout as
+ *   many as bring the current-revision Pods up to replicas without passing the ceiling (new Pods
+ *   first). A slot is taken by any Pod with its name, leaving or not, so a slot whose Pod is
+ *   still finalizing is skipped and its successor surges past replicas instead of waiting for it
+ *   (ADR 0025). Slots stay below that bound, which is what bounds concurrent runs (see podName);
+ *   a run that saw a Pod leaving and one that saw it gone may together overshoot by that surge,
+ *   which scale-down then removes.
+ * - count ≤ the ceiling: every mark on an idle Pod is removed (replicas went back up, or the
+ *   Pods above replicas are a rollout's surge), and during a rollout the outdated idle Pods that
+ *   may go now are deleted at once (replace; rolloutDeletes says which).
+ * - count > the ceiling: only idle Pods (phase label idle, not terminating) are ever removed;
  *   starting, running, stopping and failed Pods are never deleted to shrink (the pool stays
  *   above replicas until sandboxes are released). Removal is two-phase so a claim can still win:
  *   the plan marks (protect) as many idle Pods as the excess not yet covered by marks, choosing
- *   Pods idle for at least policy.idleTimeoutSeconds, longest idle first; a mark older than
- *   policy.protectionWindowSeconds turns into a delete. Marks beyond the excess (newest first)
- *   are removed. stabilizationSeconds is not applied here: it spaces the autoscaler's decisions
- *   to lower replicas (lib/autoscale/decide.ts), not the removal of Pods already decided on.
- * - count ≤ replicas: every mark on an idle Pod is removed (replicas went back up).
+ *   Pods idle for at least policy.idleTimeoutSeconds, outdated ones first, then longest idle; a
+ *   mark older than policy.protectionWindowSeconds turns into a delete. Marks beyond the excess
+ *   (newest first) are removed. stabilizationSeconds is not applied here: it spaces the
+ *   autoscaler's decisions to lower replicas (lib/autoscale/decide.ts), not the removal of Pods
+ *   already decided on.
  *
  * A marked Pod that got claimed is not idle any more, so it is simply not considered (the claim
  * clears the mark); a delete must still carry preconditions, as the Pod may be claimed between
@@ -112,29 +128,33 @@ export function planScale(
   now: Date,
   policy: PoolScaleDownPolicy,
   idleSince: IdleSince,
+  revision = podRevision(pool),
 ): ScalePlan {
-  const plan: ScalePlan = { create: [], protect: [], unprotect: [], delete: [] };
+  const plan: ScalePlan = { create: [], protect: [], unprotect: [], delete: [], replace: [] };
   const poolName = pool.metadata?.name ?? "";
   const replicas = pool.spec.replicas;
   const { all, live, idle } = podSets(pods);
   const count = live.length;
+  const rollout = rolloutFacts(pool, pods, revision);
+  const { ceiling } = rollout;
 
-  if (count <= replicas) {
+  if (count <= ceiling) {
     plan.unprotect = idle.filter((p) => p.facts.scaleDownMark !== undefined).map((p) => p.facts.name);
-  }
-  if (count < replicas) {
+    const staying = live.map((p) => p.pod);
+    if (rollout.outdated > 0) plan.replace = rolloutDeletes(pool, staying, revision);
+    const updated = staying.filter((p) => !outdatedFor(p, revision)).length;
+    const wanted = rollout.outdated > 0 ? Math.min(ceiling - count, replicas - updated) : replicas - count;
     const taken = new Set(all.map((p) => p.facts.name));
-    // A Pod on its way out holds its slot until it is gone; its successor takes one past replicas
-    // (a surge of at most one slot per terminating Pod), so a replaced Pod leaves no gap.
-    const slots = replicas + (all.length - live.length);
-    for (let slot = 0; slot < slots && plan.create.length < replicas - count; slot++) {
+    // A Pod on its way out holds its slot until it is gone; its successor takes one past the
+    // ceiling (a surge of at most one slot per leaving Pod), so a replaced Pod leaves no gap.
+    const slots = ceiling + (all.length - live.length);
+    for (let slot = 0; slot < slots && plan.create.length < wanted; slot++) {
       if (!taken.has(podName(poolName, slot))) plan.create.push(slot);
     }
     return plan;
   }
-  if (count === replicas) return plan;
 
-  const excess = count - replicas;
+  const excess = count - ceiling;
   const marked = idle
     .filter((p) => p.facts.scaleDownMarkedAt !== undefined)
     .map((p) => ({ at: p.facts.scaleDownMarkedAt as Date, name: p.facts.name }))
@@ -147,16 +167,16 @@ export function planScale(
 
   const wanted = excess - kept.length;
   if (wanted > 0) {
-    const candidates: { at: Date; name: string }[] = [];
+    const candidates: { at: Date; name: string; outdated: boolean }[] = [];
     for (const p of idle) {
       if (p.facts.scaleDownMarkedAt !== undefined) continue;
       const since = idleSince(p.pod);
       if (since && secondsBetween(since, now) >= policy.idleTimeoutSeconds) {
-        candidates.push({ at: since, name: p.facts.name });
+        candidates.push({ at: since, name: p.facts.name, outdated: outdatedFor(p.pod, revision) });
       }
     }
     plan.protect = candidates
-      .sort(byTimeThenName)
+      .sort((a, b) => Number(b.outdated) - Number(a.outdated) || byTimeThenName(a, b))
       .slice(0, wanted)
       .map((c) => c.name);
   }
@@ -173,7 +193,7 @@ export function planScale(
  * words an operator can act on: marked Pods and when their protection window ends, the next
  * idle Pods not idle long enough, sandboxes that must be
  * released first. Times are absolute, so the text only changes when the situation does.
- * Undefined when the pool is not above its replicas.
+ * Undefined when the pool is not above its replicas (plus a rollout's surge).
  */
 export function scaleDownWait(
   pool: SandboxPool,
@@ -183,7 +203,7 @@ export function scaleDownWait(
   idleSince: IdleSince,
 ): string | undefined {
   const { live, idle } = podSets(pods);
-  const excess = live.length - pool.spec.replicas;
+  const excess = live.length - rolloutFacts(pool, pods, podRevision(pool)).ceiling;
   if (excess <= 0) return undefined;
   const marked = idle.flatMap((p) => (p.facts.scaleDownMarkedAt ? [p.facts.scaleDownMarkedAt] : []));
   const parts: string[] = [];

@@ -1,6 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool, SandboxPoolStatus } from "../api/sandbox-pool.ts";
+import type { SandboxTemplate } from "../api/sandbox-template.ts";
 import type { SandboxRecord } from "../history/record.ts";
 import type { JsonPatchOp } from "../kube/json-patch.ts";
 
@@ -20,7 +21,8 @@ export interface ActionEvent {
  * on create), and an optional event.
  */
 export interface Action {
-  target: { kind: "Pod" | "SandboxPool" | "SandboxEnv"; namespace: string; name: string };
+  /** target: namespace is "" for a SandboxTemplate (cluster-scoped). */
+  target: { kind: "Pod" | "SandboxPool" | "SandboxEnv" | "SandboxTemplate"; namespace: string; name: string };
   why: string;
   record?: SandboxRecord;
   write:
@@ -28,10 +30,12 @@ export interface Action {
     | { op: "patch"; patch: JsonPatchOp[] }
     /** status merge-patches a pool's status: only the fields given change. */
     | { op: "status"; status: SandboxPoolStatus }
-    /** patch-status JSON-patches the status subresource (an Env's or a pool's, its tests first). */
+    /** patch-status JSON-patches the status subresource (an Env's, a pool's or a template's, its tests first). */
     | { op: "patch-status"; patch: JsonPatchOp[] }
     | { op: "delete"; uid?: string; resourceVersion?: string };
   event?: ActionEvent;
+  /** events are more Events after `event`, for a write that says several things at once. */
+  events?: ActionEvent[];
   /**
    * observe is what the write ends, to record in the duration histograms once it succeeded
    * (seconds): a start (claim → Running), a sandbox's life (Running → stop), a recycle (Stopping → Idle).
@@ -55,6 +59,11 @@ export function poolTarget(pool: SandboxPool): Action["target"] {
 /** envTarget names an Env as an action target. */
 export function envTarget(env: SandboxEnv): Action["target"] {
   return { kind: "SandboxEnv", namespace: env.metadata?.namespace ?? "", name: env.metadata?.name ?? "" };
+}
+
+/** templateTarget names a (cluster-scoped) template as an action target. */
+export function templateTarget(template: SandboxTemplate): Action["target"] {
+  return { kind: "SandboxTemplate", namespace: "", name: template.metadata?.name ?? "" };
 }
 
 /** guardedDelete deletes exactly the pod version the plan saw (uid and resourceVersion). */

@@ -1,6 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { PoolScaleDownPolicy } from "../api/autoscaling.ts";
 import {
+  POD_REVISION_LABEL,
   POOL_FINALIZER,
   SANDBOX_PHASE,
   SANDBOX_PHASE_LABEL,
@@ -12,8 +13,9 @@ import { escapePointer, type JsonPatchOp } from "../kube/json-patch.ts";
 import type { CreationBlock } from "../pool/creation-block.ts";
 import { podName } from "../pool/pod-name.ts";
 import { partitionPods } from "../pool/pod-ownership.ts";
-import { renderPod } from "../pool/render-pod.ts";
+import { podRevision, renderPod } from "../pool/render-pod.ts";
 import { idleSinceOf, planScale } from "../pool/scale-plan.ts";
+import { revisionOf } from "../sandbox/pod-revision.ts";
 import { rfc3339 } from "../util/time.ts";
 import { type Action, guardedDelete, isTerminating, podTarget, poolTarget, testVersion } from "./action.ts";
 
@@ -29,7 +31,11 @@ const PHASE_LABEL = `/metadata/labels/${escapePointer(SANDBOX_PHASE_LABEL)}`;
  *   render them (no template copy yet, no usable container);
  * - surplus idle pods are marked, then deleted after the protection window, with the mark and the
  *   idle phase as patch/delete preconditions, so a claim in between always wins;
- * - pods missing the protection finalizer (created by an older controller) get it back.
+ * - during a rollout (pods of an outdated pod revision; ADR 0031), new pods are created first and
+ *   outdated idle pods deleted as planScale says, each delete preconditioned on the pod version read;
+ * - pods missing the protection finalizer or the pod-revision label (created by an older
+ *   controller) get them: the label says the pool's current revision, so pods made before
+ *   rollouts are taken as current (no rollout on upgrade) and a later template change rolls them.
  *
  * Only the pool's own pods count (partitionPods); a foreign pod (`foreign`, or one in `listed` the
  * pool does not own) never fills a replica and is never patched or deleted. Its name still blocks
@@ -72,26 +78,40 @@ export function planMaterialise(
       why: "add the pool finalizer",
       write: {
         op: "patch",
-        patch: addFinalizer(pool, POOL_FINALIZER),
+        patch: [testVersion(pool), addFinalizer(pool, POOL_FINALIZER)],
       },
     });
   }
+  const revision = podRevision(pool);
   for (const pod of pods) {
-    if (isTerminating(pod) || pod.metadata?.finalizers?.includes(SANDBOX_PROTECTION_FINALIZER)) continue;
+    if (isTerminating(pod)) continue;
+    const missing = [
+      ...(pod.metadata?.finalizers?.includes(SANDBOX_PROTECTION_FINALIZER)
+        ? []
+        : ["the protection finalizer"]),
+      ...(revisionOf(pod) === undefined ? ["the pod-revision label"] : []),
+    ];
+    if (missing.length === 0) continue;
     actions.push({
       target: podTarget(pod),
-      why: "add the protection finalizer",
+      why: `add ${missing.join(" and ")}`,
       write: {
         op: "patch",
-        patch: addFinalizer(pod, SANDBOX_PROTECTION_FINALIZER),
+        patch: [
+          testVersion(pod),
+          ...(pod.metadata?.finalizers?.includes(SANDBOX_PROTECTION_FINALIZER)
+            ? []
+            : [addFinalizer(pod, SANDBOX_PROTECTION_FINALIZER)]),
+          ...(revisionOf(pod) === undefined ? [addRevisionLabel(pod, revision)] : []),
+        ],
       },
     });
   }
-  const plan = planScale(pool, pods, now, policy, idleSinceOf);
+  const plan = planScale(pool, pods, now, policy, idleSinceOf, revision);
   const byName = new Map(pods.map((p) => [p.metadata?.name ?? "", p]));
   const idleTest = { op: "test" as const, path: PHASE_LABEL, value: SANDBOX_PHASE.IDLE };
   for (const slot of block ? [] : slotsFor(pool, plan.create, pods, squatters)) {
-    const object = renderPod(pool, slot);
+    const object = renderPod(pool, slot, revision);
     actions.push({
       target: podTarget(object),
       why: `create pod in slot ${slot}`,
@@ -135,7 +155,28 @@ export function planMaterialise(
         write: guardedDelete(pod),
       });
   }
+  for (const name of plan.replace) {
+    const pod = byName.get(name);
+    if (pod)
+      actions.push({
+        target: podTarget(pod),
+        why: `${ROLLOUT_DELETE} (pod revision ${revisionOf(pod)}, now ${revision})`,
+        write: guardedDelete(pod),
+      });
+  }
   return actions;
+}
+
+/** ROLLOUT_DELETE begins the `why` of a rollout's delete of an outdated idle pod. */
+const ROLLOUT_DELETE = "rollout: delete outdated idle pod";
+
+/**
+ * deletesForRollout tells whether planned actions delete pods for a rollout: a decision that
+ * weighs every other pod's state (how many claimable idle pods stay), so the caller takes it on a
+ * read of its own rather than on a tick's list, which may be a period's spread old.
+ */
+export function deletesForRollout(actions: readonly Action[]): boolean {
+  return actions.some((a) => a.write.op === "delete" && a.why.startsWith(ROLLOUT_DELETE));
 }
 
 /**
@@ -167,15 +208,16 @@ function slotsFor(
   });
 }
 
-/** addFinalizer appends a finalizer under a resourceVersion test (creating the list when absent). */
-function addFinalizer(
-  obj: { metadata?: { resourceVersion?: string; finalizers?: string[] } },
-  finalizer: string,
-): JsonPatchOp[] {
-  return [
-    testVersion(obj),
-    obj.metadata?.finalizers
-      ? { op: "add", path: "/metadata/finalizers/-", value: finalizer }
-      : { op: "add", path: "/metadata/finalizers", value: [finalizer] },
-  ];
+/** addFinalizer appends a finalizer (creating the list when absent); callers test the version first. */
+function addFinalizer(obj: { metadata?: { finalizers?: string[] } }, finalizer: string): JsonPatchOp {
+  return obj.metadata?.finalizers
+    ? { op: "add", path: "/metadata/finalizers/-", value: finalizer }
+    : { op: "add", path: "/metadata/finalizers", value: [finalizer] };
+}
+
+/** addRevisionLabel sets POD_REVISION_LABEL (creating the labels when absent); callers test the version first. */
+function addRevisionLabel(pod: V1Pod, revision: string): JsonPatchOp {
+  return pod.metadata?.labels
+    ? { op: "add", path: `/metadata/labels/${escapePointer(POD_REVISION_LABEL)}`, value: revision }
+    : { op: "add", path: "/metadata/labels", value: { [POD_REVISION_LABEL]: revision } };
 }

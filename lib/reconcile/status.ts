@@ -6,7 +6,12 @@ import { escapePointer } from "../kube/json-patch.ts";
 import { type CreateResults, creationBlock, replicaFailure } from "../pool/creation-block.ts";
 import { staleMarks } from "../pool/pending-requests.ts";
 import { podFacts } from "../pool/pod-facts.ts";
-import { type PoolEventIntent, phaseTransitionEvent } from "../pool/pool-events.ts";
+import {
+  type PoolEventIntent,
+  phaseTransitionEvent,
+  type RolloutAnnouncement,
+  rolloutAnnouncement,
+} from "../pool/pool-events.ts";
 import {
   computePoolStatus,
   type PoolStatusContext,
@@ -14,6 +19,7 @@ import {
   statusChanged,
   templateAvailability,
 } from "../pool/pool-status.ts";
+import { maxSurgeOf } from "../pool/rollout.ts";
 import { idleSinceOf, scaleDownPolicyFor, scaleDownWait } from "../pool/scale-plan.ts";
 import { type Action, poolTarget } from "./action.ts";
 
@@ -60,7 +66,9 @@ export function statusContext(
 /**
  * planStatus computes the pool's status from its pods and writes it only when it differs from
  * the stored one (so a pool at rest costs no writes), with an Event when Pods cannot be created
- * (a Warning, whenever the reason or message changes) or else when the phase changes.
+ * (a Warning, whenever the reason or message changes) or else when the phase changes. A rollout
+ * that starts or ends is announced with the write (RolloutStarted, RolloutCompleted; see
+ * announcingWrite).
  */
 export function planStatus(
   pool: SandboxPool,
@@ -118,27 +126,49 @@ function planStatusWrite(
   context: PoolStatusContext,
 ): Action[] {
   const next = computePoolStatus(pool, pods, now, context);
-  if (!statusChanged(pool.status, next)) return [];
+  const announcement = rolloutAnnouncement(pool.status, next, {
+    replicas: pool.spec.replicas,
+    maxSurge: maxSurgeOf(pool),
+  });
+  if (!announcement && !statusChanged(pool.status, next)) return [];
   const event =
     failureEvent(pool.status, next) ??
     phaseTransitionEvent(pool.status?.phase, next.phase, {
       replicas: pool.spec.replicas,
       status: next,
     });
+  // Without the field this step does not own (autoscaling), so the write never turns back a value
+  // its writer set after our read. pendingRequests is ours: summed from the hosts' published
+  // counts (lib/pool/pending-requests.ts).
+  const { autoscaling: _a, ...own } = next;
+  const events = [announcement?.event, event].filter((e): e is PoolEventIntent => e !== undefined);
   return [
     {
       target: poolTarget(pool),
-      why: `status: ${next.phase} (idle ${next.idleReplicas}, running ${next.runningReplicas}, starting ${next.startingReplicas}, stopping ${next.stoppingReplicas}, failed ${next.failedReplicas})`,
-      // A merge patch without the field this step does not own (autoscaling), so it never turns
-      // back a value its writer set after our read. pendingRequests is ours: summed from the hosts'
-      // published counts (lib/pool/pending-requests.ts).
-      write: { op: "status", status: withoutForeignFields(next) },
-      ...(event ? { event } : {}),
+      why: `status: ${next.phase} (idle ${next.idleReplicas}, running ${next.runningReplicas}, starting ${next.startingReplicas}, stopping ${next.stoppingReplicas}, failed ${next.failedReplicas})${announcement ? `; ${announcement.event.reason}` : ""}`,
+      write: announcement ? announcingWrite(own, announcement) : { op: "status", status: own },
+      ...(events[0] ? { event: events[0] } : {}),
+      ...(events.length > 1 ? { events: events.slice(1) } : {}),
     },
   ];
 }
 
-function withoutForeignFields(status: SandboxPoolStatus): SandboxPoolStatus {
-  const { autoscaling: _a, ...own } = status;
-  return own;
+/**
+ * announcingWrite is the status write of a run that announces a rollout's start or end: one JSON
+ * patch that tests the stored fields the announcement is keyed on, then sets every field of the
+ * status as the merge patch would. Of the hosts that see the same start or end, only one write
+ * passes its test, so one Event; the others re-read and find it announced.
+ */
+function announcingWrite(status: SandboxPoolStatus, announcement: RolloutAnnouncement): Action["write"] {
+  const tests = Object.entries(announcement.tested).map(([key, value]) => ({
+    op: "test" as const,
+    path: `/status/${key}`,
+    value,
+  }));
+  const sets = Object.entries(status).map(([key, value]) => ({
+    op: "add" as const,
+    path: `/status/${key}`,
+    value,
+  }));
+  return { op: "patch-status", patch: [...tests, ...sets] };
 }

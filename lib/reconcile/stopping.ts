@@ -7,7 +7,7 @@ import { readInplaceState } from "../sandbox/inplace-state.ts";
 import { toJsonPatch } from "../sandbox/intent-patch.ts";
 import { sandboxPhaseOf } from "../sandbox/phase-label.ts";
 import { podPhaseDuration } from "../sandbox/phase-since.ts";
-import { REPLACE_BY_POLICY } from "../sandbox/release-intent.ts";
+import { REPLACE_BY_POLICY, REPLACE_BY_ROLLOUT } from "../sandbox/release-intent.ts";
 import { resetBlocker } from "../sandbox/reset-progress.ts";
 import { unrestartableServed } from "../sandbox/served-containers.ts";
 import { captureStopRecord } from "../sandbox/stop-record.ts";
@@ -39,7 +39,10 @@ export function planStopping(
     );
     const stopped = record ? `sandbox ${record.sandboxId} stopped (${record.stopReason}); ` : "";
     if (blocker?.reason === "Replace" || blocker?.reason === "TimedOut") {
-      const byPolicy = blocker.reason === "Replace" && blocker.message === REPLACE_BY_POLICY;
+      // The pool's policy and its rollout (whose Events are the pool's) replace pods silently.
+      const byPolicy =
+        blocker.reason === "Replace" &&
+        (blocker.message === REPLACE_BY_POLICY || blocker.message === REPLACE_BY_ROLLOUT);
       return [
         {
           target: podTarget(pod),

@@ -29,6 +29,7 @@ import { planImageSwap } from "./image-swap.ts";
 import { encodeInplaceState, readInplaceState } from "./inplace-state.ts";
 import { managedKeys, unique } from "./lifecycle-keys.ts";
 import { sandboxPhaseOf } from "./phase-label.ts";
+import { outdatedFor } from "./pod-revision.ts";
 import type { IntentResult } from "./transitions.ts";
 
 /** PodReset is how a pool's released pods start afresh (see podReset in lib/pool/render-pod.ts). */
@@ -37,6 +38,12 @@ export interface PodReset {
   idleImages: Readonly<Record<string, string>>;
   /** replace: the pool's reset policy is Replace (delete the pod, the pool makes a new one). */
   replace?: boolean;
+  /**
+   * revision is the pool's current pod revision, given once the pool can replace outdated pods
+   * without a gap (podReset): a pod labelled with another one is then replaced instead of reset (a
+   * rollout, ADR 0031); an unlabelled pod counts as current.
+   */
+  revision?: string;
 }
 
 /** ReleaseOptions is agentbox's ReleaseSandboxPodOptions plus the pool's reset. */
@@ -59,6 +66,9 @@ const STOP_REASONS = new Set<string>(Object.values(STOP_REASON));
 
 /** REPLACE_BY_POLICY is REPLACE_ON_RESET_ANNOTATION's value when the pool asked for replacement. */
 export const REPLACE_BY_POLICY = "the pool's reset policy is Replace";
+
+/** REPLACE_BY_ROLLOUT is REPLACE_ON_RESET_ANNOTATION's value for a pod of an outdated pod revision. */
+export const REPLACE_BY_ROLLOUT = "the pod is of an outdated pod revision (rollout)";
 
 /**
  * runtimeContainerId is the sandbox's runtime container id for the record: the snapshot taken
@@ -84,7 +94,8 @@ export function runtimeContainerId(pod: V1Pod, fromStatus = true): string | unde
  * releaseIntent moves a running (or still starting) pod to stopping and starts every one of its
  * containers afresh: swapped back to the pool's idle image, or restarted on it when it already
  * runs it (restartReference), so nothing of this sandbox reaches the next; a pod whose pool resets
- * by replacement, or with a container that cannot be restarted in place, keeps its images and is
+ * by replacement, of an outdated pod revision (a rollout), or with a container that cannot be
+ * restarted in place, keeps its images and is
  * marked REPLACE_ON_RESET_ANNOTATION (planStopping deletes it after the record). It writes the stop metadata (reason, default Completed; a
  * Released sandbox that was still starting is recorded as Canceled;
  * terminated-at, default now; failure reason/message; exit code), a JSON snapshot of the images
@@ -126,9 +137,11 @@ export function releaseIntent(pod: V1Pod, options: ReleaseOptions, now: Date): I
     ? options.replaceBecause
     : options.replace
       ? REPLACE_BY_POLICY
-      : swap.unrestartable.length > 0
-        ? `containers ${swap.unrestartable.join(", ")} cannot be restarted in place (no registry digest to pin)`
-        : undefined;
+      : outdatedFor(pod, options.revision)
+        ? REPLACE_BY_ROLLOUT
+        : swap.unrestartable.length > 0
+          ? `containers ${swap.unrestartable.join(", ")} cannot be restarted in place (no registry digest to pin)`
+          : undefined;
 
   const at = rfc3339(now);
   const runningImages = Object.fromEntries(

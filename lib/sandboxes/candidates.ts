@@ -5,9 +5,11 @@
 // are candidates (ownedBy): a pod that merely carries the pool label is never claimed.
 import type { V1Pod } from "@kubernetes/client-node";
 import { SANDBOX_PHASE } from "../api/keys.ts";
+import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { podFacts } from "../pool/pod-facts.ts";
 import { ownedBy } from "../pool/pod-ownership.ts";
+import { scaleDownPolicyFor } from "../pool/scale-plan.ts";
 
 /**
  * shuffle is an in-place Fisher-Yates shuffle driven by `random` (values in [0, 1), like
@@ -34,13 +36,26 @@ export function claimableState(pod: V1Pod): boolean {
 }
 
 /**
+ * claimWindowSeconds is how long after its scale-down mark a pod of `pool` may still be claimed:
+ * protectionWindowSeconds of the pool's scale-down policy, resolved exactly as the pool side
+ * resolves it (scaleDownPolicyFor: the group's policy of the Env the pool is a member of, given
+ * as `env`; the CRD default, 10 s, for any other pool). Seed 002 (PoolScaleDownPolicy): "the
+ * time window after a Pod is marked for scale-down ... during which a new Create Sandbox request
+ * can still claim it, cancelling the scale-down intent".
+ */
+function claimWindowSeconds(pool: SandboxPool, env: SandboxEnv | undefined): number {
+  return scaleDownPolicyFor(pool, env).protectionWindowSeconds;
+}
+
+/**
  * orderCandidates lists the pods a create may claim from `pool`, in the order to try them.
  * Claimable: owned by the pool (ownedBy: a pod that only carries its label is skipped) and in a
- * claimable state (claimableState). A pod marked for
- * scale-down is claimable only while its mark is younger than protectionWindowSeconds (a claim
- * inside the window cancels the scale-down); from the window's end on, the pool deletes it, so it
- * is skipped (the same `>=` boundary as the scale plan). A mark that cannot be parsed never leads
- * to a delete (the plan removes it), so its pod stays claimable, as a marked one.
+ * claimable state (claimableState). A pod marked for scale-down is claimable only while its mark
+ * is younger than the pool's protection window (claimWindowSeconds: `env` is the Env the pool is
+ * a member of, undefined when none was found; a claim inside the window cancels the
+ * scale-down); from the window's end on, the pool deletes it, so it is skipped (the same `>=`
+ * boundary as the scale plan). A mark that cannot be parsed never leads to a delete (the plan
+ * removes it), so its pod stays claimable, as a marked one.
  *
  * Unmarked pods come first, then marked ones (claiming those undoes a scale-down the pool
  * decided on); each group is shuffled with `random`.
@@ -49,9 +64,10 @@ export function orderCandidates(
   pool: SandboxPool,
   pods: readonly V1Pod[],
   now: Date,
-  protectionWindowSeconds: number,
+  env: SandboxEnv | undefined,
   random: () => number,
 ): V1Pod[] {
+  const protectionWindowSeconds = claimWindowSeconds(pool, env);
   const unmarked: V1Pod[] = [];
   const marked: V1Pod[] = [];
   for (const pod of pods) {
@@ -73,16 +89,18 @@ export function orderCandidates(
  * (functions/views/idle-feed.ts): the same rule as orderCandidates over pods already known to be in
  * a claimable state, by name. Pods the pool does not own (ownedBy) and pods another create of the
  * host holds are skipped; unmarked pods come before marked ones, and a marked pod (markedAt, epoch
- * ms) only inside its protection window; at random within each group.
+ * ms) only inside the pool's protection window (claimWindowSeconds, with the pool's Env as
+ * `env`); at random within each group.
  */
 export function pickIdle(
   pool: SandboxPool,
   idle: Iterable<[string, { pod: V1Pod; markedAt?: number }]>,
   held: ReadonlySet<string>,
   nowMs: number,
-  protectionWindowSeconds: number,
+  env: SandboxEnv | undefined,
   random: () => number,
 ): string | undefined {
+  const protectionWindowSeconds = claimWindowSeconds(pool, env);
   const unmarked: string[] = [];
   const marked: string[] = [];
   for (const [name, entry] of idle) {

@@ -4,7 +4,7 @@
 // Env and its pools as read (possibly from the watch cache): claims are preconditioned, so a
 // stale count costs a retry, never a wrong claim.
 
-import type { SandboxEnv } from "../api/sandbox-env.ts";
+import type { EnvClusterMember, SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { byScaleUpOrder, type MemberKey } from "../autoscale/policies.ts";
 import { localMembers, scalingGroupOf } from "../env/members.ts";
@@ -52,13 +52,15 @@ function byRoutingOrder(a: RoutedMember, b: RoutedMember): number {
  * out. Every member stays in `members` (a waiting create watches them all: a release anywhere
  * serves it), but one at its maxReplicas with no idle Pod is not tried and never grown. A waiting
  * create grows the first member the autoscaler reads (an enabled group's), fresh before
- * saturated, by scale-up order; else any member that can grow.
+ * saturated, by scale-up order; else any member that can grow. `accept`, when given, keeps only
+ * the members that may serve this create (those of the instance shape it asks for).
  */
 export function routeEnv(
   env: SandboxEnv,
   pools: readonly SandboxPool[],
   clusterId: string,
   now: Date,
+  accept?: (member: EnvClusterMember) => boolean,
 ): EnvRoute {
   const byName = new Map(
     pools
@@ -67,6 +69,7 @@ export function routeEnv(
   );
   const groups = new Map((env.spec.autoscaling?.groups ?? []).map((g) => [g.name, g]));
   const routed = localMembers(env, clusterId).flatMap((member): RoutedMember[] => {
+    if (accept && !accept(member)) return [];
     const pool = byName.get(member.name);
     if (!pool || isTerminating(pool) || foreignMemberPool(pool, env)) return [];
     const group = groups.get(scalingGroupOf(member));

@@ -82,8 +82,9 @@ const maxEntries = (n: number) =>
  * else a pool created from it), exactly one of them; optionally
  * an image for the pool's first container or per-container images (not both), environment
  * variables, caller metadata, timeouts in seconds (idleTimeout 0 = none; timeout is the
- * lifetime: the sandbox is released that long after the claim, however active), and whether to wait
- * (at most waitTimeout seconds) until the sandbox runs.
+ * lifetime: the sandbox is released that long after the claim, however active), whether to wait
+ * (at most waitTimeout seconds) until the sandbox runs, and the instance shape (instanceType,
+ * optionally multiplier) of the Env member to serve it.
  */
 export const CreateSandboxRequest = v.pipe(
   body({
@@ -137,7 +138,29 @@ export const CreateSandboxRequest = v.pipe(
     startupTimeout: v.optional(Seconds(1, 3600, "at most 1 hour")),
     wait: v.optional(v.boolean("must be true or false")),
     waitTimeout: v.optional(Seconds(0, 300, "at most 5 minutes")),
+    instanceType: v.optional(
+      v.pipe(
+        text("an instance type of the catalog"),
+        v.regex(
+          /^[-._a-zA-Z0-9]{1,253}$/,
+          "must be an instance type name (a key of the instance type catalog)",
+        ),
+      ),
+    ),
+    multiplier: v.optional(
+      v.pipe(
+        v.number("must be a whole number (the instance type's multiplier)"),
+        v.integer("must be a whole number (the instance type's multiplier)"),
+        v.minValue(1, "must be at least 1"),
+        v.maxValue(1024, "must be at most 1024"),
+      ),
+    ),
   }),
+  v.partialCheck(
+    [["instanceType"], ["multiplier"]],
+    (r) => r.multiplier === undefined || r.instanceType !== undefined,
+    '"multiplier" needs "instanceType": it multiplies an instance type',
+  ),
   v.partialCheck(
     [["pool"], ["env"], ["template"]],
     (r) => [r.pool, r.env, r.template].filter((x) => x !== undefined).length === 1,

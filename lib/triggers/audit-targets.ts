@@ -136,9 +136,9 @@ export interface EnvAuditTargets {
 
 /**
  * auditEnvTargets maps one audit batch to what the Env step should look at, each once. Writes to
- * an Env's status are skipped (the Env step writes it, and a status change needs no run; as
- * upstream watches generation changes only); every pool write counts, status and scale
- * included, since the Env mirrors pool status and reverts replica changes.
+ * an Env's or a template's status are skipped (the Env and template steps write them, and a
+ * status change needs no run; as upstream watches generation changes only); every pool write
+ * counts, status and scale included, since the Env mirrors pool status and reverts replica changes.
  */
 export function auditEnvTargets(events: readonly AuditEvent[]): EnvAuditTargets {
   const envs = new Set<EnvKey>();
@@ -154,7 +154,8 @@ export function auditEnvTargets(events: readonly AuditEvent[]): EnvAuditTargets 
       const key = `${ref.namespace}/${ref.name}`;
       const urgent = pools.get(key)?.urgent === true || ref.subresource !== "status";
       pools.set(key, { namespace: ref.namespace, name: ref.name, ...(urgent ? { urgent } : {}) });
-    } else if (ours && ref.resource === RESOURCE.SANDBOX_TEMPLATES) templates.add(ref.name);
+    } else if (ours && ref.resource === RESOURCE.SANDBOX_TEMPLATES && ref.subresource !== "status")
+      templates.add(ref.name);
     else if (
       !ref.apiGroup &&
       ref.resource === "secrets" &&

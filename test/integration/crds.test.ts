@@ -87,7 +87,16 @@ describe("CRDs", () => {
       return { columns: t.columnDefinitions.map((c) => c.name), rows: t.rows };
     };
     const pools = await table(`/apis/${GROUP}/${VERSION}/namespaces/${samples.ns}/sandboxpools`);
-    expect(pools.columns).toEqual(["Name", "Phase", "Desired", "Idle", "Running", "Age"]);
+    expect(pools.columns).toEqual([
+      "Name",
+      "Phase",
+      "Desired",
+      "Idle",
+      "Running",
+      "Updated",
+      "Outdated",
+      "Age",
+    ]);
     expect(pools.rows[0]!.cells[0]).toBe("python");
     expect(pools.rows[0]!.cells[2]).toBe(3);
     const envs = await table(`/apis/${GROUP}/${VERSION}/namespaces/${samples.ns}/sandboxenvs`);

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { reconcileEnv } from "../../functions/reconcile-env.ts";
 import { reconcilePool } from "../../functions/reconcile-pool.ts";
+import { reconcileTemplate } from "../../functions/reconcile-template.ts";
 import { tick } from "../../functions/tick.ts";
 import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
 import { apply } from "../../infra/cluster/install.ts";
@@ -87,6 +88,9 @@ describe("credentials", () => {
       { namespace: ns, periodMs: 0, jitter: 0, concurrency: 2 },
     );
     expect(ticked).toMatchObject({ failed: 0, envs: 1 });
+    // The template step writes the template's status conditions under the same role.
+    const templated = await reconcileTemplate(deps, template);
+    expect(templated.outcomes.map((o) => `${o.op} ${o.result}`)).toEqual(["patch-status done"]);
     await custom.deleteClusterCustomObject({ ...TEMPLATES, name: template });
   });
 

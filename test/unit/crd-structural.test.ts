@@ -151,11 +151,13 @@ describe("SandboxPool CRD", () => {
       ["Desired", ".spec.replicas"],
       ["Idle", ".status.idleReplicas"],
       ["Running", ".status.runningReplicas"],
+      ["Updated", ".status.updatedReplicas"],
+      ["Outdated", ".status.outdatedReplicas"],
       ["Age", ".metadata.creationTimestamp"],
     ]);
   });
 
-  it("requires replicas (minimum 0) and defaults only the seed's fields", () => {
+  it("requires replicas (minimum 0) and defaults the seed's fields and the rollout's maxSurge", () => {
     const spec = rootOf(SANDBOX_POOL_CRD).properties?.spec;
     expect(spec?.required).toEqual(["replicas"]);
     expect(spec?.properties?.replicas).toMatchObject({ type: "integer", format: "int32", minimum: 0 });
@@ -163,8 +165,11 @@ describe("SandboxPool CRD", () => {
       type: "object",
       "x-kubernetes-preserve-unknown-fields": true,
     });
+    // rollout is ours (ADR 0031): its maxSurge shows on every pool.
     expect(defaults(SANDBOX_POOL_CRD)).toEqual({
       "spec.podCreationImagePolicy": "IdleImage",
+      "spec.rollout": {},
+      "spec.rollout.maxSurge": "25%",
       "spec.runtimes[*].protocol": "TCP",
     });
     expect(listMapKeys(SANDBOX_POOL_CRD)).toEqual({
@@ -210,13 +215,15 @@ describe("SandboxEnv CRD", () => {
     });
   });
 
-  it("requires templateRef and mode, and defaults exactly the seed's fields", () => {
+  it("requires templateRef and mode, and defaults the seed's fields (and a member spec's rollout, ours)", () => {
     expect(rootOf(SANDBOX_ENV_CRD).properties?.spec?.required).toEqual(["mode", "templateRef"]);
     const group = "spec.autoscaling.groups[*]";
     expect(defaults(SANDBOX_ENV_CRD)).toEqual({
       "spec.mode": "WarmPool",
       "spec.clusters[*].members[*].config.scalingGroup": "default",
       "spec.clusters[*].members[*].spec.podCreationImagePolicy": "IdleImage",
+      "spec.clusters[*].members[*].spec.rollout": {},
+      "spec.clusters[*].members[*].spec.rollout.maxSurge": "25%",
       "spec.clusters[*].members[*].spec.runtimes[*].protocol": "TCP",
       [`${group}.enabled`]: false,
       [`${group}.minReplicas`]: 0,

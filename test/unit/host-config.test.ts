@@ -1,5 +1,5 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readActivitySource, readHostEnv } from "../../hosts/node/config.ts";
@@ -26,12 +26,23 @@ describe("readHostEnv", () => {
         tickConcurrency: 8,
         envdPort: 49983,
         adoptPools: false,
+        instanceId: hostname(),
         idleRelease: "reported",
+        instanceTypes: { namespace: "agentbox-system", name: "agentbox-instance-types" },
         logLevel: "info",
         kubeTimeouts: { read: 10_000, list: 30_000, write: 15_000 },
         shutdown: { settleMs: 5000, graceMs: 25_000 },
       },
     });
+  });
+
+  it("reads where the instance type catalog lives, naming a bad value", () => {
+    const r = readHostEnv({ ...valid, AGENTBOX_INSTANCE_TYPES: "ops/types" });
+    expect(r.ok && r.value.instanceTypes).toEqual({ namespace: "ops", name: "types" });
+    const bad = readHostEnv({ ...valid, AGENTBOX_INSTANCE_TYPES: "types" });
+    expect(bad.ok ? [] : bad.errors).toEqual([
+      'AGENTBOX_INSTANCE_TYPES: must be "namespace/name" of a ConfigMap, e.g. agentbox-system/agentbox-instance-types',
+    ]);
   });
 
   it("reads the team sandbox limits and names a bad one", () => {
@@ -120,6 +131,18 @@ describe("readHostEnv", () => {
     expect(pulledWithout.ok ? [] : pulledWithout.errors).toEqual([
       "AGENTBOX_IDLE_RELEASE: pulled needs a pulled activity source (AGENTBOX_ACTIVITY_SOURCE_URL, or the sandbox router: AGENTBOX_SANDBOX_DOMAIN or AGENTBOX_DATA_PLANE_PORT)",
     ]);
+  });
+
+  it("reads the instance ID (default: the hostname) and refuses one that is no lowercase label value", () => {
+    const r = readHostEnv({ ...valid, AGENTBOX_INSTANCE_ID: "agentbox-functions-7d9f8-x2k4p" });
+    expect(r.ok && r.value.instanceId).toBe("agentbox-functions-7d9f8-x2k4p");
+    for (const bad of ["", "Host-A", "-a", "a-", "a b", "a/b", "a".repeat(64)]) {
+      const refused = readHostEnv({ ...valid, AGENTBOX_INSTANCE_ID: bad });
+      expect(refused.ok ? [] : refused.errors).toEqual([
+        "AGENTBOX_INSTANCE_ID: must be 1 to 63 lowercase letters, digits, '-', '_' or '.', beginning and ending with a letter or digit (a label value such as a pod name)",
+      ]);
+    }
+    expect(readHostEnv({ ...valid, AGENTBOX_INSTANCE_ID: "a".repeat(63) }).ok).toBe(true);
   });
 
   it("reads the sandbox domain, and refuses one that is no DNS name or is E2B's", () => {

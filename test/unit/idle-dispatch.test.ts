@@ -1,10 +1,13 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it, vi } from "vitest";
 import { IdleDispatch, UNSUITABLE } from "../../functions/views/idle-dispatch.ts";
+import { SCALE_DOWN_PROTECTED_ANNOTATION } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { KubeError } from "../../lib/kube/errors.ts";
 import type { WatchEvent } from "../../lib/kube/transport.ts";
 import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
+import { autoscalingGroup } from "../support/autoscaling-group.ts";
+import { asMember, envOf } from "../support/env-member.ts";
 
 // The dispatch logic over a scripted event stream: which waiter claims which pod, how often, and
 // what becomes of a lost claim or a wait that times out. (Against the apiserver: the waiting
@@ -104,6 +107,29 @@ describe("IdleDispatch", () => {
     s.push("ADDED", idlePod("b"));
     expect(await Promise.all(waits)).toEqual(["w1 got a", "w2 got b", undefined]);
     expect(claims).toEqual(["w1:a", "w2:b"]);
+  });
+
+  it("offers a member pool's marked pod for its Env group's protection window, not the default 10 s (issue #26)", async () => {
+    const member = asMember(pool, "default");
+    const env = envOf(autoscalingGroup({ down: { protectionWindowSeconds: 60 } }));
+    const marked = idlePod("m");
+    marked.metadata = {
+      ...marked.metadata,
+      annotations: { [SCALE_DOWN_PROTECTED_ANNOTATION]: new Date(Date.now() - 30_000).toISOString() },
+    };
+    const s = dispatcher();
+    const tried: string[] = [];
+    const claim = async (pod: V1Pod) => {
+      tried.push(pod.metadata?.name ?? "");
+      return pod.metadata?.name;
+    };
+    const without = s.dispatch.wait([member], 50, claim);
+    s.push("ADDED", marked);
+    expect(await without).toBeUndefined();
+    const withEnv = s.dispatch.wait([member], 1000, claim, undefined, env);
+    s.push("ADDED", marked);
+    expect(await withEnv).toBe("m");
+    expect(tried).toEqual(["m"]);
   });
 
   it("never offers a pod the waiter's pool does not own (the pool label alone, another uid)", async () => {

@@ -6,6 +6,8 @@ import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeRequest, WatchEvent } from "../../lib/kube/transport.ts";
 import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
+import { autoscalingGroup } from "../support/autoscaling-group.ts";
+import { asMember, envOf } from "../support/env-member.ts";
 
 // The feed's bookkeeping over a scripted list and watch: when it is ready, which pod each create
 // is handed, and what a lost or kept claim, a watch event or a 410 does to what it offers.
@@ -126,6 +128,18 @@ describe("IdleFeed", () => {
     push("MODIFIED", idlePod("cold", "2"));
     push("DELETED", idlePod("cold", "3"));
     expect(feed.take(pool, now, first)).toBeUndefined();
+    feed.close();
+  });
+
+  it("a member pool's marked pods are offered for its Env group's protection window (issue #26)", async () => {
+    const member = asMember(pool, "default");
+    const env = envOf(autoscalingGroup({ down: { protectionWindowSeconds: 60 } }));
+    const { feed } = await readyFeed([
+      idlePod("marked", "1", { markedAt: new Date(now.getTime() - 30_000).toISOString() }),
+    ]);
+    // Without the Env: the CRD's 10 s are over. With it: 60 s, so the pod is still on offer.
+    expect(feed.take(member, now, first)).toBeUndefined();
+    expect(feed.take(member, now, first, env)?.pod.metadata?.name).toBe("marked");
     feed.close();
   });
 

@@ -93,7 +93,7 @@ describe("pool gauges", () => {
   it("counts a snapshot's pods by phase, as the status does, with the pool's Env", () => {
     expect(poolGauges(pool("e"), [pod("idle"), pod("idle"), pod("running"), pod("stopping", true)])).toEqual({
       labels: { namespace: "ns", pool: "p", sandbox_env: "e" },
-      values: { desired: 4, idle: 2, running: 1, starting: 0, stopping: 0, failed: 0 },
+      values: { desired: 4, idle: 2, running: 1, starting: 0, stopping: 0, failed: 0, outdated: 0 },
     });
   });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   MANAGED_BY_LABEL,
+  POD_REVISION_LABEL,
   SANDBOX_PHASE_LABEL,
   SANDBOX_POOL_LABEL,
   SANDBOX_PROTECTION_FINALIZER,
@@ -22,6 +23,7 @@ import {
 import { podName } from "../../lib/pool/pod-name.ts";
 import {
   idleImages,
+  podRevision,
   renderPod,
   syncAnnotationsFromTemplate,
   syncLabelsFromTemplate,
@@ -79,6 +81,7 @@ describe("renderPod", () => {
       [MANAGED_BY_LABEL]: "sandbox-api-server",
       // Slot 4 of 64 claim shards.
       [CLAIM_SHARD_LABEL]: "4",
+      [POD_REVISION_LABEL]: podRevision(pool()),
     });
     expect(renderPod(pool(), 68).metadata?.labels?.[CLAIM_SHARD_LABEL]).toBe("4");
     expect(pod.metadata?.annotations).toEqual({ note: "kept" });

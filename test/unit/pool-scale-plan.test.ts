@@ -108,7 +108,13 @@ describe("planScale: scale down", () => {
       pod("web-4", { idleFor: 600 }),
       pod("web-5", { idleFor: 1000, terminating: true }),
     ];
-    expect(plan(3, pods)).toEqual({ create: [], protect: ["web-1", "web-4"], unprotect: [], delete: [] });
+    expect(plan(3, pods)).toEqual({
+      create: [],
+      protect: ["web-1", "web-4"],
+      unprotect: [],
+      delete: [],
+      replace: [],
+    });
   });
 
   it("breaks ties on idle time by name, and skips Pods whose idle time is unknown", () => {
@@ -123,7 +129,7 @@ describe("planScale: scale down", () => {
         pod("web-0", { phase, idleFor: 1000, markedFor: 100 }),
         pod("web-1", { phase: "running" }),
       ];
-      expect(plan(0, pods)).toEqual({ create: [], protect: [], unprotect: [], delete: [] });
+      expect(plan(0, pods)).toEqual({ create: [], protect: [], unprotect: [], delete: [], replace: [] });
     },
   );
 
@@ -133,6 +139,7 @@ describe("planScale: scale down", () => {
       protect: [],
       unprotect: [],
       delete: [],
+      replace: [],
     });
     expect(plan(1, [pod("web-0"), pod("web-1", { idleFor: 999, markedFor: 10 })]).delete).toEqual(["web-1"]);
   });
@@ -144,7 +151,7 @@ describe("planScale: scale down", () => {
       pod("web-2", { idleFor: 700 }),
       pod("web-3", { idleFor: 600 }),
     ];
-    expect(plan(2, pods)).toEqual({ create: [], protect: ["web-1"], unprotect: [], delete: [] });
+    expect(plan(2, pods)).toEqual({ create: [], protect: ["web-1"], unprotect: [], delete: [], replace: [] });
   });
 
   it("unmarks the newest marks beyond the excess", () => {
@@ -153,7 +160,13 @@ describe("planScale: scale down", () => {
       pod("web-1", { idleFor: 900, markedFor: 5 }),
       pod("web-2", { idleFor: 900 }),
     ];
-    expect(plan(2, pods)).toEqual({ create: [], protect: [], unprotect: ["web-1"], delete: ["web-0"] });
+    expect(plan(2, pods)).toEqual({
+      create: [],
+      protect: [],
+      unprotect: ["web-1"],
+      delete: ["web-0"],
+      replace: [],
+    });
   });
 
   it("leaves stabilizationSeconds to the autoscaler: marks right after a recent scale-down", () => {
@@ -164,7 +177,7 @@ describe("planScale: scale down", () => {
 
   it("ignores a marked Pod that was claimed: it is not idle, so neither kept nor deleted", () => {
     const pods = [pod("web-0", { phase: "starting", markedFor: 60 }), pod("web-1", { idleFor: 900 })];
-    expect(plan(1, pods)).toEqual({ create: [], protect: ["web-1"], unprotect: [], delete: [] });
+    expect(plan(1, pods)).toEqual({ create: [], protect: ["web-1"], unprotect: [], delete: [], replace: [] });
   });
 
   it("unmarks every idle Pod when replicas went back up", () => {
@@ -173,19 +186,37 @@ describe("planScale: scale down", () => {
       pod("web-1", { idleFor: 900, markedFor: 50 }),
       pod("web-2", { phase: "running", markedFor: 50 }),
     ];
-    expect(plan(3, pods)).toEqual({ create: [], protect: [], unprotect: ["web-0", "web-1"], delete: [] });
-    expect(plan(5, pods)).toEqual({ create: [3, 4], protect: [], unprotect: ["web-0", "web-1"], delete: [] });
+    expect(plan(3, pods)).toEqual({
+      create: [],
+      protect: [],
+      unprotect: ["web-0", "web-1"],
+      delete: [],
+      replace: [],
+    });
+    expect(plan(5, pods)).toEqual({
+      create: [3, 4],
+      protect: [],
+      unprotect: ["web-0", "web-1"],
+      delete: [],
+      replace: [],
+    });
   });
 
   it("re-marks a Pod whose mark cannot be read, or removes the garbled mark", () => {
     const pods = [pod("web-0", { idleFor: 900, markedFor: "yesterday" }), pod("web-1", { idleFor: 100 })];
-    expect(plan(1, pods)).toEqual({ create: [], protect: ["web-0"], unprotect: [], delete: [] });
+    expect(plan(1, pods)).toEqual({ create: [], protect: ["web-0"], unprotect: [], delete: [], replace: [] });
     const other = [
       pod("web-0", { idleFor: 900 }),
       pod("web-1", { idleFor: 100, markedFor: "?" }),
       pod("web-2"),
     ];
-    expect(plan(2, other)).toEqual({ create: [], protect: ["web-0"], unprotect: ["web-1"], delete: [] });
+    expect(plan(2, other)).toEqual({
+      create: [],
+      protect: ["web-0"],
+      unprotect: ["web-1"],
+      delete: [],
+      replace: [],
+    });
   });
 
   it("respects idleTimeoutSeconds and protectionWindowSeconds from the policy", () => {
@@ -196,6 +227,7 @@ describe("planScale: scale down", () => {
       protect: ["web-0"],
       unprotect: [],
       delete: ["web-1"],
+      replace: [],
     });
   });
 
@@ -203,7 +235,7 @@ describe("planScale: scale down", () => {
     const first = plan(1, [pod("web-0", { idleFor: 900 }), pod("web-1", { idleFor: 800 })]);
     expect(first.protect).toEqual(["web-0"]);
     const later = plan(1, [pod("web-0", { idleFor: 915, markedFor: 15 }), pod("web-1", { idleFor: 815 })]);
-    expect(later).toEqual({ create: [], protect: [], unprotect: [], delete: ["web-0"] });
+    expect(later).toEqual({ create: [], protect: [], unprotect: [], delete: ["web-0"], replace: [] });
   });
 });
 

@@ -249,6 +249,7 @@ describe("computePoolStatus: recomputation", () => {
       "Available",
       "Scaling",
       "Degraded",
+      "Progressing",
     ]);
     expect(s.conditions?.[0]).toEqual(foreign);
     expect(computePoolStatus(pool(1), idle(1), NOW)).not.toHaveProperty("pendingRequests");

@@ -5,6 +5,7 @@ import { PoolScaleDownPolicy } from "../../lib/api/autoscaling.ts";
 import { REPLACE_ON_RESET_ANNOTATION } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
+import { podRevision } from "../../lib/pool/render-pod.ts";
 import { planFailures } from "../../lib/reconcile/failures.ts";
 import { planFinalizeDeleted } from "../../lib/reconcile/finalize-deleted.ts";
 import { planIdleRelease, reportedOnly } from "../../lib/reconcile/idle-release.ts";
@@ -423,7 +424,8 @@ describe("planMaterialise", () => {
     );
     expect(fresh.map((a) => a.why)).toEqual([
       "add the pool finalizer",
-      "add the protection finalizer",
+      // A pod made before rollouts gets its pod revision in the same patch (ADR 0031).
+      "add the protection finalizer and the pod-revision label",
       "create pod in slot 1",
     ]);
     const deleting = pool({ deletionTimestamp: "2026-11-21T11:59:00Z" });
@@ -442,10 +444,17 @@ describe("planMaterialise", () => {
   });
 
   it("deletes marked idle pods after the window, and leaves status.autoscaling to the autoscaler", () => {
+    const labels = { "agentbox.navix.sh/pod-revision": podRevision(pool()) };
     const marked = pod("p-1", "idle", {
+      labels,
       annotations: { "agentbox.navix.sh/scale-down-protected": "2026-11-21T11:00:00Z" },
     });
-    const actions = planMaterialise(pool({}, { replicas: 1 }), [pod("p-0", "idle"), marked], policy, NOW);
+    const actions = planMaterialise(
+      pool({}, { replicas: 1 }),
+      [pod("p-0", "idle", { labels }), marked],
+      policy,
+      NOW,
+    );
     expect(actions.map((a) => a.why)).toEqual(["scale down: delete marked idle pod"]);
   });
 });

