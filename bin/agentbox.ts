@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // agentbox: operator CLI. `agentbox reconcile <namespace>/<pool> [--step NAME]` runs the reconcile
 // steps for one pool right here, `agentbox refresh-template <namespace>/<pool>` re-renders a pool
-// from its template, `agentbox reconcile-env <namespace>/<env>` runs an Env's step; each against
+// from its template, `agentbox reconcile-env <namespace>/<env>` runs an Env's step, `agentbox
+// refresh-member <namespace>/<env> <member>` re-renders an Env member from its template; each against
 // the API server of the current kubeconfig (or of the local cluster named by --cluster), printing
 // what it did.
 import { parseArgs } from "node:util";
@@ -12,7 +13,8 @@ import type { StepDeps } from "../functions/deps.ts";
 import type { ActionOutcome } from "../functions/execute.ts";
 import { type EnvReport, reconcileEnv } from "../functions/reconcile-env.ts";
 import { type PoolReport, RECONCILE, reconcilePool, STEP_NAMES } from "../functions/reconcile-pool.ts";
-import { Misconfigured, StepRefused } from "../functions/step.ts";
+import { type MemberRefreshReport, refreshMember } from "../functions/refresh-member.ts";
+import { Misconfigured, NotFound, StepRefused } from "../functions/step.ts";
 import { readPostgresHistory } from "../hosts/node/history-settings.ts";
 import { nodeKubeTransport } from "../hosts/node/kube-transport.ts";
 import { openHistory } from "../hosts/node/open-history.ts";
@@ -25,6 +27,7 @@ import { SANDBOX_COMMANDS, SANDBOX_USAGE, sandboxCommand } from "./sandbox-comma
 const USAGE = `usage: agentbox reconcile <namespace>/<pool> [--step NAME] [--kubeconfig FILE | --cluster NAME] [--history FILE]
        agentbox refresh-template <namespace>/<pool> [--kubeconfig FILE | --cluster NAME]
        agentbox reconcile-env <namespace>/<env> [--cluster-id ID] [--kubeconfig FILE | --cluster NAME]
+       agentbox refresh-member <namespace>/<env> <member> [--cluster-id ID] [--kubeconfig FILE | --cluster NAME]
        agentbox api-key create --team TEAM --user USER [--admin] [--keys NAMESPACE/NAME] [--kubeconfig FILE | --cluster NAME]
        agentbox api-key list [--keys NAMESPACE/NAME] [--kubeconfig FILE | --cluster NAME]
        agentbox api-key revoke <KEY | KEY-ID> [--keys NAMESPACE/NAME] [--kubeconfig FILE | --cluster NAME]
@@ -33,6 +36,7 @@ ${SANDBOX_USAGE}
 steps: ${STEP_NAMES.join(", ")} (default: reconcile = all but refresh-template, in order)
 refresh-template re-renders a standalone pool from its template's current revision, its overrides re-applied.
 reconcile-env runs the Env step for the segment --cluster-id (default $AGENTBOX_CLUSTER_ID; with --cluster, "local").
+refresh-member re-renders a member of that segment from its template's current revision, its Env's overrides and config re-applied.
 The kubeconfig is --kubeconfig, else the local cluster --cluster NAME, else $KUBECONFIG / ~/.kube/config / in-cluster.
 Records go to the SQLite file --history, else PostgreSQL when $AGENTBOX_HISTORY_URL is set (its AGENTBOX_HISTORY_* settings),
 else $AGENTBOX_HISTORY_PATH, else the local cluster's history.sqlite.`;
@@ -50,7 +54,7 @@ type Values = {
   help?: boolean;
 };
 
-const COMMANDS = new Set(["reconcile", "refresh-template", "reconcile-env"]);
+const COMMANDS = new Set(["reconcile", "refresh-template", "reconcile-env", "refresh-member"]);
 
 async function main(): Promise<number> {
   const first = process.argv[2] ?? "";
@@ -70,12 +74,12 @@ async function main(): Promise<number> {
       help: { type: "boolean", short: "h" },
     },
   });
-  const [command = "", target] = positionals;
+  const [command = "", target, memberName] = positionals;
   if (command === "api-key" && target === "create") return apiKeyCreate(values);
   if (command === "api-key" && target === "list") return apiKeyList(values);
   if (command === "api-key" && target === "revoke" && positionals[2])
     return apiKeyRevoke(values, positionals[2]);
-  if (values.help || !COMMANDS.has(command) || !target) {
+  if (values.help || !COMMANDS.has(command) || !target || (command === "refresh-member" && !memberName)) {
     console.error(USAGE);
     return values.help ? 0 : 2;
   }
@@ -130,11 +134,15 @@ async function main(): Promise<number> {
   try {
     const [, ns = "", name = ""] = match;
     if (command === "reconcile-env") return printEnvReport(await reconcileEnv(deps, ns, name));
+    if (command === "refresh-member")
+      return printMemberReport(await refreshMember(deps, ns, name, memberName ?? ""));
     return printPoolReport(await reconcilePool(deps, ns, name, step));
   } catch (e) {
-    if (e instanceof StepRefused || e instanceof Misconfigured) {
-      console.error(`${e instanceof StepRefused ? "refused" : "misconfigured"}: ${e.message}`);
-      return e instanceof StepRefused ? 1 : 2;
+    if (e instanceof StepRefused || e instanceof Misconfigured || e instanceof NotFound) {
+      const kind =
+        e instanceof StepRefused ? "refused" : e instanceof NotFound ? "not found" : "misconfigured";
+      console.error(`${kind}: ${e.message}`);
+      return e instanceof Misconfigured ? 2 : 1;
     }
     throw e;
   } finally {
@@ -168,6 +176,14 @@ function printEnvReport(report: EnvReport): number {
   if (report.outcomes.length === 0) console.log(`${report.env}: nothing to do`);
   for (const o of report.outcomes) console.log(outcomeLine(o));
   return report.outcomes.some((o) => o.result === "error") ? 1 : 0;
+}
+
+function printMemberReport(report: MemberRefreshReport): number {
+  console.log(
+    `${report.env} member ${report.member}: ${report.outcomes.length === 0 ? "nothing to do, " : ""}${report.note}`,
+  );
+  for (const o of report.outcomes) console.log(outcomeLine(o));
+  return report.outcomes.some((o) => o.result !== "done") ? 1 : 0;
 }
 
 /** apiKeyCreate mints an API key for a tenant and prints it once (only its hash is stored). */

@@ -40,3 +40,14 @@ export class Misconfigured extends Error {
     this.name = "Misconfigured";
   }
 }
+
+/**
+ * NotFound is thrown by a manual trigger whose target does not exist (an unknown Env or member);
+ * the manual triggers answer it as 404 with its message.
+ */
+export class NotFound extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "NotFound";
+  }
+}

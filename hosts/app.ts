@@ -11,7 +11,12 @@ import { admissionRoutes } from "../webhooks/admission.ts";
 import { type AuditEventList, auditRoutes } from "../webhooks/audit.ts";
 import { consoleRoutes } from "../webhooks/console.ts";
 import { e2bRoutes } from "../webhooks/e2b.ts";
-import { type EnvRunner, functionsRoutes, type StepRunner } from "../webhooks/functions.ts";
+import {
+  type EnvRunner,
+  functionsRoutes,
+  type MemberRunner,
+  type StepRunner,
+} from "../webhooks/functions.ts";
 import { httpMetrics, metricsRoutes, type Scrape } from "../webhooks/metrics.ts";
 import { sandboxRoutes } from "../webhooks/sandboxes.ts";
 
@@ -22,7 +27,7 @@ export interface AppDeps {
   onAuditEvents?: (list: AuditEventList) => void;
   /** adminToken and functions enable the manual triggers under /functions. */
   adminToken?: string;
-  functions?: { steps: readonly string[]; run: StepRunner; runEnv?: EnvRunner };
+  functions?: { steps: readonly string[]; run: StepRunner; runEnv?: EnvRunner; refreshMember?: MemberRunner };
   /** readTemplate lets the defaulting webhook copy a pool's template at creation. */
   readTemplate?: (name: string) => Promise<SandboxTemplate | undefined>;
   /** api enables the sandbox REST API under /v1, and E2B's API under /e2b. */

@@ -244,6 +244,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
       steps: STEP_NAMES,
       run: (step, namespace, pool) => reconciler.run(step, namespace, pool),
       runEnv: (namespace, env) => reconciler.runEnv(namespace, env),
+      refreshMember: (namespace, env, member) => reconciler.refreshMember(namespace, env, member),
     },
   });
   const server = await serveHttps(

@@ -56,6 +56,7 @@ port.on("message", (m: ToReconciler | HostAnswer) => {
   void answer(port, m.id, async () => {
     if (m.op === "run") return reconciler.run(m.step, m.namespace, m.pool);
     if (m.op === "run-env") return reconciler.runEnv(m.namespace, m.env);
+    if (m.op === "refresh-member") return reconciler.refreshMember(m.namespace, m.env, m.member);
     if (m.op === "idle") return reconciler.idle();
     if (m.op === "metrics") return metrics.registry.getMetricsAsJSON();
     await reconciler.close();

@@ -1,6 +1,7 @@
 import type { Counter, MetricObjectWithValues, MetricValue } from "prom-client";
 import type { EnvReport } from "../../functions/reconcile-env.ts";
 import type { PoolReport } from "../../functions/reconcile-pool.ts";
+import type { MemberRefreshReport } from "../../functions/refresh-member.ts";
 import type { Log } from "../../lib/log.ts";
 import type { PostgresHistorySettings } from "./postgres-history.ts";
 import type { AuditWork, Reconciler, ReconcilerOptions } from "./reconciler.ts";
@@ -30,6 +31,7 @@ export type ToReconciler =
   | { op: "audit"; work: AuditWork }
   | { op: "run"; id: number; step: string; namespace: string; pool: string }
   | { op: "run-env"; id: number; namespace: string; env: string }
+  | { op: "refresh-member"; id: number; namespace: string; env: string; member: string }
   | { op: "idle"; id: number }
   | { op: "metrics"; id: number }
   | { op: "close"; id: number };
@@ -79,6 +81,8 @@ export async function startReconcilerThread(
     },
     run: (step, namespace, pool) => thread.ask<PoolReport>({ op: "run", step, namespace, pool }),
     runEnv: (namespace, env) => thread.ask<EnvReport>({ op: "run-env", namespace, env }),
+    refreshMember: (namespace, env, member) =>
+      thread.ask<MemberRefreshReport>({ op: "refresh-member", namespace, env, member }),
     idle: () => thread.ask<void>({ op: "idle" }),
     metrics: () => thread.ask<MetricObjectWithValues<MetricValue<string>>[]>({ op: "metrics" }),
     kill: () => thread.kill(),

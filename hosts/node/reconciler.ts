@@ -6,6 +6,7 @@ import { type EnvReport, reconcileEnv } from "../../functions/reconcile-env.ts";
 import { reconcilePod } from "../../functions/reconcile-pod.ts";
 import { type PoolReport, RECONCILE, reconcilePool } from "../../functions/reconcile-pool.ts";
 import { reconcileTemplate } from "../../functions/reconcile-template.ts";
+import { type MemberRefreshReport, refreshMember } from "../../functions/refresh-member.ts";
 import { tick } from "../../functions/tick.ts";
 import type { EnvSnapshot } from "../../lib/env/plan-env.ts";
 import type { EnvAuditTargets, PodKey, PodTarget, PoolKey } from "../../lib/triggers/audit-targets.ts";
@@ -28,6 +29,8 @@ export interface Reconciler {
   run(step: string, namespace: string, pool: string): Promise<PoolReport>;
   /** runEnv runs the Env step for one Env now and reports what it did. */
   runEnv(namespace: string, env: string): Promise<EnvReport>;
+  /** refreshMember re-renders one Env member from its template's current revision now (manual only). */
+  refreshMember(namespace: string, env: string, member: string): Promise<MemberRefreshReport>;
   /** idle resolves when no run is in flight (for shutdown, tests and benchmarks). */
   idle(): Promise<void>;
   close(): Promise<void>;
@@ -145,6 +148,7 @@ export function startReconciler(deps: StepDeps, options: ReconcilerOptions): Rec
     },
     run: (step, namespace, pool) => reconcilePool(deps, namespace, pool, step),
     runEnv: (namespace, env) => reconcileEnv(deps, namespace, env),
+    refreshMember: (namespace, env, member) => refreshMember(deps, namespace, env, member),
     idle,
     close: async () => {
       cron?.stop();

@@ -18,6 +18,7 @@ import { reconcileEnv } from "../../functions/reconcile-env.ts";
 import { reconcilePod } from "../../functions/reconcile-pod.ts";
 import { reconcilePool, STEP_NAMES } from "../../functions/reconcile-pool.ts";
 import { reconcileTemplate } from "../../functions/reconcile-template.ts";
+import { refreshMember } from "../../functions/refresh-member.ts";
 import { tick } from "../../functions/tick.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
@@ -164,6 +165,7 @@ export default {
         steps: STEP_NAMES,
         run: (step, namespace, pool) => reconcilePool(api, namespace, pool, step),
         runEnv: (namespace, env) => reconcileEnv(api, namespace, env),
+        refreshMember: (namespace, env, member) => refreshMember(api, namespace, env, member),
       },
       readTemplate: (name) => orMissing(api.kube.getTemplate(name)),
     });

@@ -157,6 +157,13 @@ export const POOL_TEMPLATE_VERSION_ANNOTATION = "agentbox.navix.sh/template-vers
 /** POOL_OVERRIDES_ANNOTATION holds the pool's JSON overrides, re-applied on newer template revisions. */
 export const POOL_OVERRIDES_ANNOTATION = "agentbox.navix.sh/overrides";
 /**
+ * MEMBER_TEMPLATE_ANNOTATION (this project's own key) on an Env member pool holds, as canonical
+ * JSON, what the member renders from its template (name, version, synced labels and annotations,
+ * pod template, idle image, runtimes) at the revision it was created or last refreshed from:
+ * template edits reach it only through RefreshMember (seed 002; ADR 0033).
+ */
+export const MEMBER_TEMPLATE_ANNOTATION = "agentbox.navix.sh/member-template";
+/**
  * LAST_SANDBOX_CREATE_TIME_ANNOTATION is the throttled (≈5 s) RFC3339 UTC mirror of the last
  * sandbox create served for a pool; the autoscaler's fallback after a restart.
  */

@@ -17,6 +17,7 @@ export const ENV_REASON = {
   TEMPLATE_CONSISTENT: "TemplateConsistent",
   TEMPLATE_NOT_FOUND: "TemplateNotFound",
   TEMPLATE_MISMATCH: "TemplateMismatch",
+  MEMBERS_BEHIND: "MembersBehindTemplate",
   NO_GROUPS: "NoAutoscalingGroups",
   DISABLED: "AutoscalingDisabled",
   AUTOSCALING: "GroupsAutoscaled",
@@ -50,7 +51,14 @@ function ready(reports: readonly MemberReport[]): ConditionCore {
   };
 }
 
-/** templateConsistent: the template exists and every member pool uses it (and the pinned version). */
+/**
+ * templateConsistent: the template exists, every member pool uses it (and the pinned version) and
+ * renders from its current revision. Seed 002: "TemplateConsistent indicates every member Pool
+ * references the same Template name (and version, if pinned)", and "Template upgrades do NOT
+ * auto-propagate into Spec; an explicit RefreshMember API ... is the way to align an existing
+ * member with a newer Template revision": a member behind the template makes it False with
+ * MembersBehindTemplate (its state stays as it is; it serves as before).
+ */
 function templateConsistent(
   env: SandboxEnv,
   reports: readonly MemberReport[],
@@ -74,6 +82,14 @@ function templateConsistent(
       message: `SandboxTemplate "${ref.name}" does not exist`,
     };
   const off = reports.filter((r) => r.observed.state === "Inconsistent");
+  const behind = reports.filter((r) => r.behind);
+  if (off.length === 0 && behind.length > 0)
+    return {
+      type,
+      status: "False",
+      reason: ENV_REASON.MEMBERS_BEHIND,
+      message: `member(s) behind SandboxTemplate "${ref.name}" until refreshed (refresh-member): ${behind.map((r) => `${r.observed.name} ${r.behind}`).join("; ")}`,
+    };
   if (off.length === 0)
     return {
       type,

@@ -21,12 +21,18 @@ export interface MemberView {
   member: EnvClusterMember;
   pool: SandboxPool | undefined;
   rendered: RenderedMember;
+  /** behind says which revisions, when the member renders from an older one than its template's (member-view.ts). */
+  behind?: string;
 }
 
-/** MemberReport is a member's observed state and, when it is not Active, why. */
+/**
+ * MemberReport is a member's observed state and, when it is not Active, why; `behind` as in
+ * MemberView (the member's state does not change: it serves as before).
+ */
 export interface MemberReport {
   observed: EnvObservedMember;
   why?: string;
+  behind?: string;
 }
 
 /**
@@ -101,7 +107,7 @@ export function observeMember(env: SandboxEnv, view: MemberView, now: Date): Mem
     pendingRequests: owned?.status?.pendingRequests ?? 0,
     ...(until && until > now ? { saturatedUntil: rfc3339(until) } : {}),
   };
-  return { observed, ...(why ? { why } : {}) };
+  return { observed, ...(why ? { why } : {}), ...(view.behind ? { behind: view.behind } : {}) };
 }
 
 /** sum adds up one counter over observed members. */

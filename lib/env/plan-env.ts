@@ -21,9 +21,10 @@ import { autoscalingStalls } from "./autoscaling-stall.ts";
 import { computeEnvStatus, type MemberView } from "./env-status.ts";
 import type { InstanceTypeCatalog } from "./instance-types.ts";
 import { memberDrift } from "./member-drift.ts";
+import { viewMember } from "./member-view.ts";
 import { localMembers } from "./members.ts";
 import { envOwnerReference, ownedBy } from "./ownership.ts";
-import { type RenderedMember, renderMember } from "./render-member.ts";
+import type { RenderedMember } from "./render-member.ts";
 
 /** EnvSnapshot is one fresh read of an Env and everything its run decides from. */
 export interface EnvSnapshot {
@@ -213,7 +214,8 @@ function newlySaturated(
 
 /**
  * planEnv is one Env run over the local cluster segment (clusterId): each member rendered
- * (renderMember), its pool created when missing, patched when it drifted (memberDrift), left
+ * (viewMember: from the template revision its pool records; a new one from the template as it is
+ * now), its pool created when missing, patched when it drifted (memberDrift), left
  * alone when another owner has it; owned pools that are no longer members of a segment that
  * still exists deleted (the pool steps record their sandboxes); the status written when it changed. An Env being deleted gets
  * no writes: garbage collection deletes its pools through their owner references.
@@ -228,11 +230,10 @@ export function planEnv(snapshot: EnvSnapshot, clusterId: string, now: Date): Ac
     ),
   );
   const members = localMembers(env, clusterId);
-  const views: MemberView[] = members.map((member) => ({
-    member,
-    pool: byName.get(member.name),
-    rendered: renderMember(env, member, { template, pullSecret, catalog: catalog ?? undefined }),
-  }));
+  const inputs = { template, pullSecret, catalog: catalog ?? undefined };
+  const views: MemberView[] = members.map((member) =>
+    viewMember(env, member, byName.get(member.name), inputs),
+  );
   const writes = views.flatMap(({ pool, rendered }) => {
     if (!pool) return createAction(env, rendered);
     if (isTerminating(pool)) return [];

@@ -14,9 +14,9 @@ import {
 import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { SandboxPoolSpec } from "../api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../api/sandbox-template.ts";
-import { syncAnnotationsFromTemplate, syncLabelsFromTemplate } from "../pool/render-pod.ts";
 import { memberSizing } from "./instance-sizing.ts";
 import type { InstanceTypeCatalog } from "./instance-types.ts";
+import { currentRevision, revisionAnnotations, type TemplateRevision } from "./member-revision.ts";
 import { type EnvClusterMember, isSnapshotMember, memberReplicas, scalingGroupOf } from "./members.ts";
 
 /** OWNED_SPEC_FIELDS are the pool spec fields an Env sets on its members (and reverts when changed). */
@@ -66,6 +66,11 @@ export interface MemberInputs {
   pullSecret: boolean;
   /** catalog is the instance type catalog, undefined when its ConfigMap does not exist. */
   catalog?: InstanceTypeCatalog | undefined;
+  /**
+   * revision is the template revision to render from (the one the member's pool records, see
+   * member-view.ts); without one, the template as it is now (when it is at the pinned version).
+   */
+  revision?: TemplateRevision | undefined;
 }
 
 type Record_ = Record<string, unknown>;
@@ -125,13 +130,15 @@ function envLabels(env: SandboxEnv, member: EnvClusterMember): Record<string, st
  * renderMember renders one member's pool:
  * - a snapshot member (spec with a pod template) is its spec verbatim, with its metadata's labels
  *   and annotations;
- * - any other member is the Env's template (at the pinned version, when one is pinned) with the
- *   Env's overrides (image on the first container, podCreationImagePolicy, default timeouts) and
+ * - any other member is its template revision (inputs.revision: what its pool records; else the
+ *   Env's template as it is now, at the pinned version when one is pinned) with the Env's
+ *   overrides (image on the first container, podCreationImagePolicy, default timeouts) and
  *   the member's config (labels, annotations; the first container's resources are InstanceType ×
  *   Multiplier when the catalog resolves its type, else its inline resources, else the template's);
  *   replicas are the member's spec.replicas (else config.minReplicas, else 0); the template's
  *   labels and annotations are synced as for a standalone pool, and template-name/template-version
- *   recorded. A type the catalog does not resolve makes the render incomplete (memberSizing).
+ *   and the revision (its copy, revisionAnnotations) recorded. A type the catalog does
+ *   not resolve makes the render incomplete (memberSizing).
  * Both get the Env and scaling-group labels, the pull Secret when it exists, and the managed
  * label/annotation keys, so a key later dropped from the source is removed from the pool.
  */
@@ -159,21 +166,17 @@ export function renderMember(
   const found = inputs.template;
   // A type the catalog cannot size leaves the pod template alone, as a missing template does.
   const sizing = memberSizing(member, inputs.catalog);
-  const pinned = found && (!ref.version || found.spec.version === ref.version) ? found : undefined;
-  const template = sizing.problem ? undefined : pinned;
-  const problem = !found
-    ? `SandboxTemplate "${ref.name}" does not exist`
-    : !pinned
-      ? `SandboxTemplate "${ref.name}" is at version "${found.spec.version ?? ""}", the Env pins "${ref.version}"`
-      : sizing.problem;
+  const source = inputs.revision ?? currentRevision(env, found);
+  const template = sizing.problem ? undefined : source;
+  const problem = source
+    ? sizing.problem
+    : !found
+      ? `SandboxTemplate "${ref.name}" does not exist`
+      : `SandboxTemplate "${ref.name}" is at version "${found.spec.version ?? ""}", the Env pins "${ref.version}"`;
   const config: Partial<NonNullable<EnvClusterMember["config"]>> = member.config ?? {};
   const overrides = env.spec.overrides ?? {};
-  const fromTemplate = {
-    labels: syncLabelsFromTemplate({}, template?.metadata?.labels),
-    annotations: syncAnnotationsFromTemplate({}, template?.metadata?.annotations),
-  };
-  const labels = { ...fromTemplate.labels, ...config.labels };
-  const annotations = { ...fromTemplate.annotations, ...config.annotations };
+  const labels = { ...template?.labels, ...config.labels };
+  const annotations = { ...template?.annotations, ...config.annotations };
   const spec: RenderedMember["spec"] = {
     replicas: memberReplicas(member),
     templateName: ref.name,
@@ -182,14 +185,14 @@ export function renderMember(
     ...(overrides.defaultIdleTimeout ? { defaultIdleTimeout: overrides.defaultIdleTimeout } : {}),
   };
   if (template) {
-    const pod = podTemplate(template.spec.template, {
+    const pod = podTemplate(template.template, {
       image: overrides.image,
       resources: sizing.resources ?? config.inlineResources,
       pullSecret,
     });
     if (pod) spec.template = pod;
-    if (template.spec.idleImage) spec.idleImage = template.spec.idleImage;
-    if (template.spec.runtimes) spec.runtimes = template.spec.runtimes;
+    if (template.idleImage) spec.idleImage = template.idleImage;
+    if (template.runtimes) spec.runtimes = template.runtimes;
   }
   const recorded = { ...annotations, [POOL_TEMPLATE_NAME_ANNOTATION]: ref.name };
   return {
@@ -198,7 +201,11 @@ export function renderMember(
     // Without the template its labels are unknown, so the managed keys are left as they are.
     annotations: template
       ? withManagedKeys(
-          { ...recorded, [POOL_TEMPLATE_VERSION_ANNOTATION]: template.spec.version ?? "" },
+          {
+            ...recorded,
+            [POOL_TEMPLATE_VERSION_ANNOTATION]: template.version,
+            ...revisionAnnotations(template),
+          },
           Object.keys(labels),
           Object.keys(annotations),
         )

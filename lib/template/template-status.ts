@@ -7,6 +7,7 @@ import { podTemplateIssues } from "../admission/pod-template-checks.ts";
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../api/sandbox-template.ts";
 import { probe } from "../autoscale/probe.ts";
+import { recordedRevision, revisionOf, sameRevision } from "../env/member-revision.ts";
 import { hasEnvOwner } from "../env/ownership.ts";
 import { fieldOps } from "../kube/json-patch.ts";
 import { REPLICA_FAILURE_REASON } from "../pool/creation-block.ts";
@@ -65,11 +66,16 @@ export function poolsOfTemplate(template: SandboxTemplate, pools: readonly Sandb
  * atRevision: the pool renders its Pods from the template as it is now. A standalone pool keeps
  * its own copy of the template until an operator refreshes it (ADR 0014), so it is at the
  * template's revision when a refresh would change none of its embedded fields, or when its copy
- * is still to be made. An Env member is rendered from its Env's template by the Env's runs, so it
- * counts as at the revision.
+ * is still to be made. An Env member renders from the revision its pool records until it is
+ * refreshed (ADR 0033), so it is at the template's revision when that record is of the template as
+ * it is now; one that records none (a snapshot member) counts as at it.
  */
 function atRevision(pool: SandboxPool, template: SandboxTemplate): boolean {
-  if (hasEnvOwner(pool) || templateCopyNeeded(pool)) return true;
+  if (hasEnvOwner(pool)) {
+    const recorded = recordedRevision(pool);
+    return !recorded || sameRevision(recorded, revisionOf(template));
+  }
+  if (templateCopyNeeded(pool)) return true;
   const refreshed = refreshFromTemplate(pool, template);
   return (
     refreshed.ok &&

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { StepDeps } from "../../functions/deps.ts";
 import { reconcileEnv } from "../../functions/reconcile-env.ts";
-import { Misconfigured, StepRefused } from "../../functions/step.ts";
+import { Misconfigured, NotFound, StepRefused } from "../../functions/step.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import { functionsRoutes } from "../../webhooks/functions.ts";
 
@@ -11,12 +11,17 @@ import { functionsRoutes } from "../../webhooks/functions.ts";
 const TOKEN = "t".repeat(24);
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
-function app(run: () => Promise<unknown>, runEnv: () => Promise<unknown>) {
+function app(
+  run: () => Promise<unknown>,
+  runEnv: () => Promise<unknown>,
+  refreshMember: () => Promise<unknown> = async () => ({}),
+) {
   return functionsRoutes({
     adminToken: TOKEN,
     steps: ["reconcile", "refresh-template"],
     run,
     runEnv,
+    refreshMember,
     log: quiet,
   });
 }
@@ -67,6 +72,43 @@ describe("the manual triggers", () => {
       env: "e",
       report: { found: true, outcomes: [] },
     });
+  });
+});
+
+describe("the refresh-member trigger", () => {
+  it("names a missing parameter, answers an unknown Env or member with 404 and a refusal with 409", async () => {
+    const answers: unknown[] = [
+      new NotFound('SandboxEnv "ns/e" has no member "m" in cluster segment "local"'),
+      new StepRefused('member "m" is snapshot-based: ...'),
+    ];
+    const a = app(
+      async () => ({}),
+      async () => ({}),
+      async () => Promise.reject(answers.shift()),
+    );
+    const bad = await post(a, "/refresh-member?namespace=ns&env=e");
+    expect(bad.status).toBe(400);
+    expect(
+      ((await bad.json()) as { error: { fields: { path: string }[] } }).error.fields.map((f) => f.path),
+    ).toEqual(["member"]);
+    const unknown = await post(a, "/refresh-member?namespace=ns&env=e&member=m");
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toEqual({
+      error: { code: "NotFound", message: 'SandboxEnv "ns/e" has no member "m" in cluster segment "local"' },
+    });
+    const refused = await post(a, "/refresh-member?namespace=ns&env=e&member=m");
+    expect(refused.status).toBe(409);
+    const listed = await a.request("/", { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(await listed.json()).toMatchObject({ env: ["reconcile-env", "refresh-member"] });
+  });
+
+  it("needs the admin token", async () => {
+    const a = app(
+      async () => ({}),
+      async () => ({}),
+    );
+    const res = await a.request("/refresh-member?namespace=ns&env=e&member=m", { method: "POST" });
+    expect(res.status).toBe(401);
   });
 });
 

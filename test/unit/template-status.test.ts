@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { Condition } from "../../lib/api/common.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
+import { revisionAnnotations, revisionOf } from "../../lib/env/member-revision.ts";
 import { envOwnerReference } from "../../lib/env/ownership.ts";
 import { REPLICA_FAILURE } from "../../lib/pool/pool-status.ts";
 import { copyTemplate } from "../../lib/template/copy.ts";
@@ -152,18 +153,33 @@ describe("templateConditions", () => {
     });
   });
 
-  it("an Env's member pool counts as at its revision (the Env renders it from the template)", () => {
+  it("an Env's member pool is at its revision only when the revision it records is the template's (ADR 0033)", () => {
     const env = { metadata: { name: "e", namespace: "ns", uid: "env-uid" } } as Parameters<
       typeof envOwnerReference
     >[0];
-    const member = pool("member", {
-      from: { ...TEMPLATE, spec: { ...TEMPLATE.spec, idleImage: "other" } },
-      status: status({ failure: INVALID }),
-    });
-    member.metadata = { ...member.metadata, ownerReferences: [envOwnerReference(env, true)] };
-    expect(byType(TEMPLATE, [member]).Degraded).toMatchObject({
-      status: "True",
-      reason: TEMPLATE_REASON.PODS_REFUSED,
+    const OLDER = { ...TEMPLATE, spec: { ...TEMPLATE.spec, idleImage: "other" } };
+    const member = (records?: SandboxTemplate) => {
+      const p = pool("member", { from: OLDER, status: status({ failure: INVALID }) });
+      p.metadata = {
+        ...p.metadata,
+        ownerReferences: [envOwnerReference(env, true)],
+        annotations: {
+          ...p.metadata?.annotations,
+          ...(records ? revisionAnnotations(revisionOf(records)) : {}),
+        },
+      };
+      return p;
+    };
+    // Recording the template as it is now, or no revision at all (a snapshot member): at it.
+    for (const p of [member(TEMPLATE), member()])
+      expect(byType(TEMPLATE, [p]).Degraded).toMatchObject({
+        status: "True",
+        reason: TEMPLATE_REASON.PODS_REFUSED,
+      });
+    // Recording an older revision (not refreshed since the template changed): its refusal is not the template's.
+    expect(byType(TEMPLATE, [member(OLDER)]).Degraded).toMatchObject({
+      status: "False",
+      reason: TEMPLATE_REASON.RENDERS_PODS,
     });
   });
 
