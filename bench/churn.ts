@@ -16,7 +16,7 @@ import { PodTally } from "./pod-tally.ts";
 import {
   adminClient,
   BENCH_METRICS_TOKEN,
-  benchNamespacesAndHost,
+  benchTenant,
   cpuSeconds,
   cpuTable,
   httpsClient,
@@ -51,12 +51,7 @@ function churnPool() {
 
 const state = await up({ name, nodes: 3, pullDelayMs: PULL_DELAY_MS, backoffDelayMs: 1000, log });
 try {
-  const { admin, host } = await benchNamespacesAndHost(state, NS);
-  const processes = [...state.processes, { name: "host (Node)", pid: host.pid }];
-  const { key } = await host.ask({ op: "key", team: "bench", user: "bench" });
-  const api = httpsClient(`https://127.0.0.1:${state.hostPort}`, readFileSync(state.caCert), {
-    "x-api-key": key,
-  });
+  const { admin, host, processes, api } = await benchTenant(state, NS);
   const must = (what: string, want: number, res: { status: number; body: string }) => {
     if (res.status !== want) throw new Error(`${what}: ${res.status} ${res.body.slice(0, 300)}`);
     return res;

@@ -5,25 +5,20 @@
 // writes, over WINDOW seconds at rest (writes per tick: the target is 0), then for CHANGE seconds
 // after one pool is scaled up by SCALE: writes, and the ones that lost (409/422). Figures come
 // from each host's own /metrics. See docs/benchmarks.md.
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { down } from "../infra/cluster/down.ts";
-import { freePorts } from "../infra/cluster/ports.ts";
 import type { ClusterState } from "../infra/cluster/state.ts";
 import { up } from "../infra/cluster/up.ts";
 import { SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
-import { parseExposition } from "../lib/metrics/parse-exposition.ts";
-import { PodTally } from "./pod-tally.ts";
 import {
-  BENCH_METRICS_TOKEN,
-  benchNamespacesAndHost,
-  forkHost,
-  type HostProcess,
-  httpsClient,
-  namedPool,
-  type Send,
-  waitFor,
-} from "./support.ts";
+  forkPeer,
+  type HostCounters,
+  hostCounters,
+  instanceId,
+  metricsClient,
+  total,
+} from "./hosts-fleet.ts";
+import { PodTally } from "./pod-tally.ts";
+import { benchNamespacesAndHost, type HostProcess, namedPool, type Send, waitFor } from "./support.ts";
 
 const HOSTS = Number(process.env.HOSTS ?? 3);
 const POOLS = Number(process.env.POOLS ?? 3);
@@ -37,29 +32,6 @@ const WRITES = new Set(["create", "patch", "update", "delete"]);
 const log = (line: string) => console.error(`[bench] ${line}`);
 const json = JSON.stringify;
 
-/** Reading is one host's counters: requests by "verb resource", conflicts, ticks ended. */
-interface Reading {
-  verbs: Map<string, number>;
-  conflicts: number;
-  ticks: number;
-}
-
-/** read takes one host's counters from its /metrics. */
-async function read(metrics: Send): Promise<Reading> {
-  const s = parseExposition((await metrics("GET", "/metrics")).body).samples;
-  const verbs = new Map<string, number>();
-  for (const x of s.filter((x) => x.name === "agentbox_apiserver_requests_total")) {
-    const key = `${x.labels.verb} ${x.labels.resource}`;
-    verbs.set(key, (verbs.get(key) ?? 0) + x.value);
-  }
-  const sum = (n: string) => s.filter((x) => x.name === n).reduce((a, x) => a + x.value, 0);
-  return {
-    verbs,
-    conflicts: sum("agentbox_apiserver_conflicts_total"),
-    ticks: sum("agentbox_tick_duration_seconds_count"),
-  };
-}
-
 /** Delta is what one host did between two readings. */
 interface Delta {
   writes: number;
@@ -69,7 +41,7 @@ interface Delta {
   byVerb: string;
 }
 
-function delta(a: Reading, b: Reading): Delta {
+function delta(a: HostCounters, b: HostCounters): Delta {
   let writes = 0;
   let reads = 0;
   const parts: string[] = [];
@@ -84,7 +56,7 @@ function delta(a: Reading, b: Reading): Delta {
   return {
     writes,
     reads,
-    conflicts: b.conflicts - a.conflicts,
+    conflicts: total(b.conflicts) - total(a.conflicts),
     ticks: b.ticks - a.ticks,
     byVerb: parts.join(", "),
   };
@@ -92,29 +64,20 @@ function delta(a: Reading, b: Reading): Delta {
 
 /** startHosts forks HOSTS hosts on one cluster: the first on the port the apiserver calls back. */
 async function startHosts(state: ClusterState) {
-  const { admin, host } = await benchNamespacesAndHost(state, NS);
-  const hosts: { host: HostProcess; metrics: Send }[] = [];
-  const ca = readFileSync(state.caCert);
-  const metricsOf = (port: number) =>
-    httpsClient(`https://127.0.0.1:${port}`, ca, { authorization: `Bearer ${BENCH_METRICS_TOKEN}` }, 2);
-  hosts.push({ host, metrics: metricsOf(state.hostPort) });
-  const ports = await freePorts(HOSTS - 1);
-  for (const [i, port] of ports.entries()) {
-    const other = await forkHost(state, "on", {
-      listen: { host: "127.0.0.1", port, certFile: state.webhookCert, keyFile: state.webhookKey },
-      historyPath: join(state.dir, `bench-history-${i + 1}.sqlite`),
-    });
-    hosts.push({ host: other, metrics: metricsOf(port) });
-  }
+  const { admin, host } = await benchNamespacesAndHost(state, NS, { instanceId: instanceId(0) });
+  const hosts: { host: HostProcess; metrics: Send }[] = [
+    { host, metrics: metricsClient(state, state.hostPort) },
+  ];
+  for (let i = 1; i < HOSTS; i++) hosts.push(await forkPeer(state, i));
   return { admin, hosts };
 }
 
 /** readAll reads every host's counters at once. */
-const readAll = (hosts: { metrics: Send }[]) => Promise.all(hosts.map((h) => read(h.metrics)));
+const readAll = (hosts: { metrics: Send }[]) => Promise.all(hosts.map((h) => hostCounters(h.metrics)));
 
 /** table prints one row per host (and the sum) of what each did between two readings. */
-function table(title: string, before: Reading[], after: Reading[]): string {
-  const rows = before.map((b, i) => delta(b, after[i] as Reading));
+function table(title: string, before: HostCounters[], after: HostCounters[]): string {
+  const rows = before.map((b, i) => delta(b, after[i] as HostCounters));
   const per = (n: number, t: number) => (t > 0 ? (n / t).toFixed(2) : "–");
   const lines = [
     `| ${title} | ticks | writes | writes/tick | reads/tick | conflicts | conflicts/tick | requests by verb and resource |`,
@@ -166,7 +129,7 @@ try {
       log(`reading the hosts' metrics: ${String(e)}`);
       throw e;
     });
-    const deltas = last.map((b, i) => delta(b, now[i] as Reading));
+    const deltas = last.map((b, i) => delta(b, now[i] as HostCounters));
     last = now;
     log(`hosts' writes, ticks: ${deltas.map((d) => `${d.writes}, ${d.ticks}`).join("; ")}`);
     return deltas.every((d) => d.writes === 0 && d.ticks >= 2);

@@ -5,7 +5,6 @@
 // compared with the same load's before the change. The host runs in its own process with its
 // audit-triggered runs and 5 s ticks, as deployed. See docs/benchmarks.md, "Rollouts" (ADR 0031).
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
@@ -13,7 +12,7 @@ import { POD_REVISION_LABEL, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../
 import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
 import { podRevision } from "../lib/pool/render-pod.ts";
 import { follow } from "./follow.ts";
-import { benchNamespacesAndHost, cpuSeconds, cpuTable, httpsClient, namedPool, waitFor } from "./support.ts";
+import { benchTenant, cpuSeconds, cpuTable, namedPool, waitFor } from "./support.ts";
 
 const POOL = Number(process.env.POOL ?? 200);
 const CLIENTS = Number(process.env.CLIENTS ?? 10);
@@ -92,12 +91,7 @@ class Pods {
 
 const state = await up({ name, nodes: 3, pullDelayMs: PULL_DELAY_MS, backoffDelayMs: 1000, log });
 try {
-  const { admin, host } = await benchNamespacesAndHost(state, NS);
-  const processes = [...state.processes, { name: "host (Node)", pid: host.pid }];
-  const { key } = await host.ask({ op: "key", team: "bench", user: "bench" });
-  const api = httpsClient(`https://127.0.0.1:${state.hostPort}`, readFileSync(state.caCert), {
-    "x-api-key": key,
-  });
+  const { admin, host, processes, api } = await benchTenant(state, NS);
   const poolPath = `/apis/agents.navix.sh/v1alpha1/namespaces/${NS}/sandboxpools`;
   const pool = namedPool(NS, "roll", POOL);
   const body = MAX_SURGE

@@ -62,11 +62,11 @@ export interface HostProcess {
 }
 
 /**
- * HostOverrides are the host settings a benchmark may add to a forked host (sent as JSON); listen
- * and historyPath let several hosts share one cluster.
+ * HostOverrides are the host settings a benchmark may add to a forked host (sent as JSON); listen,
+ * historyPath and instanceId let several hosts share one cluster (and one machine).
  */
 export type HostOverrides = Pick<HostConfig, "dataPlane" | "sealingKey" | "sandboxDomain" | "envdPort"> &
-  Partial<Pick<HostConfig, "listen" | "historyPath">>;
+  Partial<Pick<HostConfig, "listen" | "historyPath" | "instanceId">>;
 
 /**
  * forkHost starts the Node host for a running benchmark cluster in its own process, with the
@@ -109,6 +109,21 @@ export async function benchNamespacesAndHost(
       (await admin("GET", `/api/v1/namespaces/${namespace}/serviceaccounts/default`)).status === 200,
   );
   return { admin, host: await forkHost(state, "on", overrides) };
+}
+
+/**
+ * benchTenant is benchNamespacesAndHost plus what a load benchmark takes from it: the processes
+ * whose CPU it reads (the cluster's and the host's) and a client of the host's /v1 API with a key
+ * of team "bench".
+ */
+export async function benchTenant(state: ClusterState, namespace: string) {
+  const { admin, host } = await benchNamespacesAndHost(state, namespace);
+  const processes = [...state.processes, { name: "host (Node)", pid: host.pid }];
+  const { key } = await host.ask({ op: "key", team: "bench", user: "bench" });
+  const api = httpsClient(`https://127.0.0.1:${state.hostPort}`, readFileSync(state.caCert), {
+    "x-api-key": key,
+  });
+  return { admin, host, processes, api };
 }
 
 /** waitFor polls check (errors count as "not yet") until it holds or the deadline passes. */
