@@ -14,6 +14,7 @@ import { renderMember } from "../../lib/env/render-member.ts";
 import { encodeMark, PENDING_REQUESTS_PREFIX } from "../../lib/pool/pending-requests.ts";
 import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
 import { REPLICA_FAILURE } from "../../lib/pool/pool-status.ts";
+import { envWithMembers } from "../support/env-member.ts";
 
 // When an enabled group has stalled (issue #26), decided on plain data with a fixed `now`: one
 // case per reason, the cases that are not stalls, and the condition the Env status then carries.
@@ -32,16 +33,10 @@ const member = (name: string, replicas: number, config: Partial<Config> = {}): E
 });
 
 function env(members: EnvClusterMember[], group: Partial<EnvAutoscalingGroup> = {}): SandboxEnv {
-  return {
-    metadata: { name: "py", namespace: "ns", uid: "env-uid", resourceVersion: "3", generation: 1 },
-    spec: {
-      templateRef: { name: "python" },
-      mode: "WarmPool",
-      clusters: [{ clusterID: "local", members }],
-      // The group as the apiserver stores it: every policy field defaulted.
-      autoscaling: { groups: [v.parse(EnvAutoscalingGroup, { name: "default", enabled: true, ...group })] },
-    },
-  } as SandboxEnv;
+  // The group as the apiserver stores it: every policy field defaulted.
+  return envWithMembers(members, {
+    autoscaling: { groups: [v.parse(EnvAutoscalingGroup, { name: "default", enabled: true, ...group })] },
+  });
 }
 
 interface PoolOptions {

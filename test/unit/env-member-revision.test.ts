@@ -8,6 +8,7 @@ import { type EnvSnapshot, planEnv } from "../../lib/env/plan-env.ts";
 import { planMemberRefresh } from "../../lib/env/refresh-member.ts";
 import type { Action } from "../../lib/reconcile/action.ts";
 import { canonicalJson } from "../../lib/util/canonical-json.ts";
+import { envWithMembers as env } from "../support/env-member.ts";
 
 // Env members render from the template revision their pool records (seed 002: "Template upgrades
 // do NOT auto-propagate into Spec"; ADR 0033), on plain data: what a template edit does (nothing to
@@ -36,18 +37,6 @@ const member = (name: string, extra: Partial<EnvClusterMember> = {}): EnvCluster
   config: { scalingGroup: "default", labels: { team: "ml" } },
   ...extra,
 });
-
-function env(members: EnvClusterMember[], extra: Partial<SandboxEnv["spec"]> = {}): SandboxEnv {
-  return {
-    metadata: { name: "py", namespace: "ns", uid: "env-uid", resourceVersion: "3", generation: 1 },
-    spec: {
-      templateRef: { name: "python" },
-      mode: "WarmPool",
-      clusters: [{ clusterID: "local", members }],
-      ...extra,
-    },
-  };
-}
 
 /** createdPool is the pool an Env run created for a member while the template was `from`. */
 function createdPool(e: SandboxEnv, m: EnvClusterMember, from: SandboxTemplate): SandboxPool {
