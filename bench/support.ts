@@ -65,7 +65,10 @@ export interface HostProcess {
  * HostOverrides are the host settings a benchmark may add to a forked host (sent as JSON); listen,
  * historyPath and instanceId let several hosts share one cluster (and one machine).
  */
-export type HostOverrides = Pick<HostConfig, "dataPlane" | "sealingKey" | "sandboxDomain" | "envdPort"> &
+export type HostOverrides = Pick<
+  HostConfig,
+  "dataPlane" | "sealingKey" | "sandboxDomain" | "envdPort" | "autoscale"
+> &
   Partial<Pick<HostConfig, "listen" | "historyPath" | "instanceId">>;
 
 /**
@@ -79,10 +82,17 @@ export async function forkHost(
 ): Promise<HostProcess> {
   // BENCH_HOST_PROFILE=DIR writes the host's V8 CPU profile there when it exits.
   const profileDir = process.env.BENCH_HOST_PROFILE;
+  // BENCH_HOST_NODE_FLAGS="--flag …" starts the host's process with those Node/V8 flags too.
+  const flags = (process.env.BENCH_HOST_NODE_FLAGS ?? "").split(" ").filter(Boolean);
+  const execArgv = [
+    ...process.execArgv,
+    ...flags,
+    ...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []),
+  ];
   const child = await forkIpc<{ dataPlane?: HostProcess["dataPlane"] }>(
     new URL("./host-process.ts", import.meta.url),
     [state.name, reconcile, JSON.stringify(overrides)],
-    profileDir ? { execArgv: [...process.execArgv, "--cpu-prof", `--cpu-prof-dir=${profileDir}`] } : {},
+    { execArgv },
   );
   return {
     pid: child.pid,

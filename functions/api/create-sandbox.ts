@@ -1,11 +1,10 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import type { EnvClusterMember, SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { SERVED_MARK_ANNOTATION } from "../../lib/pool/pending-requests.ts";
 import { ENVD_PORT, type PostStartHookAction } from "../../lib/sandbox/post-start-hooks.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
+import { planClaims } from "../../lib/sandboxes/claim-plan.ts";
 import { claimTimeouts } from "../../lib/sandboxes/claim-timeouts.ts";
-import { routeEnv } from "../../lib/sandboxes/env-route.ts";
 import { newSandboxId } from "../../lib/sandboxes/ids.ts";
 import { envShapeDecision, poolShapeDecision } from "../../lib/sandboxes/instance-shape-route.ts";
 import { requestedImages } from "../../lib/sandboxes/requested-images.ts";
@@ -18,7 +17,7 @@ import { claimSandbox } from "../claim-sandbox.ts";
 import { UNSUITABLE } from "../views/idle-dispatch.ts";
 import { type Claim, claimFrom } from "./claim-from.ts";
 import type { ApiDeps } from "./deps.ts";
-import { type PoolResolution, readTarget, resolvePool, type TargetReads } from "./resolve-pool.ts";
+import { readTarget, resolvePool, type TargetReads } from "./resolve-pool.ts";
 import { TeamHolds } from "./team-usage.ts";
 import { recordDemand, waitForIdle } from "./wait-for-idle.ts";
 
@@ -80,57 +79,6 @@ async function postStartHooks(
   return [
     { type: "EnvdInit", port: deps.envdPort ?? ENVD_PORT, ...(sealedEnvVars ? { sealedEnvVars } : {}) },
   ];
-}
-
-/** Plan is where a create looks for an idle pod, and where it waits when there is none. */
-interface Plan {
-  /** where names the target in errors ("namespace/pool", or "env namespace/name"). */
-  where: string;
-  /** tryNow are the pools to claim from at once, in order. */
-  tryNow: SandboxPool[];
-  /** watch are the pools a waiting create watches; grow is where it registers its demand. */
-  watch: SandboxPool[];
-  grow: SandboxPool | undefined;
-  /**
-   * env is the Env the pools are members of (an Env target's, or a member pool's), undefined for
-   * a standalone pool: its group's scale-down policy says how long a marked pod may be claimed.
-   */
-  env: SandboxEnv | undefined;
-}
-
-/**
- * planClaims turns a resolved target into a Plan: a pool is tried and watched alone; an Env's
- * members are ordered by routeEnv, those with idle pods tried (or, when the counts say none has
- * any, the one a wait would grow, once; a member at its maxReplicas is not tried on a guess), and
- * every member watched, at-max ones included (their releases serve waiting creates too). `accept`
- * keeps the members of the instance shape the create asks for (envShapeDecision).
- */
-function planClaims(
-  deps: ApiDeps,
-  target: Extract<PoolResolution, { ok: true }>,
-  accept?: (member: EnvClusterMember) => boolean,
-): Plan {
-  if ("pool" in target) {
-    const { namespace, name } = target.pool.metadata ?? {};
-    return {
-      where: `${namespace}/${name}`,
-      tryNow: [target.pool],
-      watch: [target.pool],
-      grow: target.pool,
-      env: target.memberOf,
-    };
-  }
-  const route = routeEnv(target.env, target.pools, deps.clusterId ?? "", deps.now(), accept);
-  const members = route.members.map((m) => m.pool);
-  const withIdle = route.members.filter((m) => m.idle > 0).map((m) => m.pool);
-  const fallback = route.grow?.pool ?? route.members.find((m) => !m.atMax)?.pool;
-  return {
-    where: `env ${target.env.metadata?.namespace}/${target.env.metadata?.name}`,
-    tryNow: withIdle.length > 0 ? withIdle : fallback ? [fallback] : [],
-    watch: members,
-    grow: route.grow?.pool,
-    env: target.env,
-  };
 }
 
 /**
@@ -209,7 +157,7 @@ async function claimOrWhy(
     limit: limit ?? 0,
   });
   if (limit !== undefined && held >= limit) return limited(held);
-  const plan = planClaims(deps, resolved, shape.accept);
+  const plan = planClaims(resolved, deps.clusterId ?? "", deps.now(), shape.accept);
   const sample = plan.watch[0];
   if (!sample) return { ok: false, reason: "exhausted", where: plan.where, tried: 0 };
   const sampleImages = requestedImages(sample, req);

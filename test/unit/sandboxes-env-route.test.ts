@@ -3,6 +3,7 @@ import type { PoolAutoScalingStatus } from "../../lib/api/autoscaling.ts";
 import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { envOwnerReference } from "../../lib/env/ownership.ts";
+import { planClaims } from "../../lib/sandboxes/claim-plan.ts";
 import { routeEnv } from "../../lib/sandboxes/env-route.ts";
 import { pickTemplateEnv, usableEnvNames } from "../../lib/sandboxes/pool-choice.ts";
 
@@ -197,6 +198,64 @@ describe("routeEnv", () => {
     const r = routeEnv(e, [deleting, pool("c", { ns: "other", idle: 1 }), pool("d")], "local", NOW);
     expect(names(r)).toEqual(["d"]);
     expect(routeEnv(e, [pool("d")], "elsewhere", NOW).members).toEqual([]);
+  });
+});
+
+describe("planClaims", () => {
+  const poolNames = (ps: SandboxPool[]) => ps.map((p) => p.metadata?.name);
+
+  it("tries a pool target alone, watches it, grows it, and keeps the Env it is a member of", () => {
+    const e = env([{ name: "a" }]);
+    const plan = planClaims({ pool: pool("a"), memberOf: e }, "local", NOW);
+    expect(plan).toMatchObject({ where: "ns/a", grow: { metadata: { name: "a" } }, env: e });
+    expect(poolNames(plan.tryNow)).toEqual(["a"]);
+    expect(poolNames(plan.watch)).toEqual(["a"]);
+  });
+
+  it("tries an Env's members with idle pods in route order and watches every member", () => {
+    const e = env([
+      { name: "a", priority: 0 },
+      { name: "b", priority: 1 },
+      { name: "c", priority: 2 },
+    ]);
+    const plan = planClaims(
+      { env: e, pools: [pool("a"), pool("b", { idle: 1 }), pool("c", { idle: 2 })] },
+      "local",
+      NOW,
+    );
+    expect(plan.where).toBe("env ns/e");
+    expect(poolNames(plan.tryNow)).toEqual(["b", "c"]);
+    expect(poolNames(plan.watch)).toEqual(["b", "c", "a"]);
+    expect(plan.grow?.metadata?.name).toBe("a");
+  });
+
+  it("with no idle pod anywhere tries only the member a wait would grow; none when all are at max", () => {
+    const e = env([
+      { name: "full", priority: 0, maxReplicas: 2 },
+      { name: "open", priority: 1 },
+    ]);
+    expect(
+      poolNames(planClaims({ env: e, pools: [pool("full"), pool("open")] }, "local", NOW).tryNow),
+    ).toEqual(["open"]);
+    const allFull = planClaims(
+      { env: env([{ name: "full", maxReplicas: 2 }]), pools: [pool("full")] },
+      "local",
+      NOW,
+    );
+    expect(allFull.tryNow).toEqual([]);
+    expect(poolNames(allFull.watch)).toEqual(["full"]);
+  });
+
+  it("keeps only the members `accept` takes (an instance shape)", () => {
+    const e = env([{ name: "a" }, { name: "b" }]);
+    const plan = planClaims(
+      { env: e, pools: [pool("a", { idle: 1 }), pool("b", { idle: 1 })] },
+      "local",
+      NOW,
+      (m) => m.name === "b",
+    );
+    expect(poolNames(plan.tryNow)).toEqual(["b"]);
+    expect(poolNames(plan.watch)).toEqual(["b"]);
   });
 });
 
