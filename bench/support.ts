@@ -65,10 +65,7 @@ export interface HostProcess {
  * HostOverrides are the host settings a benchmark may add to a forked host (sent as JSON); listen,
  * historyPath and instanceId let several hosts share one cluster (and one machine).
  */
-export type HostOverrides = Pick<
-  HostConfig,
-  "dataPlane" | "sealingKey" | "sandboxDomain" | "envdPort" | "autoscale"
-> &
+export type HostOverrides = Pick<HostConfig, "dataPlane" | "sealingKey" | "sandboxDomain" | "envdPort"> &
   Partial<Pick<HostConfig, "listen" | "historyPath" | "instanceId">>;
 
 /**

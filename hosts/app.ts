@@ -3,6 +3,7 @@ import { HTTPException } from "hono/http-exception";
 import type { ApiDeps } from "../functions/api/deps.ts";
 import { admissionCatalog } from "../functions/instance-types.ts";
 import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
+import type { PoolSamples } from "../lib/console/pool-samples.ts";
 import type { E2bSettings } from "../lib/e2b/views.ts";
 import { isApiServerTrouble } from "../lib/kube/errors.ts";
 import type { Log } from "../lib/log.ts";
@@ -42,6 +43,8 @@ export interface AppDeps {
   sandboxDomain?: string;
   /** metrics count every HTTP request by route template, and audit events. */
   metrics?: Metrics;
+  /** poolSamples feed the console's pool charts (the Node host keeps them; a Worker has none). */
+  poolSamples?: Pick<PoolSamples, "window">;
   /** scrape serves /metrics under its token; without it /metrics is not served. */
   scrape?: Scrape;
   /** ready says whether /readyz answers 200 (false from the moment the host begins to shut down). */
@@ -75,7 +78,14 @@ export function createApp(deps: AppDeps): Hono {
   if (deps.api) app.route("/v1", sandboxRoutes(deps.api, domain));
   if (deps.api) app.route("/e2b", e2bRoutes(deps.api, { ...(deps.e2b ?? DEFAULT_E2B_SETTINGS), ...domain }));
   if (deps.api && deps.adminToken)
-    app.route("/ui", consoleRoutes({ api: deps.api, adminToken: deps.adminToken }));
+    app.route(
+      "/ui",
+      consoleRoutes({
+        api: deps.api,
+        adminToken: deps.adminToken,
+        ...(deps.poolSamples ? { poolSamples: deps.poolSamples } : {}),
+      }),
+    );
   if (deps.functions && deps.adminToken) {
     app.route(
       "/functions",

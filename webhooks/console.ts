@@ -9,6 +9,8 @@ import { listTargets } from "../functions/api/list-targets.ts";
 import { loadConsole } from "../functions/console/load-console.ts";
 import { parseWith } from "../lib/api/parse-with.ts";
 import { type Html, page } from "../lib/console/layout.ts";
+import { poolCharts } from "../lib/console/pool-chart.ts";
+import type { PoolSamples } from "../lib/console/pool-samples.ts";
 import {
   envsView,
   historyView,
@@ -29,6 +31,8 @@ const CONSOLE_COOKIE = "agentbox_console";
 export interface ConsoleDeps {
   api: ApiDeps;
   adminToken: string;
+  /** poolSamples are the host's samples of its pools' gauges (the Node host's); none: no charts. */
+  poolSamples?: Pick<PoolSamples, "window">;
 }
 
 type Env = { Variables: { tenant: Tenant } };
@@ -100,7 +104,7 @@ export function consoleRoutes(deps: ConsoleDeps): Hono<Env> {
     return show(
       c,
       "Overview",
-      html`${envsView(d.envs)}${poolsView(d.pools)}${sandboxesView(d.sandboxes, d.warnings, now)}${d.history ? historyView(d.history, {}) : HISTORY_DOWN}`,
+      html`${envsView(d.envs)}${poolsView(d.pools, poolCharts(deps.poolSamples, now))}${sandboxesView(d.sandboxes, d.warnings, now)}${d.history ? historyView(d.history, {}) : HISTORY_DOWN}`,
     );
   });
   app.get("/history", async (c) => {

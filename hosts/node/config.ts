@@ -70,6 +70,8 @@ const ENV = v.object({
   ),
   AGENTBOX_TICK_SECONDS: v.optional(Seconds, "10"),
   AGENTBOX_TICK_CONCURRENCY: v.optional(v.pipe(Seconds, v.integer(), v.minValue(1)), "8"),
+  // How often the console's pool charts sample the pool gauges (0: no charts).
+  AGENTBOX_CONSOLE_SAMPLE_SECONDS: v.optional(v.pipe(Seconds, v.maxValue(3600)), "30"),
   AGENTBOX_SEALING_KEY: v.optional(v.pipe(v.string(), v.minLength(32, "must be at least 32 characters"))),
   AGENTBOX_SEALING_KEY_FILE: v.optional(v.string()),
   AGENTBOX_ENVD_PORT: v.optional(Port, "49983"),
@@ -209,6 +211,8 @@ export interface HostEnv {
   historyDatabase?: PostgresHistorySettings;
   tickSeconds: number;
   tickConcurrency: number;
+  /** consoleSampleSeconds: how often the console's pool charts sample the pool gauges (AGENTBOX_CONSOLE_SAMPLE_SECONDS). */
+  consoleSampleSeconds: number;
   /** sealingKey seals claims' env vars and derives envd tokens; optional (see HostConfig). */
   sealingKey?: string;
   envdPort: number;
@@ -346,6 +350,7 @@ export function readHostEnv(
       ...(database.value ? { historyDatabase: database.value } : {}),
       tickSeconds: e.AGENTBOX_TICK_SECONDS,
       tickConcurrency: e.AGENTBOX_TICK_CONCURRENCY,
+      consoleSampleSeconds: e.AGENTBOX_CONSOLE_SAMPLE_SECONDS,
       ...(sealingKey ? { sealingKey } : {}),
       envdPort: e.AGENTBOX_ENVD_PORT,
       ...(domain?.ok ? { sandboxDomain: domain.domain } : {}),

@@ -10,6 +10,7 @@ import { STEP_NAMES } from "../../functions/reconcile-pool.ts";
 import { IdleDispatch } from "../../functions/views/idle-dispatch.ts";
 import { IdleFeed } from "../../functions/views/idle-feed.ts";
 import { PoolPodWatch } from "../../functions/views/pool-pod-watch.ts";
+import { PoolSamples } from "../../lib/console/pool-samples.ts";
 import { ENVD_PORT } from "../../lib/data-plane/sandbox-host.ts";
 import type { ConfigMapRef } from "../../lib/env/instance-types.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
@@ -29,6 +30,7 @@ import { type DrainSettings, drain } from "./drain.ts";
 import { sha256Hex } from "./hash-key.ts";
 import { nodeKubeWatch } from "./kube-transport.ts";
 import { openHistory } from "./open-history.ts";
+import { startPoolSampler } from "./pool-sampler.ts";
 import type { PostgresHistorySettings } from "./postgres-history.ts";
 import type { Reconciler } from "./reconciler.ts";
 import { startReconcilerThread } from "./reconciler-worker.ts";
@@ -93,6 +95,8 @@ export interface HostConfig {
   kubeTimeouts?: Partial<KubeTimeouts>;
   /** onAuditEvents also receives every accepted batch (tests record them). */
   onAuditEvents?: (list: AuditEventList) => void;
+  /** consoleSampleSeconds: how often the console's pool charts sample the pool gauges (30; 0: never). */
+  consoleSampleSeconds?: number;
   /** metricsToken is the bearer token /metrics asks for (default: the admin token). */
   metricsToken?: string;
   /** dataPlane runs the sandbox router (hosts/node/data-plane/) on these listeners; none when unset. */
@@ -215,6 +219,9 @@ export async function startHost(config: HostConfig): Promise<Host> {
     const merged = AggregatorRegistry.aggregate([await metrics.registry.getMetricsAsJSON(), ...threads]);
     return { contentType: merged.contentType, body: await merged.metrics() };
   };
+  // The console's pool charts: what the pool gauges said over the last hour (startPoolSampler).
+  const poolSamples = new PoolSamples();
+  const sampleSeconds = config.consoleSampleSeconds ?? 30;
   const prefix = config.auditNamespacePrefix ?? "";
   const inScope = (key: string) => config.auditTriggers !== false && key.startsWith(prefix);
   const app = createApp({
@@ -222,6 +229,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     adminToken: config.adminToken,
     logger: config.log,
     metrics,
+    ...(sampleSeconds > 0 ? { poolSamples } : {}),
     scrape: { token: config.metricsToken ?? config.adminToken, collect },
     ready: () => ready,
     onAuditEvents: (list) => {
@@ -291,9 +299,16 @@ export async function startHost(config: HostConfig): Promise<Host> {
       await reconciler.close();
       throw e;
     });
+  const sampler = startPoolSampler(poolSamples, {
+    intervalSeconds: sampleSeconds,
+    gauges: () => reconciler.metrics(),
+    timeoutMs: THREAD_METRICS_MS,
+    log: config.log,
+  });
   let stopped: Promise<void> | undefined;
   const shutdown = (settings: DrainSettings) => {
     stopped ??= (async () => {
+      sampler.close();
       await drain(
         {
           ...server,

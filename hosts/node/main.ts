@@ -27,6 +27,7 @@ const host = await startHost({
   listen: { host: c.host, port: c.port, certFile: c.certFile, keyFile: c.keyFile },
   tickSeconds: c.tickSeconds,
   tickConcurrency: c.tickConcurrency,
+  consoleSampleSeconds: c.consoleSampleSeconds,
   ...(c.sealingKey ? { sealingKey: c.sealingKey } : {}),
   envdPort: c.envdPort,
   ...(c.sandboxDomain ? { sandboxDomain: c.sandboxDomain } : {}),

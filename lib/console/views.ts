@@ -8,6 +8,7 @@ import type { PodDiagnosticEvent } from "../sandbox/diagnostics.ts";
 import type { SandboxView } from "../sandboxes/view.ts";
 import { ago, type Html, phase } from "./layout.ts";
 import { renderMarkdown } from "./markdown.ts";
+import { NO_POOL_SAMPLES, type PoolCharts } from "./pool-chart.ts";
 
 /** loginView asks for an API key (its tenant's view) or the admin token (everything). */
 export function loginView(error?: string): Html {
@@ -55,8 +56,11 @@ export function envsView(envs: readonly SandboxEnv[]): Html {
   </section>`;
 }
 
-/** poolsView lists pools: phase, conditions and pods per phase. */
-export function poolsView(pools: readonly SandboxPool[]): Html {
+/**
+ * poolsView lists pools: phase, conditions and pods per phase, and each pool's chart of its last
+ * hour (`charts`; a host that keeps no samples passes none and the view says so).
+ */
+export function poolsView(pools: readonly SandboxPool[], charts?: PoolCharts): Html {
   const row = (p: SandboxPool) => {
     const s = p.status;
     const conditions = (s?.conditions ?? []).filter((c) => c.status === "True" || c.type === "Available");
@@ -72,14 +76,16 @@ export function poolsView(pools: readonly SandboxPool[]): Html {
       <td>${conditions.map(
         (c) => html`<div>${c.type}=${c.status} <span class="muted">${c.reason ?? ""}</span></div>`,
       )}</td>
+      ${charts ? html`<td>${charts(`${p.metadata?.namespace}/${p.metadata?.name}`)}</td>` : ""}
     </tr>`;
   };
   return html`<section id="pools">
     <h2>Pools</h2>
     <table>
-      <tr><th>pool</th><th>phase</th><th>desired</th><th>idle</th><th>starting</th><th>running</th><th>stopping</th><th>failed</th><th>conditions</th></tr>
+      <tr><th>pool</th><th>phase</th><th>desired</th><th>idle</th><th>starting</th><th>running</th><th>stopping</th><th>failed</th><th>conditions</th>${charts ? html`<th>last hour</th>` : ""}</tr>
       ${pools.map(row)}
     </table>
+    ${charts ? "" : html`<p class="muted">${NO_POOL_SAMPLES}</p>`}
   </section>`;
 }
 

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHROMIUM_ARGS, chromiumPath } from "../../infra/ci/chromium.ts";
+import { launchChromium, signIn as signInAt } from "./support/console-browser.ts";
 import { TEMPLATES, templateObject } from "./support/envs.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, until } from "./support/kube.ts";
@@ -26,9 +26,7 @@ beforeAll(async () => {
     ...TEMPLATES,
     body: { ...tpl, metadata: { ...tpl.metadata, annotations: { "agentbox.navix.sh/docs": docs } } },
   });
-  const executablePath = chromiumPath();
-  if (!executablePath) throw new Error("no Chromium: the test preflight installs Debian's (see ADR 0021)");
-  browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
@@ -36,19 +34,7 @@ afterAll(async () => {
 });
 
 /** signIn opens a browser page signed in with `credential` (the console's own form). */
-async function signIn(credential: string): Promise<Page> {
-  const context = await browser.newContext({
-    ignoreHTTPSErrors: true,
-    viewport: { width: 1400, height: 900 },
-  });
-  const page = await context.newPage();
-  await page.goto(`${base}/ui`);
-  expect(new URL(page.url()).pathname).toBe("/ui/login");
-  await page.fill("input[name=credential]", credential);
-  await page.click("button[type=submit]");
-  await page.waitForURL(`${base}/ui`);
-  return page;
-}
+const signIn = (credential: string): Promise<Page> => signInAt(browser, base, credential);
 
 describe("the web console", () => {
   it("signs in with a key, shows its sandbox, releases it, and finds its record in history", async () => {

@@ -104,6 +104,8 @@ export default async function setup(project: TestProject) {
     },
     tickSeconds: 0,
     tickConcurrency: 4,
+    // The console's pool charts sample every second, so its browser test sees a claim at once.
+    consoleSampleSeconds: 1,
     sealingKey,
     sandboxDomain: TEST_SANDBOX_DOMAIN,
     envdPort: envd.port,

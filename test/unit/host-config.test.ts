@@ -24,6 +24,7 @@ describe("readHostEnv", () => {
         historyPath: "/var/lib/agentbox/history.sqlite",
         tickSeconds: 10,
         tickConcurrency: 8,
+        consoleSampleSeconds: 30,
         envdPort: 49983,
         adoptPools: false,
         instanceId: hostname(),
@@ -43,6 +44,13 @@ describe("readHostEnv", () => {
     expect(bad.ok ? [] : bad.errors).toEqual([
       'AGENTBOX_INSTANCE_TYPES: must be "namespace/name" of a ConfigMap, e.g. agentbox-system/agentbox-instance-types',
     ]);
+  });
+
+  it("reads how often the console samples the pool gauges, naming a bad value", () => {
+    const r = readHostEnv({ ...valid, AGENTBOX_CONSOLE_SAMPLE_SECONDS: "5" });
+    expect(r.ok && r.value.consoleSampleSeconds).toBe(5);
+    const bad = readHostEnv({ ...valid, AGENTBOX_CONSOLE_SAMPLE_SECONDS: "7200" });
+    expect(bad.ok ? [] : bad.errors.join("\n")).toContain("AGENTBOX_CONSOLE_SAMPLE_SECONDS");
   });
 
   it("reads the team sandbox limits and names a bad one", () => {

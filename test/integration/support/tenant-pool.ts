@@ -11,10 +11,11 @@ export const API_KEYS = { namespace: "agentbox-system", name: "agentbox-api-keys
 /**
  * tenantPool sets up what the tests of the host's surfaces (metrics, console, CLI) start from: an
  * `audit-<prefix>` namespace (the test host reconciles it on audit events) with a pool "p" of
- * `replicas`, and an API key of team `team` (a fresh user). `keyOf` mints more keys of the team.
- * Available once the file's tests run; the namespace goes after them.
+ * `replicas` (and `spec`, e.g. a templateName), and an API key of team `team` (a fresh user).
+ * `keyOf` mints more keys of the team. Available once the file's tests run; the namespace goes
+ * after them.
  */
-export function tenantPool(prefix: string, team: string, replicas = 1) {
+export function tenantPool(prefix: string, team: string, replicas = 1, spec: Record<string, unknown> = {}) {
   const { core, custom } = kube();
   const deps = testDeps();
   let cleanup = async () => {};
@@ -38,7 +39,7 @@ export function tenantPool(prefix: string, team: string, replicas = 1) {
     await custom.createNamespacedCustomObject({
       ...POOLS,
       namespace: t.ns,
-      body: poolObject(t.ns, "p", replicas),
+      body: poolObject(t.ns, "p", replicas, spec),
     });
   });
   afterAll(async () => {
