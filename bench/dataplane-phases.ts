@@ -24,11 +24,14 @@ type Processes = readonly { name: string; pid: number }[];
  * router's and the control's that V8's background threads used (routerV8, controlV8).
  */
 function cpuNow(who: Processes): Record<string, number> {
-  const v8 = (name: string) => {
-    const p = who.find((w) => w.name === name);
-    return p ? v8BackgroundSeconds(p.pid) : Number.NaN;
+  const v8 = (...names: string[]) => {
+    const ps = who.filter((w) => names.includes(w.name));
+    return ps.length ? ps.reduce((sum, p) => sum + v8BackgroundSeconds(p.pid), 0) : Number.NaN;
   };
-  return { ...cpuSeconds(who, "client"), routerV8: v8("router"), controlV8: v8("control") };
+  const { routerProcess, ...cpu } = cpuSeconds(who, "client");
+  // The router in a process of its own: the host's process and the router's are the router's side.
+  if (routerProcess !== undefined) cpu.router = (cpu.router ?? 0) + routerProcess;
+  return { ...cpu, routerV8: v8("router", "routerProcess"), controlV8: v8("control") };
 }
 
 /**
@@ -36,12 +39,17 @@ function cpuNow(who: Processes): Record<string, number> {
  * before (after a GC) and with them open (as is, then after a GC); then ends them from the server.
  */
 export async function streamsPhase(bench: Bench, n: number): Promise<Round["streams"]> {
+  // The router's own process (the default) adds its resident memory to the host's.
+  const routerPid = bench.host.dataPlane?.pid;
+  const routerRss = () => (routerPid ? rssBytes(routerPid) : 0);
   const before = await bench.host.ask({ op: "memory" });
+  const routerBefore = routerRss();
   const held = await holdStreams(bench.hold, "/stream", n);
   try {
     const { held: heldAtOnce } = (await bench.pod.ask({ op: "held" })) as { held: number };
-    const rssOpen = rssBytes(bench.host.pid);
+    const rssOpen = rssBytes(bench.host.pid) + routerRss();
     const open = await bench.host.ask({ op: "memory" });
+    const routerOpen = routerRss();
     await bench.pod.ask({ op: "release" });
     await held.ended(60_000);
     return {
@@ -49,9 +57,9 @@ export async function streamsPhase(bench: Bench, n: number): Promise<Round["stre
       opened: held.opened,
       heldAtOnce,
       openSeconds: held.openSeconds,
-      rssBefore: before.rss,
+      rssBefore: before.rss + routerBefore,
       rssOpen,
-      rssOpenAfterGc: open.rss,
+      rssOpenAfterGc: open.rss + routerOpen,
       heapBefore: before.heapUsed + before.external,
       heapOpen: open.heapUsed + open.external,
     };

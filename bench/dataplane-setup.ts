@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { request } from "node:http";
 import type { V1Pod } from "@kubernetes/client-node";
+import { nodeFlagsOf } from "../hosts/node/data-plane/settings.ts";
 import type { ClusterState } from "../infra/cluster/state.ts";
 import { SANDBOX_ID_LABEL, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
 import { forkIpc, type IpcChild } from "./child-ipc.ts";
@@ -60,7 +61,13 @@ export async function startBench(
     sealingKey: randomBytes(32).toString("hex"),
     sandboxDomain: "sandbox.bench.test",
     envdPort,
-    dataPlane: { plainPort: 0 },
+    // ROUTER_NODE_FLAGS: the router process's Node flags ("" none), or "thread" (a worker thread).
+    dataPlane: {
+      plainPort: 0,
+      ...(process.env.ROUTER_NODE_FLAGS === undefined
+        ? {}
+        : { runsIn: nodeFlagsOf(process.env.ROUTER_NODE_FLAGS) }),
+    },
   });
   const routerPort = host.dataPlane?.plain;
   if (!routerPort) throw new Error("the host did not start its sandbox router");

@@ -32,6 +32,8 @@ const log = (line: string) => console.error(`[bench] ${line}`);
 async function round(bench: Bench, i: number): Promise<Round> {
   const who = [
     { name: "router", pid: bench.host.pid },
+    // The router's own process (the default), its CPU counted as the router's.
+    ...(bench.host.dataPlane?.pid ? [{ name: "routerProcess", pid: bench.host.dataPlane.pid }] : []),
     { name: "envd", pid: bench.pod.pid },
     { name: "control", pid: bench.control.pid },
   ];

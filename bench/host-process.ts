@@ -67,4 +67,7 @@ process.on("message", async (m: HostRequest) => {
     send({ id: m.id, error: String(e) });
   }
 });
-send({ ready: true, ...(host.dataPlane ? { dataPlane: host.dataPlane.ports } : {}) });
+send({
+  ready: true,
+  ...(host.dataPlane ? { dataPlane: { ...host.dataPlane.ports, pid: host.dataPlane.pid() } } : {}),
+});

@@ -53,7 +53,7 @@ export const BENCH_METRICS_TOKEN = "bench-metrics-token";
 export interface HostProcess {
   pid: number;
   /** dataPlane is where its sandbox router listens, when HostOverrides.dataPlane asked for one. */
-  dataPlane?: { plain?: number; tls?: number };
+  dataPlane?: { plain?: number; tls?: number; pid?: number };
   /** ask sends one request and resolves with its answer (rejects when the host reports an error). */
   ask(request: { op: "key"; team: string; user: string }): Promise<{ key: string }>;
   ask(request: { op: "loop" }): Promise<{ p50: number; p99: number; max: number }>;

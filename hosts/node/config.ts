@@ -94,6 +94,15 @@ const ENV = v.object({
   AGENTBOX_DATA_PLANE_NAMESPACE: v.optional(
     v.pipe(v.string(), v.regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a namespace name")),
   ),
+  AGENTBOX_DATA_PLANE_NODE_FLAGS: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(
+        /^\s*(thread|(--[A-Za-z0-9-]+(=\S+)?\s*)*)\s*$/,
+        'must be "thread" or Node flags, each starting with "--"',
+      ),
+    ),
+  ),
   AGENTBOX_CLUSTER_ID: v.optional(
     v.pipe(
       v.string(),

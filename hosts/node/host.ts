@@ -25,7 +25,7 @@ import { withTimeout } from "../../lib/util/with-timeout.ts";
 import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
 import { type DataPlaneThread, startDataPlaneThread } from "./data-plane/data-plane-worker.ts";
-import type { DataPlaneSettings } from "./data-plane/settings.ts";
+import { DATA_PLANE_NODE_FLAGS, type DataPlaneSettings } from "./data-plane/settings.ts";
 import { type DrainSettings, drain } from "./drain.ts";
 import { sha256Hex } from "./hash-key.ts";
 import { nodeKubeWatch } from "./kube-transport.ts";
@@ -294,6 +294,9 @@ export async function startHost(config: HostConfig): Promise<Host> {
       },
       config.log,
       metrics.dataPlaneRestarts,
+      dp.runsIn === "thread"
+        ? { thread: true }
+        : { process: { nodeFlags: dp.runsIn?.nodeFlags ?? DATA_PLANE_NODE_FLAGS } },
     ).catch(async (e: unknown) => {
       await server.close();
       await reconciler.close();

@@ -3,10 +3,13 @@
 // share its heap. The protocol is small and shared (thread-port.ts is the thread's side): the
 // thread says `ready` (with what it wants the host to know, e.g. its ports), forwards its `log`
 // entries, and answers each request by id; its own calls to the host (`host-call`: the router's
-// credentials, the router's activity for idle release) are answered from `answers`.
+// credentials, the router's activity for idle release) are answered from `answers`. A thread
+// may instead be a child process (ThreadOptions.process: Node flags of its own, e.g. the router's
+// garbage collector tuned for its small heap), with the same messages over its IPC channel.
 import { Worker } from "node:worker_threads";
 import type { Counter } from "prom-client";
 import type { Log } from "../../lib/log.ts";
+import { forkThread, type ThreadHandle } from "./forked-thread.ts";
 
 /** FromThread is what a supervised thread sends its host. */
 export type FromThread =
@@ -40,6 +43,11 @@ export interface ThreadOptions {
    * without an answer, or one that throws, is answered with the error.
    */
   answers?: Record<string, () => unknown>;
+  /**
+   * process runs the thread as a child process (forkThread) started with these Node flags beside
+   * the host's own; absent: a worker thread.
+   */
+  process?: { nodeFlags: readonly string[] };
 }
 
 /** SupervisedThread talks to the running thread. */
@@ -52,6 +60,8 @@ export interface SupervisedThread {
   kill(): Promise<number>;
   /** close asks the thread to close (`{op: "close"}`, answered) and ends it; no restart. */
   close(): Promise<void>;
+  /** pid is the running thread's process id when it is a child process (benchmarks read its CPU). */
+  pid(): number | undefined;
 }
 
 /** HostAnswer is the host's answer to a thread's host-call. */
@@ -61,7 +71,7 @@ export type HostAnswer =
 
 /** answerCall runs the named answer for a thread's call and posts what it gives (or its error). */
 async function answerCall(
-  worker: Worker,
+  worker: ThreadHandle,
   m: Extract<FromThread, { op: "host-call" }>,
   options: ThreadOptions,
 ): Promise<void> {
@@ -86,7 +96,7 @@ async function answerCall(
 export async function superviseThread(options: ThreadOptions): Promise<SupervisedThread> {
   const { name, log } = options;
   const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  let worker: Worker | undefined;
+  let worker: ThreadHandle | undefined;
   let closing = false;
   let nextId = 0;
   let restartDelay = RESTART_DELAY_MS;
@@ -106,7 +116,9 @@ export async function superviseThread(options: ThreadOptions): Promise<Supervise
   };
   const spawn = () =>
     new Promise<void>((resolve, reject) => {
-      const w = new Worker(options.url, { workerData: options.workerData() });
+      const w: ThreadHandle = options.process
+        ? forkThread(options.url, options.workerData(), options.process.nodeFlags)
+        : new Worker(options.url, { workerData: options.workerData() });
       let readyAt: number | undefined;
       let failure = "";
       w.on("message", (m: FromThread | ({ op: string } & Record<string, unknown>)) => {
@@ -176,5 +188,6 @@ export async function superviseThread(options: ThreadOptions): Promise<Supervise
       await ask<void>({ op: "close" }).catch(() => {});
       await w?.terminate();
     },
+    pid: () => (worker && "pid" in worker ? (worker.pid as number | undefined) : undefined),
   };
 }

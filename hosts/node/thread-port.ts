@@ -1,12 +1,60 @@
 // The thread's side of supervised-thread.ts: a Log that forwards entries to the host, and answers
 // to the host's requests by id (errors cross with their name: the manual triggers tell
-// StepRefused and Misconfigured apart by it).
-import type { MessagePort } from "node:worker_threads";
+// StepRefused and Misconfigured apart by it). The same code runs in a worker thread (its
+// parentPort) and in a child process the host forked (its IPC channel): openThreadPort says which.
+import { parentPort, workerData } from "node:worker_threads";
 import type { Log } from "../../lib/log.ts";
 import type { FromThread, HostAnswer } from "./supervised-thread.ts";
 
+/**
+ * ThreadPort is the thread's end of its channel to the host: a worker's parentPort, or a child
+ * process's IPC channel in the same shape.
+ */
+export interface ThreadPort {
+  postMessage(m: unknown): void;
+  // biome-ignore lint/suspicious/noExplicitAny: each thread narrows the messages it takes.
+  on(event: "message", listener: (m: any) => void): unknown;
+}
+
+/** HELLO_MS bounds a forked thread's wait for its settings after it said hello. */
+const HELLO_MS = 30_000;
+
+/**
+ * openThreadPort is the channel and the settings the host started this thread with: a worker's
+ * parentPort and workerData; in a forked child, its IPC channel, the settings asked for with a
+ * `hello` once this module listens (so none can arrive before anyone hears them; they never sit in
+ * the environment or the command line, where secrets would show). A forked child lives as long as
+ * its host: it exits when the channel closes, and leaves signals to the host (a Ctrl-C reaches
+ * the whole process group; the host drains and closes it).
+ */
+export async function openThreadPort(what: string): Promise<{ port: ThreadPort; data: unknown }> {
+  if (parentPort) return { port: parentPort, data: workerData };
+  const send = process.send?.bind(process);
+  if (!send) throw new Error(`${what} runs as a worker thread or a forked child of the host`);
+  process.on("disconnect", () => process.exit(0));
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => {});
+  const data = await new Promise<unknown>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what}: no settings from the host`)), HELLO_MS);
+    const first = (m: { op?: string; data?: unknown }) => {
+      if (m?.op !== "thread-start") return;
+      clearTimeout(timer);
+      process.off("message", first);
+      resolve(m.data);
+    };
+    process.on("message", first);
+    send({ op: "hello" });
+  });
+  return {
+    port: {
+      postMessage: (m) => process.connected && send(m),
+      on: (_event, listener) => process.on("message", listener),
+    },
+    data,
+  };
+}
+
 /** threadLog forwards entries to the host's logger; what cannot be cloned goes as text. */
-export function threadLog(port: MessagePort): Log {
+export function threadLog(port: ThreadPort): Log {
   const post = (m: FromThread) => port.postMessage(m);
   const level =
     (name: keyof Log) =>
@@ -21,7 +69,7 @@ export function threadLog(port: MessagePort): Log {
 }
 
 /** answer runs one request's work and posts its reply (value or error) under the request's id. */
-export async function answer(port: MessagePort, id: number, work: () => unknown): Promise<void> {
+export async function answer(port: ThreadPort, id: number, work: () => unknown): Promise<void> {
   try {
     port.postMessage({ op: "reply", id, value: await work() } satisfies FromThread);
   } catch (e) {
@@ -35,7 +83,7 @@ export async function answer(port: MessagePort, id: number, work: () => unknown)
 }
 
 /** ready tells the host the thread runs, with what it should know (e.g. its ports). */
-export function ready(port: MessagePort, info?: unknown): void {
+export function ready(port: ThreadPort, info?: unknown): void {
   port.postMessage({ op: "ready", ...(info === undefined ? {} : { info }) } satisfies FromThread);
 }
 
@@ -47,7 +95,7 @@ export interface HostCalls {
 }
 
 /** hostCalls makes a thread's HostCalls on its port. */
-export function hostCalls(port: MessagePort): HostCalls {
+export function hostCalls(port: ThreadPort): HostCalls {
   const waiting = new Map<number, (m: HostAnswer) => void>();
   let nextId = 0;
   return {

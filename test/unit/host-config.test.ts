@@ -209,6 +209,27 @@ describe("readHostEnv", () => {
     ]);
   });
 
+  it("runs the router in a process of its own with its Node flags, or in a thread, naming a bad value", () => {
+    const router = { ...valid, AGENTBOX_DATA_PLANE_PORT: "8081" };
+    const byDefault = readHostEnv(router);
+    expect(byDefault.ok && byDefault.value.dataPlane?.runsIn).toBeUndefined();
+    const flags = readHostEnv({
+      ...router,
+      AGENTBOX_DATA_PLANE_NODE_FLAGS: " --max-semi-space-size=16  --no-incremental-marking",
+    });
+    expect(flags.ok && flags.value.dataPlane?.runsIn).toEqual({
+      nodeFlags: ["--max-semi-space-size=16", "--no-incremental-marking"],
+    });
+    const none = readHostEnv({ ...router, AGENTBOX_DATA_PLANE_NODE_FLAGS: "" });
+    expect(none.ok && none.value.dataPlane?.runsIn).toEqual({ nodeFlags: [] });
+    const thread = readHostEnv({ ...router, AGENTBOX_DATA_PLANE_NODE_FLAGS: "thread" });
+    expect(thread.ok && thread.value.dataPlane?.runsIn).toBe("thread");
+    const bad = readHostEnv({ ...router, AGENTBOX_DATA_PLANE_NODE_FLAGS: "--ok /tmp/evil.js" });
+    expect(bad.ok ? [] : bad.errors).toEqual([
+      'AGENTBOX_DATA_PLANE_NODE_FLAGS: must be "thread" or Node flags, each starting with "--"',
+    ]);
+  });
+
   it("refuses an in-memory history, which the API and the reconciler thread could not share", () => {
     const r = readHostEnv({
       ...valid,

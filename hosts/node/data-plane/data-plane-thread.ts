@@ -1,10 +1,10 @@
-// The sandbox router's worker thread (entry point, started by data-plane-worker.ts). The router
-// moves every byte of every sandbox's traffic: in a thread of its own, its buffers churn a small
-// heap of their own (a download's garbage no longer makes the control plane's heap collect) and
-// its event loop is not the API's. It builds its own API client and watch, with credentials it
-// asks the host for (client-node stays out of this thread: its 24 MB of heap would be marked by
+// The sandbox router's entry point, started by data-plane-worker.ts: by default as a process of
+// its own (Node flags of its own: its collector tuned for a small heap whose garbage is a
+// download's buffers, ADR 0036), or as a worker thread of the host's process. Either way its
+// buffers churn a heap of their own (a download's garbage never makes the control plane's heap
+// collect) and its event loop is not the API's. It builds its own API client and watch, with
+// credentials it asks the host for (client-node stays out: its 24 MB of heap would be marked by
 // every full collection a download's buffers cause), and talks to the host only by messages.
-import { parentPort, workerData } from "node:worker_threads";
 import { Registry } from "prom-client";
 import { KubeClient } from "../../../lib/kube/client.ts";
 import { meteredTransport } from "../../../lib/metrics/metered-transport.ts";
@@ -17,14 +17,13 @@ import {
   nodeKubeWatch,
 } from "../kube-transport.ts";
 import type { HostAnswer } from "../supervised-thread.ts";
-import { answer, hostCalls, ready, threadLog } from "../thread-port.ts";
+import { answer, hostCalls, openThreadPort, ready, threadLog } from "../thread-port.ts";
 import { startDataPlane } from "./data-plane.ts";
 import type { DataPlaneThreadSettings, ToDataPlane } from "./data-plane-worker.ts";
 
-const port = parentPort;
-if (!port) throw new Error("data-plane-thread.ts runs as a worker thread (see data-plane-worker.ts)");
+const { port, data } = await openThreadPort("data-plane-thread.ts (see data-plane-worker.ts)");
 const log = threadLog(port);
-const settings = workerData as DataPlaneThreadSettings;
+const settings = data as DataPlaneThreadSettings;
 const host = hostCalls(port);
 
 /** CREDENTIALS_REUSE_MS: how long one answer of the host's credentials serves this thread's requests. */

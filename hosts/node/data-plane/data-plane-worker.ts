@@ -34,12 +34,20 @@ export interface DataPlaneThread {
   /** kill ends the thread as a crash would (it is started again); its exit code. */
   kill(): Promise<number>;
   close(): Promise<void>;
+  /** pid is the router's process id when it runs as a process of its own (benchmarks read its CPU). */
+  pid(): number | undefined;
 }
 
 /**
- * startDataPlaneThread runs the sandbox router (data-plane.ts) in a worker thread of its own and
- * keeps it running (superviseThread: a thread that dies is started again; its streams are cut,
- * as a host's crash would cut them). A restart listens where the first start did, so a port 0
+ * DataPlaneRunsIn says where the router runs: a worker thread of the host's process, or a child
+ * process with Node flags of its own (the host's default, ADR 0036).
+ */
+export type DataPlaneRunsIn = { thread: true } | { process: { nodeFlags: readonly string[] } };
+
+/**
+ * startDataPlaneThread runs the sandbox router (data-plane.ts) in a process of its own (runsIn,
+ * the host's default) or a worker thread, and keeps it running (superviseThread: one that dies is
+ * started again; its streams are cut, as a host's crash would cut them). A restart listens where the first start did, so a port 0
  * (any free port) stays the one the host reported.
  */
 export async function startDataPlaneThread(
@@ -47,6 +55,7 @@ export async function startDataPlaneThread(
   settings: Omit<DataPlaneThreadSettings, "server">,
   log: Log,
   restarts?: Counter<never>,
+  runsIn: DataPlaneRunsIn = { thread: true },
 ): Promise<DataPlaneThread> {
   const access = kubeconfigAccess(kubeconfig);
   const ports: DataPlane["ports"] = {};
@@ -68,6 +77,7 @@ export async function startDataPlaneThread(
     // The kubeconfig's credentials (tokens, certificates, exec plugins) are applied here.
     answers: { credentials: () => credentialsOf(access) },
     onReady: (info) => Object.assign(ports, info),
+    ...("process" in runsIn ? { process: runsIn.process } : {}),
   });
   return {
     ports,
@@ -81,5 +91,6 @@ export async function startDataPlaneThread(
     metrics: () => thread.ask<MetricObjectWithValues<MetricValue<string>>[]>({ op: "metrics" }),
     kill: () => thread.kill(),
     close: () => thread.close(),
+    pid: () => thread.pid(),
   };
 }

@@ -13,7 +13,19 @@ export interface DataPlaneSettings {
   routerNames?: string[];
   /** namespace scopes the route watch to one namespace (every namespace when unset). */
   namespace?: string;
+  /**
+   * nodeFlags start the router as a process of its own with these Node/V8 flags (default
+   * DATA_PLANE_NODE_FLAGS); "thread" runs it in a worker thread of the host's process instead.
+   */
+  runsIn?: { nodeFlags: readonly string[] } | "thread";
 }
+
+/**
+ * DATA_PLANE_NODE_FLAGS are the router process's V8 flags by default: its heap is small (about
+ * 10 MB) and a download's garbage is buffers, so a full collection that marks all at once costs
+ * a few ms and saves the incremental marker's background work (ADR 0036 has the measurements).
+ */
+export const DATA_PLANE_NODE_FLAGS: readonly string[] = ["--no-incremental-marking"];
 
 /** DATA_PLANE_PORT and DATA_PLANE_TLS_PORT are the router's default listener ports. */
 export const DATA_PLANE_PORT = 8080;
@@ -25,6 +37,8 @@ export const DATA_PLANE_TLS_PORT = 9443;
  * AGENTBOX_DATA_PLANE_TLS_PORT (9443; "off": none), binding AGENTBOX_DATA_PLANE_HOST (the API's
  * listen host). AGENTBOX_DATA_PLANE_NAMES lists the router's own names (comma-separated; header
  * routing applies there), AGENTBOX_DATA_PLANE_NAMESPACE scopes its watch to one namespace.
+ * AGENTBOX_DATA_PLANE_NODE_FLAGS are the Node flags of the router's own process (space-separated;
+ * default DATA_PLANE_NODE_FLAGS; empty: none), or "thread" for a worker thread of the host's.
  */
 export function dataPlaneSettings(e: {
   AGENTBOX_SANDBOX_DOMAIN?: string | undefined;
@@ -33,6 +47,7 @@ export function dataPlaneSettings(e: {
   AGENTBOX_DATA_PLANE_HOST?: string | undefined;
   AGENTBOX_DATA_PLANE_NAMES?: string | undefined;
   AGENTBOX_DATA_PLANE_NAMESPACE?: string | undefined;
+  AGENTBOX_DATA_PLANE_NODE_FLAGS?: string | undefined;
 }): DataPlaneSettings | undefined {
   if (e.AGENTBOX_SANDBOX_DOMAIN === undefined && e.AGENTBOX_DATA_PLANE_PORT === undefined) return undefined;
   const tls = e.AGENTBOX_DATA_PLANE_TLS_PORT ?? DATA_PLANE_TLS_PORT;
@@ -46,5 +61,14 @@ export function dataPlaneSettings(e: {
     ...(e.AGENTBOX_DATA_PLANE_HOST ? { host: e.AGENTBOX_DATA_PLANE_HOST } : {}),
     ...(names.length ? { routerNames: names } : {}),
     ...(e.AGENTBOX_DATA_PLANE_NAMESPACE ? { namespace: e.AGENTBOX_DATA_PLANE_NAMESPACE } : {}),
+    ...(e.AGENTBOX_DATA_PLANE_NODE_FLAGS === undefined
+      ? {}
+      : { runsIn: nodeFlagsOf(e.AGENTBOX_DATA_PLANE_NODE_FLAGS) }),
   };
+}
+
+/** nodeFlagsOf reads AGENTBOX_DATA_PLANE_NODE_FLAGS: "thread", or space-separated flags. */
+export function nodeFlagsOf(value: string): NonNullable<DataPlaneSettings["runsIn"]> {
+  if (value.trim() === "thread") return "thread";
+  return { nodeFlags: value.split(/\s+/).filter((f) => f !== "") };
 }
