@@ -22,6 +22,7 @@ import { readState } from "../infra/cluster/state.ts";
 import { KubeClient } from "../lib/kube/client.ts";
 import { referenceDigestResolver } from "../lib/sandbox/digest-resolver.ts";
 import { decodeKeyEntry, encodeKeyEntry } from "../lib/sandboxes/api-keys.ts";
+import { ENV_USAGE, envCommand } from "./env-commands.ts";
 import { SANDBOX_COMMANDS, SANDBOX_USAGE, sandboxCommand } from "./sandbox-commands.ts";
 
 const USAGE = `usage: agentbox reconcile <namespace>/<pool> [--step NAME] [--kubeconfig FILE | --cluster NAME] [--history FILE]
@@ -32,6 +33,7 @@ const USAGE = `usage: agentbox reconcile <namespace>/<pool> [--step NAME] [--kub
        agentbox api-key list [--keys NAMESPACE/NAME] [--kubeconfig FILE | --cluster NAME]
        agentbox api-key revoke <KEY | KEY-ID> [--keys NAMESPACE/NAME] [--kubeconfig FILE | --cluster NAME]
 ${SANDBOX_USAGE}
+${ENV_USAGE}
 
 steps: ${STEP_NAMES.join(", ")} (default: reconcile = all but refresh-template, in order)
 refresh-template re-renders a standalone pool from its template's current revision, its overrides re-applied.
@@ -59,6 +61,9 @@ const COMMANDS = new Set(["reconcile", "refresh-template", "reconcile-env", "ref
 async function main(): Promise<number> {
   const first = process.argv[2] ?? "";
   if (SANDBOX_COMMANDS.has(first)) return sandboxCommand(process.argv.slice(2));
+  // `env refresh-member` is refresh-member; the other env commands are env-commands.ts's.
+  if (first === "env" && process.argv[3] === "refresh-member") process.argv.splice(2, 2, "refresh-member");
+  else if (first === "env") return envCommand(process.argv.slice(2));
   const { values, positionals } = parseArgs({
     allowPositionals: true,
     options: {

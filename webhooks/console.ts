@@ -2,6 +2,7 @@ import { type Context, Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { html } from "hono/html";
 import { timingSafeEqual } from "hono/utils/buffer";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { authenticate } from "../functions/api/authenticate.ts";
 import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
 import type { ApiDeps } from "../functions/api/deps.ts";
@@ -23,6 +24,7 @@ import { HistoryUnavailable, type HistoryQuery as StoreQuery } from "../lib/hist
 import type { Tenant } from "../lib/sandboxes/api-keys.ts";
 import { historyScope } from "../lib/sandboxes/history-scope.ts";
 import { HistoryQuery } from "../lib/sandboxes/schemas.ts";
+import { consoleEnvRoutes } from "./console-envs.ts";
 
 /** CONSOLE_COOKIE holds the signed-in credential: HttpOnly, Secure, SameSite=Strict, under /ui. */
 const CONSOLE_COOKIE = "agentbox_console";
@@ -59,7 +61,7 @@ export function consoleRoutes(deps: ConsoleDeps): Hono<Env> {
     if (await timingSafeEqual(credential, deps.adminToken)) return ADMIN;
     return authenticate(deps.api, credential);
   };
-  const show = (c: Context<Env>, title: string, body: Html, status: 200 | 401 | 503 = 200) => {
+  const show = (c: Context<Env>, title: string, body: Html, status: ContentfulStatusCode = 200) => {
     const t = c.get("tenant");
     const who = t ? (t.admin ? "admin (every tenant)" : `${t.team} / ${t.user}`) : undefined;
     return c.html(page(title, who, body), status);
@@ -144,6 +146,8 @@ export function consoleRoutes(deps: ConsoleDeps): Hono<Env> {
     await deleteSandbox(deps.api, c.get("tenant"), c.req.param("id"));
     return c.redirect("/ui#sandboxes", 303);
   });
+  // The Env page and its edits (issue #26, section 3).
+  consoleEnvRoutes(app, deps.api, show);
   return app;
 }
 

@@ -32,7 +32,7 @@ export function envsView(envs: readonly SandboxEnv[]): Html {
     const groups = s?.scalingGroups ?? [];
     const saturated = members.filter((m) => m.state === "Saturated").length;
     return html`<tr>
-      <td>${env.metadata?.namespace}/${env.metadata?.name}</td>
+      <td><a href="/ui/envs/${env.metadata?.namespace}/${env.metadata?.name}">${env.metadata?.namespace}/${env.metadata?.name}</a></td>
       <td class="num">${s?.desiredReplicas ?? 0}</td>
       <td class="num">${s?.idleReplicas ?? 0}</td>
       <td class="num">${s?.runningReplicas ?? 0}</td>

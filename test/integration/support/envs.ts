@@ -52,20 +52,21 @@ export function envObject(
 
 /**
  * createTemplateAndEnv creates a template running `image` and, in namespace, an Env of it whose
- * local segment lists `members`.
+ * local segment lists `members` (`extra` on its spec: autoscaling groups, overrides).
  */
 export async function createTemplateAndEnv(
   namespace: string,
   template: string,
   env: string,
   members: Record<string, unknown>[],
+  extra: Record<string, unknown> = {},
 ): Promise<void> {
   const { custom } = kube();
   await custom.createClusterCustomObject({ ...TEMPLATES, body: templateObject(template, "v1", "python:3") });
   await custom.createNamespacedCustomObject({
     ...ENVS,
     namespace,
-    body: envObject(namespace, env, template, members),
+    body: envObject(namespace, env, template, members, extra),
   });
 }
 
