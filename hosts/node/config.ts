@@ -17,17 +17,11 @@ import {
 } from "../../lib/reconcile/idle-release.ts";
 import { parseTeamLimits, type TeamLimits } from "../../lib/sandboxes/team-limits.ts";
 import { type DataPlaneSettings, dataPlaneSettings } from "./data-plane/settings.ts";
+import { DATA_PLANE_ENV, Port } from "./data-plane/settings-env.ts";
 import type { DrainSettings } from "./drain.ts";
 import { readPostgresHistory } from "./history-settings.ts";
 import type { PostgresHistorySettings } from "./postgres-history.ts";
 
-const Port = v.pipe(
-  v.string(),
-  v.transform(Number),
-  v.integer("must be a whole number"),
-  v.minValue(1),
-  v.maxValue(65535),
-);
 const Seconds = v.pipe(v.string(), v.transform(Number), v.number("must be a number"), v.minValue(0));
 
 /** TimeoutSeconds is a request bound: more than 0, at most 5 minutes. */
@@ -78,31 +72,7 @@ const ENV = v.object({
   // Where sandbox ports are reached: <port>-<sandboxId>.<domain> (the E2B answers' domain).
   AGENTBOX_SANDBOX_DOMAIN: v.optional(v.string()),
   // The sandbox router (hosts/node/data-plane/), run when a sandbox domain or its port is set.
-  AGENTBOX_DATA_PLANE_PORT: v.optional(Port),
-  AGENTBOX_DATA_PLANE_TLS_PORT: v.optional(
-    v.pipe(
-      v.string(),
-      v.check(
-        (s) => s === "off" || (/^[1-9][0-9]{0,4}$/.test(s) && Number(s) <= 65535),
-        "must be a port or off",
-      ),
-      v.transform((s) => (s === "off" ? ("off" as const) : Number(s))),
-    ),
-  ),
-  AGENTBOX_DATA_PLANE_HOST: v.optional(v.string()),
-  AGENTBOX_DATA_PLANE_NAMES: v.optional(v.string()),
-  AGENTBOX_DATA_PLANE_NAMESPACE: v.optional(
-    v.pipe(v.string(), v.regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a namespace name")),
-  ),
-  AGENTBOX_DATA_PLANE_NODE_FLAGS: v.optional(
-    v.pipe(
-      v.string(),
-      v.regex(
-        /^\s*(thread|(--[A-Za-z0-9-]+(=\S+)?\s*)*)\s*$/,
-        'must be "thread" or Node flags, each starting with "--"',
-      ),
-    ),
-  ),
+  ...DATA_PLANE_ENV,
   AGENTBOX_CLUSTER_ID: v.optional(
     v.pipe(
       v.string(),
