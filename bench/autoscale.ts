@@ -2,11 +2,16 @@
 // growth mode and starting size, all in one run on one cluster and one host. Each scenario ramps
 // creates 0 → 20 → 50 per second, holds, and stops; every sandbox lives LIFETIME seconds. It
 // reports what users feel (503s, create → Running), how fast the group wakes, how much idle
-// capacity it keeps, and how long it takes to shrink back. See docs/benchmarks.md.
+// capacity it keeps, and how long it takes to shrink back. COOLDOWN_MODES=waiters,strict runs each
+// scenario once per cooldown mode per round (ROUNDS), each on a host of its own started with that
+// mode (ADR 0034). See docs/benchmarks.md.
+
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
 import { SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+import type { CooldownMode } from "../lib/autoscale/decide.ts";
 import { demandCurve } from "./demand-curve.ts";
 import { PodTally } from "./pod-tally.ts";
 import {
@@ -14,6 +19,8 @@ import {
   benchNamespacesAndHost,
   cpuSeconds,
   cpuTable,
+  forkHost,
+  type HostProcess,
   httpsClient,
   percentile,
   type Send,
@@ -24,6 +31,12 @@ const PULL_DELAY_MS = Number(process.env.PULL_DELAY_MS ?? 500);
 const LIFETIME_S = Number(process.env.LIFETIME ?? 3);
 const MODES = (process.env.MODES ?? "Conservative,Default,Aggressive").split(",");
 const STARTS = (process.env.STARTS ?? "0,5").split(",").map(Number);
+/**
+ * COOLDOWN_MODES: unset, one host with the default mode serves every scenario; set, each scenario
+ * runs once per listed mode (in that order) on a fresh host, ROUNDS times over.
+ */
+const COOLDOWN_MODES = process.env.COOLDOWN_MODES?.split(",") as CooldownMode[] | undefined;
+const ROUNDS = Number(process.env.ROUNDS ?? 1);
 /** The demand curve: creates per second at each point in time (linear in between), then 0. */
 const RAMP = Number(process.env.RAMP ?? 20);
 const PEAK = Number(process.env.PEAK ?? 50);
@@ -47,7 +60,8 @@ let api: Send = async () => {
 };
 const state = await up({ name, nodes: 3, pullDelayMs: PULL_DELAY_MS, backoffDelayMs: 1000, log });
 try {
-  const { admin, host } = await benchNamespacesAndHost(state, NS);
+  const { admin, host: first } = await benchNamespacesAndHost(state, NS);
+  let host: HostProcess = first;
   hostPid = host.pid;
   // The host installs the CRDs: the template comes after it.
   must(
@@ -66,21 +80,38 @@ try {
     ),
     201,
   );
-  const { key } = await host.ask({ op: "key", team: "bench", user: "bench" });
-  api = httpsClient(
-    `https://127.0.0.1:${state.hostPort}`,
-    readFileSync(state.caCert),
-    { "x-api-key": key },
-    1024,
-  );
+  /** useHost makes `host` the one the next scenario talks to (its API key, its pid for the CPU). */
+  const useHost = async (next: HostProcess) => {
+    host = next;
+    hostPid = host.pid;
+    const { key } = await host.ask({ op: "key", team: "bench", user: "bench" });
+    api = httpsClient(
+      `https://127.0.0.1:${state.hostPort}`,
+      readFileSync(state.caCert),
+      { "x-api-key": key },
+      1024,
+    );
+  };
+  await useHost(host);
   const results = [];
-  for (const min of STARTS)
-    for (const mode of MODES) {
-      log(`scenario ${mode}, starting at ${min}`);
-      const result = await scenario(mode, min);
-      console.log(json({ mode, start: min, ...result }));
-      results.push({ mode, start: min, ...result });
-    }
+  for (let round = 1; round <= ROUNDS; round++)
+    for (const min of STARTS)
+      for (const mode of MODES)
+        for (const cooldown of COOLDOWN_MODES ?? [undefined]) {
+          if (cooldown) {
+            // A fresh host per scenario, so both cooldown modes start alike (cold caches and all).
+            await host.ask({ op: "close" }).catch(() => {});
+            await useHost(await forkHost(state, "on", { autoscale: { cooldownMode: cooldown } }));
+          }
+          const load = execFileSync("uptime", { encoding: "utf8" }).trim();
+          log(
+            `scenario ${mode}, starting at ${min}, cooldown ${cooldown ?? "default"}, round ${round}: ${load}`,
+          );
+          const result = await scenario(mode, min, cooldown ? `-${cooldown[0]}${round}` : "");
+          const row = { mode, start: min, ...(cooldown ? { cooldown, round, uptime: load } : {}), ...result };
+          console.log(json(row));
+          results.push(row);
+        }
   console.log(table(results));
   await host.ask({ op: "close" }).catch(() => {});
 } finally {
@@ -140,9 +171,9 @@ async function groupReplicas(env: string): Promise<number> {
   return body.spec.clusters[0]?.members.reduce((n, m) => n + (m.spec?.replicas ?? 0), 0) ?? 0;
 }
 
-async function scenario(mode: string, min: number) {
+async function scenario(mode: string, min: number, suffix: string) {
   const admin = adminClient(state);
-  const env = `as-${mode.toLowerCase()}-${min}`;
+  const env = `as-${mode.toLowerCase()}-${min}${suffix}`;
   const pools = [`${env}-a`, `${env}-b`];
   must(await admin("POST", `${API}/namespaces/${NS}/sandboxenvs`, json(envBody(env, mode, min))), 201);
   const tally = await PodTally.start(state, NS, `${SANDBOX_POOL_LABEL} in (${pools.join(",")})`, pools);
@@ -230,6 +261,7 @@ async function scenario(mode: string, min: number) {
     )?.ms,
     unmetToNewIdleMs: wake,
     idlePerBusy: overhead.busy > 0 ? overhead.idle / overhead.busy : undefined,
+    idleSecondsPerServed: ok.length > 0 ? overhead.idle / ok.length : undefined,
     idlePodSeconds: overhead.idle,
     busyPodSeconds: overhead.busy,
     shrinkBackS: shrinkS,
@@ -242,11 +274,11 @@ async function scenario(mode: string, min: number) {
 function table(rows: Record<string, unknown>[]): string {
   const f = (v: unknown, d = 0) => (typeof v === "number" ? v.toFixed(d) : "–");
   const lines = [
-    "| mode | start | creates | 503s | p50 → Running | p99 → Running | first create | unmet → new idle | idle/busy | shrink back |",
-    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    "| mode | start | cooldown | creates | 503s | p50 → Running | p99 → Running | first create | unmet → new idle | idle/busy | shrink back |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ...rows.map(
       (r) =>
-        `| ${r.mode} | ${r.start} | ${r.creates} | ${f(Number(r.rate503) * 100, 2)} % | ${f(r.p50ToRunningMs)} ms | ${f(r.p99ToRunningMs)} ms | ${f(r.firstCreateMs)} ms | ${f(r.unmetToNewIdleMs)} ms | ${f(Number(r.idlePerBusy) * 100, 0)} % | ${f(r.shrinkBackS, 1)} s |`,
+        `| ${r.mode} | ${r.start} | ${r.cooldown ?? "waiters"} | ${r.creates} | ${f(Number(r.rate503) * 100, 2)} % | ${f(r.p50ToRunningMs)} ms | ${f(r.p99ToRunningMs)} ms | ${f(r.firstCreateMs)} ms | ${f(r.unmetToNewIdleMs)} ms | ${f(Number(r.idlePerBusy) * 100, 0)} % | ${f(r.shrinkBackS, 1)} s |`,
     ),
   ];
   return lines.join("\n");

@@ -65,7 +65,10 @@ export interface HostProcess {
  * HostOverrides are the host settings a benchmark may add to a forked host (sent as JSON); listen,
  * historyPath and instanceId let several hosts share one cluster (and one machine).
  */
-export type HostOverrides = Pick<HostConfig, "dataPlane" | "sealingKey" | "sandboxDomain" | "envdPort"> &
+export type HostOverrides = Pick<
+  HostConfig,
+  "dataPlane" | "sealingKey" | "sandboxDomain" | "envdPort" | "autoscale"
+> &
   Partial<Pick<HostConfig, "listen" | "historyPath" | "instanceId">>;
 
 /**

@@ -26,7 +26,7 @@ export async function autoscaleEnv(
   snap: EnvSnapshot,
   clusterId: string,
 ): Promise<AutoscaleReport> {
-  const plan = planAutoscale(snap, clusterId, deps.now());
+  const plan = planAutoscale(snap, clusterId, deps.now(), deps.autoscale);
   const report: AutoscaleReport = { outcomes: [], changes: plan.changes, env: snap.env, pools: snap.pools };
   if (plan.envWrite) {
     const { outcome, written } = await executeOne(deps, plan.envWrite);

@@ -1,4 +1,5 @@
 import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
+import type { DecideOptions } from "../lib/autoscale/decide.ts";
 import type { ConfigMapRef, InstanceTypeCatalog } from "../lib/env/instance-types.ts";
 import type { HistoryStore } from "../lib/history/store.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
@@ -65,6 +66,8 @@ export interface StepDeps {
   clusterId?: string;
   /** adoptPools lets the tick give every standalone pool a same-named Env (opt-in). */
   adoptPools?: boolean;
+  /** autoscale are the autoscaler's settings besides the groups' policies (the bench's cooldownMode). */
+  autoscale?: DecideOptions;
   /**
    * poolReads shares this process's watch-cache reads of a pool among the pod runs of about the
    * same moment (ADR 0020); unset, each run reads its pool.

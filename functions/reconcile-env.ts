@@ -49,7 +49,7 @@ export async function reconcileEnv(
   // A tick's snapshot may be seconds old when its run starts, and a pool write is checked against
   // the pool only, never against the Env it was decided from: decide those on a fresh read (an
   // Env at rest plans none, so the tick still reads nothing per Env).
-  if (snap && snapshot && plansMoreThanStatus(snap, clusterId, deps.now())) snap = await fresh();
+  if (snap && snapshot && plansMoreThanStatus(snap, clusterId, deps.now(), deps)) snap = await fresh();
   if (!snap) return report;
   report.found = true;
   const scaled = await autoscaleEnv(deps, snap, clusterId);
@@ -66,8 +66,8 @@ export async function reconcileEnv(
 }
 
 /** plansMoreThanStatus: the autoscaler or the Env step would write something besides the Env status. */
-function plansMoreThanStatus(snap: EnvSnapshot, clusterId: string, now: Date): boolean {
-  const scale = planAutoscale(snap, clusterId, now);
+function plansMoreThanStatus(snap: EnvSnapshot, clusterId: string, now: Date, deps: StepDeps): boolean {
+  const scale = planAutoscale(snap, clusterId, now, deps.autoscale);
   if (scale.envWrite || scale.poolWrites.length > 0) return true;
   return planEnv(snap, clusterId, now).some((a) => a.target.kind === "SandboxPool");
 }

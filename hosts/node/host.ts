@@ -10,6 +10,7 @@ import { STEP_NAMES } from "../../functions/reconcile-pool.ts";
 import { IdleDispatch } from "../../functions/views/idle-dispatch.ts";
 import { IdleFeed } from "../../functions/views/idle-feed.ts";
 import { PoolPodWatch } from "../../functions/views/pool-pod-watch.ts";
+import type { DecideOptions } from "../../lib/autoscale/decide.ts";
 import { PoolSamples } from "../../lib/console/pool-samples.ts";
 import { ENVD_PORT } from "../../lib/data-plane/sandbox-host.ts";
 import type { ConfigMapRef } from "../../lib/env/instance-types.ts";
@@ -67,6 +68,8 @@ export interface HostConfig {
   instanceId?: string;
   /** adoptPools gives every standalone pool a same-named Env on the tick (opt-in). */
   adoptPools?: boolean;
+  /** autoscale: the autoscaler's settings besides the groups' policies (benchmarks only, ADR 0034). */
+  autoscale?: DecideOptions;
   /** instanceTypes is the instance type catalog's ConfigMap (default agentbox-system/agentbox-instance-types). */
   instanceTypes?: ConfigMapRef;
   /**
@@ -196,6 +199,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
       tickConcurrency: config.tickConcurrency,
       ...(config.clusterId ? { clusterId: config.clusterId } : {}),
       ...(config.adoptPools ? { adoptPools: true } : {}),
+      ...(config.autoscale ? { autoscale: config.autoscale } : {}),
       ...(config.idleRelease ? { idleRelease: config.idleRelease } : {}),
       ...(config.auditNamespacePrefix ? { auditNamespacePrefix: config.auditNamespacePrefix } : {}),
       ...(config.dataPlane ? { hostActivity: true } : {}),

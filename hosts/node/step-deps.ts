@@ -9,6 +9,7 @@ import {
   sharePulls,
 } from "../../functions/activity-source.ts";
 import { postStartDeps, type StepDeps } from "../../functions/deps.ts";
+import type { DecideOptions } from "../../lib/autoscale/decide.ts";
 import type { ConfigMapRef } from "../../lib/env/instance-types.ts";
 import type { HistoryStore } from "../../lib/history/store.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
@@ -40,6 +41,8 @@ export interface StepSettings {
   clusterId?: string;
   /** adoptPools gives every standalone pool a same-named Env (opt-in). */
   adoptPools?: boolean;
+  /** autoscale: the autoscaler's settings besides the groups' policies (benchmarks only). */
+  autoscale?: DecideOptions;
   /** idleRelease is what counts as activity for idle timeouts (default: pulled with a source, else reported). */
   idleRelease?: IdleReleaseMode;
   /** kubeTimeouts bound each apiserver request by kind (DEFAULT_KUBE_TIMEOUTS for those unset). */
@@ -102,6 +105,7 @@ export async function nodeStepDeps(
     ...(settings.idleRelease ? { idleRelease: settings.idleRelease } : {}),
     ...(settings.clusterId ? { clusterId: settings.clusterId } : {}),
     ...(settings.adoptPools ? { adoptPools: true } : {}),
+    ...(settings.autoscale ? { autoscale: settings.autoscale } : {}),
     ...(pulls.length ? { pullActivity: sharePulls(mergePulls(pulls), ACTIVITY_REUSE_MS) } : {}),
   };
 }

@@ -22,6 +22,19 @@ export interface GroupSnapshot {
   stamp?: GroupStamp | undefined;
 }
 
+/**
+ * CooldownMode says what a reactive scale-up may do within cooldownSeconds of the last scale-up.
+ * "waiters" (the default): add just the waiting demand; "strict": nothing, the seed's literal
+ * reading of cooldownSeconds as the minimum gap between scale-ups (the bounds still apply). Not a
+ * policy field: the autoscaler bench passes "strict" to compare the two (ADR 0034).
+ */
+export type CooldownMode = "waiters" | "strict";
+
+/** DecideOptions are the decider's settings that are not the group's policy (the host passes them). */
+export interface DecideOptions {
+  cooldownMode?: CooldownMode;
+}
+
 /** SCALE_REASON says why a member's replicas moved. */
 export const SCALE_REASON = {
   /** REACTIVE: creates are waiting that no idle, resetting or ordered Pod will serve. */
@@ -269,7 +282,8 @@ class Run {
  *   (counted after the bounds, so a group raised to its minimum also grows for its waiters): the
  *   larger of the mode's growth and that demand; within cooldownSeconds of the last scale-up just
  *   that demand (the waiters never wait for a cooldown, but the mode's headroom is added at most
- *   once per cooldown); the quiet window does not apply;
+ *   once per cooldown; ADR 0034 measured this against cooldownMode "strict", which adds nothing
+ *   within the cooldown); the quiet window does not apply;
  * - proactive scale-up (the mode's growth), when the group had no idle Pod for
  *   idleThresholdSeconds, nothing is on its way, a create was seen within
  *   idleZeroQuietWindowSeconds, and cooldownSeconds passed since the last scale-up;
@@ -280,7 +294,7 @@ class Run {
  * whose probe says Insufficient or Failed is saturated for saturationCooldownSeconds: not probed,
  * not grown, and its share goes to the next member.
  */
-export function decide(snapshot: GroupSnapshot, now: Date): GroupDecision {
+export function decide(snapshot: GroupSnapshot, now: Date, options: DecideOptions = {}): GroupDecision {
   const p = groupPolicies(snapshot.group);
   const decision: GroupDecision = { group: p.name, replicas: new Map(), autoscaling: new Map(), changes: [] };
   if (!p.enabled) return decision;
@@ -304,11 +318,11 @@ export function decide(snapshot: GroupSnapshot, now: Date): GroupDecision {
   // Waiting creates are counted after the group's bounds: pods the minimum just ordered serve
   // them too, and what they leave unmet is grown in the same run, not the next.
   const demand = run.demand();
-  if (demand > 0)
-    run.grow(
-      run.cooledDown() ? Math.max(growth(p.scaleUp.mode, run.total, p.maxReplicas), demand) : demand,
-      SCALE_REASON.REACTIVE,
-    );
+  if (demand > 0) {
+    if (run.cooledDown())
+      run.grow(Math.max(growth(p.scaleUp.mode, run.total, p.maxReplicas), demand), SCALE_REASON.REACTIVE);
+    else if (options.cooldownMode !== "strict") run.grow(demand, SCALE_REASON.REACTIVE);
+  }
   // A group just brought within its bounds has taken this run's step.
   else if (!bounded && run.proactiveDue())
     run.grow(growth(p.scaleUp.mode, run.total, p.maxReplicas), SCALE_REASON.IDLE_ZERO);

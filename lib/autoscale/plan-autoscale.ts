@@ -13,7 +13,7 @@ import { type JsonPatchOp, mapOps } from "../kube/json-patch.ts";
 import { servedMarks } from "../pool/pending-requests.ts";
 import { ownedBy } from "../pool/pod-ownership.ts";
 import { type Action, envTarget, isTerminating, poolTarget, testSpec } from "../reconcile/action.ts";
-import { decide, type ScaleChange } from "./decide.ts";
+import { type DecideOptions, decide, type ScaleChange } from "./decide.ts";
 import { encodeGroupStamps, GROUP_STAMPS_ANNOTATION, groupStampsOf, stampKey } from "./group-stamps.ts";
 import { loadMember } from "./member-load.ts";
 
@@ -128,8 +128,14 @@ function bookAction(pool: SandboxPool, next: PoolAutoScalingStatus | null): Acti
  * planAutoscale decides every enabled group of the Env's local segment (decide) and plans the
  * writes. Pools of local members outside an enabled group lose a stale status.autoscaling (the
  * block is the autoscaler's and says nothing when it does not run). An Env being deleted gets none.
+ * `options` go to every decide (the host's, e.g. the bench's cooldownMode).
  */
-export function planAutoscale(input: AutoscaleInput, clusterId: string, now: Date): AutoscalePlan {
+export function planAutoscale(
+  input: AutoscaleInput,
+  clusterId: string,
+  now: Date,
+  options: DecideOptions = {},
+): AutoscalePlan {
   const { env, pools, pods } = input;
   const plan: AutoscalePlan = { poolWrites: [], changes: [] };
   if (isTerminating(env)) return plan;
@@ -163,7 +169,7 @@ export function planAutoscale(input: AutoscaleInput, clusterId: string, now: Dat
         loadMember(m, clusterId, poolByName.get(m.name), podsByPool.get(m.name) ?? [], now, served),
       );
     const key = stampKey(clusterId, group.name);
-    const decision = decide({ group, members: loads, stamp: stamps.get(key) }, now);
+    const decision = decide({ group, members: loads, stamp: stamps.get(key) }, now, options);
     if (decision.stamp) {
       stamps.set(key, decision.stamp);
       stamped = true;
