@@ -94,17 +94,19 @@ export interface ClusterSnapshot {
  * read of the instance type catalog (`readCatalog`) when an Env names an instance type. A tick uses
  * it instead of reads per pool or Env: the apiserver filters label selectors by scanning, so one
  * list of all sandbox pods costs far less than a list per pool. The snapshot is as fresh as the
- * tick, and every write still carries its own precondition.
+ * tick, and every write still carries its own precondition. `viewed`, when given, are the pool
+ * pods a watch-fed view holds (the tick's PoolPodsView): they stand in for the list of pods.
  */
 export async function readCluster(
   kube: KubeClient,
   namespace: string | undefined,
   clusterId: string | undefined,
   readCatalog?: () => Promise<InstanceTypeCatalog | undefined>,
+  viewed?: readonly V1Pod[],
 ): Promise<ClusterSnapshot> {
   const [pools, pods, envs] = await Promise.all([
     kube.listPools(namespace).then((l) => l.items),
-    kube.listPods(namespace, SANDBOX_POOL_LABEL).then((l) => l.items),
+    viewed ?? kube.listPods(namespace, SANDBOX_POOL_LABEL).then((l) => l.items),
     kube.listEnvs(namespace).then((l) => l.items),
   ]);
   const reconcileEnvs = clusterId !== undefined && envs.length > 0;

@@ -1,6 +1,8 @@
+import type { V1Pod } from "@kubernetes/client-node";
 import pLimit from "p-limit";
 import { planAdoption } from "../lib/env/adoption.ts";
 import type { EnvSnapshot } from "../lib/env/plan-env.ts";
+import { partitionPods } from "../lib/pool/pod-ownership.ts";
 import { planFinalizeDeleted } from "../lib/reconcile/finalize-deleted.ts";
 import type { StepDeps } from "./deps.ts";
 import { execute } from "./execute.ts";
@@ -22,8 +24,24 @@ export interface TickOptions {
   namespace?: string;
   /** run replaces reconcilePool (the Node host routes it through its PoolRunner). */
   run?: (namespace: string, name: string, snapshot: PoolSnapshot) => Promise<PoolReport | undefined>;
+  /**
+   * pods, when given, is a watch-fed view of the pool pods (PoolPodsView): the tick plans from it
+   * instead of listing every pod (ADR 0035).
+   */
+  pods?: TickPods;
   /** runEnv replaces reconcileEnv (the Node host routes it through its runner). */
   runEnv?: (namespace: string, name: string, snapshot: EnvSnapshot) => Promise<EnvReport | undefined>;
+}
+
+/** TickPods is where a tick takes the pool pods from instead of listing them (PoolPodsView). */
+export interface TickPods {
+  /** all is every pool pod; undefined (the view is not in step): the tick lists them. */
+  all(): V1Pod[] | undefined;
+  /**
+   * of is one pool's pods (those labelled with it) as the view holds them when the pool's run
+   * starts, a fifth of a period after the tick began at most; undefined: the run keeps the tick's.
+   */
+  of(namespace: string, pool: string): V1Pod[] | undefined;
 }
 
 /** TickReport summarises one pass over every pool and Env. */
@@ -38,6 +56,8 @@ export interface TickReport {
   ms: number;
   /** readMs is the part of ms spent reading the cluster (the lists), before any run. */
   readMs: number;
+  /** podsFromView: the pods came from the watch-fed view (opts.pods), not from a list. */
+  podsFromView: boolean;
   /** envsSkipped says why the Envs were not reconciled (no local cluster ID), when they were not. */
   envsSkipped?: string;
 }
@@ -66,7 +86,14 @@ export async function tick(deps: StepDeps, opts: TickOptions): Promise<TickRepor
   const runEnv =
     opts.runEnv ??
     ((ns: string, name: string, snapshot: EnvSnapshot) => reconcileEnv(deps, ns, name, snapshot));
-  const cluster = await readCluster(deps.kube, opts.namespace, deps.clusterId, () => readInstanceTypes(deps));
+  const viewed = opts.pods?.all();
+  const cluster = await readCluster(
+    deps.kube,
+    opts.namespace,
+    deps.clusterId,
+    () => readInstanceTypes(deps),
+    viewed,
+  );
   const readMs = Date.now() - started;
   const limit = pLimit(Math.max(1, opts.concurrency));
   let failed = 0;
@@ -88,11 +115,11 @@ export async function tick(deps: StepDeps, opts: TickOptions): Promise<TickRepor
     );
   const pools = [...cluster.pools.entries()].map(([key, snapshot]) =>
     spread(key, async () => {
-      const report = await run(
-        snapshot.pool.metadata?.namespace ?? "",
-        snapshot.pool.metadata?.name ?? "",
-        snapshot,
-      );
+      const namespace = snapshot.pool.metadata?.namespace ?? "";
+      const name = snapshot.pool.metadata?.name ?? "";
+      // From the view: the pool's pods as they are now, not as they were when the tick began.
+      const now = viewed ? opts.pods?.of(namespace, name) : undefined;
+      const report = await run(namespace, name, now ? withPods(snapshot, now) : snapshot);
       for (const s of report?.steps ?? []) count(s.outcomes);
     }),
   );
@@ -135,10 +162,18 @@ export async function tick(deps: StepDeps, opts: TickOptions): Promise<TickRepor
     requests,
     ms: Date.now() - started,
     readMs,
+    podsFromView: viewed !== undefined,
     ...(!deps.clusterId && cluster.allEnvs.length > 0
       ? {
           envsSkipped: `${cluster.allEnvs.length} SandboxEnv(s) not reconciled: no local cluster ID is configured`,
         }
       : {}),
   };
+}
+
+/** withPods is a pool's snapshot with other pods of it (those labelled with it), split by ownership. */
+function withPods(snapshot: PoolSnapshot, pods: readonly V1Pod[]): PoolSnapshot {
+  const { foreign: _, ...rest } = snapshot;
+  const { owned, foreign } = partitionPods(snapshot.pool, pods);
+  return { ...rest, pods: owned, ...(foreign.length > 0 ? { foreign } : {}) };
 }

@@ -4,6 +4,7 @@ import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { idleSelector } from "../../lib/pool/claim-shards.ts";
 import { podFacts } from "../../lib/pool/pod-facts.ts";
 import { claimableState, pickIdle } from "../../lib/sandboxes/candidates.ts";
+import { homeDistance, ringPoint } from "../../lib/sandboxes/claim-home.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
 import { waitAtMost } from "../../lib/util/with-timeout.ts";
 import { IDLE_WATCH_SECONDS, paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
@@ -17,7 +18,7 @@ interface Feed {
    * idle holds the idle pods in a claimable state by name, with when a scale-down marked them (if
    * it did); whose they are is asked at take (pickIdle), against the pool the create read.
    */
-  idle: Map<string, { pod: V1Pod; markedAt?: number }>;
+  idle: Map<string, { pod: V1Pod; markedAt?: number; rank?: number }>;
   /** held names the pods one of this process's creates is claiming now. */
   held: Set<string>;
   synced: boolean;
@@ -29,9 +30,15 @@ interface Feed {
   controller: AbortController;
 }
 
-/** IdleFeedOptions: how long a feed nobody asks for stays open (default 60 s). */
+/** IdleFeedOptions: how long a feed nobody asks for stays open (default 60 s), and the host's home. */
 export interface IdleFeedOptions {
   lingerMs?: number;
+  /**
+   * home is this host's instance id: its creates take the idle pods nearest it on a ring of pod
+   * names first (lib/sandboxes/claim-home.ts), so hosts sharing a pool rarely race for one pod.
+   * Unset: at random.
+   */
+  home?: string;
 }
 
 /**
@@ -43,6 +50,9 @@ export const FIRST_LIST_WAIT_MS = 1000;
 /** LIST_PAGE is the page size of the feed's list of a pool's idle pods. */
 const LIST_PAGE = 500;
 
+/** KEPT_RANK ranks a pod whose claim was kept behind every pod at its distance from home (at most 2^31). */
+const KEPT_RANK = 2 ** 32;
+
 /** Settle ends a create's hold of a taken pod: it won the pod, lost it, or leaves it for others. */
 export type Settle = (result: "won" | "lost" | "kept") => void;
 
@@ -51,7 +61,8 @@ export type Settle = (result: "won" | "lost" | "kept") => void;
  * say, so this process's creates take candidates from it instead of each listing the pool: in a
  * burst those lists were a quarter of the apiserver's CPU (the watch cache scans the namespace
  * for each). It hands each pod to one create of this process at a time, so they no longer race
- * each other for the same pods. It is a hint, never the truth: every claim is still a patch
+ * each other for the same pods; it hands out the pods nearest the host's home first (IdleFeedOptions.home), so
+ * hosts sharing the pool rarely race either. It is a hint, never the truth: every claim is still a patch
  * preconditioned on the version taken (another host may win it), a lost claim drops that version,
  * and a create answers "none" only from a consistent list (claimFrom). A feed closes when no
  * create asked for it for lingerMs. See ADR 0024.
@@ -60,10 +71,12 @@ export class IdleFeed {
   private readonly feeds = new Map<string, Feed>();
   private readonly deps: Pick<ViewDeps, "kube" | "watch" | "log">;
   private readonly lingerMs: number;
+  private readonly home: number | undefined;
 
   constructor(deps: Pick<ViewDeps, "kube" | "watch" | "log">, options: IdleFeedOptions = {}) {
     this.deps = deps;
     this.lingerMs = options.lingerMs ?? 60_000;
+    this.home = options.home === undefined ? undefined : ringPoint(options.home);
   }
 
   /**
@@ -134,6 +147,10 @@ export class IdleFeed {
         feed.held.delete(name);
         // Won: no longer idle. Lost: that version is gone (a newer one the watch reported stays).
         if (result !== "kept" && feed.idle.get(name)?.pod === entry.pod) feed.idle.delete(name);
+        // Kept (its claim failed, say): that version goes behind every other, so the host's next
+        // creates do not all try it first; a newer version is ranked afresh.
+        else if (result === "kept" && entry.rank !== undefined && feed.idle.get(name) === entry)
+          entry.rank = Math.max(entry.rank, KEPT_RANK);
       },
     };
   }
@@ -160,12 +177,13 @@ export class IdleFeed {
       return;
     }
     const facts = podFacts(pod);
+    const rank = this.home === undefined ? {} : { rank: homeDistance(name, this.home) };
     // A mark that cannot be parsed never leads to a delete: such a pod stays claimable, as a marked one.
     idle.set(
       name,
       facts.scaleDownMark === undefined
-        ? { pod }
-        : { pod, markedAt: facts.scaleDownMarkedAt?.getTime() ?? Number.MAX_SAFE_INTEGER },
+        ? { pod, ...rank }
+        : { pod, markedAt: facts.scaleDownMarkedAt?.getTime() ?? Number.MAX_SAFE_INTEGER, ...rank },
     );
   }
 

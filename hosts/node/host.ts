@@ -175,7 +175,8 @@ export async function startHost(config: HostConfig): Promise<Host> {
     stamps: new CreateStamps(deps),
     idle: new IdleDispatch({ ...deps, random: Math.random, watch }),
     pods: new PoolPodWatch({ ...deps, watch }),
-    idleFeed: new IdleFeed({ ...deps, watch }),
+    // Each host takes the idle pods nearest its instance id first: hosts rarely race for one pod.
+    idleFeed: new IdleFeed({ ...deps, watch }, { home: deps.reporter.instance }),
     ...(config.envdPort ? { envdPort: config.envdPort } : {}),
     ...(config.teamLimits ? { teamLimits: config.teamLimits, teamHolds: new TeamHolds(deps) } : {}),
     hashKey: sha256Hex,

@@ -7,6 +7,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import type { PullActivity } from "../../functions/activity-source.ts";
 import { createMetrics } from "../../lib/metrics/metrics.ts";
+import { nodeKubeWatch } from "./kube-transport.ts";
 import { openHistory } from "./open-history.ts";
 import { startReconciler } from "./reconciler.ts";
 import type { ReconcilerThreadSettings, ToReconciler } from "./reconciler-worker.ts";
@@ -48,6 +49,11 @@ const reconciler = startReconciler(
     settings.hostActivity ? pullFromHost : undefined,
   ),
   settings,
+  // The tick's view of the pool pods (ADR 0035).
+  nodeKubeWatch(
+    kubeconfig,
+    settings.kubeTimeouts?.read ? { headerTimeoutMs: settings.kubeTimeouts.read } : {},
+  ),
 );
 
 port.on("message", (m: ToReconciler | HostAnswer) => {

@@ -8,11 +8,19 @@ import { type PoolReport, RECONCILE, reconcilePool } from "../../functions/recon
 import { reconcileTemplate } from "../../functions/reconcile-template.ts";
 import { type MemberRefreshReport, refreshMember } from "../../functions/refresh-member.ts";
 import { tick } from "../../functions/tick.ts";
+import { PoolPodsView } from "../../functions/views/pool-pods-view.ts";
 import type { EnvSnapshot } from "../../lib/env/plan-env.ts";
+import type { KubeWatchTransport } from "../../lib/kube/transport.ts";
 import type { EnvAuditTargets, PodKey, PodTarget, PoolKey } from "../../lib/triggers/audit-targets.ts";
 
 /** POOL_RUN_INTERVAL_MS spaces one pool's (or Env's) back-to-back whole runs in this process. */
 const POOL_RUN_INTERVAL_MS = 1000;
+
+/**
+ * FULL_LIST_MS: a tick that plans from the pool pods view (ADR 0035) still lists every pod itself
+ * once this long after its last list, the safety net for a view that would be out of step unnoticed.
+ */
+export const FULL_LIST_MS = 60_000;
 
 /** AuditWork is what one audit batch asks the reconciler to run. */
 export interface AuditWork {
@@ -50,9 +58,15 @@ export interface ReconcilerOptions {
 /**
  * startReconciler runs the steps for one host: each written pod on a read of that pod (at once,
  * one run per pod at a time), each touched pool and Env whole (at most about once a second each,
- * ADR 0007), and the croner tick as the safety net for anything the audit path missed.
+ * ADR 0007), and the croner tick as the safety net for anything the audit path missed. Given a
+ * watch transport, the tick plans from a watch-fed view of the pool pods (PoolPodsView) instead of
+ * listing them every period, and lists them itself once every FULL_LIST_MS (ADR 0035).
  */
-export function startReconciler(deps: StepDeps, options: ReconcilerOptions): Reconciler {
+export function startReconciler(
+  deps: StepDeps,
+  options: ReconcilerOptions,
+  watch?: KubeWatchTransport,
+): Reconciler {
   // Whole-pool runs (pool writes, pod writes, ticks) at most about once a second per pool: each
   // lists every pod of the pool. A written pod's own transitions run at once on a read of that pod.
   const pools = new PoolRunner(
@@ -89,6 +103,18 @@ export function startReconciler(deps: StepDeps, options: ReconcilerOptions): Rec
   // A host without a cluster ID says once why its Envs stay untouched, not on every tick.
   let saidEnvsSkipped = false;
   const periodMs = options.tickSeconds * 1000;
+  const view = options.tickSeconds > 0 && watch ? new PoolPodsView({ ...deps, watch }) : undefined;
+  let listedAt = Number.NEGATIVE_INFINITY;
+  /** podsForTick: the view, except once every FULL_LIST_MS, when the tick lists (all: undefined). */
+  const podsForTick = view && {
+    all: () => {
+      const now = Date.now();
+      const viewed = now - listedAt < FULL_LIST_MS ? view.snapshot() : undefined;
+      if (!viewed) listedAt = now;
+      return viewed;
+    },
+    of: (namespace: string, pool: string) => view.podsOf(namespace, pool),
+  };
   const cron =
     options.tickSeconds > 0
       ? new Cron("* * * * * *", { interval: options.tickSeconds, protect: true }, async () => {
@@ -97,6 +123,7 @@ export function startReconciler(deps: StepDeps, options: ReconcilerOptions): Rec
             periodMs,
             jitter: 0.2,
             concurrency: options.tickConcurrency,
+            ...(podsForTick ? { pods: podsForTick } : {}),
             run: async (ns, name, snapshot) => {
               await pools.trigger(`${ns}/${name}`, snapshot);
               return undefined;
@@ -152,6 +179,7 @@ export function startReconciler(deps: StepDeps, options: ReconcilerOptions): Rec
     idle,
     close: async () => {
       cron?.stop();
+      view?.close();
       await idle();
     },
   };

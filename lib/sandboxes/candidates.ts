@@ -84,17 +84,24 @@ export function orderCandidates(
   return [...shuffle(unmarked, random), ...shuffle(marked, random)];
 }
 
+/** Nearest is the lowest-ranked pod of a group pickIdle has seen so far. */
+interface Nearest {
+  name?: string;
+  rank: number;
+}
+
 /**
  * pickIdle chooses the pod a create of `pool` takes from a host's feed of idle pods
  * (functions/views/idle-feed.ts): the same rule as orderCandidates over pods already known to be in
  * a claimable state, by name. Pods the pool does not own (ownedBy) and pods another create of the
  * host holds are skipped; unmarked pods come before marked ones, and a marked pod (markedAt, epoch
  * ms) only inside the pool's protection window (claimWindowSeconds, with the pool's Env as
- * `env`); at random within each group.
+ * `env`); within each group the lowest `rank` (the pod's distance from the host's home,
+ * lib/sandboxes/claim-home.ts), or at random among pods without one.
  */
 export function pickIdle(
   pool: SandboxPool,
-  idle: Iterable<[string, { pod: V1Pod; markedAt?: number }]>,
+  idle: Iterable<[string, { pod: V1Pod; markedAt?: number; rank?: number }]>,
   held: ReadonlySet<string>,
   nowMs: number,
   env: SandboxEnv | undefined,
@@ -103,11 +110,23 @@ export function pickIdle(
   const protectionWindowSeconds = claimWindowSeconds(pool, env);
   const unmarked: string[] = [];
   const marked: string[] = [];
+  // The nearest ranked pod of each group (ranked pods come before those without a rank).
+  const nearest: [Nearest, Nearest] = [
+    { rank: Number.POSITIVE_INFINITY },
+    { rank: Number.POSITIVE_INFINITY },
+  ];
   for (const [name, entry] of idle) {
     if (held.has(name) || !ownedBy(entry.pod, pool)) continue;
-    if (entry.markedAt === undefined) unmarked.push(name);
-    else if (nowMs - entry.markedAt < protectionWindowSeconds * 1000) marked.push(name);
+    const group = entry.markedAt === undefined ? 0 : 1;
+    if (group === 1 && nowMs - (entry.markedAt ?? 0) >= protectionWindowSeconds * 1000) continue;
+    const best = nearest[group];
+    if (entry.rank !== undefined && entry.rank < best.rank) {
+      best.name = name;
+      best.rank = entry.rank;
+    }
+    (group === 0 ? unmarked : marked).push(name);
   }
-  const names = unmarked.length > 0 ? unmarked : marked;
-  return names[Math.min(names.length - 1, Math.floor(random() * names.length))];
+  const group = unmarked.length > 0 ? 0 : 1;
+  const names = group === 0 ? unmarked : marked;
+  return nearest[group].name ?? names[Math.min(names.length - 1, Math.floor(random() * names.length))];
 }

@@ -110,9 +110,11 @@ describe("pods that only carry a pool's labels", () => {
         "agentbox.navix.sh/claimed-at": "2026-01-01T00:00:00Z",
       },
     });
-    const idleForged = await until("the forged idle pods run and are Ready", 30_000, async () => {
-      const ps = await Promise.all(["forged-a", "p-2"].map(readPod));
-      return ps.every((p) => p.status?.phase === "Running" && isReady(p)) && ps;
+    // Every forged pod runs and is Ready before their versions are taken: kwok's own status write
+    // to one still starting would look like a write of ours.
+    const idleForged = await until("the forged pods run and are Ready", 30_000, async () => {
+      const ps = await Promise.all(forged.map(readPod));
+      return ps.every((p) => p.status?.phase === "Running" && isReady(p)) && ps.slice(0, 2);
     });
     // Each forged pod's version ("gone" once deleted): unchanged means nobody wrote it.
     const versions = async () =>

@@ -6,6 +6,7 @@ import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeRequest, WatchEvent } from "../../lib/kube/transport.ts";
 import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
+import { homeDistance, ringPoint } from "../../lib/sandboxes/claim-home.ts";
 import { autoscalingGroup } from "../support/autoscaling-group.ts";
 import { asMember, envOf } from "../support/env-member.ts";
 
@@ -90,6 +91,27 @@ describe("IdleFeed", () => {
     expect(feed.take(pool, now, first)).toBeUndefined();
     one?.settle("kept"); // e.g. the claim failed: the pod is on offer again
     expect(feed.take(pool, now, first)?.pod.metadata?.name).toBe(one?.pod.metadata?.name);
+    feed.close();
+  });
+
+  it("with a home, hands out the pods nearest it first; a kept pod goes behind the others until a newer version comes", async () => {
+    const s = scripted(["a", "b", "c", "d", "e"].map((n) => idlePod(n)));
+    const feed = new IdleFeed({ kube: s.kube, watch: s.watch, log: quiet }, { home: "host-a" });
+    feed.ready("ns", "p");
+    await settle();
+    const byDistance = ["a", "b", "c", "d", "e"].sort(
+      (x, y) => homeDistance(x, ringPoint("host-a")) - homeDistance(y, ringPoint("host-a")),
+    );
+    const random = () => 0.99; // ignored: every pod is ranked
+    const nearest = feed.take(pool, now, random);
+    expect(nearest?.pod.metadata?.name).toBe(byDistance[0]);
+    nearest?.settle("kept"); // its claim failed: the next create tries another pod first
+    const next = feed.take(pool, now, random);
+    expect(next?.pod.metadata?.name).toBe(byDistance[1]);
+    next?.settle("won");
+    expect(feed.take(pool, now, random)?.pod.metadata?.name).toBe(byDistance[2]);
+    s.push("MODIFIED", idlePod(byDistance[0] ?? "", "2")); // a newer version: ranked afresh
+    expect(feed.take(pool, now, random)?.pod.metadata?.name).toBe(byDistance[0]);
     feed.close();
   });
 

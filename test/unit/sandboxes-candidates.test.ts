@@ -13,6 +13,7 @@ import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
 import { planScale, scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 import { orderCandidates, pickIdle } from "../../lib/sandboxes/candidates.ts";
 import { asMember, envOf } from "../support/env-member.ts";
+import { mulberry32 } from "../support/seeded-random.ts";
 
 const NOW = new Date("2026-05-10T12:00:00Z");
 const ago = (seconds: number) => new Date(NOW.getTime() - seconds * 1000).toISOString();
@@ -66,17 +67,6 @@ function pod(name: string, o: PodOptions = {}): V1Pod {
 const names = (pods: V1Pod[]) => pods.map((p) => p.metadata?.name);
 /** keep is a random that makes Fisher-Yates keep the order (j = i every time). */
 const keep = () => 0.999_999;
-
-/** mulberry32 is a small seeded PRNG, so the spreading test is deterministic. */
-function mulberry32(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 describe("orderCandidates: which pods are claimable", () => {
   it.each<[string, PodOptions, boolean]>([

@@ -144,3 +144,82 @@ describe("tick: template status", () => {
     expect(sent.filter((r) => r.method !== "GET")).toEqual([]);
   });
 });
+
+// A host's tick plans from its watch-fed view of the pool pods when the view is in step (ADR
+// 0035): no list of pods; out of step (undefined), it lists them as before.
+
+describe("tick: pods from the view", () => {
+  /** depsWithOnePool lists pool "ns/p" and one pod of it (when pods are listed); `sent` records the paths. */
+  function depsWithOnePool(sent: string[]): StepDeps {
+    return depsOver(async (req) => {
+      sent.push(req.path);
+      const items =
+        req.path === `${BASE}/sandboxpools`
+          ? [{ metadata: { namespace: "ns", name: "p", uid: "u" }, spec: { replicas: 1 } }]
+          : req.path === "/api/v1/pods"
+            ? [podOf("listed")]
+            : [];
+      return { status: 200, body: JSON.stringify({ items, metadata: { resourceVersion: "1" } }) };
+    });
+  }
+  function podOf(name: string) {
+    return {
+      metadata: {
+        namespace: "ns",
+        name,
+        labels: { "agentbox.navix.sh/sandbox-pool": "p" },
+        ownerReferences: [
+          {
+            apiVersion: "agents.navix.sh/v1alpha1",
+            kind: "SandboxPool",
+            name: "p",
+            uid: "u",
+            controller: true,
+          },
+        ],
+      },
+    };
+  }
+  const podsRun = async (
+    deps: StepDeps,
+    all: () => ReturnType<typeof podOf>[] | undefined,
+    of: () => ReturnType<typeof podOf>[] | undefined = all,
+  ) => {
+    const seen: string[] = [];
+    const report = await tick(deps, {
+      ...options,
+      pods: { all, of },
+      run: async (_ns, _name, snapshot) => {
+        seen.push(...snapshot.pods.map((p) => p.metadata?.name ?? ""));
+        return undefined;
+      },
+    });
+    return { report, seen };
+  };
+
+  it("plans from the view's pods and lists none", async () => {
+    const sent: string[] = [];
+    const { report, seen } = await podsRun(depsWithOnePool(sent), () => [podOf("viewed")]);
+    expect(seen).toEqual(["viewed"]);
+    expect(sent).not.toContain("/api/v1/pods");
+    expect(report.podsFromView).toBe(true);
+  });
+
+  it("takes the pool's pods from the view when its run starts", async () => {
+    const sent: string[] = [];
+    const { seen } = await podsRun(
+      depsWithOnePool(sent),
+      () => [podOf("at-start")],
+      () => [podOf("at-run")],
+    );
+    expect(seen).toEqual(["at-run"]);
+  });
+
+  it("lists the pods when the view is not in step", async () => {
+    const sent: string[] = [];
+    const { report, seen } = await podsRun(depsWithOnePool(sent), () => undefined);
+    expect(seen).toEqual(["listed"]);
+    expect(sent).toContain("/api/v1/pods");
+    expect(report.podsFromView).toBe(false);
+  });
+});

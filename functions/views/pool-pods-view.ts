@@ -1,0 +1,141 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
+import { retryDelay } from "../../lib/util/backoff.ts";
+import { paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
+import type { ViewDeps } from "./view-deps.ts";
+
+/** LIST_PAGE is the page size of the view's list of every pool pod. */
+const LIST_PAGE = 500;
+
+/**
+ * PoolPodsView keeps every pool pod (label SANDBOX_POOL_LABEL) of one namespace, or of the
+ * cluster, as one list and watch of them last said, so a host's tick plans from it instead of
+ * listing every pod each period. With several hosts each tick's list of every pod (serialised by
+ * the apiserver, parsed by the host) was most of what a host cost at rest, and it grew with hosts
+ * × pods; the watch costs nothing while the pods do not change. It is a hint, as the tick's list
+ * was (that snapshot was up to a fifth of a period old when a pool's run began): every write is
+ * preconditioned on what the apiserver holds. `snapshot` is undefined while the view is not in
+ * step (its first list, a 410 Gone, a failed watch: it lists again), and the tick then lists.
+ * See ADR 0035.
+ */
+export class PoolPodsView {
+  /** pools holds the pods by "namespace/pool" (their pool label), each by name. */
+  private pools = new Map<string, Map<string, V1Pod>>();
+  private synced = false;
+  /** cursor: the version the next watch resumes from (the last event's, bookmarks included). */
+  private readonly cursor: { resumeFrom?: string } = {};
+  private readonly controller = new AbortController();
+  private readonly deps: Pick<ViewDeps, "kube" | "watch" | "log">;
+  private readonly namespace: string | undefined;
+
+  constructor(deps: Pick<ViewDeps, "kube" | "watch" | "log">, namespace?: string) {
+    this.deps = deps;
+    this.namespace = namespace;
+    this.run().catch((e: unknown) => this.deps.log.warn({ err: String(e) }, "pool pods view stopped"));
+  }
+
+  /** snapshot is every pool pod the view holds, or undefined while it is not in step. */
+  snapshot(): V1Pod[] | undefined {
+    return this.synced ? [...this.pools.values()].flatMap((pods) => [...pods.values()]) : undefined;
+  }
+
+  /**
+   * podsOf is the pods labelled with one pool as the view holds them now (a tick takes them when
+   * the pool's run starts, not when the tick began), or undefined while it is not in step.
+   */
+  podsOf(namespace: string, pool: string): V1Pod[] | undefined {
+    return this.synced ? [...(this.pools.get(`${namespace}/${pool}`)?.values() ?? [])] : undefined;
+  }
+
+  /** close stops the view's watch (the host is shutting down). */
+  close(): void {
+    this.synced = false;
+    this.controller.abort();
+  }
+
+  /** list reads every pool pod (from the watch cache, page by page) and marks the view in step. */
+  private async list(): Promise<void> {
+    const fresh = new Map<string, Map<string, V1Pod>>();
+    let next: string | undefined;
+    let version = "";
+    do {
+      const page = await this.deps.kube.listPods(this.namespace, SANDBOX_POOL_LABEL, {
+        limit: LIST_PAGE,
+        cached: true,
+        ...(next ? { continue: next } : {}),
+      });
+      for (const pod of page.items) put(fresh, pod);
+      version ||= page.resourceVersion;
+      next = page.continue;
+    } while (next);
+    this.pools = fresh;
+    this.cursor.resumeFrom = version;
+    this.synced = true;
+  }
+
+  /** run lists, then watches from that list's version; a 410 or a failed watch lists again. */
+  private async run(): Promise<void> {
+    const { signal } = this.controller;
+    let quick = 0;
+    while (!signal.aborted) {
+      try {
+        if (!this.synced) await this.list();
+      } catch (e) {
+        this.deps.log.debug({ err: String(e) }, "pool pods view could not list; trying again");
+        await pause(retryDelay(quick++), signal);
+        continue;
+      }
+      const opened = Date.now();
+      const end = await watchPodsFrom(
+        this.deps,
+        {
+          namespace: this.namespace,
+          selector: { labelSelector: SANDBOX_POOL_LABEL },
+          cursor: this.cursor,
+          onGone: () => {
+            this.synced = false;
+          },
+        },
+        (pod, deleted) => {
+          if (deleted) drop(this.pools, pod);
+          else put(this.pools, pod);
+          return false;
+        },
+        signal,
+        "pool pods view's watch failed; listing again",
+      );
+      // A failed watch may have been down for a while: the tick lists until the view is in step.
+      if (end === "failed") this.synced = false;
+      quick = await paceReopen(quick, opened, end === "failed", signal);
+    }
+  }
+}
+
+/** poolOf is the "namespace/pool" a pod's pool label names. */
+const poolOf = (pod: V1Pod) =>
+  `${pod.metadata?.namespace ?? ""}/${pod.metadata?.labels?.[SANDBOX_POOL_LABEL] ?? ""}`;
+
+/**
+ * drop removes a pod from every pool it is held under (by name and namespace: its pool label may
+ * have changed since the view last saw it).
+ */
+function drop(pools: Map<string, Map<string, V1Pod>>, pod: V1Pod): void {
+  const namespace = pod.metadata?.namespace ?? "";
+  const name = pod.metadata?.name ?? "";
+  for (const [key, pods] of pools) {
+    if (!key.startsWith(`${namespace}/`) || !pods.delete(name)) continue;
+    if (pods.size === 0) pools.delete(key);
+  }
+}
+
+/** put files a pod under its pool (and under no other). */
+function put(pools: Map<string, Map<string, V1Pod>>, pod: V1Pod): void {
+  const key = poolOf(pod);
+  const pods = pools.get(key);
+  if (pods?.has(pod.metadata?.name ?? "")) {
+    pods.set(pod.metadata?.name ?? "", pod);
+    return;
+  }
+  drop(pools, pod);
+  pools.set(key, (pools.get(key) ?? new Map()).set(pod.metadata?.name ?? "", pod));
+}
