@@ -1,4 +1,5 @@
 import type { Context, Hono } from "hono";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ApiDeps } from "../functions/api/deps.ts";
 import { listTargets } from "../functions/api/list-targets.ts";
@@ -21,6 +22,9 @@ type Vars = { Variables: { tenant: Tenant } };
 
 const ACTIONS = new Set<string>([...EDIT_OPS, "refresh-member"]);
 
+/** DONE_COOKIE carries an edit's summary to the page its redirect shows, once (60 s at most). */
+const DONE_COOKIE = "agentbox_console_done";
+
 /** editorOf names who made an edit, in the Env's EnvEdited Event: the console and the credential's tenant. */
 const editorOf = (t: Tenant) =>
   t.team === "*" ? "console (admin token)" : `console (${t.team}/${t.user}, admin key)`;
@@ -33,7 +37,7 @@ const editorOf = (t: Tenant) =>
  * token, or an API key made with --admin): team keys have no namespace of their own to edit in
  * (tenants are team/user labels, not namespaces), so they read. An edit goes through the
  * apiserver (editEnv; admission checks it) and answers with a redirect to the page saying what
- * changed, or the page with the refusal at its status (400, 403, 404, 409, 422).
+ * changed (in a one-time cookie), or the page with the refusal at its status (400, 403, 404, 409, 422).
  */
 export function consoleEnvRoutes(app: Hono<Vars>, api: ApiDeps, show: Show): void {
   const visible = async (tenant: Tenant, key: string) =>
@@ -69,7 +73,10 @@ export function consoleEnvRoutes(app: Hono<Vars>, api: ApiDeps, show: Show): voi
   };
 
   app.get("/envs/:namespace/:name", (c) => {
-    const done = c.req.query("done")?.slice(0, 500);
+    // The last edit's summary, once: a cookie only this console sets (never the URL, where a
+    // crafted link could put any "Done" line on the page).
+    const done = getCookie(c, DONE_COOKIE)?.slice(0, 500);
+    if (done !== undefined) deleteCookie(c, DONE_COOKIE, { path: "/ui" });
     return render(c, c.req.param("namespace"), c.req.param("name"), done ? { done } : {});
   });
 
@@ -109,6 +116,13 @@ export function consoleEnvRoutes(app: Hono<Vars>, api: ApiDeps, show: Show): voi
       if (errName === "StepRefused") return refuse(rejection(409, (e as Error).message));
       throw e;
     }
-    return c.redirect(`${envPath(`${namespace}/${name}`)}?done=${encodeURIComponent(summary)}#members`, 303);
+    setCookie(c, DONE_COOKIE, summary.slice(0, 500), {
+      path: "/ui",
+      httpOnly: true,
+      secure: true,
+      sameSite: "Strict",
+      maxAge: 60,
+    });
+    return c.redirect(`${envPath(`${namespace}/${name}`)}#members`, 303);
   });
 }
