@@ -68,7 +68,8 @@ export function isOurs(pid: number, marker: string): boolean {
   }
 }
 
-function alive(pid: number): boolean {
+/** alive says whether a process with this pid runs (signal 0 checks without sending one). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -3,21 +3,12 @@ import { request } from "node:http";
 import { KubeConfig } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { startDataPlaneThread } from "../../hosts/node/data-plane/data-plane-worker.ts";
+import { alive } from "../../infra/cluster/processes.ts";
 import type { Log } from "../../lib/log.ts";
 import { nowhere, until } from "../integration/support/kube.ts";
 
 const quiet: Log = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 const SEALING_KEY = "a-sealing-key-that-must-never-show-0123456789";
-
-/** alive says whether a process with this pid runs (signal 0 checks without sending). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** askRouter sends header-routed GET /health for a sandbox no route knows; status and body. */
 function askRouter(port: number): Promise<{ status: number; body: string }> {
