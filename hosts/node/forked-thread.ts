@@ -43,12 +43,18 @@ export function forkThread(url: URL, data: unknown, nodeFlags: readonly string[]
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   let exited: number | undefined;
-  const exit = new Promise<number>((resolve) =>
+  const exit = new Promise<number>((resolve) => {
     child.once("exit", (code, signal) => {
       exited = exitCode(code, signal);
       resolve(exited);
-    }),
-  );
+    });
+    // A child that could not be started at all may never say "exit": it has no pid.
+    child.once("error", () => {
+      if (child.pid !== undefined || exited !== undefined) return;
+      exited = 1;
+      resolve(exited);
+    });
+  });
   const send = (m: unknown) => {
     // A child that is gone drops the message, as a terminated Worker does; its exit tells the rest.
     if (child.connected) child.send(m as object, (err) => err && undefined);
