@@ -11,7 +11,7 @@ import { readFileSync } from "node:fs";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
 import { SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
-import type { CooldownMode } from "../lib/autoscale/decide.ts";
+import type { CooldownMode } from "../lib/autoscale/group-decision.ts";
 import { demandCurve } from "./demand-curve.ts";
 import { PodTally } from "./pod-tally.ts";
 import {

@@ -1,5 +1,5 @@
 import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
-import type { DecideOptions } from "../lib/autoscale/decide.ts";
+import type { DecideOptions } from "../lib/autoscale/group-decision.ts";
 import type { ConfigMapRef, InstanceTypeCatalog } from "../lib/env/instance-types.ts";
 import type { HistoryStore } from "../lib/history/store.ts";
 import type { KubeClient } from "../lib/kube/client.ts";

@@ -10,7 +10,7 @@ import { STEP_NAMES } from "../../functions/reconcile-pool.ts";
 import { IdleDispatch } from "../../functions/views/idle-dispatch.ts";
 import { IdleFeed } from "../../functions/views/idle-feed.ts";
 import { PoolPodWatch } from "../../functions/views/pool-pod-watch.ts";
-import type { DecideOptions } from "../../lib/autoscale/decide.ts";
+import type { DecideOptions } from "../../lib/autoscale/group-decision.ts";
 import { PoolSamples } from "../../lib/console/pool-samples.ts";
 import { ENVD_PORT } from "../../lib/data-plane/sandbox-host.ts";
 import type { ConfigMapRef } from "../../lib/env/instance-types.ts";

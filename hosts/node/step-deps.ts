@@ -9,7 +9,7 @@ import {
   sharePulls,
 } from "../../functions/activity-source.ts";
 import { postStartDeps, type StepDeps } from "../../functions/deps.ts";
-import type { DecideOptions } from "../../lib/autoscale/decide.ts";
+import type { DecideOptions } from "../../lib/autoscale/group-decision.ts";
 import type { ConfigMapRef } from "../../lib/env/instance-types.ts";
 import type { HistoryStore } from "../../lib/history/store.ts";
 import { KubeClient } from "../../lib/kube/client.ts";

@@ -13,7 +13,8 @@ import { type JsonPatchOp, mapOps } from "../kube/json-patch.ts";
 import { servedMarks } from "../pool/pending-requests.ts";
 import { ownedBy } from "../pool/pod-ownership.ts";
 import { type Action, envTarget, isTerminating, poolTarget, testSpec } from "../reconcile/action.ts";
-import { type DecideOptions, decide, type ScaleChange } from "./decide.ts";
+import { decide } from "./decide.ts";
+import type { DecideOptions, ScaleChange } from "./group-decision.ts";
 import { encodeGroupStamps, GROUP_STAMPS_ANNOTATION, groupStampsOf, stampKey } from "./group-stamps.ts";
 import { loadMember } from "./member-load.ts";
 

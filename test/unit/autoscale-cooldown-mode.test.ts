@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { PoolAutoScalingStatus } from "../../lib/api/autoscaling.ts";
-import { type CooldownMode, decide } from "../../lib/autoscale/decide.ts";
+import { decide } from "../../lib/autoscale/decide.ts";
+import type { CooldownMode } from "../../lib/autoscale/group-decision.ts";
 import type { MemberLoad } from "../../lib/autoscale/member-load.ts";
 import { autoscalingGroup } from "../support/autoscaling-group.ts";
 
