@@ -25,8 +25,8 @@ import { NextReads, SharedRead } from "../../lib/util/shared-read.ts";
 import { withTimeout } from "../../lib/util/with-timeout.ts";
 import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
-import { type DataPlaneThread, startDataPlaneThread } from "./data-plane/data-plane-worker.ts";
-import { DATA_PLANE_NODE_FLAGS, type DataPlaneSettings } from "./data-plane/settings.ts";
+import { type DataPlaneThread, startRouter } from "./data-plane/data-plane-worker.ts";
+import type { DataPlaneSettings } from "./data-plane/settings.ts";
 import { type DrainSettings, drain } from "./drain.ts";
 import { sha256Hex } from "./hash-key.ts";
 import { nodeKubeWatch } from "./kube-transport.ts";
@@ -272,36 +272,18 @@ export async function startHost(config: HostConfig): Promise<Host> {
   });
   const dp = config.dataPlane;
   if (dp)
-    dataPlane = await startDataPlaneThread(
+    dataPlane = await startRouter(
       config.kubeconfig,
+      dp,
       {
+        listen: config.listen,
+        envdPort: config.envdPort ?? ENVD_PORT,
+        ...(config.sandboxDomain ? { sandboxDomain: config.sandboxDomain } : {}),
+        ...(config.sealingKey ? { sealingKey: config.sealingKey } : {}),
         ...(config.kubeTimeouts ? { kubeTimeouts: config.kubeTimeouts } : {}),
-        config: {
-          ...(config.sandboxDomain ? { domain: config.sandboxDomain } : {}),
-          ...(dp.routerNames ? { routerNames: dp.routerNames } : {}),
-          ...(config.sealingKey ? { sealingKey: config.sealingKey } : {}),
-          envdPort: config.envdPort ?? ENVD_PORT,
-          ...(dp.namespace ? { namespace: dp.namespace } : {}),
-          ...(dp.plainPort !== undefined
-            ? { plain: { host: dp.host ?? config.listen.host, port: dp.plainPort } }
-            : {}),
-          ...(dp.tlsPort !== undefined
-            ? {
-                tls: {
-                  host: dp.host ?? config.listen.host,
-                  port: dp.tlsPort,
-                  certFile: config.listen.certFile,
-                  keyFile: config.listen.keyFile,
-                },
-              }
-            : {}),
-        },
       },
       config.log,
       metrics.dataPlaneRestarts,
-      dp.runsIn === "thread"
-        ? { thread: true }
-        : { process: { nodeFlags: dp.runsIn?.nodeFlags ?? DATA_PLANE_NODE_FLAGS } },
     ).catch(async (e: unknown) => {
       await server.close();
       await reconciler.close();

@@ -5,6 +5,7 @@ import type { Log } from "../../../lib/log.ts";
 import { credentialsOf, kubeconfigAccess } from "../kube-transport.ts";
 import { superviseThread } from "../supervised-thread.ts";
 import type { DataPlane, DataPlaneConfig } from "./data-plane.ts";
+import { DATA_PLANE_NODE_FLAGS, type DataPlaneSettings } from "./settings.ts";
 
 /** DataPlaneThreadSettings start the router's thread; they cross threads, so plain data only. */
 export interface DataPlaneThreadSettings {
@@ -93,4 +94,58 @@ export async function startDataPlaneThread(
     close: () => thread.close(),
     pid: () => thread.pid(),
   };
+}
+
+/** RouterHost is what the router takes from the host's own settings besides DataPlaneSettings. */
+export interface RouterHost {
+  /** listen: the API's listener; the router binds its host by default and serves TLS with its certificate. */
+  listen: { host: string; certFile: string; keyFile: string };
+  envdPort: number;
+  sandboxDomain?: string;
+  sealingKey?: string;
+  kubeTimeouts?: Partial<KubeTimeouts>;
+}
+
+/**
+ * startRouter starts the sandbox router as the host's settings say (startDataPlaneThread): its
+ * listeners on the router's host (the API's by default), TLS with the API's certificate, and in a
+ * process of its own with DATA_PLANE_NODE_FLAGS unless the settings say otherwise.
+ */
+export function startRouter(
+  kubeconfig: KubeConfig,
+  dp: DataPlaneSettings,
+  host: RouterHost,
+  log: Log,
+  restarts?: Counter<never>,
+): Promise<DataPlaneThread> {
+  const bind = dp.host ?? host.listen.host;
+  return startDataPlaneThread(
+    kubeconfig,
+    {
+      ...(host.kubeTimeouts ? { kubeTimeouts: host.kubeTimeouts } : {}),
+      config: {
+        ...(host.sandboxDomain ? { domain: host.sandboxDomain } : {}),
+        ...(dp.routerNames ? { routerNames: dp.routerNames } : {}),
+        ...(host.sealingKey ? { sealingKey: host.sealingKey } : {}),
+        envdPort: host.envdPort,
+        ...(dp.namespace ? { namespace: dp.namespace } : {}),
+        ...(dp.plainPort !== undefined ? { plain: { host: bind, port: dp.plainPort } } : {}),
+        ...(dp.tlsPort !== undefined
+          ? {
+              tls: {
+                host: bind,
+                port: dp.tlsPort,
+                certFile: host.listen.certFile,
+                keyFile: host.listen.keyFile,
+              },
+            }
+          : {}),
+      },
+    },
+    log,
+    restarts,
+    dp.runsIn === "thread"
+      ? { thread: true }
+      : { process: { nodeFlags: dp.runsIn?.nodeFlags ?? DATA_PLANE_NODE_FLAGS } },
+  );
 }
