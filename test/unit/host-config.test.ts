@@ -2,7 +2,8 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { readActivitySource, readHostEnv } from "../../hosts/node/config.ts";
+import { readActivitySource } from "../../hosts/node/activity-settings.ts";
+import { readHostEnv } from "../../hosts/node/config.ts";
 
 const base = { AGENTBOX_TLS_CERT: "/tls/tls.crt", AGENTBOX_TLS_KEY: "/tls/tls.key" };
 const token = (c: string) => c.repeat(24);

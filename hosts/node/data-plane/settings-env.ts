@@ -2,15 +2,7 @@
 // validated with the host's other settings (config.ts); kept apart from settings.ts so the
 // router's own process never loads the schemas.
 import * as v from "valibot";
-
-/** Port is a TCP port setting (1-65535). */
-export const Port = v.pipe(
-  v.string(),
-  v.transform(Number),
-  v.integer("must be a whole number"),
-  v.minValue(1),
-  v.maxValue(65535),
-);
+import { Port } from "../setting-values.ts";
 
 /** DATA_PLANE_ENV are the router's entries of the host's settings schema (config.ts ENV). */
 export const DATA_PLANE_ENV = {
