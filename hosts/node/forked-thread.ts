@@ -23,6 +23,9 @@ export interface ForkedThread extends ThreadHandle {
   readonly pid: number | undefined;
 }
 
+/** ignoreSendError: a send to a child that is going fails quietly; its exit event tells the supervisor. */
+const ignoreSendError = () => {};
+
 /** exitCode is a child's exit as a Worker reports one: its code, or 128 + the signal's number. */
 function exitCode(code: number | null, signal: NodeJS.Signals | null): number {
   if (code !== null) return code;
@@ -57,7 +60,7 @@ export function forkThread(url: URL, data: unknown, nodeFlags: readonly string[]
   });
   const send = (m: unknown) => {
     // A child that is gone drops the message, as a terminated Worker does; its exit tells the rest.
-    if (child.connected) child.send(m as object, (err) => err && undefined);
+    if (child.connected) child.send(m as object, ignoreSendError);
   };
   child.on("message", (m: { op?: string }) => {
     if (m?.op === "hello") send({ op: "thread-start", data });
