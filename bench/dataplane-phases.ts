@@ -30,8 +30,9 @@ function cpuNow(who: Processes): Record<string, number> {
   };
   const { routerProcess, ...cpu } = cpuSeconds(who, "client");
   // The router in a process of its own: the host's process and the router's are the router's side.
+  const host = cpu.router ?? Number.NaN;
   if (routerProcess !== undefined) cpu.router = (cpu.router ?? 0) + routerProcess;
-  return { ...cpu, routerV8: v8("router", "routerProcess"), controlV8: v8("control") };
+  return { ...cpu, host, routerV8: v8("router", "routerProcess"), controlV8: v8("control") };
 }
 
 /**
@@ -110,6 +111,7 @@ export async function downloadPhase(
   const none = (): CpuUse => ({
     router: 0,
     routerV8: 0,
+    host: 0,
     envd: 0,
     control: 0,
     controlV8: 0,
@@ -132,7 +134,7 @@ export async function downloadPhase(
       const after = cpuNow(who);
       const cpu = out.cpu[side];
       cpu.seconds += (performance.now() - t0) / 1000;
-      for (const k of ["router", "routerV8", "envd", "control", "controlV8", "client"] as const)
+      for (const k of ["router", "routerV8", "host", "envd", "control", "controlV8", "client"] as const)
         cpu[k] += (after[k] ?? 0) - (before[k] ?? 0);
     }
   }

@@ -40,6 +40,8 @@ export interface Round {
 export interface CpuUse {
   router: number;
   routerV8: number;
+  /** host is the Node host's process alone (router is host + the router's process, its default). */
+  host: number;
   envd: number;
   control: number;
   controlV8: number;
@@ -82,6 +84,12 @@ function perGiB(r: Round, side: "router" | "control", v8 = false): number {
   const gib = (r.download[side].length * r.download.bytes) / (1024 * MiB);
   const cpu = r.download.cpu[side];
   return (v8 ? cpu[`${side}V8`] : cpu[side]) / gib;
+}
+
+/** hostPerGiB is the host process's CPU over a side's downloads per GiB they moved. */
+function hostPerGiB(r: Round, side: "router" | "control"): number {
+  const gib = (r.download[side].length * r.download.bytes) / (1024 * MiB);
+  return r.download.cpu[side].host / gib;
 }
 
 /** rate is a side's median download in bytes/s, in one round. */
@@ -143,6 +151,8 @@ export function figures(rounds: readonly Round[]): Figure[] {
     row("router CPU per GiB downloaded through it (s)", 2, (r) => perGiB(r, "router")),
     row("control CPU per GiB downloaded through it (s)", 2, (r) => perGiB(r, "control")),
     row("… of which V8 background threads (GC), router (s)", 2, (r) => perGiB(r, "router", true)),
+    row("… of which the host's process (not the router's) (s)", 2, (r) => hostPerGiB(r, "router")),
+    row("host's process CPU per GiB the control moved (s)", 2, (r) => hostPerGiB(r, "control")),
     row("… of which V8 background threads (GC), control (s)", 2, (r) => perGiB(r, "control", true)),
     row("cores busy, router downloads (router + envd + client)", 2, (r) => cores(r.download.cpu.router)),
     row("cores busy, control downloads (control + envd + client)", 2, (r) => cores(r.download.cpu.control)),

@@ -1,6 +1,6 @@
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { Traffic } from "../../hosts/node/data-plane/traffic.ts";
+import { FLUSH_BYTES, Traffic } from "../../hosts/node/data-plane/traffic.ts";
 import { createMetrics } from "../../lib/metrics/metrics.ts";
 
 // What the router makes of each exchange: a sandbox is active NOW while any exchange of it is
@@ -45,6 +45,21 @@ describe("Traffic", () => {
     traffic.forget("sbx-b");
     late.end();
     expect(traffic.seen().size).toBe(0);
+  });
+
+  it("hands a long exchange's bytes to the metric every FLUSH_BYTES, and the rest at its end", async () => {
+    const { metrics, traffic } = setup();
+    const out = async () =>
+      (await value(metrics, "agentbox_dataplane_bytes_total"))?.find((v) => v.labels.direction === "out")
+        ?.value;
+    const ex = traffic.begin("sbx-a", "envd");
+    ex.bytesOut(FLUSH_BYTES - 1);
+    expect(await out()).toBeUndefined();
+    ex.bytesOut(2);
+    expect(await out()).toBe(FLUSH_BYTES + 1);
+    ex.bytesOut(5);
+    ex.end();
+    expect(await out()).toBe(FLUSH_BYTES + 6);
   });
 
   it("observes requests, bytes, open streams, upstream errors and time to the response head", async () => {

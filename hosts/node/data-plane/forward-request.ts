@@ -13,7 +13,6 @@ import {
   type ServerResponse,
 } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
-import { pipeline } from "node:stream";
 import { endToEndHeaders } from "../../../lib/data-plane/hop-by-hop.ts";
 import { dataPlaneError } from "../../../lib/data-plane/route.ts";
 import type { Log } from "../../../lib/log.ts";
@@ -139,19 +138,30 @@ function proxy(
   });
   up.on("response", (upRes) => {
     responded = true;
-    upRes.on("error", () => {
-      if (!clientGone) exchange.failed();
-    });
     try {
       // The HTTP/2 compatibility response takes the same (status, headers) call as HTTP/1.1's.
       (res as ServerResponse).writeHead(upRes.statusCode ?? 502, endToEndHeaders(upRes.headers));
     } catch (e) {
       log.debug({ err: String(e), sandboxId: route.sandboxId }, "data plane: unforwardable response head");
+      upRes.on("error", noop);
       upRes.destroy();
       exchange.failed();
       answerError(res, dataPlaneError(502, "the sandbox answered a response the router cannot forward"));
       return;
     }
+    // A body cut short (an error, or a close before its end) cuts the client's response too, so
+    // the client sees a broken stream, not a hang. (pipe, not stream.pipeline: pipeline's abort
+    // machinery cost about 18 µs a request in a profile of GET /health; the client's side is
+    // onClientGone's.)
+    const cut = () => {
+      if (!clientGone) exchange.failed();
+      up.destroy();
+      res.destroy();
+    };
+    upRes.on("error", cut);
+    upRes.on("close", () => {
+      if (!upRes.complete) cut();
+    });
     exchange.responded(upRes.statusCode ?? 502);
     // A head without a body yet (a stream that says nothing for a while) goes out at once; one
     // whose body is already here leaves with it, in one write.
@@ -163,9 +173,7 @@ function proxy(
       bodyCame = true;
       exchange.bytesOut(chunk.length);
     });
-    pipeline(upRes, res as NodeJS.WritableStream, (err) => {
-      if (err) up.destroy();
-    });
+    upRes.pipe(res as NodeJS.WritableStream);
   });
   up.on("error", (err: NodeJS.ErrnoException) => {
     clearTimeout(dialTimer);

@@ -9,7 +9,11 @@ import type { Metrics, PortClass } from "../../../lib/metrics/metrics.ts";
 export interface Exchange {
   /** responded: the response head left (status 101 for an upgrade). */
   responded(status: number): void;
-  /** bytesIn counts body bytes toward the sandbox, bytesOut from it (each also activity). */
+  /**
+   * bytesIn counts body bytes toward the sandbox, bytesOut from it. They run for every chunk of a
+   * download, so they only add: the metric takes them in FLUSH_BYTES steps and at end (an open
+   * exchange is activity already; see seen).
+   */
   bytesIn(n: number): void;
   bytesOut(n: number): void;
   /** failed: the sandbox did not answer, or its answer was cut short (counted once). */
@@ -22,6 +26,9 @@ interface Presence {
   open: number;
   lastAt: number;
 }
+
+/** FLUSH_BYTES: an exchange's bytes reach the bytes metric at least this often, and at its end. */
+export const FLUSH_BYTES = 1024 * 1024;
 
 /** statusClass is a status's class label ("2xx" …). */
 const statusClass = (status: number) => `${Math.floor(status / 100)}xx`;
@@ -53,18 +60,26 @@ export class Traffic {
     let status = 0;
     let ended = false;
     let failed = false;
+    let bytesIn = 0;
+    let bytesOut = 0;
+    const flush = () => {
+      if (bytesIn > 0) m?.bytes.inc({ port_class: portClass, direction: "in" }, bytesIn);
+      if (bytesOut > 0) m?.bytes.inc({ port_class: portClass, direction: "out" }, bytesOut);
+      bytesIn = 0;
+      bytesOut = 0;
+    };
     return {
       responded: (s) => {
         status = s;
         m?.latency.observe({ port_class: portClass }, (this.now() - started) / 1000);
       },
       bytesIn: (n) => {
-        p.lastAt = this.now();
-        m?.bytes.inc({ port_class: portClass, direction: "in" }, n);
+        bytesIn += n;
+        if (bytesIn >= FLUSH_BYTES) flush();
       },
       bytesOut: (n) => {
-        p.lastAt = this.now();
-        m?.bytes.inc({ port_class: portClass, direction: "out" }, n);
+        bytesOut += n;
+        if (bytesOut >= FLUSH_BYTES) flush();
       },
       failed: () => {
         if (failed || ended) return;
@@ -75,6 +90,7 @@ export class Traffic {
       end: () => {
         if (ended) return;
         ended = true;
+        flush();
         p.open--;
         p.lastAt = this.now();
         m?.openStreams.dec({ port_class: portClass });
