@@ -8,7 +8,7 @@
 // other phases have grown the router's heap), the host's idle CPU (QUIET s) then HEALTH
 // `GET /health` per side rotated over router, direct and control (latency; CPU per request),
 // SDK_ITERATIONS `commands.run('true')` per side (router, direct) through the official e2b SDK
-// (bench/dataplane-sdk.ts), and DOWNLOADS downloads of a DOWNLOAD_MIB file per side, the three
+// (bench/dataplane-sdk.ts), and DOWNLOADS (9) downloads of a DOWNLOAD_MIB file per side, the three
 // rotated (bytes/s, CPU). Prints each round's figures, then a table of every round, the median and
 // the verdict per target. See docs/benchmarks.md.
 import { execFileSync } from "node:child_process";
@@ -21,7 +21,7 @@ import { type Bench, BIG_FILE, removeFile, startBench } from "./dataplane-setup.
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const HEALTH = Number(process.env.HEALTH ?? 2000);
 const SDK_ITERATIONS = Number(process.env.SDK_ITERATIONS ?? 600);
-const DOWNLOADS = Number(process.env.DOWNLOADS ?? 3);
+const DOWNLOADS = Number(process.env.DOWNLOADS ?? 9);
 const DOWNLOAD_BYTES = Number(process.env.DOWNLOAD_MIB ?? 100) * 1024 * 1024;
 const STREAMS = Number(process.env.STREAMS ?? 1000);
 const QUIET_S = Number(process.env.QUIET ?? 3);
