@@ -178,6 +178,8 @@ async function claimOrWhy(
       const claim = () =>
         claimSandbox(deps, pod, {
           sandboxId,
+          // The host's watch of its waiting creates' pods selects its own claims (ADR 0037).
+          ...(deps.pods?.claimedBy ? { claimedBy: deps.pods.claimedBy } : {}),
           containerImages: images,
           team: tenant.team,
           user: tenant.user,

@@ -1,5 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
+import { CLAIMED_BY_LABEL, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
 import { resourceVersionOf } from "../../lib/kube/resource-version.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
@@ -13,6 +13,16 @@ interface Follower {
   at: bigint;
   seen: Seen;
   finish: () => void;
+  /** done: the follower finished; nothing more is handed to it (a read may still answer). */
+  done: boolean;
+}
+
+/** Kept is what a stream keeps of a pod's newest reported version (see Stream.recent). */
+interface Kept {
+  at: bigint;
+  pod: V1Pod | undefined;
+  came: number;
+  left: boolean;
 }
 
 /** Stream is one watch of a pool's pods, shared by this process's followers of them. */
@@ -24,9 +34,10 @@ interface Stream {
   /**
    * recent holds the newest version (undefined: deleted) of each pod the watch reported, in the
    * order reported (so oldest version first), each with when it came: a create whose claim landed
-   * before its follow began is handed what the watch already said.
+   * before its follow began is handed what the watch already said. `left`: the pod left a stream
+   * of this host's claims (deleted, or its claimed-by label removed or replaced): read it.
    */
-  recent: Map<string, { at: bigint; pod: V1Pod | undefined; came: number }>;
+  recent: Map<string, Kept>;
   /**
    * covered: `recent` holds every version newer than this one (undefined while the stream starts
    * over after a 410). A follower whose claim is older reads its pod once.
@@ -38,12 +49,21 @@ interface Stream {
   linger?: ReturnType<typeof setTimeout>;
 }
 
-/** PoolPodWatchOptions tunes how long a stream outlives its last follower and keeps what it saw. */
+/**
+ * PoolPodWatchOptions tunes how long a stream outlives its last follower and keeps what it saw,
+ * and names the host's claims.
+ */
 export interface PoolPodWatchOptions {
   /** lingerMs: a stream with no follower stays open this long for the next create (default 10 s). */
   lingerMs?: number;
   /** keepMs: how long a reported version is kept for a follower that comes after it (default 10 s). */
   keepMs?: number;
+  /**
+   * claimedBy is this host's CLAIMED_BY_LABEL value (claimedByValue of its instance id), which its
+   * creates' claims write: set, a pool's stream selects only the pods carrying it (ADR 0037), so
+   * the host no longer decodes every event of every other host's sandboxes.
+   */
+  claimedBy?: string;
 }
 
 /**
@@ -55,17 +75,25 @@ export interface PoolPodWatchOptions {
  * versions are ordered by resourceVersion (comparable since Kubernetes 1.35), each follower is
  * handed only versions newer than the last it had, and any gap (a 410, a follower whose claim
  * predates the watch) is closed by reading the pod. See ADR 0023.
+ *
+ * With claimedBy, each stream selects the pool's pods this host's claims carry (ADR 0037). A pod
+ * that stops matching (released, deleted) comes as DELETED either way, so a follower is then
+ * handed what a read of its pod says, not "gone"; a follower whose claim does not carry the label
+ * (a claim written without it) is followed on a watch of its own.
  */
 export class PoolPodWatch {
   private readonly streams = new Map<string, Stream>();
   private readonly deps: Pick<ViewDeps, "kube" | "watch" | "log">;
   private readonly lingerMs: number;
   private readonly keepMs: number;
+  /** claimedBy is the label value this host's claims write, so its streams see them (options). */
+  readonly claimedBy: string | undefined;
 
   constructor(deps: Pick<ViewDeps, "kube" | "watch" | "log">, options: PoolPodWatchOptions = {}) {
     this.deps = deps;
     this.lingerMs = options.lingerMs ?? 10_000;
     this.keepMs = options.keepMs ?? 10_000;
+    this.claimedBy = options.claimedBy;
   }
 
   /** close stops every stream (the host is shutting down: no create is left to follow a pod). */
@@ -84,13 +112,14 @@ export class PoolPodWatch {
 
   /**
    * follow hands `seen` each version of the pod newer than `from` until seen says done or signal
-   * aborts. A pod with no pool label or a version that is not a number is followed on a watch of
-   * its own.
+   * aborts. A pod with no pool label, a version that is not a number, or (with claimedBy) not
+   * this host's claimed-by label is followed on a watch of its own.
    */
   follow(from: V1Pod, seen: Seen, signal: AbortSignal): Promise<void> {
     const pool = from.metadata?.labels?.[SANDBOX_POOL_LABEL];
     const at = resourceVersionOf(from.metadata?.resourceVersion);
-    if (!pool || at === undefined || signal.aborted)
+    const ours = this.claimedBy === undefined || from.metadata?.labels?.[CLAIMED_BY_LABEL] === this.claimedBy;
+    if (!pool || at === undefined || !ours || signal.aborted)
       return signal.aborted ? Promise.resolve() : watchOnePod(this.deps, from, seen, signal);
     const namespace = from.metadata?.namespace ?? "";
     const name = from.metadata?.name ?? "";
@@ -100,7 +129,9 @@ export class PoolPodWatch {
         name,
         at,
         seen,
+        done: false,
         finish: () => {
+          follower.done = true;
           signal.removeEventListener("abort", follower.finish);
           const set = stream.followers.get(name);
           set?.delete(follower);
@@ -115,16 +146,25 @@ export class PoolPodWatch {
       stream.followers.set(name, set);
       clearTimeout(stream.linger);
       const known = stream.recent.get(name);
-      if (known) this.hand(follower, known.at, known.pod);
+      if (known) this.deliver(stream, follower, known);
       // A claim older than what the stream covers (or a stream starting over) may have missed a
       // version: read the pod once. What the watch says meanwhile is ordered against it.
       else if (stream.covered !== undefined && at < stream.covered) this.read(stream, follower);
     });
   }
 
+  /**
+   * deliver hands a follower what the stream kept of its pod; a pod that left a stream of this
+   * host's claims after the follower's version is read instead (it may still be there).
+   */
+  private deliver(stream: Stream, follower: Follower, kept: Kept): void {
+    if (!kept.left) this.hand(follower, kept.at, kept.pod);
+    else if (kept.at > follower.at && !follower.done) this.read(stream, follower);
+  }
+
   /** hand gives a follower a version if it is newer than the last it had. */
   private hand(follower: Follower, at: bigint, pod: V1Pod | undefined): void {
-    if (at <= follower.at) return;
+    if (at <= follower.at || follower.done) return;
     follower.at = at;
     if (follower.seen(pod)) follower.finish();
   }
@@ -139,12 +179,12 @@ export class PoolPodWatch {
   /** readNow reads a follower's pod (retried while reads fail) and hands it over. */
   private async readNow(stream: Stream, follower: Follower): Promise<void> {
     const { signal } = stream.controller;
-    for (let attempt = 0; !signal.aborted; attempt++) {
+    for (let attempt = 0; !signal.aborted && !follower.done; attempt++) {
       try {
         const pod = await orMissing<V1Pod>(this.deps.kube.getPod(stream.namespace, follower.name));
         // A pod that is gone stays gone for this sandbox (a slot's new pod has another sandbox).
         if (!pod) {
-          if (follower.seen(undefined)) follower.finish();
+          if (!follower.done && follower.seen(undefined)) follower.finish();
         } else this.hand(follower, resourceVersionOf(pod.metadata?.resourceVersion) ?? follower.at, pod);
         return;
       } catch (e) {
@@ -193,7 +233,7 @@ export class PoolPodWatch {
         this.deps,
         {
           namespace: stream.namespace,
-          selector: { labelSelector: `${SANDBOX_POOL_LABEL}=${stream.pool}` },
+          selector: { labelSelector: this.selector(stream) },
           cursor: stream,
         },
         (pod, deleted) => {
@@ -216,11 +256,18 @@ export class PoolPodWatch {
     const at = resourceVersionOf(pod.metadata?.resourceVersion);
     if (at === undefined) return;
     const now = Date.now();
+    // A stream of this host's claims also says DELETED of a pod that only stopped matching.
+    const kept: Kept = { at, pod: deleted ? undefined : pod, came: now, left: deleted && !!this.claimedBy };
     stream.recent.delete(name);
-    stream.recent.set(name, { at, pod: deleted ? undefined : pod, came: now });
+    stream.recent.set(name, kept);
     this.forget(stream, now);
-    for (const follower of [...(stream.followers.get(name) ?? [])])
-      this.hand(follower, at, deleted ? undefined : pod);
+    for (const follower of [...(stream.followers.get(name) ?? [])]) this.deliver(stream, follower, kept);
+  }
+
+  /** selector selects a stream's pods: the pool's, and with claimedBy only this host's claims. */
+  private selector(stream: Stream): string {
+    const pool = `${SANDBOX_POOL_LABEL}=${stream.pool}`;
+    return this.claimedBy === undefined ? pool : `${pool},${CLAIMED_BY_LABEL}=${this.claimedBy}`;
   }
 
   /**
@@ -241,9 +288,7 @@ export class PoolPodWatch {
     stream.covered = undefined;
     for (let attempt = 0; !signal.aborted; attempt++) {
       try {
-        const list = await this.deps.kube.listPods(stream.namespace, `${SANDBOX_POOL_LABEL}=${stream.pool}`, {
-          limit: 1,
-        });
+        const list = await this.deps.kube.listPods(stream.namespace, this.selector(stream), { limit: 1 });
         stream.resumeFrom = list.resourceVersion;
         stream.covered = resourceVersionOf(list.resourceVersion) ?? 0n;
         stream.recent.clear();

@@ -19,6 +19,7 @@ import type { KubeTimeouts } from "../../lib/kube/transport.ts";
 import type { Log } from "../../lib/log.ts";
 import { createMetrics } from "../../lib/metrics/metrics.ts";
 import type { IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
+import { claimedByValue } from "../../lib/sandboxes/claimed-by.ts";
 import type { TeamLimits } from "../../lib/sandboxes/team-limits.ts";
 import { auditEnvTargets, auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
 import { NextReads, SharedRead } from "../../lib/util/shared-read.ts";
@@ -174,7 +175,8 @@ export async function startHost(config: HostConfig): Promise<Host> {
     pending: new PendingGauge(deps, deps.reporter.instance),
     stamps: new CreateStamps(deps),
     idle: new IdleDispatch({ ...deps, random: Math.random, watch }),
-    pods: new PoolPodWatch({ ...deps, watch }),
+    // Each host's claims carry its instance id; its watch of them selects only those (ADR 0037).
+    pods: new PoolPodWatch({ ...deps, watch }, { claimedBy: claimedByValue(deps.reporter.instance) }),
     // Each host takes the idle pods nearest its instance id first: hosts rarely race for one pod.
     idleFeed: new IdleFeed({ ...deps, watch }, { home: deps.reporter.instance }),
     ...(config.envdPort ? { envdPort: config.envdPort } : {}),

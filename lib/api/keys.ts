@@ -59,6 +59,14 @@ export const SCALING_GROUP_LABEL = "agentbox.navix.sh/scaling-group";
  * as current and is labelled so by the pool.
  */
 export const POD_REVISION_LABEL = "agentbox.navix.sh/pod-revision";
+/**
+ * CLAIMED_BY_LABEL (this project's own key) names the host whose create claimed a Pod (a label-safe
+ * form of its instance id, lib/sandboxes/claimed-by.ts), from the claim until the release. It
+ * exists so each host's watch of the pods its waiting creates claimed (PoolPodWatch, ADR 0037)
+ * selects only its own claims: without it every host decoded every pod event of every host's
+ * sandboxes. A claim by a host without an instance id (the Worker) writes none.
+ */
+export const CLAIMED_BY_LABEL = "agentbox.navix.sh/claimed-by";
 /** SYNC_SOURCE_LABEL marks where a resource came from; absent means locally created. */
 export const SYNC_SOURCE_LABEL = "agentbox.io/sync-source";
 /** SYNC_SOURCE_GLOBAL is the SYNC_SOURCE_LABEL value of resources synced by the global key manager. */

@@ -5,6 +5,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import type { InplaceUpdateState } from "../api/annotations.ts";
 import {
   CLAIMED_AT_ANNOTATION,
+  CLAIMED_BY_LABEL,
   END_AT_ANNOTATION,
   IDLE_TIMEOUT_ANNOTATION,
   INPLACE_UPDATE_PHASE,
@@ -66,6 +67,11 @@ export interface ClaimOptions {
    * reconcile runs leave it that long (WAITER_UNTIL_ANNOTATION, ADR 0022).
    */
   waiterUntil?: Date;
+  /**
+   * claimedBy is the claiming host's CLAIMED_BY_LABEL value (claimedByValue of its instance id),
+   * so that host's watch of its waiting creates' pods selects this pod (ADR 0037); none when unset.
+   */
+  claimedBy?: string;
 }
 
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
@@ -80,8 +86,9 @@ function seconds(value: number | undefined): string | undefined {
 
 /**
  * claimIntent moves an idle pod to starting with the requested images. It records the claim
- * (sandbox-id label and annotation, claimed-at, managed-by, team/user, timeouts, end-at, metadata,
- * post-start hooks, the caller's labels/annotations and their keys in managed-*-keys), clears
+ * (sandbox-id label and annotation, claimed-at, managed-by, claimed-by, team/user, timeouts,
+ * end-at, metadata, post-start hooks, the caller's labels/annotations and their keys in
+ * managed-*-keys), clears
  * scale-down protection and any per-sandbox leftovers, and writes a starting in-place update
  * state with the changed containers and their current ids. A container that served an earlier
  * sandbox (servedContainers) is restarted too, on restartReference's spelling of its image when
@@ -97,6 +104,9 @@ export function claimIntent(pod: V1Pod, options: ClaimOptions, now: Date): Inten
   const id = options.sandboxId;
   if (id === "" || id.length > 63 || !LABEL_VALUE.test(id))
     return fail(`sandbox id ${JSON.stringify(id)} is not a valid label value`);
+  const by = options.claimedBy;
+  if (by !== undefined && (by === "" || by.length > 63 || !LABEL_VALUE.test(by)))
+    return fail(`claimed-by ${JSON.stringify(by)} is not a valid label value`);
   const callerLabels = options.labels ?? {};
   const callerAnnotations = options.annotations ?? {};
   const reserved = [...Object.keys(callerLabels), ...Object.keys(callerAnnotations)].filter(isReservedKey);
@@ -124,6 +134,7 @@ export function claimIntent(pod: V1Pod, options: ClaimOptions, now: Date): Inten
     [MANAGED_BY_LABEL]: MANAGED_BY_SANDBOX_API_SERVER,
     ...(options.team ? { [TEAM_LABEL]: options.team } : {}),
     ...(options.user ? { [USER_LABEL]: options.user } : {}),
+    ...(by !== undefined ? { [CLAIMED_BY_LABEL]: by } : {}),
     [SANDBOX_PHASE_LABEL]: sameImages ? SANDBOX_PHASE.RUNNING : SANDBOX_PHASE.STARTING,
   };
   const state: InplaceUpdateState = sameImages

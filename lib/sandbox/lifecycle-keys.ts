@@ -3,6 +3,7 @@
 // sandbox on the same pod inherits nothing (not even the previous user's team label).
 import {
   CLAIMED_AT_ANNOTATION,
+  CLAIMED_BY_LABEL,
   CONTAINER_ID_ANNOTATION,
   END_AT_ANNOTATION,
   EXIT_CODE_ANNOTATION,
@@ -32,9 +33,16 @@ import {
 
 /**
  * SANDBOX_LABELS are the labels a claim writes besides the phase and the caller's own
- * (managed-label-keys); all are removed when the pod returns to idle.
+ * (managed-label-keys); all are removed when the pod returns to idle (claimed-by included, so a
+ * pod released by a host that did not remove it yet is idle without it; ADR 0037).
  */
-export const SANDBOX_LABELS: readonly string[] = [SANDBOX_ID_LABEL, MANAGED_BY_LABEL, TEAM_LABEL, USER_LABEL];
+export const SANDBOX_LABELS: readonly string[] = [
+  SANDBOX_ID_LABEL,
+  MANAGED_BY_LABEL,
+  TEAM_LABEL,
+  USER_LABEL,
+  CLAIMED_BY_LABEL,
+];
 
 /**
  * SANDBOX_ANNOTATIONS are the per-sandbox annotations written by claim, start, activity

@@ -4,6 +4,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { InplaceUpdateState } from "../api/annotations.ts";
 import {
+  CLAIMED_BY_LABEL,
   CONTAINER_ID_ANNOTATION,
   EXIT_CODE_ANNOTATION,
   FAILURE_MESSAGE_ANNOTATION,
@@ -100,7 +101,7 @@ export function runtimeContainerId(pod: V1Pod, fromStatus = true): string | unde
  * Released sandbox that was still starting is recorded as Canceled;
  * terminated-at, default now; failure reason/message; exit code), a JSON snapshot of the images
  * that ran and the runtime container id, and removes what only a live sandbox needs (managed-by,
- * the caller's managed labels and annotations, idle timeout, last-active). Identity, owner and
+ * claimed-by, the caller's managed labels and annotations, idle timeout, last-active). Identity, owner and
  * timing stay until the pod is idle again, for the stop record.
  */
 export function releaseIntent(pod: V1Pod, options: ReleaseOptions, now: Date): IntentResult {
@@ -189,7 +190,13 @@ export function releaseIntent(pod: V1Pod, options: ReleaseOptions, now: Date): I
     intent: {
       expectPhase: expect,
       setLabels: { [SANDBOX_PHASE_LABEL]: SANDBOX_PHASE.STOPPING },
-      removeLabels: unique([MANAGED_BY_LABEL, ...managedKeys(pod, MANAGED_LABEL_KEYS_ANNOTATION)]),
+      // Claimed-by goes with the sandbox: the claiming host's watch of its waiting creates' pods
+      // needs none of the reset's events (ADR 0037).
+      removeLabels: unique([
+        MANAGED_BY_LABEL,
+        CLAIMED_BY_LABEL,
+        ...managedKeys(pod, MANAGED_LABEL_KEYS_ANNOTATION),
+      ]),
       setAnnotations,
       removeAnnotations,
       containerImages: changed,

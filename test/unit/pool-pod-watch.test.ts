@@ -195,6 +195,63 @@ describe("PoolPodWatch", () => {
     pods.close();
   });
 
+  /** ours is a pod as this host's claim left it: carrying its claimed-by label. */
+  const ours = (name: string, version: string, phase = "starting", by = "host-a") => {
+    const p = pod(name, version, phase);
+    p.metadata!.labels!["agentbox.navix.sh/claimed-by"] = by;
+    return p;
+  };
+
+  it("with claimedBy, selects only this host's claims; a pod claimed without its label gets a watch of its own", async () => {
+    const s = scripted();
+    const pods = new PoolPodWatch({ kube: s.kube, watch: s.watch, log: quiet }, { claimedBy: "host-a" });
+    const a = collect(pods, ours("a", "10"), running);
+    await settle();
+    expect(s.watches[0]?.req.query).toMatchObject({
+      labelSelector: "agentbox.navix.sh/sandbox-pool=p,agentbox.navix.sh/claimed-by=host-a",
+      resourceVersion: "10",
+    });
+    const other = collect(pods, ours("b", "11", "starting", "host-b"), running);
+    const unlabelled = collect(pods, pod("c", "12"), running);
+    await settle();
+    expect(s.watches.slice(1).map((w) => w.req.query?.fieldSelector)).toEqual([
+      "metadata.name=b",
+      "metadata.name=c",
+    ]);
+    expect(pods.streamCount).toBe(1);
+    s.watches[0]?.onEvent({ type: "MODIFIED", object: ours("a", "13", "running") });
+    await a.done;
+    expect(a.got).toEqual(["13"]);
+    other.stop();
+    unlabelled.stop();
+    await Promise.all([other.done, unlabelled.done]);
+    pods.close();
+  });
+
+  it("with claimedBy, a DELETED pod may only have stopped matching: the follower gets what a read says", async () => {
+    // a was released (its claimed-by removed): the apiserver says DELETED with a's previous content.
+    const current = new Map([["a", pod("a", "20", "stopping")]]);
+    const s = scripted(current);
+    const pods = new PoolPodWatch({ kube: s.kube, watch: s.watch, log: quiet }, { claimedBy: "host-a" });
+    const a = collect(pods, ours("a", "10"), (p) => p !== undefined && !running(p));
+    const b = collect(pods, ours("b", "11"), (p) => p === undefined);
+    await settle();
+    s.push("DELETED", ours("a", "20"));
+    await a.done;
+    expect(a.got).toEqual(["20"]); // the stopping pod, not "gone": its create says why it ended
+    s.push("DELETED", ours("b", "21")); // b is really gone: the read finds nothing
+    await b.done;
+    expect(b.got).toEqual(["gone"]);
+    expect(s.reads).toEqual(["GET /api/v1/namespaces/ns/pods/a", "GET /api/v1/namespaces/ns/pods/b"]);
+    // A follower that comes after the stream saw its pod leave reads it too.
+    current.set("c", pod("c", "30", "stopping"));
+    s.push("DELETED", ours("c", "30"));
+    const c = collect(pods, ours("c", "25"), (p) => p !== undefined);
+    await c.done;
+    expect(c.got).toEqual(["30"]);
+    pods.close();
+  });
+
   it("follows a pod of no pool, or with a version that is not a number, on a watch of its own", async () => {
     const s = scripted();
     const pods = new PoolPodWatch({ kube: s.kube, watch: s.watch, log: quiet });

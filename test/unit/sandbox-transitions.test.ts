@@ -2,6 +2,7 @@ import type { V1ContainerStatus, V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import {
   CLAIMED_AT_ANNOTATION,
+  CLAIMED_BY_LABEL,
   CONTAINER_ID_ANNOTATION,
   EXIT_CODE_ANNOTATION,
   FAILURE_MESSAGE_ANNOTATION,
@@ -109,6 +110,7 @@ const claim: ClaimOptions = {
   startupTimeoutSeconds: 120.9,
   metadata: { purpose: "test" },
   postStartHooks: [{ type: "http", path: "/init" }],
+  claimedBy: "host-1",
 };
 
 function ok(result: IntentResult): PodIntent {
@@ -207,6 +209,7 @@ describe("claimIntent", () => {
       [MANAGED_BY_LABEL]: "sandbox-api-server",
       [TEAM_LABEL]: "t1",
       [USER_LABEL]: "u1",
+      [CLAIMED_BY_LABEL]: "host-1",
       [SANDBOX_PHASE_LABEL]: "starting",
     });
     expect(intent.removeLabels).toEqual([]);
@@ -264,13 +267,27 @@ describe("claimIntent", () => {
     ])
       expect(intent.setAnnotations).not.toHaveProperty(key);
     expect(intent.setAnnotations[MANAGED_LABEL_KEYS_ANNOTATION]).toBe("[]");
-    expect(intent.removeLabels).toEqual([TEAM_LABEL, USER_LABEL]);
+    expect(intent.removeLabels).toEqual([TEAM_LABEL, USER_LABEL, CLAIMED_BY_LABEL]);
     expect(intent.removeAnnotations).toContain(LAST_ACTIVE_ANNOTATION);
     const patched = apply(pod, toJsonPatch(pod, intent));
     expect(patched.metadata?.labels).not.toHaveProperty(TEAM_LABEL);
     expect(patched.metadata?.annotations).not.toHaveProperty(LAST_ACTIVE_ANNOTATION);
     expect(patched.metadata?.annotations).not.toHaveProperty(SCALE_DOWN_PROTECTED_ANNOTATION);
     expect(patched.metadata?.annotations?.["keep/me"]).toBe("yes");
+  });
+
+  it("writes claimed-by only when given, and refuses one that is not a label value", () => {
+    const without = ok(claimIntent(idlePod(), { sandboxId: "s", containerImages: { main: APP_IMAGE } }, NOW));
+    expect(without.setLabels).not.toHaveProperty(CLAIMED_BY_LABEL);
+    for (const bad of ["", "host one", "x".repeat(64)]) {
+      const refused = claimIntent(idlePod(), { ...claim, claimedBy: bad }, NOW);
+      expect(refused.ok === false && refused.reason).toMatch(/claimed-by .* is not a valid label value/);
+    }
+    // A pod an older host returned to idle with a claimed-by of another host: the claim replaces it.
+    const stale = idlePod();
+    stale.metadata!.labels![CLAIMED_BY_LABEL] = "host-0";
+    const claimed = apply(stale, toJsonPatch(stale, ok(claimIntent(stale, claim, NOW))));
+    expect(claimed.metadata?.labels?.[CLAIMED_BY_LABEL]).toBe("host-1");
   });
 
   it("same images (after normalising): straight to running with a completed state, no image change", () => {
@@ -388,6 +405,7 @@ describe("a whole lifecycle through patches", () => {
     const idle = idlePod();
     const claimed = apply(idle, toJsonPatch(idle, ok(claimIntent(idle, claim, NOW))));
     expect(claimed.metadata?.labels?.[SANDBOX_PHASE_LABEL]).toBe("starting");
+    expect(claimed.metadata?.labels?.[CLAIMED_BY_LABEL]).toBe("host-1");
     expect(claimed.spec?.containers[0]?.image).toBe(APP_IMAGE);
     expect(isUpdateComplete(claimed, state(claimed)!, NO_DIGESTS)).toBe(false);
     expect(ok(completeStartingIntent(claimed, NOW)).expectPhase).toBe("starting");
@@ -436,6 +454,7 @@ describe("a whole lifecycle through patches", () => {
       expect(annotations).not.toHaveProperty(key);
     expect(stopping.metadata?.labels).not.toHaveProperty("example.com/tier");
     expect(stopping.metadata?.labels).not.toHaveProperty(MANAGED_BY_LABEL);
+    expect(stopping.metadata?.labels).not.toHaveProperty(CLAIMED_BY_LABEL);
     expect(stopping.metadata?.labels?.[TEAM_LABEL]).toBe("t1");
     expect(state(stopping)).toMatchObject({
       phase: "stopping",
@@ -644,6 +663,7 @@ describe("completion intents", () => {
       MANAGED_BY_LABEL,
       TEAM_LABEL,
       USER_LABEL,
+      CLAIMED_BY_LABEL,
       "example.com/tier",
     ]);
     expect(intent.removeAnnotations).toContain(SANDBOX_STATUS_DETAIL_ANNOTATION);
