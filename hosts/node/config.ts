@@ -42,8 +42,8 @@ export const IdleReleaseSetting = v.optional(
   v.picklist(IDLE_RELEASE_MODES, `must be one of ${IDLE_RELEASE_MODES.join(", ")}`),
 );
 
-/** ENV lists the Node host's settings; tokens may come inline or from files (Secret mounts). */
-const ENV = v.object({
+/** HOST_ENV lists the Node host's settings; tokens may come inline or from files (Secret mounts). */
+export const HOST_ENV = v.object({
   AGENTBOX_CALLBACK_TOKEN: v.optional(v.pipe(v.string(), v.minLength(16, "must be at least 16 characters"))),
   AGENTBOX_CALLBACK_TOKEN_FILE: v.optional(v.string()),
   AGENTBOX_ADMIN_TOKEN: v.optional(v.pipe(v.string(), v.minLength(16, "must be at least 16 characters"))),
@@ -179,7 +179,7 @@ export function readHostEnv(
   if (!env.AGENTBOX_TLS_KEY) errors.push("AGENTBOX_TLS_KEY: is required (the PEM key of AGENTBOX_TLS_CERT)");
   const activity = readActivitySource(env);
   const database = readPostgresHistory(env);
-  const parsed = parseWith(ENV, env);
+  const parsed = parseWith(HOST_ENV, env);
   if (!parsed.ok || !activity.ok || !database.ok)
     return {
       ok: false,

@@ -21,9 +21,9 @@ import { startEnvd } from "../../infra/dev/envd/server.ts";
 import { idleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { readActivitySource } from "./activity-settings.ts";
 import { IdleReleaseSetting } from "./config.ts";
-import { DATA_PLANE_PORT } from "./data-plane/settings.ts";
 import { readPostgresHistory } from "./history-settings.ts";
 import { startHost } from "./host.ts";
+import { readLocalSettings } from "./local-settings.ts";
 import { hostLogger } from "./logger.ts";
 import { installProcessPolicy } from "./process-policy.ts";
 
@@ -32,10 +32,13 @@ const name = process.env.AGENTBOX_CLUSTER ?? "dev";
 const activity = readActivitySource(process.env);
 // SQLite in the cluster's directory, unless AGENTBOX_HISTORY_URL names a PostgreSQL database.
 const historyDatabase = readPostgresHistory(process.env);
-if (!activity.ok || !historyDatabase.ok) {
+// The tick, console, router, cluster and instance settings, validated as `npm run serve`'s are.
+const local = readLocalSettings(process.env);
+if (!activity.ok || !historyDatabase.ok || !local.ok) {
   const errors = [
     ...(activity.ok ? [] : activity.errors),
     ...(historyDatabase.ok ? [] : historyDatabase.errors),
+    ...(local.ok ? [] : local.errors),
   ];
   console.error(`agentbox-functions: invalid configuration:\n- ${errors.join("\n- ")}`);
   process.exit(2);
@@ -79,9 +82,8 @@ const envd = await startEnvd();
 // points at this machine; the SDK reaches the router by header routing (E2B_SANDBOX_URL), or by
 // name over TLS with AGENTBOX_DATA_PLANE_TLS_PORT (the cluster's certificate covers
 // `*.sandbox.localhost` for clusters made since it does; the SDK must reach that port as 443).
-const sandboxDomain = process.env.AGENTBOX_SANDBOX_DOMAIN ?? DEV_SANDBOX_DOMAIN;
-const dataPlanePort = Number(process.env.AGENTBOX_DATA_PLANE_PORT ?? DATA_PLANE_PORT);
-const dataPlaneTlsPort = process.env.AGENTBOX_DATA_PLANE_TLS_PORT;
+const settings = local.value;
+const sandboxDomain = settings.sandboxDomain ?? DEV_SANDBOX_DOMAIN;
 
 const host = await startHost({
   kubeconfig: kc,
@@ -90,19 +92,17 @@ const host = await startHost({
   historyPath: process.env.AGENTBOX_HISTORY_PATH ?? join(state.dir, "history.sqlite"),
   ...(historyDatabase.value ? { historyDatabase: historyDatabase.value } : {}),
   listen: { host: "127.0.0.1", port: state.hostPort, certFile: state.webhookCert, keyFile: state.webhookKey },
-  tickSeconds: Number(process.env.AGENTBOX_TICK_SECONDS ?? 10),
+  tickSeconds: settings.tickSeconds,
   tickConcurrency: 8,
   sealingKey: readFileSync(sealingKeyFile, "utf8").trim(),
   envdPort: envd.port,
   sandboxDomain,
-  dataPlane: {
-    host: "127.0.0.1",
-    plainPort: dataPlanePort,
-    ...(dataPlaneTlsPort ? { tlsPort: Number(dataPlaneTlsPort) } : {}),
-  },
+  dataPlane: settings.dataPlane,
+  consoleSampleSeconds: settings.consoleSampleSeconds,
+  ...(settings.instanceId ? { instanceId: settings.instanceId } : {}),
   // The samples' Env segment is "local"; AGENTBOX_CLUSTER_ID names another.
-  clusterId: process.env.AGENTBOX_CLUSTER_ID ?? "local",
-  adoptPools: process.env.AGENTBOX_ADOPT_POOLS === "true",
+  clusterId: settings.clusterId ?? "local",
+  adoptPools: settings.adoptPools,
   idleRelease: idleRelease.mode,
   log: logger,
   ...(activity.value ? { activitySource: activity.value } : {}),
@@ -118,7 +118,7 @@ await apply(kc, samples);
 logger.info({ samples: samples.map((s) => `${s.kind}/${s.metadata?.name}`) }, "samples applied");
 
 const ca = state.caCert;
-const routerUrl = `http://127.0.0.1:${host.dataPlane?.ports.plain ?? dataPlanePort}`;
+const routerUrl = `http://127.0.0.1:${host.dataPlane?.ports.plain ?? settings.dataPlane.plainPort}`;
 console.log(`
 agentbox-functions is running against cluster "${name}" (${state.server}).
 
