@@ -20,6 +20,7 @@ import type { HostAnswer } from "../supervised-thread.ts";
 import { answer, hostCalls, openThreadPort, ready, threadLog } from "../thread-port.ts";
 import { startDataPlane } from "./data-plane.ts";
 import type { DataPlaneThreadSettings, ToDataPlane } from "./data-plane-worker.ts";
+import { youngCollection } from "./young-collections.ts";
 
 const { port, data } = await openThreadPort("data-plane-thread.ts (see data-plane-worker.ts)");
 const log = threadLog(port);
@@ -56,6 +57,8 @@ const dataPlane = await startDataPlane(
   { kube: new KubeClient(meteredTransport(transport, metrics)), watch, log, metrics },
   settings.config,
   log,
+  // With --expose-gc (DATA_PLANE_NODE_FLAGS) the router asks for scavenges as it moves bytes.
+  youngCollection(globalThis.gc),
 );
 
 port.on("message", (m: ToDataPlane | HostAnswer) => {

@@ -22,6 +22,7 @@ import { forwardUpgrade } from "./forward-upgrade.ts";
 import { RouteTable } from "./route-table.ts";
 import { Traffic } from "./traffic.ts";
 import { Upstreams } from "./upstreams.ts";
+import { type Collect, YoungCollections } from "./young-collections.ts";
 
 /** CLOSE_GRACE_MS: on close, requests under way get this long before their connections are cut. */
 const CLOSE_GRACE_MS = 3_000;
@@ -96,14 +97,20 @@ async function closeListener(l: Listener): Promise<void> {
   await closed;
 }
 
-/** startDataPlane starts the route watch and the configured listeners. */
+/**
+ * startDataPlane starts the route watch and the configured listeners; `collect` asks the process
+ * for a young-generation collection (young-collections.ts), when it may.
+ */
 export async function startDataPlane(
   deps: Pick<ViewDeps, "kube" | "watch" | "log"> & { metrics?: Metrics | undefined },
   config: DataPlaneConfig,
   log: Log,
+  collect?: Collect,
 ): Promise<DataPlane> {
   const upstreams = new Upstreams(config.sealingKey ? await importSealKeys(config.sealingKey) : undefined);
-  const traffic = new Traffic(deps.metrics);
+  // Where its process lets it (--expose-gc), the router asks for scavenges as it moves bytes.
+  const young = collect ? new YoungCollections(collect) : undefined;
+  const traffic = new Traffic(deps.metrics, Date.now, young ? (n) => young.moved(n) : undefined);
   const routes = new RouteTable(deps, {
     ...(config.namespace ? { namespace: config.namespace } : {}),
     onDrop: (id) => {

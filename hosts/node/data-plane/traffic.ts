@@ -39,9 +39,13 @@ export class Traffic {
   private readonly metrics: Metrics["dataPlane"] | undefined;
   private readonly now: () => number;
 
-  constructor(metrics: Metrics | undefined, now: () => number = Date.now) {
+  /** onMoved hears the bytes every exchange moved, as they reach the metric (young-collections.ts). */
+  private readonly onMoved: ((n: number) => void) | undefined;
+
+  constructor(metrics: Metrics | undefined, now: () => number = Date.now, onMoved?: (n: number) => void) {
     this.metrics = metrics?.dataPlane;
     this.now = now;
+    this.onMoved = onMoved;
   }
 
   /** begin opens an exchange of `sandboxId` on a port of `portClass`: the sandbox is active now. */
@@ -65,6 +69,7 @@ export class Traffic {
     const flush = () => {
       if (bytesIn > 0) m?.bytes.inc({ port_class: portClass, direction: "in" }, bytesIn);
       if (bytesOut > 0) m?.bytes.inc({ port_class: portClass, direction: "out" }, bytesOut);
+      this.onMoved?.(bytesIn + bytesOut);
       bytesIn = 0;
       bytesOut = 0;
     };
