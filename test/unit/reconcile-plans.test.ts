@@ -2,7 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { PoolScaleDownPolicy } from "../../lib/api/autoscaling.ts";
-import { REPLACE_ON_RESET_ANNOTATION } from "../../lib/api/keys.ts";
+import { REPLACE_ON_RESET_ANNOTATION, WAITER_UNTIL_ANNOTATION } from "../../lib/api/keys.ts";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
 import { podRevision } from "../../lib/pool/render-pod.ts";
@@ -309,6 +309,37 @@ describe("planStarting and planStopping", () => {
     expect(planStarting(pool(), [pulling], new Map(), soon)).toEqual([]);
     const slow = new Date(claimedAt + SLOW_PULL_MS + 1000);
     expect(planStarting(pool(), [pulling], new Map(), slow).map((a) => a.why)).toEqual(["diagnose: Pulling"]);
+  });
+
+  it("leaves a slow pull's note alone while its create waits, but not a failing pull's", () => {
+    const claimedAt = new Date("2026-11-21T11:59:00Z").getTime();
+    const slow = new Date(claimedAt + SLOW_PULL_MS + 1000);
+    const waited = { [WAITER_UNTIL_ANNOTATION]: new Date(slow.getTime() + 30_000).toISOString() };
+    const pulling = starting(waited, { phase: "Running", containerStatuses: [] } as V1Pod["status"]);
+    const runs = { leaveToWaiters: true };
+    expect(planStarting(pool(), [pulling], new Map(), slow, runs)).toEqual([]);
+    // The waiting create itself, or a run once the wait is over, still writes it.
+    expect(planStarting(pool(), [pulling], new Map(), slow).map((a) => a.why)).toEqual(["diagnose: Pulling"]);
+    const over = new Date(slow.getTime() + 31_000);
+    expect(planStarting(pool(), [pulling], new Map(), over, runs).map((a) => a.why)).toEqual([
+      "diagnose: Pulling",
+    ]);
+    const backoff = starting(waited, {
+      phase: "Running",
+      containerStatuses: [
+        {
+          name: "main",
+          image: "x",
+          imageID: "",
+          ready: false,
+          restartCount: 0,
+          state: { waiting: { reason: "ImagePullBackOff", message: "not found" } },
+        },
+      ],
+    } as V1Pod["status"]);
+    expect(planStarting(pool(), [backoff], new Map(), slow, runs).map((a) => a.why)).toEqual([
+      "diagnose: ImagePullBackOff",
+    ]);
   });
 
   /**
