@@ -29,6 +29,7 @@ import {
   USER_LABEL,
   WAITER_UNTIL_ANNOTATION,
 } from "../api/keys.ts";
+import { isLabelValue } from "../sandboxes/label-value.ts";
 import { rfc3339 } from "../util/time.ts";
 import { stableContainerStatuses } from "./completion.ts";
 import { sameImage } from "./image-reference.ts";
@@ -74,8 +75,6 @@ export interface ClaimOptions {
   claimedBy?: string;
 }
 
-const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
-
 const sortedKeysJson = (keys: Iterable<string>) => JSON.stringify([...keys].sort());
 
 function seconds(value: number | undefined): string | undefined {
@@ -102,10 +101,9 @@ export function claimIntent(pod: V1Pod, options: ClaimOptions, now: Date): Inten
   if (phase !== SANDBOX_PHASE.IDLE) return fail(`pod is ${phase ?? "not in a sandbox phase"}, not idle`);
   if (pod.metadata?.deletionTimestamp) return fail("pod is being deleted");
   const id = options.sandboxId;
-  if (id === "" || id.length > 63 || !LABEL_VALUE.test(id))
-    return fail(`sandbox id ${JSON.stringify(id)} is not a valid label value`);
+  if (!isLabelValue(id)) return fail(`sandbox id ${JSON.stringify(id)} is not a valid label value`);
   const by = options.claimedBy;
-  if (by !== undefined && (by === "" || by.length > 63 || !LABEL_VALUE.test(by)))
+  if (by !== undefined && !isLabelValue(by))
     return fail(`claimed-by ${JSON.stringify(by)} is not a valid label value`);
   const callerLabels = options.labels ?? {};
   const callerAnnotations = options.annotations ?? {};

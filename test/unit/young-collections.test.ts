@@ -45,4 +45,16 @@ describe("YoungCollections", () => {
     expect(calls).toEqual([{ type: "minor", execution: "async" }]);
     expect(youngCollection(undefined)).toBeUndefined();
   });
+
+  it("observes the promise the async collection answers with (a rejection is never unhandled)", async () => {
+    let settled = false;
+    const rejected = Promise.reject(new Error("gc failed")).finally(() => {
+      settled = true;
+    });
+    const collect = youngCollection(() => rejected);
+    collect?.();
+    // Vitest fails the run on an unhandled rejection: wait until this one has surely settled.
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(settled).toBe(true);
+  });
 });
