@@ -63,7 +63,7 @@ export async function watchOnePod(
     const end = await watchPodsFrom(
       deps,
       { namespace, selector: { fieldSelector: `metadata.name=${name}` }, cursor },
-      (pod, deleted) => seen(deleted ? undefined : pod),
+      ({ pod, deleted }) => seen(deleted ? undefined : pod),
       signal,
       "waiter's watch failed; reading again",
     );

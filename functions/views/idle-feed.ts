@@ -236,9 +236,10 @@ export class IdleFeed {
             feed.synced = false;
           },
         },
-        (pod, deleted) => {
-          if (deleted) feed.idle.delete(pod.metadata?.name ?? "");
-          else this.put(feed.idle, pod);
+        // A claimed pod leaves by name: its event is never parsed (most of an extra host's share).
+        (change) => {
+          if (change.deleted) feed.idle.delete(change.name);
+          else this.put(feed.idle, change.pod);
           return false;
         },
         signal,

@@ -1,4 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
+import type { WatchEvent } from "../../lib/kube/transport.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
 import type { ViewDeps } from "./view-deps.ts";
 
@@ -37,6 +38,18 @@ export async function paceReopen(
   return next;
 }
 
+/** podChange is a watch event's pod change, its pod read from the event when first asked for. */
+function podChange(event: WatchEvent, meta: { name?: string; namespace?: string } | undefined): PodChange {
+  return {
+    deleted: event.type === "DELETED",
+    namespace: meta?.namespace ?? "",
+    name: meta?.name ?? "",
+    get pod() {
+      return event.object as V1Pod;
+    },
+  };
+}
+
 /** PodWatch is one watch of a namespace's pods: by label or field selector, resumed from a version. */
 export interface PodWatch {
   /** namespace whose pods are watched; undefined: every namespace (the data plane's route table). */
@@ -47,6 +60,18 @@ export interface PodWatch {
   timeoutSeconds?: number;
   /** onGone runs the moment the apiserver says it cannot go on (before the watch has closed). */
   onGone?: () => void;
+}
+
+/**
+ * PodChange is one pod event of a watch: whether the pod is gone (or out of the selection), whose
+ * it is, and the pod itself, parsed when first read (watchLines): a view that needs only the name
+ * of a pod that left, or only the last of several versions, never parses the others.
+ */
+export interface PodChange {
+  deleted: boolean;
+  namespace: string;
+  name: string;
+  readonly pod: V1Pod;
 }
 
 /** WatchEnd is how one watch ended: onPod stopped it, 410 Gone, a failed request, or the apiserver closed it. */
@@ -62,7 +87,7 @@ export type WatchEnd = "stopped" | "gone" | "failed" | "ended";
 export async function watchPodsFrom(
   deps: Pick<ViewDeps, "watch" | "log">,
   watch: PodWatch,
-  onPod: (pod: V1Pod, deleted: boolean) => boolean,
+  onPod: (change: PodChange) => boolean,
   signal: AbortSignal,
   what: string,
 ): Promise<WatchEnd> {
@@ -88,9 +113,9 @@ export async function watchPodsFrom(
           watch.onGone?.();
           return true;
         }
-        const pod = event.object as V1Pod;
-        watch.cursor.resumeFrom = pod.metadata?.resourceVersion ?? watch.cursor.resumeFrom;
-        if (event.type === "BOOKMARK" || !onPod(pod, event.type === "DELETED")) return false;
+        const meta = event.meta ?? (event.object as V1Pod).metadata;
+        watch.cursor.resumeFrom = meta?.resourceVersion ?? watch.cursor.resumeFrom;
+        if (event.type === "BOOKMARK" || !onPod(podChange(event, meta))) return false;
         end = "stopped";
         return true;
       },

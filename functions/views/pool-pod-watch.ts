@@ -236,7 +236,7 @@ export class PoolPodWatch {
           selector: { labelSelector: this.selector(stream) },
           cursor: stream,
         },
-        (pod, deleted) => {
+        ({ pod, deleted }) => {
           this.onEvent(stream, pod, deleted);
           return false;
         },

@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
-import { paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
+import { type PodChange, paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
 import type { ViewDeps } from "./view-deps.ts";
 
 /** LIST_PAGE is the page size of the view's list of every pool pod. */
@@ -16,12 +16,18 @@ const LIST_PAGE = 500;
  * was (that snapshot was up to a fifth of a period old when a pool's run began): every write is
  * preconditioned on what the apiserver holds. `snapshot` is undefined while the view is not in
  * step (its first list, a 410 Gone, a failed watch: it lists again), and the tick then lists.
- * See ADR 0035.
+ * A changed pod's event is kept unparsed until a tick reads the view: in a burst each pod changes
+ * three or four times between two ticks, and every host decodes every pool pod event, so parsing
+ * each was most of what an extra host cost. See ADR 0035 and 0038.
  */
 export class PoolPodsView {
   /** pools holds the pods by "namespace/pool" (their pool label), each by name. */
   private pools = new Map<string, Map<string, V1Pod>>();
+  /** changed holds the last change of each pod since the view was last read, by "namespace/name". */
+  private changed = new Map<string, PodChange>();
   private synced = false;
+  /** relist: a read found an event it cannot parse; the watch stops at its next event and the view lists. */
+  private relist = false;
   /** cursor: the version the next watch resumes from (the last event's, bookmarks included). */
   private readonly cursor: { resumeFrom?: string } = {};
   private readonly controller = new AbortController();
@@ -36,7 +42,7 @@ export class PoolPodsView {
 
   /** snapshot is every pool pod the view holds, or undefined while it is not in step. */
   snapshot(): V1Pod[] | undefined {
-    return this.synced ? [...this.pools.values()].flatMap((pods) => [...pods.values()]) : undefined;
+    return this.read() ? [...this.pools.values()].flatMap((pods) => [...pods.values()]) : undefined;
   }
 
   /**
@@ -44,7 +50,25 @@ export class PoolPodsView {
    * the pool's run starts, not when the tick began), or undefined while it is not in step.
    */
   podsOf(namespace: string, pool: string): V1Pod[] | undefined {
-    return this.synced ? [...(this.pools.get(`${namespace}/${pool}`)?.values() ?? [])] : undefined;
+    return this.read() ? [...(this.pools.get(`${namespace}/${pool}`)?.values() ?? [])] : undefined;
+  }
+
+  /**
+   * read files the pods changed since the view was last read under their pools (parsing each
+   * once) and answers whether the view is in step. A change whose line is not JSON puts the view
+   * out of step (the tick lists) until it has listed again.
+   */
+  private read(): boolean {
+    if (!this.synced) return false;
+    try {
+      for (const change of this.changed.values()) put(this.pools, change.pod);
+    } catch (e) {
+      this.deps.log.warn({ err: String(e) }, "pool pods view got an event it cannot read; listing again");
+      this.synced = false;
+      this.relist = true;
+    }
+    this.changed.clear();
+    return this.synced;
   }
 
   /** close stops the view's watch (the host is shutting down). */
@@ -69,6 +93,8 @@ export class PoolPodsView {
       next = page.continue;
     } while (next);
     this.pools = fresh;
+    this.changed.clear();
+    this.relist = false;
     this.cursor.resumeFrom = version;
     this.synced = true;
   }
@@ -96,10 +122,13 @@ export class PoolPodsView {
             this.synced = false;
           },
         },
-        (pod, deleted) => {
-          if (deleted) drop(this.pools, pod);
-          else put(this.pools, pod);
-          return false;
+        (change) => {
+          const key = `${change.namespace}/${change.name}`;
+          this.changed.delete(key);
+          if (change.deleted) drop(this.pools, change.namespace, change.name);
+          else this.changed.set(key, change);
+          // An unreadable event seen by a read: stop here and list again.
+          return this.relist;
         },
         signal,
         "pool pods view's watch failed; listing again",
@@ -119,9 +148,7 @@ const poolOf = (pod: V1Pod) =>
  * drop removes a pod from every pool it is held under (by name and namespace: its pool label may
  * have changed since the view last saw it).
  */
-function drop(pools: Map<string, Map<string, V1Pod>>, pod: V1Pod): void {
-  const namespace = pod.metadata?.namespace ?? "";
-  const name = pod.metadata?.name ?? "";
+function drop(pools: Map<string, Map<string, V1Pod>>, namespace: string, name: string): void {
   for (const [key, pods] of pools) {
     if (!key.startsWith(`${namespace}/`) || !pods.delete(name)) continue;
     if (pods.size === 0) pools.delete(key);
@@ -136,6 +163,6 @@ function put(pools: Map<string, Map<string, V1Pod>>, pod: V1Pod): void {
     pods.set(pod.metadata?.name ?? "", pod);
     return;
   }
-  drop(pools, pod);
+  drop(pools, pod.metadata?.namespace ?? "", pod.metadata?.name ?? "");
   pools.set(key, (pools.get(key) ?? new Map()).set(pod.metadata?.name ?? "", pod));
 }

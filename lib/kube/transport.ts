@@ -60,10 +60,22 @@ export interface KubeResponse {
  */
 export type KubeTransport = (req: KubeRequest) => Promise<KubeResponse>;
 
-/** WatchEvent is one line of a Kubernetes watch stream. */
+/** WatchEventMeta is who an event's object is, as read from its line without parsing the object. */
+export interface WatchEventMeta {
+  name: string;
+  namespace: string;
+  resourceVersion: string;
+}
+
+/**
+ * WatchEvent is one line of a Kubernetes watch stream. A transport may hand `object` over lazily
+ * (parsed on first read; a line that is not JSON throws then), with `meta` read from the line's
+ * start (lib/kube/peek-watch-event.ts).
+ */
 export interface WatchEvent {
   type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
-  object: unknown;
+  readonly object: unknown;
+  meta?: WatchEventMeta;
 }
 
 /**

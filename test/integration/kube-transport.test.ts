@@ -1,12 +1,53 @@
+import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { nodeKubeTransport, nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
 import { ApiServerUnreachable } from "../../lib/kube/errors.ts";
+import type { WatchEvent } from "../../lib/kube/transport.ts";
 import { kube } from "./support/kube.ts";
 
 // The Node transport against the real apiserver: a watch callback that throws ends that watch
 // with the error (it must not escape the stream's data handler and end the process), and a
-// request that cannot finish within its timeout rejects as ApiServerUnreachable.
+// request that cannot finish within its timeout rejects as ApiServerUnreachable; and the lines a
+// real apiserver writes are the ones peekWatchEvent reads without a parse (issue #25: a view that
+// only needs who changed must not fall back to parsing every event unnoticed).
 describe("the Node kube transport", () => {
+  it("hands over the apiserver's events with meta read from their lines, and objects to match", async () => {
+    const { kc, core } = kube();
+    const created = await core.createNamespacedConfigMap({
+      namespace: "default",
+      body: { metadata: { generateName: "peek-" }, data: { a: "b" } },
+    });
+    const name = created.metadata?.name ?? "";
+    await core.patchNamespacedConfigMap(
+      { name, namespace: "default", body: [{ op: "add", path: "/data/c", value: "d" }] },
+      setHeaderOptions("Content-Type", PatchStrategy.JsonPatch),
+    );
+    await core.deleteNamespacedConfigMap({ name, namespace: "default" });
+    const seen: WatchEvent[] = [];
+    const controller = new AbortController();
+    await nodeKubeWatch(kc)(
+      {
+        method: "GET",
+        path: "/api/v1/namespaces/default/configmaps",
+        query: {
+          fieldSelector: `metadata.name=${name}`,
+          resourceVersion: created.metadata?.resourceVersion,
+          timeoutSeconds: "20",
+        },
+      },
+      (e) => {
+        seen.push(e);
+        return e.type === "DELETED";
+      },
+      controller.signal,
+    );
+    expect(seen.map((e) => e.type)).toEqual(["MODIFIED", "DELETED"]);
+    const deleted = seen.at(-1);
+    expect(seen.every((e) => e.meta?.name === name && e.meta.namespace === "default")).toBe(true);
+    const object = deleted?.object as { metadata: { resourceVersion: string } };
+    expect(deleted?.meta?.resourceVersion).toBe(object.metadata.resourceVersion);
+  });
+
   it("ends a watch whose callback throws with that error", async () => {
     const { kc } = kube();
     const watch = nodeKubeWatch(kc);

@@ -153,6 +153,21 @@ describe("IdleFeed", () => {
     feed.close();
   });
 
+  it("a pod that leaves the feed (claimed, or deleted) goes by name: its event is never parsed", async () => {
+    const { feed, watches } = await readyFeed([idlePod("a"), idlePod("b")]);
+    const left: WatchEvent = {
+      type: "DELETED",
+      meta: { name: "a", namespace: "ns", resourceVersion: "3" },
+      get object(): unknown {
+        throw new Error("the feed read a pod that left");
+      },
+    };
+    expect(watches.at(-1)?.onEvent(left)).toBe(false);
+    expect(feed.take(pool, now, first)?.pod.metadata?.name).toBe("b");
+    expect(feed.take(pool, now, first)).toBeUndefined();
+    feed.close();
+  });
+
   it("a member pool's marked pods are offered for its Env group's protection window (issue #26)", async () => {
     const member = asMember(pool, "default");
     const env = envOf(autoscalingGroup({ down: { protectionWindowSeconds: 60 } }));

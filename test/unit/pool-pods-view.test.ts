@@ -43,10 +43,39 @@ function scripted(listed: V1Pod[]) {
     const w = watches.at(-1);
     if (w?.onEvent({ type, object } as WatchEvent)) w.end();
   };
-  return { kube, watch, lists, watches, push };
+  /** pushUnread sends a change whose object counts its reads (and throws when `broken`). */
+  const pushUnread = (type: WatchEvent["type"], p: V1Pod, broken = false) => {
+    const reads = { count: 0 };
+    const meta = {
+      name: p.metadata?.name ?? "",
+      namespace: p.metadata?.namespace ?? "",
+      resourceVersion: p.metadata?.resourceVersion ?? "",
+    };
+    const event: WatchEvent = {
+      type,
+      meta,
+      get object() {
+        reads.count++;
+        if (broken) throw new Error("a watch event that is not JSON");
+        return p;
+      },
+    };
+    const w = watches.at(-1);
+    if (w?.onEvent(event)) w.end();
+    return reads;
+  };
+  return { kube, watch, lists, watches, push, pushUnread };
 }
 
 const settle = () => new Promise((r) => setTimeout(r, 10));
+
+/** listedView is a view over a scripted `listed` that has listed and watches. */
+async function listedView(listed: V1Pod[]) {
+  const s = scripted(listed);
+  const view = new PoolPodsView({ kube: s.kube, watch: s.watch, log: quiet });
+  await settle();
+  return { s, view };
+}
 const names = (pods: V1Pod[] | undefined) => pods?.map((p) => p.metadata?.name).sort();
 
 describe("PoolPodsView", () => {
@@ -66,9 +95,7 @@ describe("PoolPodsView", () => {
   });
 
   it("follows what the watch reports: added, changed, deleted; the same name in two namespaces is two pods", async () => {
-    const s = scripted([pod("a", "90")]);
-    const view = new PoolPodsView({ kube: s.kube, watch: s.watch, log: quiet });
-    await settle();
+    const { s, view } = await listedView([pod("a", "90")]);
     s.push("ADDED", pod("b", "101"));
     s.push("ADDED", pod("b", "102", "other"));
     s.push("MODIFIED", pod("a", "103"));
@@ -95,9 +122,7 @@ describe("PoolPodsView", () => {
   });
 
   it("after a 410 it is out of step until it has listed again, and resumes from the new list", async () => {
-    const s = scripted([pod("a", "90")]);
-    const view = new PoolPodsView({ kube: s.kube, watch: s.watch, log: quiet });
-    await settle();
+    const { s, view } = await listedView([pod("a", "90")]);
     s.push("ERROR", { kind: "Status", code: 410, reason: "Expired" });
     expect(view.snapshot()).toBeUndefined();
     // A watch that ended at once is paced before the view lists again.
@@ -108,9 +133,7 @@ describe("PoolPodsView", () => {
   });
 
   it("a failed watch puts it out of step, and it lists again", async () => {
-    const s = scripted([pod("a", "90")]);
-    const view = new PoolPodsView({ kube: s.kube, watch: s.watch, log: quiet });
-    await settle();
+    const { s, view } = await listedView([pod("a", "90")]);
     s.watches[0]?.fail(new Error("connection reset"));
     await settle();
     expect(view.snapshot()).toBeUndefined();
@@ -120,12 +143,35 @@ describe("PoolPodsView", () => {
   });
 
   it("close stops the watch and the view answers out of step", async () => {
-    const s = scripted([pod("a", "90")]);
-    const view = new PoolPodsView({ kube: s.kube, watch: s.watch, log: quiet });
-    await settle();
+    const { s, view } = await listedView([pod("a", "90")]);
     view.close();
     await settle();
     expect(view.snapshot()).toBeUndefined();
     expect(s.watches).toHaveLength(1);
+  });
+
+  it("parses a changed pod only when the view is read, and only its last change", async () => {
+    const { s, view } = await listedView([pod("a", "90")]);
+    const first = s.pushUnread("MODIFIED", pod("a", "101"));
+    const second = s.pushUnread("MODIFIED", pod("a", "102"));
+    const gone = s.pushUnread("ADDED", pod("b", "103"));
+    const deleted = s.pushUnread("DELETED", pod("b", "104"));
+    expect([first.count, second.count, gone.count, deleted.count]).toEqual([0, 0, 0, 0]);
+    expect(view.podsOf("ns", "p")?.map((p) => p.metadata?.resourceVersion)).toEqual(["102"]);
+    expect([first.count, second.count, gone.count, deleted.count]).toEqual([0, 1, 0, 0]);
+    view.podsOf("ns", "p");
+    expect(second.count).toBe(1);
+    view.close();
+  });
+
+  it("a change it cannot read puts it out of step; it lists again at the watch's next event", async () => {
+    const { s, view } = await listedView([pod("a", "90")]);
+    s.pushUnread("MODIFIED", pod("a", "101"), true);
+    expect(view.snapshot()).toBeUndefined();
+    expect(s.lists).toHaveLength(1);
+    s.push("MODIFIED", pod("a", "102"));
+    await vi.waitFor(() => expect(names(view.snapshot())).toEqual(["a"]), { timeout: 5000 });
+    expect(s.lists).toHaveLength(2);
+    view.close();
   });
 });

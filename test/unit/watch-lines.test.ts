@@ -60,4 +60,41 @@ describe("watchLines", () => {
     });
     expect(() => feed(line("ADDED", "a"))).toThrow("callback failed");
   });
+
+  it("parses a line the apiserver wrote only when its object is read, with meta from its start", () => {
+    const seen: WatchEvent[] = [];
+    const feed = watchLines("watch pods", (e) => {
+      seen.push(e);
+      return false;
+    });
+    const object = {
+      kind: "Pod",
+      apiVersion: "v1",
+      metadata: { name: "a", namespace: "ns", uid: "u", resourceVersion: "7" },
+    };
+    feed(`${JSON.stringify({ type: "MODIFIED", object })}\n`);
+    expect(seen[0]?.meta).toEqual({ name: "a", namespace: "ns", resourceVersion: "7" });
+    expect(seen[0]?.object).toEqual(object);
+    expect(seen[0]?.object).toBe(seen[0]?.object);
+  });
+
+  it("a peeked line that is not JSON throws the KubeError when its object is read", () => {
+    const seen: WatchEvent[] = [];
+    const feed = watchLines("watch pods in ns", (e) => {
+      seen.push(e);
+      return false;
+    });
+    const broken =
+      '{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"ns","uid":"u","resourceVersion":"7",,}}\n';
+    expect(feed(broken)).toBe(false);
+    expect(seen[0]?.meta?.name).toBe("a");
+    let thrown: unknown;
+    try {
+      void seen[0]?.object;
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toBeInstanceOf(KubeError);
+    expect((thrown as KubeError).message).toContain("watch pods in ns: a watch event that is not JSON");
+  });
 });

@@ -238,7 +238,7 @@ export class RouteTable {
           selector: { labelSelector: SANDBOX_ID_LABEL },
           cursor: this.cursor,
         },
-        (pod, deleted) => {
+        ({ pod, deleted }) => {
           this.apply(pod, deleted);
           return false;
         },
