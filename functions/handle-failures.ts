@@ -5,5 +5,5 @@ import type { Step } from "./step.ts";
 /** handleFailures deletes failed pods and releases restarted sandboxes (see planFailures). */
 export const handleFailures: Step = {
   name: "handle-failures",
-  plan: async (deps, { pool, pods }) => planFailures(pods, podReset(pool), deps.now()),
+  plan: async (deps, { pool, pods }) => planFailures(pods, () => podReset(pool), deps.now()),
 };

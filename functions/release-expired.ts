@@ -5,5 +5,5 @@ import type { Step } from "./step.ts";
 /** releaseExpired releases running sandboxes past their end-at (see planLifetimeRelease). */
 export const releaseExpired: Step = {
   name: "release-expired",
-  plan: async (deps, { pool, pods }) => planLifetimeRelease(pods, podReset(pool), deps.now()),
+  plan: async (deps, { pool, pods }) => planLifetimeRelease(pods, () => podReset(pool), deps.now()),
 };

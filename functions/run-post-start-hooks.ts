@@ -36,7 +36,13 @@ export const runPostStartHooks: Step = {
     );
     const deadline = deps.postStart?.deadlineSeconds ?? 0;
     return pending.flatMap((pod, i) =>
-      planHookOutcome(pod, runs[i] ?? { ok: false, error: "not run" }, podReset(pool), deadline, deps.now()),
+      planHookOutcome(
+        pod,
+        runs[i] ?? { ok: false, error: "not run" },
+        () => podReset(pool),
+        deadline,
+        deps.now(),
+      ),
     );
   },
 };

@@ -4,7 +4,7 @@ import { hasUnexpectedRestart } from "../sandbox/completion.ts";
 import { readInplaceState } from "../sandbox/inplace-state.ts";
 import { toJsonPatch } from "../sandbox/intent-patch.ts";
 import { sandboxPhaseOf } from "../sandbox/phase-label.ts";
-import { type PodReset, releaseIntent } from "../sandbox/release-intent.ts";
+import { type ResetSource, releaseIntent, resetFrom } from "../sandbox/release-intent.ts";
 import { captureStopRecord } from "../sandbox/stop-record.ts";
 import { type Action, guardedDelete, isTerminating, podTarget } from "./action.ts";
 
@@ -24,7 +24,7 @@ function lastTermination(pod: V1Pod) {
  * sandbox whose container was replaced behind our back (OOM kill, crash) is released with stop
  * reason Failed and the termination details, which puts the pod back through Stopping → Idle.
  */
-export function planFailures(pods: readonly V1Pod[], reset: PodReset, now: Date): Action[] {
+export function planFailures(pods: readonly V1Pod[], reset: ResetSource, now: Date): Action[] {
   return pods.flatMap((pod): Action[] => {
     if (isTerminating(pod)) return [];
     if (pod.status?.phase === "Failed") {
@@ -55,7 +55,7 @@ export function planFailures(pods: readonly V1Pod[], reset: PodReset, now: Date)
     const result = releaseIntent(
       pod,
       {
-        ...reset,
+        ...resetFrom(reset),
         stopReason: STOP_REASON.FAILED,
         failureReason,
         failureMessage: t

@@ -11,7 +11,7 @@ import {
 import { escapePointer, type JsonPatchOp } from "../kube/json-patch.ts";
 import { toJsonPatch } from "../sandbox/intent-patch.ts";
 import { sandboxPhaseOf } from "../sandbox/phase-label.ts";
-import { type PodReset, releaseIntent } from "../sandbox/release-intent.ts";
+import { type ResetSource, releaseIntent, resetFrom } from "../sandbox/release-intent.ts";
 import { activityThrottleSeconds, shouldRecordActivity } from "../sandboxes/activity-throttle.ts";
 import { parseTime, rfc3339 } from "../util/time.ts";
 import { type Action, isTerminating, podTarget, testVersion } from "./action.ts";
@@ -101,7 +101,7 @@ export function isRunningSandbox(pod: V1Pod): boolean {
  */
 export function planIdleRelease(
   pods: readonly V1Pod[],
-  reset: PodReset,
+  reset: ResetSource,
   now: Date,
   pulled?: ReadonlyMap<string, Date>,
 ): Action[] {
@@ -132,7 +132,7 @@ function throttleOf(pod: V1Pod): number {
 
 function releaseIfIdle(
   pod: V1Pod,
-  reset: PodReset,
+  reset: ResetSource,
   last: Date | undefined,
   now: Date,
   lagSeconds: number,
@@ -144,7 +144,12 @@ function releaseIfIdle(
   const message = `idle for ${idleSeconds} s (idle timeout ${timeout} s)`;
   const result = releaseIntent(
     pod,
-    { ...reset, stopReason: STOP_REASON.RELEASED, failureReason: "IdleTimeout", failureMessage: message },
+    {
+      ...resetFrom(reset),
+      stopReason: STOP_REASON.RELEASED,
+      failureReason: "IdleTimeout",
+      failureMessage: message,
+    },
     now,
   );
   if (!result.ok) return undefined;

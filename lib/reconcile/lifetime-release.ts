@@ -2,7 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { END_AT_ANNOTATION, SANDBOX_PHASE, STOP_REASON } from "../api/keys.ts";
 import { toJsonPatch } from "../sandbox/intent-patch.ts";
 import { sandboxPhaseOf } from "../sandbox/phase-label.ts";
-import { type PodReset, releaseIntent } from "../sandbox/release-intent.ts";
+import { type ResetSource, releaseIntent, resetFrom } from "../sandbox/release-intent.ts";
 import { parseTime } from "../util/time.ts";
 import { type Action, isTerminating, podTarget } from "./action.ts";
 
@@ -14,7 +14,7 @@ export const LIFETIME_FAILURE_REASON = "LifetimeExpired";
  * has passed, however active they are: stop reason Released, failure reason LifetimeExpired.
  * A starting sandbox is left to its startup timeout; one without end-at lives until released.
  */
-export function planLifetimeRelease(pods: readonly V1Pod[], reset: PodReset, now: Date): Action[] {
+export function planLifetimeRelease(pods: readonly V1Pod[], reset: ResetSource, now: Date): Action[] {
   return pods.flatMap((pod): Action[] => {
     if (isTerminating(pod) || sandboxPhaseOf(pod) !== SANDBOX_PHASE.RUNNING) return [];
     const raw = pod.metadata?.annotations?.[END_AT_ANNOTATION];
@@ -24,7 +24,7 @@ export function planLifetimeRelease(pods: readonly V1Pod[], reset: PodReset, now
     const result = releaseIntent(
       pod,
       {
-        ...reset,
+        ...resetFrom(reset),
         stopReason: STOP_REASON.RELEASED,
         failureReason: LIFETIME_FAILURE_REASON,
         failureMessage: message,

@@ -7,7 +7,7 @@ import {
 } from "../api/keys.ts";
 import { escapePointer } from "../kube/json-patch.ts";
 import { toJsonPatch } from "../sandbox/intent-patch.ts";
-import { type PodReset, releaseIntent } from "../sandbox/release-intent.ts";
+import { type ResetSource, releaseIntent, resetFrom } from "../sandbox/release-intent.ts";
 import { parseTime } from "../util/time.ts";
 import { type Action, podTarget } from "./action.ts";
 
@@ -27,7 +27,7 @@ export type HookRun = { ok: true } | { ok: false; error: string };
 export function planHookOutcome(
   pod: V1Pod,
   run: HookRun,
-  reset: PodReset,
+  reset: ResetSource,
   deadlineSeconds: number,
   now: Date,
 ): Action[] {
@@ -66,7 +66,7 @@ export function planHookOutcome(
   const result = releaseIntent(
     pod,
     {
-      ...reset,
+      ...resetFrom(reset),
       stopReason: STOP_REASON.FAILED,
       failureReason: HOOK_FAILURE_REASON,
       failureMessage: message,

@@ -47,6 +47,18 @@ export interface PodReset {
   revision?: string;
 }
 
+/**
+ * ResetSource is a pool's PodReset or a function that computes it. The planners of the reconcile
+ * steps call it only for a pod they release: computing it hashes the pool's pod template
+ * (podRevision), and nearly every run releases nothing, while every run and every waiting create
+ * runs those planners.
+ */
+export type ResetSource = PodReset | (() => PodReset);
+
+/** resetFrom is the PodReset a source gives. */
+export const resetFrom = (source: ResetSource): PodReset =>
+  typeof source === "function" ? source() : source;
+
 /** ReleaseOptions is agentbox's ReleaseSandboxPodOptions plus the pool's reset. */
 export interface ReleaseOptions extends PodReset {
   /** stopReason defaults to Completed. */

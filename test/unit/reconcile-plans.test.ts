@@ -186,7 +186,14 @@ describe("planFailures", () => {
         ],
       },
     });
-    const [action] = planFailures([restarted], { idleImages: { main: "idle:1" } }, NOW);
+    // The pool's reset (a hash of its pod template) is computed for a pod released, and only then.
+    let resets = 0;
+    const reset = () => {
+      resets++;
+      return { idleImages: { main: "idle:1" } };
+    };
+    const [action] = planFailures([restarted], reset, NOW);
+    expect(resets).toBe(1);
     expect(action?.why).toContain("OOMKilled");
     const patch = action?.write.op === "patch" ? action.write.patch : [];
     expect(patch[1]).toEqual({
@@ -200,12 +207,9 @@ describe("planFailures", () => {
       value: "137",
     });
     expect(
-      planFailures(
-        [pod("ok", "running", { image: "agent:1", annotations: { [STATE]: state } })],
-        { idleImages: { main: "idle:1" } },
-        NOW,
-      ),
+      planFailures([pod("ok", "running", { image: "agent:1", annotations: { [STATE]: state } })], reset, NOW),
     ).toEqual([]);
+    expect(resets).toBe(1);
   });
 });
 
