@@ -1,4 +1,4 @@
-import { podReset } from "../lib/pool/render-pod.ts";
+import { lazyPodReset } from "../lib/pool/render-pod.ts";
 import {
   idleReleaseMode,
   isRunningSandbox,
@@ -31,10 +31,10 @@ export const idleRelease: Step = {
           'idle-release: sandboxes past their idle timeout have no reported activity, so they are not released (idle-release mode "reported": report activity with POST /v1/activity, configure a pulled activity source, or choose "since-start")',
         );
       }
-      return planIdleRelease(kept.pods, () => podReset(pool), deps.now());
+      return planIdleRelease(kept.pods, lazyPodReset(pool), deps.now());
     }
     if (mode === "since-start" || !deps.pullActivity || !pods.some(isRunningSandbox))
-      return planIdleRelease(pods, () => podReset(pool), deps.now());
+      return planIdleRelease(pods, lazyPodReset(pool), deps.now());
     let pulled: ReadonlyMap<string, Date>;
     try {
       pulled = await deps.pullActivity();
@@ -45,6 +45,6 @@ export const idleRelease: Step = {
       );
       return [];
     }
-    return planIdleRelease(pods, () => podReset(pool), deps.now(), pulled);
+    return planIdleRelease(pods, lazyPodReset(pool), deps.now(), pulled);
   },
 };

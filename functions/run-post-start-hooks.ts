@@ -1,5 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { podReset } from "../lib/pool/render-pod.ts";
+import { lazyPodReset } from "../lib/pool/render-pod.ts";
 import { type HookRun, planHookOutcome } from "../lib/reconcile/post-start-hooks.ts";
 import { hasPendingHooks, readHooks } from "../lib/sandbox/post-start-hooks.ts";
 import type { StepDeps } from "./deps.ts";
@@ -35,14 +35,9 @@ export const runPostStartHooks: Step = {
       (r): HookRun => (r.status === "fulfilled" ? r.value : { ok: false, error: String(r.reason) }),
     );
     const deadline = deps.postStart?.deadlineSeconds ?? 0;
+    const reset = lazyPodReset(pool);
     return pending.flatMap((pod, i) =>
-      planHookOutcome(
-        pod,
-        runs[i] ?? { ok: false, error: "not run" },
-        () => podReset(pool),
-        deadline,
-        deps.now(),
-      ),
+      planHookOutcome(pod, runs[i] ?? { ok: false, error: "not run" }, reset, deadline, deps.now()),
     );
   },
 };

@@ -109,6 +109,19 @@ export function podReset(pool: SandboxPool): PodReset {
 }
 
 /**
+ * lazyPodReset is podReset(pool) computed on the first call and kept: a step hands it to its
+ * planners as a ResetSource, so the pool's template is hashed only when a pod is released, and
+ * once however many are.
+ */
+export function lazyPodReset(pool: SandboxPool): () => PodReset {
+  let reset: PodReset | undefined;
+  return () => {
+    reset ??= podReset(pool);
+    return reset;
+  };
+}
+
+/**
  * podSpec is a copy of spec.template.spec with the PodCreationImagePolicy applied. IdleImage
  * (the CRD default, also assumed when unset) starts the first container on spec.idleImage so
  * the Pod becomes idle quickly; PoolDefaultImage keeps the template image, so the first sandbox

@@ -14,7 +14,7 @@ import {
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { poolGauges } from "../../lib/metrics/pool-gauges.ts";
 import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
-import { podReset, podRevision, renderPod } from "../../lib/pool/render-pod.ts";
+import { lazyPodReset, podReset, podRevision, renderPod } from "../../lib/pool/render-pod.ts";
 import { maxSurgeOf, parseMaxSurge } from "../../lib/pool/rollout.ts";
 import { planScale } from "../../lib/pool/scale-plan.ts";
 import { planMaterialise } from "../../lib/reconcile/materialise.ts";
@@ -208,6 +208,16 @@ describe("podRevision", () => {
     for (const text of ["", "abc", "a".repeat(55), "a".repeat(56), "a".repeat(64), "é€𝄞".repeat(40)])
       expect(sha256Hex(text)).toBe(createHash("sha256").update(text, "utf8").digest("hex"));
     expect(canonicalJson({ b: [{ d: 1, c: 2 }], a: undefined })).toBe('{"b":[{"c":2,"d":1}]}');
+  });
+});
+
+describe("lazyPodReset", () => {
+  it("is podReset computed on the first call and kept for every later one", () => {
+    const pool = { ...newPool(2), status: { updateRevision: NEW, updatedReplicas: 2 } };
+    const reset = lazyPodReset(pool);
+    const first = reset();
+    expect(first).toEqual(podReset(pool));
+    expect(reset()).toBe(first);
   });
 });
 
