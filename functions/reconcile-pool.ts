@@ -1,3 +1,4 @@
+import type { V1Pod } from "@kubernetes/client-node";
 import { poolGauges, setPoolGauges } from "../lib/metrics/pool-gauges.ts";
 import { completeStarting } from "./complete-starting.ts";
 import { completeStopping } from "./complete-stopping.ts";
@@ -54,7 +55,8 @@ export interface PoolReport {
 }
 
 /**
- * reconcilePool reads the pool once (or takes the snapshot a tick just read) and runs the named
+ * reconcilePool reads the pool once (or takes the snapshot a tick just read; with `viewed`, the
+ * pods a host's view holds instead of a list: readSnapshot) and runs the named
  * step, or every step, against that snapshot. Each write carries its own precondition, so running against one snapshot is safe: a
  * write that an earlier step made stale fails its test and is re-planned on the next trigger.
  */
@@ -64,11 +66,12 @@ export async function reconcilePool(
   name: string,
   only = RECONCILE,
   snapshot?: PoolSnapshot,
+  viewed?: readonly V1Pod[],
 ): Promise<PoolReport> {
   const report: PoolReport = { pool: `${namespace}/${name}`, found: false, steps: [] };
   const steps = only === RECONCILE ? STEPS : [...STEPS, ...MANUAL_STEPS].filter((s) => s.name === only);
   if (steps.length === 0) throw new RangeError(`unknown step "${only}"`);
-  const snap = snapshot ?? (await readSnapshot(deps.kube, namespace, name));
+  const snap = snapshot ?? (await readSnapshot(deps.kube, namespace, name, viewed));
   if (deps.metrics)
     setPoolGauges(deps.metrics, report.pool, snap ? poolGauges(snap.pool, snap.pods) : undefined);
   if (!snap) return report;

@@ -36,16 +36,21 @@ export interface PoolSnapshot {
 /**
  * readSnapshot reads the pool and its pods straight from the API server (two requests; one more
  * when the pool belongs to an Env, and one when it names a template). Undefined when the pool does
- * not exist (any more).
+ * not exist (any more). `viewed`, when given, are the pool's pods from a watch-fed view (a host's
+ * PoolPodsView) that has seen what triggered the run: they stand in for the list, which on a pool
+ * of 1,000 pods is most of what a run costs the apiserver and the host (ADR 0039).
  */
 export async function readSnapshot(
   kube: KubeClient,
   namespace: string,
   name: string,
+  viewed?: readonly V1Pod[],
 ): Promise<PoolSnapshot | undefined> {
   const pool = await orMissing(kube.getPool(namespace, name));
   if (!pool) return undefined;
-  const pods = await kube.listPods(namespace, `${SANDBOX_POOL_LABEL}=${name}`);
+  const pods = viewed
+    ? { items: [...viewed] }
+    : await kube.listPods(namespace, `${SANDBOX_POOL_LABEL}=${name}`);
   const envName = pool.metadata?.labels?.[ENV_LABEL];
   const env = envName ? await orMissing(kube.getEnv(namespace, envName)) : undefined;
   // From etcd for a copy still to make; else from the watch cache (the status only says whether

@@ -1,5 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
+import { reachedVersion, resourceVersionOf } from "../../lib/kube/resource-version.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
 import { type PodChange, paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
 import type { ViewDeps } from "./view-deps.ts";
@@ -30,6 +31,8 @@ export class PoolPodsView {
   private relist = false;
   /** cursor: the version the next watch resumes from (the last event's, bookmarks included). */
   private readonly cursor: { resumeFrom?: string } = {};
+  /** waiters are the caughtUp calls still waiting, each with the version it waits for. */
+  private readonly waiters = new Map<(passed: boolean) => void, string>();
   private readonly controller = new AbortController();
   private readonly deps: Pick<ViewDeps, "kube" | "watch" | "log">;
   private readonly namespace: string | undefined;
@@ -54,6 +57,34 @@ export class PoolPodsView {
   }
 
   /**
+   * caughtUp resolves true once the view's watch has passed `version` (reachedVersion: at once if
+   * it has), or false after withinMs, for a version that cannot be ordered, or when the view
+   * closes. A pool run an audit event triggered waits on it for the version the event reported,
+   * so it plans on a view that holds that write (ADR 0039): under load the audit batch can arrive
+   * before the watch event, a few hundred writes ahead.
+   */
+  caughtUp(version: string, withinMs: number): Promise<boolean> {
+    if (reachedVersion(this.cursor.resumeFrom, version)) return Promise.resolve(true);
+    if (resourceVersionOf(version) === undefined || this.controller.signal.aborted)
+      return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const waiter = (passed: boolean) => {
+        clearTimeout(timer);
+        this.waiters.delete(waiter);
+        resolve(passed);
+      };
+      const timer = setTimeout(() => waiter(false), withinMs);
+      this.waiters.set(waiter, version);
+    });
+  }
+
+  /** passed settles the caughtUp waiters whose version the watch has now reached. */
+  private passed(): void {
+    for (const [waiter, version] of this.waiters)
+      if (reachedVersion(this.cursor.resumeFrom, version)) waiter(true);
+  }
+
+  /**
    * read files the pods changed since the view was last read under their pools (parsing each
    * once) and answers whether the view is in step. A change whose line is not JSON puts the view
    * out of step (the tick lists) until it has listed again.
@@ -71,10 +102,11 @@ export class PoolPodsView {
     return this.synced;
   }
 
-  /** close stops the view's watch (the host is shutting down). */
+  /** close stops the view's watch (the host is shutting down); no caughtUp waits on. */
   close(): void {
     this.synced = false;
     this.controller.abort();
+    for (const waiter of this.waiters.keys()) waiter(false);
   }
 
   /** list reads every pool pod (from the watch cache, page by page) and marks the view in step. */
@@ -97,6 +129,7 @@ export class PoolPodsView {
     this.relist = false;
     this.cursor.resumeFrom = version;
     this.synced = true;
+    this.passed();
   }
 
   /** run lists, then watches from that list's version; a 410 or a failed watch lists again. */
@@ -127,6 +160,7 @@ export class PoolPodsView {
           this.changed.delete(key);
           if (change.deleted) drop(this.pools, change.namespace, change.name);
           else this.changed.set(key, change);
+          if (this.waiters.size > 0) this.passed();
           // An unreadable event seen by a read: stop here and list again.
           return this.relist;
         },

@@ -12,9 +12,16 @@ import { PoolPodsView } from "../../functions/views/pool-pods-view.ts";
 import type { EnvSnapshot } from "../../lib/env/plan-env.ts";
 import type { KubeWatchTransport } from "../../lib/kube/transport.ts";
 import type { EnvAuditTargets, PodKey, PodTarget, PoolKey } from "../../lib/triggers/audit-targets.ts";
+import { PoolRunVersions, READ_AFRESH } from "../../lib/triggers/pool-run-versions.ts";
 
 /** POOL_RUN_INTERVAL_MS spaces one pool's (or Env's) back-to-back whole runs in this process. */
 const POOL_RUN_INTERVAL_MS = 1000;
+
+/**
+ * VIEW_CATCH_UP_MS bounds how long a pool's audit-triggered run waits for the pool pods view to pass
+ * the versions the events reported before it lists instead (ADR 0039): about one run's spacing.
+ */
+const VIEW_CATCH_UP_MS = 1000;
 
 /**
  * FULL_LIST_MS: a tick that plans from the pool pods view (ADR 0035) still lists every pod itself
@@ -60,19 +67,32 @@ export interface ReconcilerOptions {
  * one run per pod at a time), each touched pool and Env whole (at most about once a second each,
  * ADR 0007), and the croner tick as the safety net for anything the audit path missed. Given a
  * watch transport, the tick plans from a watch-fed view of the pool pods (PoolPodsView) instead of
- * listing them every period, and lists them itself once every FULL_LIST_MS (ADR 0035).
+ * listing them every period, and lists them itself once every FULL_LIST_MS (ADR 0035); so does a
+ * pool's audit-triggered run, once the view has passed the versions the events reported (ADR 0039).
  */
 export function startReconciler(
   deps: StepDeps,
   options: ReconcilerOptions,
   watch?: KubeWatchTransport,
 ): Reconciler {
-  // Whole-pool runs (pool writes, pod writes, ticks) at most about once a second per pool: each
-  // lists every pod of the pool. A written pod's own transitions run at once on a read of that pod.
+  const periodMs = options.tickSeconds * 1000;
+  const view = options.tickSeconds > 0 && watch ? new PoolPodsView({ ...deps, watch }) : undefined;
+  const versions = new PoolRunVersions();
+  // Whole-pool runs (pool writes, pod writes, ticks) at most about once a second per pool. One
+  // without the tick's snapshot plans from the view once it has passed the versions the audit
+  // events reported (ADR 0039), or else lists every pod of the pool. A written pod's own
+  // transitions run at once on a read of that pod.
   const pools = new PoolRunner(
     async (key, snapshot) => {
       const [ns = "", name = ""] = key.split("/");
-      return reconcilePool(deps, ns, name, RECONCILE, snapshot);
+      const wanted = versions.take(key);
+      const fromView =
+        !snapshot &&
+        view !== undefined &&
+        wanted !== READ_AFRESH &&
+        (wanted === undefined || (await view.caughtUp(wanted, VIEW_CATCH_UP_MS)));
+      const viewed = fromView ? view?.podsOf(ns, name) : undefined;
+      return reconcilePool(deps, ns, name, RECONCILE, snapshot, viewed);
     },
     deps.log,
     POOL_RUN_INTERVAL_MS,
@@ -102,8 +122,6 @@ export function startReconciler(
   );
   // A host without a cluster ID says once why its Envs stay untouched, not on every tick.
   let saidEnvsSkipped = false;
-  const periodMs = options.tickSeconds * 1000;
-  const view = options.tickSeconds > 0 && watch ? new PoolPodsView({ ...deps, watch }) : undefined;
   let listedAt = Number.NEGATIVE_INFINITY;
   /** podsForTick: the view, except once every FULL_LIST_MS, when the tick lists (all: undefined). */
   const podsForTick = view && {
@@ -163,6 +181,7 @@ export function startReconciler(
   };
   return {
     audit: (work) => {
+      versions.note(work.pods);
       for (const [key, target] of work.pods) void pods.trigger(key, target);
       for (const key of work.pools) void pools.trigger(key);
       const { envs: direct, pools: written, templates: changed } = work.envs;

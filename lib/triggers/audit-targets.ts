@@ -1,5 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { GROUP, IMAGE_PULL_SECRET_NAME_PREFIX, RESOURCE, SANDBOX_POOL_LABEL } from "../api/keys.ts";
+import { newestVersion } from "../kube/resource-version.ts";
 
 /** AuditEvent is the part of an audit.k8s.io/v1 Event that maps a change to a pool. */
 export interface AuditEvent {
@@ -71,7 +72,9 @@ export function auditPodTargets(events: readonly AuditEvent[]): Map<PodKey, PodT
     const key: PodKey = `${ref.namespace}/${pool}/${ref.name}`;
     const seen = targets.get(key);
     const version = e.responseObject?.metadata?.resourceVersion;
-    const notOlderThan = seen ? newest(seen.notOlderThan, version) : version;
+    // Ordered only when both are plain integers (resourceVersionOf); else a quorum read. A wrong
+    // order could only make a read staler, never a write wrong (every write is preconditioned).
+    const notOlderThan = seen ? newestVersion(seen.notOlderThan, version) : version;
     const pod = wholePod(e);
     const reported = notOlderThan === undefined ? undefined : notOlderThan === version ? pod : seen?.reported;
     targets.set(key, { notOlderThan, ...(reported ? { reported } : {}) });
@@ -101,19 +104,6 @@ function wholePod(e: AuditEvent): V1Pod | undefined {
   if (e.verb === "delete" || e.verb === "deletecollection") return undefined;
   if (o?.kind !== "Pod" || o.apiVersion !== "v1" || !o.metadata?.resourceVersion || !o.spec) return undefined;
   return o as V1Pod;
-}
-
-const DECIMAL = /^[1-9][0-9]*$/;
-
-/**
- * newest is the later of two reported versions. Resource versions are opaque to clients, so two
- * are ordered only when both are plain decimals (as etcd-backed apiservers write them); anything
- * else, or a write that reported none, asks for a quorum read. A wrong order could only make a
- * read staler, never a write wrong (every write is preconditioned), but undefined avoids even that.
- */
-function newest(a: string | undefined, b: string | undefined): string | undefined {
-  if (a === undefined || b === undefined || !DECIMAL.test(a) || !DECIMAL.test(b)) return undefined;
-  return BigInt(a) >= BigInt(b) ? a : b;
 }
 
 /** EnvKey names an Env as "namespace/name". */

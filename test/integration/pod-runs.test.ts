@@ -4,10 +4,7 @@ import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import type { StepDeps } from "../../functions/deps.ts";
 import { reconcilePod, runPodSteps } from "../../functions/reconcile-pod.ts";
 import { reconcilePool } from "../../functions/reconcile-pool.ts";
-import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
-import { KubeClient } from "../../lib/kube/client.ts";
-import type { KubeTransport } from "../../lib/kube/transport.ts";
-import { kube, watchPodUntil } from "./support/kube.ts";
+import { kube, recordingClient, watchPodUntil } from "./support/kube.ts";
 import { isReady, phaseOf, poolTest, reconcileUntil } from "./support/steps.ts";
 
 // A pod run handed the pod an audit event recorded (PodTarget.reported) plans on it first and
@@ -16,14 +13,7 @@ import { isReady, phaseOf, poolTest, reconcileUntil } from "./support/steps.ts";
 const { kc } = kube();
 const t = poolTest("podrun");
 const requests: string[] = [];
-const counting =
-  (inner: KubeTransport): KubeTransport =>
-  async (req) => {
-    const res = await inner(req);
-    requests.push(`${req.method} ${req.path.split("?")[0]} ${res.status}`);
-    return res;
-  };
-const deps: StepDeps = { ...t.deps, kube: new KubeClient(counting(nodeKubeTransport(kc))) };
+const deps: StepDeps = { ...t.deps, kube: recordingClient(requests) };
 const POOL = "reported";
 
 /** claimOne makes a pool of one idle pod and claims it as `sandboxId` (with `waiterUntil`, if given). */

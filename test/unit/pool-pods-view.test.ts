@@ -150,6 +150,27 @@ describe("PoolPodsView", () => {
     expect(s.watches).toHaveLength(1);
   });
 
+  it("caughtUp resolves once the watch has passed a version (bookmarks count), false when it cannot", async () => {
+    const { s, view } = await listedView([pod("a", "90")]);
+    // Listed at "100": a write the apiserver reported at 100 or before is in the view.
+    await expect(view.caughtUp("100", 0)).resolves.toBe(true);
+    const modified = view.caughtUp("101", 60_000);
+    const bookmarked = view.caughtUp("150", 60_000);
+    s.push("MODIFIED", pod("a", "101"));
+    await expect(modified).resolves.toBe(true);
+    expect(view.podsOf("ns", "p")?.[0]?.metadata?.resourceVersion).toBe("101");
+    s.push("MODIFIED", pod("a", "149"));
+    s.push("BOOKMARK", { metadata: { resourceVersion: "150" } });
+    s.push("MODIFIED", pod("b", "151"));
+    await expect(bookmarked).resolves.toBe(true);
+    // Not reached within the bound, a version it cannot order, a closed view: false.
+    await expect(view.caughtUp("999", 5)).resolves.toBe(false);
+    await expect(view.caughtUp("v150", 60_000)).resolves.toBe(false);
+    const pending = view.caughtUp("999", 60_000);
+    view.close();
+    await expect(pending).resolves.toBe(false);
+  });
+
   it("parses a changed pod only when the view is read, and only its last change", async () => {
     const { s, view } = await listedView([pod("a", "90")]);
     const first = s.pushUnread("MODIFIED", pod("a", "101"));

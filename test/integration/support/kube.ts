@@ -8,6 +8,8 @@ import {
   Watch,
 } from "@kubernetes/client-node";
 import { inject } from "vitest";
+import { nodeKubeTransport } from "../../../hosts/node/kube-transport.ts";
+import { KubeClient } from "../../../lib/kube/client.ts";
 
 /** nowhere is a kubeconfig for an apiserver that is not there (port 1 refuses connections). */
 export function nowhere(): string {
@@ -124,5 +126,19 @@ export function watchPodUntil(
       .then((r) => {
         req = r;
       }, reject);
+  });
+}
+
+/**
+ * recordingClient is a client of the test apiserver that writes down each request it made, as
+ * "METHOD path status" (the path without its query), into `requests`: a test can say which reads
+ * a step made, against the real apiserver.
+ */
+export function recordingClient(requests: string[]): KubeClient {
+  const inner = nodeKubeTransport(kube().kc);
+  return new KubeClient(async (req) => {
+    const res = await inner(req);
+    requests.push(`${req.method} ${req.path.split("?")[0]} ${res.status}`);
+    return res;
   });
 }
