@@ -48,6 +48,13 @@ const ROUNDS = setting("ROUNDS", 3);
  */
 const SOCKETS = setting("SOCKETS", 256);
 const PULL_DELAY_MS = setting("PULL_DELAY_MS", 0);
+/**
+ * PACE: creates a second the client starts in a measured burst (0: all at once, as many in flight
+ * as SOCKETS allow). Unpaced, the bursts keep both cores busy and every process's CPU is partly
+ * its share of a saturated machine (the apiserver takes about one core for as long as a burst
+ * lasts, whatever it serves); paced below what the machine can do, each process's CPU is its work.
+ */
+const PACE = setting("PACE", 0);
 /** WARM: the creates a newly forked host serves before it is measured. */
 const WARM = setting("WARM", 200);
 /**
@@ -66,7 +73,7 @@ const json = JSON.stringify;
 const used = (a: Record<string, number>, b: Record<string, number>) =>
   Object.fromEntries(growth(new Map(Object.entries(a)), new Map(Object.entries(b))));
 
-const settings = { BURST, POOL, HOSTS, ROUNDS, SOCKETS, WARM, REST: REST_S, PULL_DELAY_MS };
+const settings = { BURST, POOL, HOSTS, ROUNDS, SOCKETS, WARM, REST: REST_S, PULL_DELAY_MS, PACE };
 console.log(`# npm run bench:hosts ${json(settings)}\n`);
 console.log(`machine at start: load average ${loadAverage()}`);
 const state = await up({ name, nodes: 3, pullDelayMs: PULL_DELAY_MS, backoffDelayMs: 1000, log });
@@ -140,9 +147,13 @@ try {
     const busy0 = machineBusySeconds();
     const cpu0 = cpuSeconds(processes, "load generator");
     const sockets = Math.ceil(SOCKETS / fleet.length);
-    const b = await timedBurst(spread(fleet.map((p) => apiOf(p.port, sockets))), POOL_REF, BURST, {
-      wait: true,
-    });
+    const b = await timedBurst(
+      spread(fleet.map((p) => apiOf(p.port, sockets))),
+      POOL_REF,
+      BURST,
+      { wait: true },
+      PACE,
+    );
     const cpu1 = cpuSeconds(processes, "load generator");
     const busy1 = machineBusySeconds();
     const requests1 = await requestCounts(observer);
