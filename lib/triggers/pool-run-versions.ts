@@ -7,7 +7,7 @@ export const READ_AFRESH = null;
 /**
  * PoolRunVersions remembers, for each pool, the newest pod version audit events reported since
  * its last whole run began: what a run planned from a host's view of the pool pods must have seen
- * (PoolPodsView.podsOf), so that the write that triggered the run is in it (ADR 0039). A pod write
+ * (PoolPodsView.caughtUp), so that the write that triggered the run is in it (ADR 0039). A pod write
  * that reported no version, or one that cannot be ordered, asks for a list instead (READ_AFRESH).
  */
 export class PoolRunVersions {
