@@ -185,6 +185,28 @@ export const LAST_SANDBOX_CREATE_TIME_ANNOTATION = "agentbox.navix.sh/last-sandb
 export const ADOPTED_POOL_ANNOTATION = "agentbox.navix.sh/adopted-pool-uid";
 
 // ---------------------------------------------------------------------------------------------
+// Annotations on a template's pod template (spec.template.metadata): they travel with the pod
+// template into pools and pods, so the claim path and the router read them where they act.
+
+/**
+ * ENVD_ANNOTATION (this project's own key) set to `none` says the pod template's sandboxes run no
+ * envd: claims add no envd /init and the router refuses envd's port. Unset: envd runs, and every
+ * claim initialises it with the sandbox's access token before the sandbox is Running.
+ */
+export const ENVD_ANNOTATION = "agentbox.navix.sh/envd";
+/**
+ * SANDBOX_CONTAINERS_ANNOTATION (this project's own key) names, comma-separated, the containers
+ * whose image a create may choose (the sandbox's; sidecars never). Unset: the first container.
+ */
+export const SANDBOX_CONTAINERS_ANNOTATION = "agentbox.navix.sh/sandbox-containers";
+/**
+ * TENANT_IMAGES_ANNOTATION (this project's own key) lists, comma-separated, the images a create
+ * may put in a sandbox container: a repository (`ghcr.io/org/app`, any tag or digest of it), or a
+ * prefix ending in `/*` or `*` (`ghcr.io/org/*`). Unset: each container's own repository.
+ */
+export const TENANT_IMAGES_ANNOTATION = "agentbox.navix.sh/tenant-images";
+
+// ---------------------------------------------------------------------------------------------
 // Finalizers, owner kinds and derived names.
 
 /** POOL_FINALIZER keeps a SandboxPool until its Pods and records are cleaned up. */

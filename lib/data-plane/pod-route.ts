@@ -4,6 +4,7 @@
 // sandbox is never reached through an old sandbox's route (routes are keyed by sandbox id).
 import type { V1Pod } from "@kubernetes/client-node";
 import {
+  ENVD_ANNOTATION,
   IDLE_TIMEOUT_ANNOTATION,
   LAST_ACTIVE_ANNOTATION,
   SANDBOX_ID_LABEL,
@@ -24,6 +25,8 @@ export interface PodRoute {
   lastActive?: string;
   /** idleTimeoutSeconds is the sandbox's idle timeout, when it has one. */
   idleTimeoutSeconds?: number;
+  /** runsEnvd is false when the pod's template says it runs no envd (ENVD_ANNOTATION `none`). */
+  runsEnvd: boolean;
 }
 
 /**
@@ -45,6 +48,7 @@ export function podRoute(pod: V1Pod): PodRoute | undefined {
     namespace: pod.metadata?.namespace ?? "",
     podName: pod.metadata?.name ?? "",
     podUid: pod.metadata?.uid ?? "",
+    runsEnvd: annotations[ENVD_ANNOTATION] !== "none",
     ...(lastActive ? { lastActive } : {}),
     ...(Number.isFinite(idleTimeout) && idleTimeout > 0 ? { idleTimeoutSeconds: idleTimeout } : {}),
   };

@@ -32,6 +32,8 @@ export interface TestCluster {
   metricsToken: string;
   /** envdPort is where every pod's (fake) envd listens, on the pod's loopback IP. */
   envdPort: number;
+  /** envdRequestLog is the envd stand-in's log: one JSON line (RecordedRequest) per request it got. */
+  envdRequestLog: string;
   /** postStartDeadlineSeconds: the test host releases sandboxes whose hooks fail this long. */
   postStartDeadlineSeconds: number;
   /** sealingKey is the test host's, so tests can derive envd tokens and run hooks themselves. */
@@ -84,7 +86,8 @@ export default async function setup(project: TestProject) {
   );
   const functionsToken = randomBytes(16).toString("hex");
   const metricsToken = randomBytes(16).toString("hex");
-  const envd = await startEnvd();
+  const envdRequestLog = join(state.dir, "logs", "envd-requests.jsonl");
+  const envd = await startEnvd({ requestLog: envdRequestLog });
   const postStartDeadlineSeconds = 3;
   const sealingKey = randomBytes(32).toString("hex");
   // The real host, with two test-only restrictions: no tick (tests drive the steps themselves)
@@ -139,6 +142,7 @@ export default async function setup(project: TestProject) {
     functionsToken,
     metricsToken,
     envdPort: envd.port,
+    envdRequestLog,
     postStartDeadlineSeconds,
     sealingKey,
     dataPlanePort: host.dataPlane?.ports.plain ?? 0,

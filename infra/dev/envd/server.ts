@@ -11,6 +11,7 @@
  * - Connect JSON RPCs of `process.Process` and `filesystem.Filesystem` (rpc.ts), to the holder
  *   of the sandbox's `X-Access-Token`.
  */
+import { appendFileSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -35,6 +36,22 @@ export interface EnvdOptions {
   /** rpcBodyBytes bounds an RPC or /init body (default 8 MiB). */
   rpcBodyBytes?: number;
   files?: FileLimits;
+  /**
+   * requestLog, a file path, gets one JSON line per request the stand-in receives, as it arrives
+   * (RecordedRequest): tests read it to see exactly what reached envd through the router.
+   */
+  requestLog?: string;
+}
+
+/** RecordedRequest is one line of the request log: the pod address called and the request head. */
+export interface RecordedRequest {
+  at: string;
+  /** local is the pod IP the request was sent to. */
+  local: string;
+  method: string;
+  /** target is the request target as received (path and query). */
+  target: string;
+  headers: Record<string, string | string[] | undefined>;
 }
 
 const METHODS: Record<string, Method> = { ...processMethods, ...filesystemMethods };
@@ -152,7 +169,19 @@ export async function startEnvd(options: EnvdOptions = {}): Promise<{ port: numb
     json(res, 404, { code: 404, message: `no route ${route}` });
   }
 
+  const record = (req: IncomingMessage) => {
+    if (!options.requestLog) return;
+    const line: RecordedRequest = {
+      at: new Date().toISOString(),
+      local: req.socket.localAddress ?? "",
+      method: req.method ?? "",
+      target: req.url ?? "",
+      headers: req.headers,
+    };
+    appendFileSync(options.requestLog, `${JSON.stringify(line)}\n`);
+  };
   const server = createServer((req, res) => {
+    record(req);
     handle(req, res).catch((e: unknown) => {
       if (res.headersSent) res.destroy();
       else json(res, 500, { code: 500, message: e instanceof Error ? e.message : String(e) });
