@@ -1,3 +1,4 @@
+import type { V1Secret } from "@kubernetes/client-node";
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ApiDeps } from "../functions/api/deps.ts";
@@ -8,6 +9,7 @@ import type { E2bSettings } from "../lib/e2b/views.ts";
 import { isApiServerTrouble } from "../lib/kube/errors.ts";
 import type { Log } from "../lib/log.ts";
 import type { Metrics } from "../lib/metrics/metrics.ts";
+import type { PacedRead } from "../lib/util/paced-read.ts";
 import { admissionRoutes } from "../webhooks/admission.ts";
 import { type AuditEventList, auditRoutes } from "../webhooks/audit.ts";
 import { consoleRoutes } from "../webhooks/console.ts";
@@ -45,6 +47,8 @@ export interface AppDeps {
   metrics?: Metrics;
   /** poolSamples feed the console's pool charts (the Node host keeps them; a Worker has none). */
   poolSamples?: Pick<PoolSamples, "window">;
+  /** consoleSessionReads paces the console's reads of its sessions Secret, per host or isolate. */
+  consoleSessionReads?: PacedRead<V1Secret | undefined>;
   /** scrape serves /metrics under its token; without it /metrics is not served. */
   scrape?: Scrape;
   /** ready says whether /readyz answers 200 (false from the moment the host begins to shut down). */
@@ -84,6 +88,7 @@ export function createApp(deps: AppDeps): Hono {
         api: deps.api,
         adminToken: deps.adminToken,
         ...(deps.poolSamples ? { poolSamples: deps.poolSamples } : {}),
+        ...(deps.consoleSessionReads ? { sessionReads: deps.consoleSessionReads } : {}),
       }),
     );
   if (deps.functions && deps.adminToken) {

@@ -1,17 +1,19 @@
+import type { V1Secret } from "@kubernetes/client-node";
 import { type Context, Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { html } from "hono/html";
-import { timingSafeEqual } from "hono/utils/buffer";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { authenticate } from "../functions/api/authenticate.ts";
 import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
 import type { ApiDeps } from "../functions/api/deps.ts";
 import { listTargets } from "../functions/api/list-targets.ts";
+import { ConsoleSessions, SESSION_READ_GAP_MS } from "../functions/console/console-sessions.ts";
 import { loadConsole } from "../functions/console/load-console.ts";
 import { parseWith } from "../lib/api/parse-with.ts";
 import { type Html, page } from "../lib/console/layout.ts";
 import { poolCharts } from "../lib/console/pool-chart.ts";
 import type { PoolSamples } from "../lib/console/pool-samples.ts";
+import { SESSION_TTL_MS } from "../lib/console/sessions.ts";
 import {
   envsView,
   historyView,
@@ -24,10 +26,14 @@ import { HistoryUnavailable, type HistoryQuery as StoreQuery } from "../lib/hist
 import type { Tenant } from "../lib/sandboxes/api-keys.ts";
 import { historyScope } from "../lib/sandboxes/history-scope.ts";
 import { HistoryQuery } from "../lib/sandboxes/schemas.ts";
+import { PacedRead } from "../lib/util/paced-read.ts";
 import { consoleEnvRoutes } from "./console-envs.ts";
 
-/** CONSOLE_COOKIE holds the signed-in credential: HttpOnly, Secure, SameSite=Strict, under /ui. */
-const CONSOLE_COOKIE = "agentbox_console";
+/** CONSOLE_COOKIE holds the session ID (never a credential): HttpOnly, Secure, SameSite=Strict, under /ui. */
+export const CONSOLE_COOKIE = "agentbox_console";
+
+/** CONSOLE_BODY_LIMIT: a console form's body (sign-in, release, an Env's edits) is at most 64 KiB. */
+export const CONSOLE_BODY_LIMIT = 64 * 1024;
 
 /** ConsoleDeps are the API's deps (the console reads as the API does) and the admin token. */
 export interface ConsoleDeps {
@@ -35,6 +41,11 @@ export interface ConsoleDeps {
   adminToken: string;
   /** poolSamples are the host's samples of its pools' gauges (the Node host's); none: no charts. */
   poolSamples?: Pick<PoolSamples, "window">;
+  /**
+   * sessionReads paces the host's reads of the sessions Secret (one per host or isolate, shared by
+   * its requests); unset, each consoleRoutes paces its own.
+   */
+  sessionReads?: PacedRead<V1Secret | undefined>;
 }
 
 type Env = { Variables: { tenant: Tenant } };
@@ -43,24 +54,22 @@ type Env = { Variables: { tenant: Tenant } };
 const HISTORY_DOWN = html`<section id="history"><h2>History</h2>
   <p class="warn">The history cannot be read right now (its database is unavailable); try again in a moment.</p></section>`;
 
-/** ADMIN is the admin token's tenant: it sees every tenant's sandboxes, pools and templates. */
-const ADMIN: Tenant = { team: "*", user: "admin", admin: true };
-
 /**
- * consoleRoutes is the web console under /ui, server-rendered HTML with the API's own auth: the
- * credential (an API key: its tenant's view; the admin token: everything) is checked on every
- * request, exactly as the API checks it, from an HttpOnly, Secure, SameSite=Strict cookie the
- * sign-in form sets; a revoked key stops working on the next page. Forms that change something
- * (release) must come from this origin. Nothing is kept on the server.
+ * consoleRoutes is the web console under /ui, server-rendered HTML. Sign-in takes a credential
+ * (an API key: its tenant's view; the admin token: everything), checks it as the API does and
+ * opens a server-side session (ConsoleSessions): the HttpOnly, Secure, SameSite=Strict cookie
+ * holds only the session's random ID. Every request checks the session and what it stands for, so
+ * a revoked key or a changed admin token signs out on the next page; sign-out ends the session,
+ * sessions end after 12 hours. Forms must come from this origin, and their bodies are limited
+ * (CONSOLE_BODY_LIMIT) before anything parses them.
  */
 export function consoleRoutes(deps: ConsoleDeps): Hono<Env> {
   const app = new Hono<Env>();
-  const tenantOf = async (credential: string | undefined): Promise<Tenant | undefined> => {
-    if (!credential) return undefined;
-    // Compared in constant time (hashed first), as bearer tokens are.
-    if (await timingSafeEqual(credential, deps.adminToken)) return ADMIN;
-    return authenticate(deps.api, credential);
-  };
+  const sessions = new ConsoleSessions({
+    api: deps.api,
+    adminToken: deps.adminToken,
+    reads: deps.sessionReads ?? new PacedRead(SESSION_READ_GAP_MS, () => Date.now()),
+  });
   const show = (c: Context<Env>, title: string, body: Html, status: ContentfulStatusCode = 200) => {
     const t = c.get("tenant");
     const who = t ? (t.admin ? "admin (every tenant)" : `${t.team} / ${t.user}`) : undefined;
@@ -75,8 +84,19 @@ export function consoleRoutes(deps: ConsoleDeps): Hono<Env> {
       const origin = c.req.header("origin");
       if (!origin || origin !== new URL(c.req.url).origin) return c.text("cross-origin form refused", 403);
     }
+    return next();
+  });
+  // Before anything reads a body (the sign-in's parse included): as /v1 limits its bodies.
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: CONSOLE_BODY_LIMIT,
+      onError: (c) => c.text(`console form bodies are limited to ${CONSOLE_BODY_LIMIT / 1024} KiB`, 413),
+    }),
+  );
+  app.use("*", async (c, next) => {
     if (c.req.path.endsWith("/login")) return next();
-    const tenant = await tenantOf(getCookie(c, CONSOLE_COOKIE));
+    const tenant = await sessions.tenantOf(getCookie(c, CONSOLE_COOKIE));
     if (!tenant) return c.redirect("/ui/login", 303);
     c.set("tenant", tenant);
     return next();
@@ -85,18 +105,22 @@ export function consoleRoutes(deps: ConsoleDeps): Hono<Env> {
   app.post("/login", async (c) => {
     const form = await c.req.parseBody();
     const credential = typeof form.credential === "string" ? form.credential.trim() : "";
-    if (!(await tenantOf(credential)))
+    const session = await sessions.start(credential);
+    if (!session)
       return show(c, "Sign in", loginView("That is neither a valid API key nor the admin token."), 401);
-    setCookie(c, CONSOLE_COOKIE, credential, {
+    if (session === "full")
+      return show(c, "Sign in", loginView("Too many console sessions are open; try again later."), 503);
+    setCookie(c, CONSOLE_COOKIE, session, {
       httpOnly: true,
       secure: true,
       sameSite: "Strict",
       path: "/ui",
-      maxAge: 12 * 3600,
+      maxAge: SESSION_TTL_MS / 1000,
     });
     return c.redirect("/ui", 303);
   });
-  app.post("/logout", (c) => {
+  app.post("/logout", async (c) => {
+    await sessions.end(getCookie(c, CONSOLE_COOKIE));
     deleteCookie(c, CONSOLE_COOKIE, { path: "/ui", secure: true });
     return c.redirect("/ui/login", 303);
   });

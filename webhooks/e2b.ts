@@ -106,7 +106,6 @@ export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
     if (!native.ok) return fail(c, 400, native.message);
     const started = deps.now().getTime();
     const outcome = await createSandbox(deps, c.get("tenant"), native.value, {
-      envdInit: true,
       annotations: { [TEMPLATE_ID_ANNOTATION]: req.templateID },
       // It waits for Running at most this long (what is left of it, below), completing the start.
       waitSeconds: (pool) => createWaitSeconds(pool),

@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { SERVED_MARK_ANNOTATION } from "../../lib/pool/pending-requests.ts";
-import { ENVD_PORT, type PostStartHookAction } from "../../lib/sandbox/post-start-hooks.ts";
+import { claimHooks, ENVD_PORT } from "../../lib/sandbox/post-start-hooks.ts";
 import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
 import { planClaims } from "../../lib/sandboxes/claim-plan.ts";
 import { claimTimeouts } from "../../lib/sandboxes/claim-timeouts.ts";
@@ -51,34 +51,34 @@ export type CreateOutcome =
     }
   | { ok: false; reason: "limited"; team: string; held: number; limit: number };
 
-/** ClaimExtras are what the E2B API adds to a create: envd's /init even without env vars, and annotations. */
+/** ClaimExtras are what the E2B API adds to a create: annotations, and its wait for Running. */
 export interface ClaimExtras {
-  envdInit?: boolean;
   annotations?: Readonly<Record<string, string>>;
   /** waitSeconds: the caller waits this long for Running (E2B always does), by the pool claimed. */
   waitSeconds?: (pool: SandboxPool) => number;
 }
 
 /**
- * postStartHooks are a create's hooks: envd's /init with the env vars sealed for this sandbox,
- * when there are env vars or the caller (the E2B API) always wants envd initialised.
+ * hookPlan seals a create's env vars once for its sandbox and answers each pool's hooks
+ * (claimHooks: envd's /init on every claim of a pool that runs envd), or why the create cannot
+ * have env vars at all: they need a sealing key.
  */
-async function postStartHooks(
+async function hookPlan(
   deps: ApiDeps,
   sandboxId: string,
   req: CreateSandboxRequest,
-  extras: ClaimExtras,
-): Promise<PostStartHookAction[] | string> {
+): Promise<((pool: SandboxPool) => ReturnType<typeof claimHooks>) | string> {
   const envVars = req.envVars ?? {};
   const hasEnv = Object.keys(envVars).length > 0;
-  if (!hasEnv && !extras.envdInit) return [];
   const keys = deps.postStart?.keys;
-  if (!keys)
-    return "env vars and envd access tokens need a sealing key on the control plane (AGENTBOX_SEALING_KEY)";
-  const sealedEnvVars = hasEnv ? await seal(keys, sandboxId, JSON.stringify(envVars)) : undefined;
-  return [
-    { type: "EnvdInit", port: deps.envdPort ?? ENVD_PORT, ...(sealedEnvVars ? { sealedEnvVars } : {}) },
-  ];
+  if (hasEnv && !keys) return "env vars need a sealing key on the control plane (AGENTBOX_SEALING_KEY)";
+  const sealedEnvVars = hasEnv && keys ? await seal(keys, sandboxId, JSON.stringify(envVars)) : undefined;
+  const input = {
+    sealing: keys !== undefined,
+    port: deps.envdPort ?? ENVD_PORT,
+    ...(sealedEnvVars ? { sealedEnvVars } : {}),
+  };
+  return (pool) => claimHooks(pool, input);
 }
 
 /**
@@ -163,8 +163,10 @@ async function claimOrWhy(
   const sampleImages = requestedImages(sample, req);
   if (typeof sampleImages === "string") return { ok: false, reason: "invalid", message: sampleImages };
   const sandboxId = newSandboxId();
-  const hooks = await postStartHooks(deps, sandboxId, req, extras);
-  if (typeof hooks === "string") return { ok: false, reason: "invalid", message: hooks };
+  const hooksOf = await hookPlan(deps, sandboxId, req);
+  if (typeof hooksOf === "string") return { ok: false, reason: "invalid", message: hooksOf };
+  const sampleHooks = hooksOf(sample);
+  if (!sampleHooks.ok) return { ok: false, reason: "invalid", message: sampleHooks.message };
   // The team's count when a claim found it at its limit (every claim checks again: a create that
   // waited claims long after the check above, and this host's creates claim at once).
   let limitedAt: number | undefined;
@@ -173,6 +175,10 @@ async function claimOrWhy(
     async (pod) => {
       const images = requestedImages(pool, req);
       if (typeof images === "string") return UNSUITABLE;
+      // The hooks are the pool's: an Env's members may differ in whether they run envd.
+      const planned = hooksOf(pool);
+      if (!planned.ok) return UNSUITABLE;
+      const hooks = planned.hooks;
       // A create that will wait for Running says so on the pod: it completes the start itself.
       const waits = req.wait ? waitSeconds(pool, req) : extras.waitSeconds?.(pool);
       const claim = () =>

@@ -1,6 +1,7 @@
 import type { V1Pod, V1Secret } from "@kubernetes/client-node";
 import type { KubeWatchTransport } from "../../lib/kube/transport.ts";
 import type { TeamLimits } from "../../lib/sandboxes/team-limits.ts";
+import type { PacedRead } from "../../lib/util/paced-read.ts";
 import type { NextReads, SharedRead } from "../../lib/util/shared-read.ts";
 import type { StepDeps } from "../deps.ts";
 import type { IdleDispatch } from "../views/idle-dispatch.ts";
@@ -33,8 +34,11 @@ export interface ApiDeps extends StepDeps {
    * host: node:crypto); hashApiKey's WebCrypto digest when unset (the Worker).
    */
   hashKey?: (key: string) => string;
-  /** keyReads shares the key check's etcd reads of the keys Secret among this host's requests. */
-  keyReads?: SharedRead<V1Secret | undefined>;
+  /**
+   * keyReads paces the key check's etcd reads of the keys Secret, for keys the shared read does
+   * not show, to one per KEY_MISS_GAP_MS per host (each after its callers asked; authenticate.ts).
+   */
+  keyReads?: PacedRead<V1Secret | undefined>;
   /** keyCacheReads shares the key check's watch-cache reads of the keys Secret likewise (ADR 0020). */
   keyCacheReads?: SharedRead<V1Secret | undefined>;
   /**

@@ -31,9 +31,10 @@ export type RevokeOutcome =
  * revokeApiKey removes one key from the keys Secret: named by the key itself or by its listed ID
  * (a prefix of its hash, at least 8 hex digits, matching exactly one key). The removal tests the
  * Secret's resourceVersion, so a key minted at the same moment is never lost; from then on the key
- * authenticates nobody within about two seconds: the key check reads the Secret from the watch
- * cache (a read a host shares among its requests for a second, deps.keyCacheReads), and a key
- * that read does not show is looked for in an etcd read shared likewise (deps.keyReads).
+ * authenticates nobody, and its console sessions sign nobody in, within about two seconds: the key
+ * check reads the Secret from the watch cache (a read a host shares among its requests for a
+ * second, deps.keyCacheReads), and a key that read does not show is looked for in an etcd read
+ * begun after it asked, paced per host (deps.keyReads; tenantOfKeyHash).
  */
 export async function revokeApiKey(deps: KeyDeps, keyOrId: string): Promise<RevokeOutcome> {
   const { namespace, name } = deps.apiKeys;

@@ -1,10 +1,12 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { AggregatorRegistry, collectDefaultMetrics, Registry } from "prom-client";
 import type { ActivitySourceConfig } from "../../functions/activity-source.ts";
+import { KEY_MISS_GAP_MS, KEY_READ_SHARE_MS } from "../../functions/api/authenticate.ts";
 import { CreateStamps } from "../../functions/api/create-stamps.ts";
 import type { ApiDeps } from "../../functions/api/deps.ts";
 import { PendingGauge } from "../../functions/api/pending-gauge.ts";
 import { TeamHolds } from "../../functions/api/team-usage.ts";
+import { SESSION_READ_GAP_MS } from "../../functions/console/console-sessions.ts";
 import type { StepDeps } from "../../functions/deps.ts";
 import { STEP_NAMES } from "../../functions/reconcile-pool.ts";
 import { IdleDispatch } from "../../functions/views/idle-dispatch.ts";
@@ -22,6 +24,7 @@ import type { IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { claimedByValue } from "../../lib/sandboxes/claimed-by.ts";
 import type { TeamLimits } from "../../lib/sandboxes/team-limits.ts";
 import { auditEnvTargets, auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
+import { PacedRead } from "../../lib/util/paced-read.ts";
 import { NextReads, SharedRead } from "../../lib/util/shared-read.ts";
 import { withTimeout } from "../../lib/util/with-timeout.ts";
 import type { AuditEventList } from "../../webhooks/audit.ts";
@@ -113,9 +116,6 @@ const THREAD_METRICS_MS = 2000;
 /** CLOSE_DRAIN is close()'s drain: no settle, 2 s of grace (waits stopped after 1 s), well within EXIT_GRACE_MS. */
 const CLOSE_DRAIN: DrainSettings = { settleMs: 0, graceMs: 2000 };
 
-/** KEY_READ_SHARE_MS: how long one read of the keys Secret (cached or etcd) serves this host's key checks. */
-const KEY_READ_SHARE_MS = 1000;
-
 export interface Host {
   /** deps are the steps' dependencies in the host's own thread (the API's waiting creates use them). */
   deps: StepDeps;
@@ -182,7 +182,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     ...(config.envdPort ? { envdPort: config.envdPort } : {}),
     ...(config.teamLimits ? { teamLimits: config.teamLimits, teamHolds: new TeamHolds(deps) } : {}),
     hashKey: sha256Hex,
-    keyReads: new SharedRead(KEY_READ_SHARE_MS, () => Date.now()),
+    keyReads: new PacedRead(KEY_MISS_GAP_MS, () => Date.now()),
     keyCacheReads: new SharedRead(KEY_READ_SHARE_MS, () => Date.now()),
     freshLooks: new NextReads(() => Date.now()),
     watch,
@@ -237,6 +237,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     logger: config.log,
     metrics,
     ...(sampleSeconds > 0 ? { poolSamples } : {}),
+    consoleSessionReads: new PacedRead(SESSION_READ_GAP_MS, () => Date.now()),
     scrape: { token: config.metricsToken ?? config.adminToken, collect },
     ready: () => ready,
     onAuditEvents: (list) => {

@@ -76,7 +76,7 @@ if (!existsSync(sealingKeyFile))
 
 // A stand-in for envd in every kwok pod (infra/dev/envd/), so post-start hooks (env vars, every
 // E2B create) succeed and the E2B SDK's commands and files run in a directory per sandbox.
-const envd = await startEnvd();
+const envd = await startEnvd({ kubeconfig: kc });
 
 // The sandbox router: `*.localhost` resolves to loopback on most systems, so the answers' domain
 // points at this machine; the SDK reaches the router by header routing (E2B_SANDBOX_URL), or by

@@ -120,6 +120,7 @@ export default {
       adminToken: config.value.ADMIN_TOKEN,
       logger: log,
       api,
+      consoleSessionReads: isolateOf(env.HISTORY as unknown as D1Like).consoleSessionReads,
       ...(config.value.SANDBOX_DOMAIN ? { sandboxDomain: config.value.SANDBOX_DOMAIN } : {}),
       // Pool gauges only, from one list of pools per scrape (README, Metrics).
       scrape: {

@@ -1,24 +1,24 @@
 import type { V1Secret } from "@kubernetes/client-node";
+import { KEY_MISS_GAP_MS, KEY_READ_SHARE_MS } from "../../functions/api/authenticate.ts";
+import { SESSION_READ_GAP_MS } from "../../functions/console/console-sessions.ts";
 import { importSealKeys, type SealKeys } from "../../lib/sandboxes/sealing.ts";
+import { PacedRead } from "../../lib/util/paced-read.ts";
 import { SharedRead } from "../../lib/util/shared-read.ts";
 import { D1HistoryStore, type D1Like } from "./d1-history.ts";
 
 /**
- * KEY_READ_SHARE_MS: how long one read of the keys Secret (cached or etcd) serves an isolate's
- * key checks, as on the Node host (a revoked key stops working within about two seconds, ADR 0020).
- */
-const KEY_READ_SHARE_MS = 1000;
-
-/**
  * Isolate is what a Worker isolate builds once and its requests share: the D1 history store, the
  * key check's shared reads of the keys Secret (so a burst of requests costs the apiserver one read
- * per interval per isolate, as the Node host's requests share theirs), and the sealing keys
- * derived from the secret. Nothing in it is a source of truth.
+ * per interval per isolate, as the Node host's requests share theirs), the console's paced reads
+ * of its sessions Secret, and the sealing keys derived from the secret. Nothing in it is a source
+ * of truth.
  */
 export interface Isolate {
   history: D1HistoryStore;
-  keyReads: SharedRead<V1Secret | undefined>;
+  keyReads: PacedRead<V1Secret | undefined>;
   keyCacheReads: SharedRead<V1Secret | undefined>;
+  /** consoleSessionReads paces the console's reads of its sessions Secret. */
+  consoleSessionReads: PacedRead<V1Secret | undefined>;
   sealKeys(secret: string): Promise<SealKeys>;
 }
 
@@ -35,8 +35,9 @@ export function isolateOf(db: D1Like): Isolate {
   let sealed: { secret: string; keys: Promise<SealKeys> } | undefined;
   const isolate: Isolate = {
     history: new D1HistoryStore(db),
-    keyReads: new SharedRead(KEY_READ_SHARE_MS, () => Date.now()),
+    keyReads: new PacedRead(KEY_MISS_GAP_MS, () => Date.now()),
     keyCacheReads: new SharedRead(KEY_READ_SHARE_MS, () => Date.now()),
+    consoleSessionReads: new PacedRead(SESSION_READ_GAP_MS, () => Date.now()),
     sealKeys: (secret) => {
       if (sealed?.secret !== secret) sealed = { secret, keys: importSealKeys(secret) };
       return sealed.keys;

@@ -2,7 +2,7 @@
 // to each other (groups to members, names across clusters) or encode "not served yet".
 import type { SandboxEnv } from "../api/sandbox-env.ts";
 import type { Check } from "./check.ts";
-import { podTemplateIssues } from "./pod-template-checks.ts";
+import { podTemplateAnnotationIssues, podTemplateIssues } from "./pod-template-checks.ts";
 
 type Member = NonNullable<NonNullable<SandboxEnv["spec"]["clusters"]>[number]["members"]>[number];
 
@@ -161,7 +161,10 @@ export const memberPodTemplates: Check<SandboxEnv> = {
   run: (env) =>
     members(env).flatMap(({ member, path }) =>
       member.spec && !member.spec.templateName && member.spec.template !== undefined
-        ? podTemplateIssues(member.spec, `${path}.spec`)
+        ? [
+            ...podTemplateIssues(member.spec, `${path}.spec`),
+            ...podTemplateAnnotationIssues(member.spec, `${path}.spec`),
+          ]
         : [],
     ),
 };

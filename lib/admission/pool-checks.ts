@@ -2,7 +2,7 @@
 import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { parseMaxSurge } from "../pool/rollout.ts";
 import type { Check } from "./check.ts";
-import { podTemplateIssues } from "./pod-template-checks.ts";
+import { podTemplateAnnotationIssues, podTemplateIssues } from "./pod-template-checks.ts";
 
 /**
  * poolPodTemplate: a pool renders its Pods from spec.template; without a templateName to copy
@@ -11,7 +11,9 @@ import { podTemplateIssues } from "./pod-template-checks.ts";
 export const poolPodTemplate: Check<SandboxPool> = {
   name: "pool-pod-template",
   run: (pool) =>
-    pool.spec.templateName && pool.spec.template === undefined ? [] : podTemplateIssues(pool.spec, "spec"),
+    pool.spec.templateName && pool.spec.template === undefined
+      ? []
+      : [...podTemplateIssues(pool.spec, "spec"), ...podTemplateAnnotationIssues(pool.spec, "spec")],
 };
 
 /** runtimeNamesUnique: duplicates are refused by the list-map too; this names the index. */

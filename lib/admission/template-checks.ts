@@ -1,13 +1,13 @@
 // Admission rules for SandboxTemplate beyond its OpenAPI schema.
 import type { SandboxTemplate } from "../api/sandbox-template.ts";
 import type { Check } from "./check.ts";
-import { podTemplateIssues } from "./pod-template-checks.ts";
+import { podTemplateAnnotationIssues, podTemplateIssues } from "./pod-template-checks.ts";
 import { runtimeNamesUnique } from "./pool-checks.ts";
 
-/** templatePodTemplate: pools copy the template's pod template, so it must render Pods. */
+/** templatePodTemplate: pools copy the template's pod template, so it must render sandbox Pods. */
 export const templatePodTemplate: Check<SandboxTemplate> = {
   name: "template-pod-template",
-  run: (t) => podTemplateIssues(t.spec, "spec"),
+  run: (t) => [...podTemplateIssues(t.spec, "spec"), ...podTemplateAnnotationIssues(t.spec, "spec")],
 };
 
 /**

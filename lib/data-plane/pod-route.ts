@@ -1,7 +1,8 @@
 // Where the router sends a sandbox's traffic, read from its pod as the watch reports it. A route
 // exists only while the sandbox is Running as the API shows it (post-start hooks done) and its pod
 // has an IP: a starting, stopping, idle or relabelled pod has none, so a pod IP reused by another
-// sandbox is never reached through an old sandbox's route (routes are keyed by sandbox id).
+// sandbox is never reached through an old sandbox's route (routes are keyed by sandbox id). Only a
+// pod a SandboxPool controls carries a route (route-owner.ts): the id label alone is anyone's.
 import type { V1Pod } from "@kubernetes/client-node";
 import {
   ENVD_ANNOTATION,
@@ -11,6 +12,7 @@ import {
   SANDBOX_PHASE,
 } from "../api/keys.ts";
 import { apiPhaseOf, sandboxIdOf } from "../sandbox/api-phase.ts";
+import { routeOwnerOf } from "./route-owner.ts";
 import { ENVD_PORT } from "./sandbox-host.ts";
 
 /** PodRoute is a Running sandbox's upstream: its pod's IP, and which pod that is. */
@@ -31,14 +33,17 @@ export interface PodRoute {
 
 /**
  * podRoute is the route a pod gives its sandbox, or undefined: no sandbox-id label (the watch's
- * selection), not Running (or hooks pending), no pod IP, or an id label and annotation that
- * disagree (a pod between two claims). Running is as the API shows it (apiPhaseOf).
+ * selection), not Running (or hooks pending), no pod IP, an id label and annotation that
+ * disagree (a pod between two claims), or no pool's controlling ownerReference (routeOwnerOf; the
+ * route table also reads that pool before it trusts the reference). Running is as the API shows
+ * it (apiPhaseOf).
  */
 export function podRoute(pod: V1Pod): PodRoute | undefined {
   const label = pod.metadata?.labels?.[SANDBOX_ID_LABEL];
   const podIP = pod.status?.podIP;
   if (!label || sandboxIdOf(pod) !== label || apiPhaseOf(pod) !== SANDBOX_PHASE.RUNNING || !podIP)
     return undefined;
+  if (!routeOwnerOf(pod)) return undefined;
   const annotations = pod.metadata?.annotations ?? {};
   const lastActive = annotations[LAST_ACTIVE_ANNOTATION];
   const idleTimeout = Number(annotations[IDLE_TIMEOUT_ANNOTATION]);

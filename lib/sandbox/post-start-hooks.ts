@@ -4,7 +4,8 @@
 // post-start-hooks annotation, run after Starting → Running, and removed once they succeeded.
 import type { V1Pod } from "@kubernetes/client-node";
 import * as v from "valibot";
-import { POST_START_HOOKS_ANNOTATION, SANDBOX_PHASE } from "../api/keys.ts";
+import { ENVD_ANNOTATION, POST_START_HOOKS_ANNOTATION, SANDBOX_PHASE } from "../api/keys.ts";
+import type { SandboxPool } from "../api/sandbox-pool.ts";
 import { isTerminating } from "../reconcile/action.ts";
 import { sandboxPhaseOf } from "./phase-label.ts";
 
@@ -49,4 +50,43 @@ export function hasPendingHooks(pod: V1Pod): boolean {
     sandboxPhaseOf(pod) === SANDBOX_PHASE.RUNNING &&
     pod.metadata?.annotations?.[POST_START_HOOKS_ANNOTATION] !== undefined
   );
+}
+
+/** runsEnvd: the pool's pods run envd unless its pod template says `agentbox.navix.sh/envd: none`. */
+export function runsEnvd(pool: SandboxPool): boolean {
+  const meta = pool.spec?.template?.metadata as { annotations?: Record<string, unknown> } | undefined;
+  return meta?.annotations?.[ENVD_ANNOTATION] !== "none";
+}
+
+/** ClaimHookInput is what decides a claim's hooks besides its pool. */
+export interface ClaimHookInput {
+  /** sealing: the control plane has a sealing key (it can derive envd tokens and seal env vars). */
+  sealing: boolean;
+  /** port is envd's port on the pod. */
+  port: number;
+  /** sealedEnvVars are the claim's env vars, sealed for its sandbox (none: no env vars). */
+  sealedEnvVars?: string;
+}
+
+/**
+ * claimHooks are the post-start hooks of a claim on `pool`, or why the pool cannot take it.
+ * Every claim on a pool whose pods run envd initialises it (EnvdInit), env vars or not: a real
+ * envd that no /init reached holds no token and checks nothing (files as root included), so the
+ * sandbox is answered Running only once envd holds the claim's token. Without a sealing key there
+ * is no token to give (the router then refuses envd's port, /health apart) and no hook; env vars
+ * need envd, so they are refused on a pool without envd, and without a sealing key.
+ */
+export function claimHooks(
+  pool: SandboxPool,
+  input: ClaimHookInput,
+): { ok: true; hooks: PostStartHookAction[] } | { ok: false; message: string } {
+  const envd = runsEnvd(pool);
+  if (input.sealedEnvVars !== undefined && !envd)
+    return {
+      ok: false,
+      message: `envVars: pool ${pool.metadata?.namespace}/${pool.metadata?.name} runs no envd (${ENVD_ANNOTATION}: none), which env vars need`,
+    };
+  if (!envd || !input.sealing) return { ok: true, hooks: [] };
+  const sealed = input.sealedEnvVars === undefined ? {} : { sealedEnvVars: input.sealedEnvVars };
+  return { ok: true, hooks: [{ type: "EnvdInit", port: input.port, ...sealed }] };
 }

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { KEY_MISS_GAP_MS } from "../../functions/api/authenticate.ts";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import type { KubeRequest } from "../../lib/kube/transport.ts";
+import { PacedRead } from "../../lib/util/paced-read.ts";
 import { SharedRead } from "../../lib/util/shared-read.ts";
 import { inProcessApi, postCreate } from "./support/in-process-api.ts";
 import { kube, newNamespace } from "./support/kube.ts";
@@ -13,7 +15,7 @@ const { core, custom } = kube();
 let keyClock = 0;
 const base = testDeps();
 const { deps, sent, app } = inProcessApi(base, {
-  keyReads: new SharedRead(1000, () => Date.now()),
+  keyReads: new PacedRead(KEY_MISS_GAP_MS, () => Date.now()),
   // Its clock stands still unless a test moves it: sharing does not hang on how fast creates run.
   keyCacheReads: new SharedRead(1000, () => keyClock),
 });
@@ -62,10 +64,12 @@ describe("an anonymous create", () => {
       );
       expect(answers.map((a) => a.status)).toEqual(answers.map(() => 401));
       expect(lists(sent)).toEqual([]);
-      // The keys Secret from etcd at most once for all twenty (shared, maybe with the last case's
-      // read), and nothing else from etcd.
+      // The keys Secret from etcd at most twice for all twenty (paced: one read under way, the
+      // next shared by every later miss), and nothing else from etcd.
       const secret = `/api/v1/namespaces/${deps.apiKeys.namespace}/secrets/${deps.apiKeys.name}`;
-      expect(sent.filter(quorum).map((r) => r.path)).toEqual(sent.some(quorum) ? [secret] : []);
+      const reads = sent.filter(quorum).map((r) => r.path);
+      expect(reads.length).toBeLessThanOrEqual(2);
+      expect(reads.filter((p) => p !== secret)).toEqual([]);
     },
   );
 

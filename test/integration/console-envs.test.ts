@@ -26,6 +26,8 @@ let browser: Browser;
 beforeAll(async () => {
   // An audit-* namespace: the test host runs the Env on its audit events, as a real host does.
   ({ ns, cleanup } = await newNamespace(core, "audit-cenv"));
+  // The host keeps console sessions next to the API keys: their namespace must exist to sign in.
+  await core.createNamespace({ body: { metadata: { name: API_KEYS.namespace } } }).catch(() => {});
   await createTemplateAndEnv(
     ns,
     template,

@@ -1,17 +1,21 @@
 import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig, type KubernetesObject, RbacAuthorizationV1Api } from "@kubernetes/client-node";
+import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
+import { createApiKey } from "../../functions/api/create-api-key.ts";
 import { reconcileEnv } from "../../functions/reconcile-env.ts";
 import { reconcilePool } from "../../functions/reconcile-pool.ts";
 import { reconcileTemplate } from "../../functions/reconcile-template.ts";
 import { tick } from "../../functions/tick.ts";
-import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
+import { nodeKubeTransport, nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
 import { apply } from "../../infra/cluster/install.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
+import { consoleRoutes } from "../../webhooks/console.ts";
 import { createTemplateAndEnv, TEMPLATES } from "./support/envs.ts";
 import { kube, newNamespace } from "./support/kube.ts";
 import { poolObject, testDeps } from "./support/steps.ts";
@@ -92,6 +96,37 @@ describe("credentials", () => {
     const templated = await reconcileTemplate(deps, template);
     expect(templated.outcomes.map((o) => `${o.op} ${o.result}`)).toEqual(["patch-status done"]);
     await custom.deleteClusterCustomObject({ ...TEMPLATES, name: template });
+  });
+
+  it("the same token keeps console sessions: sign-in, a page, sign-out (the sessions Secret's grant)", async () => {
+    const token = await core.createNamespacedServiceAccountToken({
+      name: "agentbox-functions",
+      namespace: "agentbox-system",
+      body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    });
+    const sa = kubeconfigWith({ token: token.status?.token ?? "" });
+    const apiKeys = { namespace: "agentbox-system", name: "agentbox-api-keys" };
+    const api = { ...depsWith(sa), apiKeys, random: Math.random, watch: nodeKubeWatch(sa) };
+    const adminToken = randomBytes(16).toString("hex");
+    const app = new Hono().route("/ui", consoleRoutes({ api, adminToken }));
+    const origin = "https://console.test";
+    const key = await createApiKey({ ...api, now: () => new Date() }, { team: "creds", user: "u" });
+    for (const credential of [key, adminToken]) {
+      const signin = await app.request(`${origin}/ui/login`, {
+        method: "POST",
+        headers: { origin, "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ credential }).toString(),
+      });
+      expect(signin.status).toBe(303);
+      const cookie = /agentbox_console=([^;]*)/.exec(signin.headers.get("set-cookie") ?? "")?.[1] ?? "";
+      expect(cookie).not.toBe(credential);
+      const headers = { origin, cookie: `agentbox_console=${cookie}` };
+      expect((await app.request(`${origin}/ui/templates`, { headers })).status).toBe(200);
+      expect((await app.request(`${origin}/ui/logout`, { method: "POST", headers })).status).toBe(303);
+      expect((await app.request(`${origin}/ui/templates`, { headers })).headers.get("location")).toBe(
+        "/ui/login",
+      );
+    }
   });
 
   it("a client certificate signed by the cluster CA, bound to the same role, works too", async () => {

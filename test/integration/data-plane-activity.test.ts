@@ -98,6 +98,40 @@ describe("the router's traffic, seen by every host", () => {
     expect(record).toMatchObject({ stopReason: "Released", failureReason: "IdleTimeout" });
   }, 120_000);
 
+  it("an unauthenticated envd /health is no activity: a sandbox probed all along is released idle", async () => {
+    const key = await createApiKey(
+      { kube: t.deps.kube, apiKeys: API_KEYS, now: () => new Date() },
+      { team: "dp", user: "w" },
+    );
+    const s = await runningSandbox(key, 5);
+    // Anyone may ask a sandbox's envd /health through the router, as often as it likes: four times
+    // a second here, from before the idle timeout starts until the other host has released it.
+    let probing = true;
+    let answered = 0;
+    const probes = (async () => {
+      while (probing) {
+        const res = await fetch(`http://127.0.0.1:${cluster.dataPlanePort}/health`, {
+          headers: { "e2b-sandbox-id": s.id, "e2b-sandbox-port": "49983" },
+          signal: AbortSignal.timeout(5_000),
+        });
+        if (res.status === 204) answered++;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    })();
+    try {
+      const released = await until("the other host releases the probed sandbox", 30_000, async () => {
+        const report = await reconcilePool(otherHost(), t.ns, "routed", "idle-release");
+        return report.steps.flatMap((st) => st.outcomes).find((o) => /release idle sandbox/.test(o.why));
+      });
+      expect(released.result).toBe("done");
+    } finally {
+      probing = false;
+      await probes;
+    }
+    // The probes reached envd all through the idle timeout (5 s, at up to four a second).
+    expect(answered).toBeGreaterThanOrEqual(5);
+  }, 90_000);
+
   it("a release mid-stream ends the stream with an error, and the router counts what it carried", async () => {
     const key = await createApiKey(
       { kube: t.deps.kube, apiKeys: API_KEYS, now: () => new Date() },

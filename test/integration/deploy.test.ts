@@ -47,7 +47,8 @@ const BUILDS = [
 
 describe("infra/deploy", () => {
   it("lists every manifest of each kustomization's folder in it", () => {
-    for (const dir of [DEPLOY, BASE, ...overlays()]) {
+    // sandbox-namespace/: applied per sandbox namespace (network-policy.test.ts applies it).
+    for (const dir of [DEPLOY, BASE, ...overlays(), join(DEPLOY, "sandbox-namespace")]) {
       const resources = kustomizationOf(dir).resources ?? [];
       const files = resources.filter((r) => !statSync(join(dir, r)).isDirectory());
       const yaml = readdirSync(dir).filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml");

@@ -69,13 +69,21 @@ afterAll(async () => {
   deps.history.close();
 });
 
-/** envsOf asks each pod's (fake) envd for its env with the token; the pods that answer. */
+/**
+ * envsOf asks each pod's (fake) envd for its env with the token; the pods that answer, among those
+ * whose envd holds a token (an envd no /init reached checks nothing, as the real one: any token
+ * gets its empty env, so a pod answering a made-up token is left out).
+ */
 async function envsOf(ps: V1Pod[], token: string): Promise<Record<string, string>[]> {
+  const envs = (p: V1Pod, t: string) =>
+    fetch(`http://${p.status?.podIP}:${cluster.envdPort}/envs`, {
+      headers: { "x-access-token": t },
+      signal: AbortSignal.timeout(10_000),
+    });
   const answers = await Promise.all(
     ps.map(async (p) => {
-      const res = await fetch(`http://${p.status?.podIP}:${cluster.envdPort}/envs`, {
-        headers: { "x-access-token": token },
-      });
+      if ((await envs(p, `probe-${randomBytes(8).toString("hex")}`)).ok) return undefined;
+      const res = await envs(p, token);
       return res.ok ? ((await res.json()) as Record<string, string>) : undefined;
     }),
   );

@@ -39,7 +39,8 @@ describe("the envd stand-in, through the official e2b SDK", () => {
     expectEnvdFlow(stdout);
 
     // Straight to the wire: an RPC without the token is a Connect unauthenticated error, and
-    // /init is the control plane's: the next sandbox on the pod sees nothing of this one.
+    // /init, as on the real envd, takes no other token once the claim's is set: nobody without
+    // it takes the sandbox over (the next sandbox on the pod runs in a new container).
     const bare = await fetch(`${envdUrl}/process.Process/List`, {
       method: "POST",
       headers: { "content-type": "application/json", "connect-protocol-version": "1" },
@@ -48,17 +49,20 @@ describe("the envd stand-in, through the official e2b SDK", () => {
     });
     expect(bare.status).toBe(401);
     expect(await bare.json()).toMatchObject({ code: "unauthenticated" });
-    await fetch(`${envdUrl}/init`, {
+    const takeover = await fetch(`${envdUrl}/init`, {
       method: "POST",
       body: JSON.stringify({ accessToken: "next-sandbox", envVars: {} }),
       signal: AbortSignal.timeout(10_000),
     });
-    const listDir = await fetch(`${envdUrl}/filesystem.Filesystem/ListDir`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-access-token": "next-sandbox" },
-      body: JSON.stringify({ path: "/home/user" }),
-      signal: AbortSignal.timeout(10_000),
-    });
-    expect(await listDir.json()).toEqual({ entries: [] });
+    expect(takeover.status).toBe(401);
+    const listDir = (token: string) =>
+      fetch(`${envdUrl}/filesystem.Filesystem/ListDir`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-access-token": token },
+        body: JSON.stringify({ path: "/home/user" }),
+        signal: AbortSignal.timeout(10_000),
+      });
+    expect((await listDir("next-sandbox")).status).toBe(401);
+    expect((await listDir(sandbox.envdAccessToken)).status).toBe(200);
   });
 });

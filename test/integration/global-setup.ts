@@ -87,7 +87,7 @@ export default async function setup(project: TestProject) {
   const functionsToken = randomBytes(16).toString("hex");
   const metricsToken = randomBytes(16).toString("hex");
   const envdRequestLog = join(state.dir, "logs", "envd-requests.jsonl");
-  const envd = await startEnvd({ requestLog: envdRequestLog });
+  const envd = await startEnvd({ requestLog: envdRequestLog, kubeconfig: kc });
   const postStartDeadlineSeconds = 3;
   const sealingKey = randomBytes(32).toString("hex");
   // The real host, with two test-only restrictions: no tick (tests drive the steps themselves)

@@ -27,6 +27,8 @@ let deps: StepDeps;
 let api: ReturnType<typeof inProcessApi>;
 let ui: Hono;
 let key = "";
+/** asAdmin carries the console session the admin token signed in to (the cookie holds its id). */
+let asAdmin: { headers: { cookie: string } };
 
 beforeAll(async () => {
   server = await startPostgres();
@@ -36,6 +38,14 @@ beforeAll(async () => {
   api = inProcessApi(deps);
   ui = new Hono().route("/ui", consoleRoutes({ api: api.deps, adminToken: ADMIN_TOKEN }));
   key = await tenantKey(api.deps, TEAM);
+  const signIn = await ui.request("https://console.test/ui/login", {
+    method: "POST",
+    headers: { origin: "https://console.test", "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ credential: ADMIN_TOKEN }).toString(),
+  });
+  const session = /agentbox_console=([^;]*)/.exec(signIn.headers.get("set-cookie") ?? "")?.[1];
+  if (signIn.status !== 303 || !session) throw new Error(`console sign-in answered ${signIn.status}`);
+  asAdmin = { headers: { cookie: `agentbox_console=${session}` } };
   await t.readyPool("p", 2);
 });
 afterAll(async () => {
@@ -50,7 +60,6 @@ const create = async () => {
 };
 const podNamed = async (name: string) => (await t.pods("p")).find((p) => p.metadata?.name === name) as V1Pod;
 const asTenant = () => ({ headers: { "x-api-key": key } });
-const asAdmin = { headers: { cookie: `agentbox_console=${ADMIN_TOKEN}` } };
 
 describe("the history in PostgreSQL, the database down", () => {
   it("keeps a stop in its pod until the record is written, answers reads 503 meanwhile, and creates go on", async () => {

@@ -210,8 +210,48 @@ const INVALID: {
     },
     field: "spec.runtimes[0].port",
   },
+  {
+    name: "pod template on the node's network",
+    kind: "SandboxTemplate",
+    change: (o) => {
+      podSpec(o).hostNetwork = true;
+    },
+    field: "spec.template.spec.hostNetwork",
+  },
+  {
+    name: "pod template on the node's network",
+    kind: "SandboxPool",
+    change: (o) => {
+      podSpec(o).hostNetwork = true;
+    },
+    field: "spec.template.spec.hostNetwork",
+  },
+  {
+    name: "sandbox containers naming no container",
+    kind: "SandboxTemplate",
+    change: (o) => {
+      podTemplate(o).metadata = { annotations: { "agentbox.navix.sh/sandbox-containers": "sidecar" } };
+    },
+    field: "spec.template.metadata.annotations[agentbox.navix.sh/sandbox-containers]",
+    says: '"sidecar" is no container of the template',
+  },
+  {
+    name: "tenant images naming a tag",
+    kind: "SandboxPool",
+    change: (o) => {
+      podTemplate(o).metadata = { annotations: { "agentbox.navix.sh/tenant-images": "python:3" } };
+    },
+    field: "spec.template.metadata.annotations[agentbox.navix.sh/tenant-images]",
+    says: "names a tag or digest",
+  },
 ];
 
+function podTemplate(o: Obj): Record<string, unknown> {
+  return o.spec!.template as Record<string, unknown>;
+}
+function podSpec(o: Obj): Record<string, unknown> {
+  return podTemplate(o).spec as Record<string, unknown>;
+}
 function envGroup(o: Obj): Record<string, unknown> {
   return (o.spec!.autoscaling as { groups: Record<string, unknown>[] }).groups[0]!;
 }

@@ -116,7 +116,7 @@ describe("sandbox API", () => {
     });
     const created = await api("POST", "/sandboxes", "alice", {
       pool: `${ns}/defaults`,
-      image: "registry.invalid/unpullable:1",
+      image: "registry.local/sandbox/base:unpullable",
     });
     expect(created.status).toBe(201);
     const sbx = JSON.parse(created.body) as {
@@ -139,7 +139,7 @@ describe("sandbox API", () => {
         },
         type: "Warning",
         reason: "Failed",
-        message: 'Failed to pull image "registry.invalid/unpullable:1": not found',
+        message: 'Failed to pull image "registry.local/sandbox/base:unpullable": not found',
         lastTimestamp: new Date(),
         count: 2,
         source: { component: "kubelet" },
@@ -240,7 +240,7 @@ describe("sandbox API", () => {
     expect(JSON.parse(ok.body)).toMatchObject({ phase: "running" });
     const stuck = await api("POST", "/sandboxes", "alice", {
       pool: `${ns}/waiting`,
-      image: "registry.invalid/unpullable:1",
+      image: "registry.local/sandbox/base:unpullable",
       wait: true,
       startupTimeout: 3,
     });
@@ -485,6 +485,42 @@ describe("sandbox API", () => {
     for (const q of ["?limit=0", "?limit=x", "?phase=sleeping", "?metadata=novalue"]) {
       expect((await api("GET", `/sandboxes${q}`, "alice")).status).toBe(400);
     }
+  });
+
+  it("refuses an image from outside the template's repository, or any for a sidecar: 400 naming the rule, nothing claimed", async () => {
+    await readyPool("images", 1, {
+      template: {
+        spec: {
+          containers: [
+            { name: "sandbox", image: "registry.local/sandbox/base:1" },
+            { name: "proxy", image: "registry.local/sandbox/proxy:1" },
+          ],
+        },
+      },
+    });
+    const pool = `${ns}/images`;
+    const evil = await api("POST", "/sandboxes", "alice", { pool, image: "evil.example/anything:1" });
+    expect(evil.status).toBe(400);
+    expect(JSON.parse(evil.body).error.message).toMatch(
+      /^image: image "evil\.example\/anything:1" .* not allowed in container "sandbox" \(allowed: registry\.local\/sandbox\/base, any tag or digest; .*tenant-images/,
+    );
+    const sidecar = await api("POST", "/sandboxes", "alice", {
+      pool,
+      containerImages: { proxy: "registry.local/sandbox/proxy:2" },
+    });
+    expect(sidecar.status).toBe(400);
+    expect(JSON.parse(sidecar.body).error.message).toContain(
+      'containerImages.proxy: container "proxy" does not take a tenant\'s image',
+    );
+    expect((await pods("images")).map(phaseOf)).toEqual(["idle"]);
+    // Another tag of the template's own repository is the tenant's to choose.
+    const allowed = await api("POST", "/sandboxes", "alice", {
+      pool,
+      image: "registry.local/sandbox/base:2",
+    });
+    expect(allowed.status, allowed.body).toBe(201);
+    const { sandboxId } = JSON.parse(allowed.body) as { sandboxId: string };
+    expect((await api("DELETE", `/sandboxes/${sandboxId}`, "alice")).status).toBe(204);
   });
 
   it("500 concurrent creates against 500 idle pods: each pod claimed once, every answer a distinct sandbox or a clean 503", async () => {

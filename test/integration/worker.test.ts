@@ -283,7 +283,10 @@ describe("the Worker in workerd", () => {
             ),
           );
         }
-        return phaseOf(pod) === "running";
+        // Running, with envd initialised (the claim's post-start hook, run by the Worker too).
+        return (
+          phaseOf(pod) === "running" && !pod.metadata?.annotations?.["agentbox.navix.sh/post-start-hooks"]
+        );
       },
       30_000,
     );

@@ -173,6 +173,61 @@ describe("SandboxPool and SandboxTemplate checks", () => {
   });
 });
 
+describe("sandbox fencing in pod templates", () => {
+  const podTemplate = (extra: Record<string, unknown> = {}, annotations?: Record<string, string>) => ({
+    ...(annotations ? { metadata: { annotations } } : {}),
+    spec: {
+      containers: [
+        { name: "main", image: "img:1" },
+        { name: "side", image: "side:1" },
+      ],
+      ...extra,
+    },
+  });
+  const memberEnv = (template: unknown) =>
+    env({ clusters: [{ clusterID: "c", members: [{ name: "a", spec: { replicas: 1, template } }] }] });
+
+  it("denies hostNetwork on a template, a pool and an Env member's pool spec, naming the field", () => {
+    const onNode = podTemplate({ hostNetwork: true });
+    expect(paths("SandboxTemplate", template({ template: onNode }))).toEqual([
+      "spec.template.spec.hostNetwork",
+    ]);
+    expect(paths("SandboxPool", pool({ template: onNode }))).toEqual(["spec.template.spec.hostNetwork"]);
+    expect(paths("SandboxEnv", memberEnv(onNode))).toEqual([
+      "spec.clusters[0].members[0].spec.template.spec.hostNetwork",
+    ]);
+    // Off, or unset, is the pod network: allowed.
+    expect(paths("SandboxPool", pool({ template: podTemplate({ hostNetwork: false }) }))).toEqual([]);
+  });
+
+  it("denies malformed tenant-image annotations, naming each", () => {
+    const bad = podTemplate(
+      {},
+      {
+        "agentbox.navix.sh/sandbox-containers": "main,ghost",
+        "agentbox.navix.sh/tenant-images": "python:3",
+      },
+    );
+    const expected = [
+      "spec.template.metadata.annotations[agentbox.navix.sh/sandbox-containers]",
+      "spec.template.metadata.annotations[agentbox.navix.sh/tenant-images]",
+    ];
+    expect(paths("SandboxTemplate", template({ template: bad }))).toEqual(expected);
+    expect(paths("SandboxPool", pool({ template: bad }))).toEqual(expected);
+    expect(paths("SandboxEnv", memberEnv(bad))).toEqual(
+      expected.map((p) => `spec.clusters[0].members[0].${p}`),
+    );
+    const res = validateRequest(request("CREATE", pool({ template: bad }), undefined, "SandboxPool"));
+    expect(res.response.allowed).toBe(false);
+    expect(res.response.status?.message).toContain('"ghost" is no container of the template');
+    const good = podTemplate(
+      {},
+      { "agentbox.navix.sh/sandbox-containers": "main", "agentbox.navix.sh/tenant-images": "ghcr.io/org/*" },
+    );
+    expect(paths("SandboxPool", pool({ template: good }))).toEqual([]);
+  });
+});
+
 const request = (operation: string, object: unknown, oldObject?: unknown, kind = "SandboxEnv") => ({
   uid: "u",
   kind: { group: GROUP, version: "v1alpha1", kind },

@@ -1,10 +1,27 @@
-import type { V1Pod } from "@kubernetes/client-node";
+import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { podRoute, upstreamPort } from "../../lib/data-plane/pod-route.ts";
 
+/** OWNER is the controlling reference renderPod gives a pool's pods. */
+const OWNER = {
+  apiVersion: "agents.navix.sh/v1alpha1",
+  kind: "SandboxPool",
+  name: "p",
+  uid: "pool-uid",
+  controller: true,
+};
+
 /** pod is a claimed sandbox pod as the router's watch reports it. */
 function pod(
-  over: { phase?: string; id?: string; annotationId?: string; ip?: string; hooks?: boolean } = {},
+  over: {
+    phase?: string;
+    id?: string;
+    annotationId?: string;
+    ip?: string;
+    hooks?: boolean;
+    owners?: V1OwnerReference[];
+    poolLabel?: string;
+  } = {},
 ): V1Pod {
   const id = over.id ?? "sbx-a";
   return {
@@ -13,7 +30,7 @@ function pod(
       namespace: "ns",
       uid: "uid-1",
       labels: {
-        "agentbox.navix.sh/sandbox-pool": "p",
+        "agentbox.navix.sh/sandbox-pool": over.poolLabel ?? "p",
         "agentbox.navix.sh/sandbox-phase": over.phase ?? "running",
         ...(id ? { "agentbox.navix.sh/sandbox-id": id } : {}),
       },
@@ -21,6 +38,7 @@ function pod(
         ...(over.annotationId ? { "agentbox.navix.sh/sandbox-id": over.annotationId } : {}),
         ...(over.hooks ? { "agentbox.navix.sh/post-start-hooks": "v1.x" } : {}),
       },
+      ownerReferences: over.owners ?? [OWNER],
     },
     status: over.ip === "" ? {} : { podIP: over.ip ?? "10.0.0.7" },
   };
@@ -34,6 +52,7 @@ describe("podRoute", () => {
       namespace: "ns",
       podName: "p-0",
       podUid: "uid-1",
+      runsEnvd: true,
     });
   });
 
@@ -57,6 +76,19 @@ describe("podRoute", () => {
     expect(podRoute(pod({ hooks: true }))).toBeUndefined();
     expect(podRoute(pod({ ip: "" }))).toBeUndefined();
     expect(podRoute(pod({ id: "" }))).toBeUndefined();
+  });
+
+  // A pod anyone creates with a victim's id label would otherwise take the victim's route (and
+  // its envd token): only a pod a SandboxPool controls, named by its pool label, carries one.
+  it("gives no route to a pod no pool controls, whatever its labels say", () => {
+    expect(podRoute(pod({ owners: [] }))).toBeUndefined();
+    expect(podRoute(pod({ owners: [{ ...OWNER, controller: false }] }))).toBeUndefined();
+    expect(
+      podRoute(pod({ owners: [{ ...OWNER, kind: "ReplicaSet", apiVersion: "apps/v1" }] })),
+    ).toBeUndefined();
+    expect(podRoute(pod({ owners: [{ ...OWNER, apiVersion: "evil.example/v1" }] }))).toBeUndefined();
+    expect(podRoute(pod({ owners: [{ ...OWNER, uid: "" }] }))).toBeUndefined();
+    expect(podRoute(pod({ poolLabel: "other" }))).toBeUndefined();
   });
 });
 

@@ -1,12 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { constantTimeEqual } from "../../lib/data-plane/constant-time-equal.ts";
 import { cleanPath, envdPath } from "../../lib/data-plane/envd-paths.ts";
+import { fileSignature } from "../../lib/data-plane/file-signature.ts";
 import { endToEndHeaders } from "../../lib/data-plane/hop-by-hop.ts";
 import { decideRoute, type RouteRequest, type SandboxRouteState } from "../../lib/data-plane/route.ts";
 
 const token = "t".repeat(43);
 const running: SandboxRouteState = { running: true, envdToken: token };
 const envd = { port: 49983, sandboxId: "sbx-abc" };
+/** now is the decisions' clock (Unix seconds); the pods' envd listens on 49983 unless said. */
+const now = 1_800_000_000;
+const ctx = { envdPort: 49983, nowSeconds: now };
 const req = (method: string, target: string, headers: RouteRequest["headers"] = {}): RouteRequest => ({
   method,
   target,
@@ -19,44 +23,127 @@ const outcome = (d: ReturnType<typeof decideRoute>) =>
 describe("decideRoute", () => {
   it("forwards envd requests with the sandbox's token, refuses a missing or wrong one with 401", () => {
     const rpc = "/process.Process/Start";
-    expect(decideRoute(req("POST", rpc, { "x-access-token": token }), envd, running)).toEqual({
+    expect(decideRoute(req("POST", rpc, { "x-access-token": token }), envd, running, ctx)).toEqual({
       action: "forward",
       sandboxId: "sbx-abc",
       port: 49983,
       portClass: "envd",
+      active: true,
     });
-    expect(outcome(decideRoute(req("POST", rpc), envd, running))).toMatch(
+    expect(outcome(decideRoute(req("POST", rpc), envd, running, ctx))).toMatch(
       /^401 the X-Access-Token header is missing/,
     );
     for (const wrong of ["x", `${token}x`, token.slice(1), "", [token, token]])
-      expect(outcome(decideRoute(req("POST", rpc, { "x-access-token": wrong }), envd, running))).toMatch(
+      expect(outcome(decideRoute(req("POST", rpc, { "x-access-token": wrong }), envd, running, ctx))).toMatch(
         /^401 the X-Access-Token header is not this sandbox's/,
       );
   });
 
-  it("lets GET /health through without a token, and /files with a signature for envd to check", () => {
-    expect(outcome(decideRoute(req("GET", "/health"), envd, running))).toBe("forward envd");
-    expect(outcome(decideRoute(req("GET", "/files?path=a&signature=v1_x"), envd, running))).toBe(
-      "forward envd",
+  it("lets GET /health through without a token (not as activity), and /files only with a valid signature", () => {
+    expect(decideRoute(req("GET", "/health"), envd, running, ctx)).toMatchObject({
+      action: "forward",
+      portClass: "envd",
+      active: false,
+    });
+    expect(decideRoute(req("GET", "/health", { "x-access-token": token }), envd, running, ctx)).toMatchObject(
+      {
+        action: "forward",
+        active: true,
+      },
     );
-    expect(outcome(decideRoute(req("POST", "/files?signature=v1_x&path=a"), envd, running))).toBe(
-      "forward envd",
-    );
-    // Without a signature, another method, another spelling of the path, or a wrong token: no.
+    expect(
+      decideRoute(req("GET", "/health", { "x-access-token": "nope" }), envd, running, ctx),
+    ).toMatchObject({
+      action: "forward",
+      active: false,
+    });
+    // As the SDK puts them in URLs (searchParams.set): base64's `+` and `/` percent-encoded.
+    const read = encodeURIComponent(fileSignature("/etc/hosts", "read", "root", token));
+    const write = encodeURIComponent(fileSignature("/tmp/up", "write", "", token, now + 60));
+    const signedRead = `/files?path=%2Fetc%2Fhosts&username=root&signature=${read}`;
+    const signedWrite = `/files?path=/tmp/up&signature=${write}&signature_expiration=${now + 60}`;
+    expect(decideRoute(req("GET", signedRead), envd, running, ctx)).toMatchObject({
+      action: "forward",
+      active: true,
+    });
+    expect(outcome(decideRoute(req("POST", signedWrite), envd, running, ctx))).toBe("forward envd");
+    // A signature envd would have taken unchecked (it has no token), a signature of something else
+    // (another path, user, operation or sandbox), an expired one, a parameter twice: no.
+    for (const [method, target, why] of [
+      ["GET", "/files?path=/etc/shadow&username=root&signature=x", /not valid/],
+      ["GET", "/files?path=/etc/shadow&username=root&signature=v1_x", /not valid/],
+      ["GET", signedRead.replace("hosts", "shadow"), /not valid/],
+      ["GET", signedRead.replace("root", "user"), /not valid/],
+      ["POST", signedRead, /not valid/],
+      ["GET", signedWrite, /not valid/],
+      [
+        "GET",
+        `/files?path=%2Fetc%2Fhosts&username=root&signature=${encodeURIComponent(fileSignature("/etc/hosts", "read", "root", "u".repeat(43)))}`,
+        /not valid/,
+      ],
+      ["POST", signedWrite.replace(String(now + 60), String(now - 1)), /not valid/],
+      ["GET", `${signedRead}&path=/etc/shadow`, /path parameter is given more than once/],
+      ["GET", `${signedRead}&signature=${read}`, /signature parameter is given more than once/],
+      ["GET", "/files?path=a&signature=", /signature parameter is missing/],
+      ["GET", "/files?path=a", /signature parameter is missing/],
+      ["POST", `/files?path=/tmp/up&signature=${write}&signature_expiration=1e9`, /not a Unix time/],
+    ] as const)
+      expect(outcome(decideRoute(req(method, target), envd, running, ctx))).toMatch(
+        new RegExp(`^401 the X-Access-Token header is missing and the URL is not signed: .*${why.source}`),
+      );
+    const expired = encodeURIComponent(fileSignature("/tmp/up", "write", "", token, now - 1));
+    expect(
+      outcome(
+        decideRoute(
+          req("POST", `/files?path=/tmp/up&signature=${expired}&signature_expiration=${now - 1}`),
+          envd,
+          running,
+          ctx,
+        ),
+      ),
+    ).toMatch(/^401 .*the signature has expired/);
+    // Another method, another spelling of the path, or a wrong token: the token is needed.
     for (const [method, target, headers] of [
-      ["GET", "/files?path=a", {}],
-      ["GET", "/files?signature=", {}],
-      ["DELETE", "/files?signature=v1_x", {}],
-      ["GET", "//files?signature=v1_x", {}],
-      ["GET", "/files/?signature=v1_x", {}],
+      ["DELETE", `/files?path=%2Fetc%2Fhosts&username=root&signature=${read}`, {}],
+      ["GET", `//files?path=%2Fetc%2Fhosts&username=root&signature=${read}`, {}],
+      ["GET", `/files/?path=%2Fetc%2Fhosts&username=root&signature=${read}`, {}],
       ["POST", "/health", {}],
       ["GET", "/x/../health", {}],
-      ["GET", "/files?signature=v1_x", { "x-access-token": "wrong" }],
+      ["GET", signedRead, { "x-access-token": "wrong" }],
     ] as const)
-      expect(decideRoute(req(method, target, headers), envd, running)).toMatchObject({
+      expect(decideRoute(req(method, target, headers), envd, running, ctx)).toMatchObject({
         action: "refuse",
         status: 401,
       });
+  });
+
+  it("applies envd's rules on the pods' envd port too, and refuses every envd port of a sandbox without envd", () => {
+    const moved = { envdPort: 40000, nowSeconds: now };
+    const direct = { port: 40000, sandboxId: "sbx-abc" };
+    for (const address of [envd, direct]) {
+      expect(decideRoute(req("POST", "/init"), address, running, moved)).toMatchObject({ status: 404 });
+      expect(outcome(decideRoute(req("POST", "/process.Process/Start"), address, running, moved))).toMatch(
+        /^401 the X-Access-Token header is missing/,
+      );
+      expect(
+        decideRoute(
+          req("POST", "/process.Process/Start", { "x-access-token": token }),
+          address,
+          running,
+          moved,
+        ),
+      ).toEqual({ action: "forward", ...address, portClass: "envd", active: true });
+      const none = { ...running, runsEnvd: false };
+      for (const [method, target, headers] of [
+        ["GET", "/health", {}],
+        ["POST", "/process.Process/Start", { "x-access-token": token }],
+      ] as const)
+        expect(outcome(decideRoute(req(method, target, headers), address, none, moved))).toMatch(
+          /^404 this sandbox runs no envd/,
+        );
+    }
+    // Elsewhere the port is the sandbox's own, as before.
+    expect(outcome(decideRoute(req("POST", "/init"), direct, running, ctx))).toBe("forward other");
   });
 
   it("never reaches envd's control routes, whatever the method, spelling or sandbox", () => {
@@ -71,24 +158,24 @@ describe("decideRoute", () => {
       "/fsfreeze?x=1",
     ])
       for (const sandbox of [running, undefined]) {
-        const d = decideRoute(req("POST", target, { "x-access-token": token }), envd, sandbox);
+        const d = decideRoute(req("POST", target, { "x-access-token": token }), envd, sandbox, ctx);
         expect(d).toMatchObject({ action: "refuse", status: 404, body: { code: 404 } });
         // The answer names no sandbox: it says nothing about whether this one exists.
         expect(d.action === "refuse" ? Object.keys(d.body).sort() : []).toEqual(["code", "message", "path"]);
       }
-    expect(outcome(decideRoute(req("GET", "/initial", { "x-access-token": token }), envd, running))).toBe(
-      "forward envd",
-    );
-    expect(decideRoute(req("GET", "/%zz", { "x-access-token": token }), envd, running)).toMatchObject({
+    expect(
+      outcome(decideRoute(req("GET", "/initial", { "x-access-token": token }), envd, running, ctx)),
+    ).toBe("forward envd");
+    expect(decideRoute(req("GET", "/%zz", { "x-access-token": token }), envd, running, ctx)).toMatchObject({
       status: 400,
     });
-    expect(decideRoute(req("GET", "*"), envd, running)).toMatchObject({ status: 400 });
+    expect(decideRoute(req("GET", "*"), envd, running, ctx)).toMatchObject({ status: 400 });
   });
 
   it("answers E2B's 502 for a sandbox that is unknown or not running, with CORS and JSON", () => {
     for (const sandbox of [undefined, { ...running, running: false }])
       for (const port of [49983, 3000])
-        expect(decideRoute(req("GET", "/health"), { port, sandboxId: "sbx-abc" }, sandbox)).toEqual({
+        expect(decideRoute(req("GET", "/health"), { port, sandboxId: "sbx-abc" }, sandbox, ctx)).toEqual({
           action: "refuse",
           status: 502,
           headers: { "content-type": "application/json", "access-control-allow-origin": "*" },
@@ -98,36 +185,39 @@ describe("decideRoute", () => {
 
   it("keeps envd closed but /health when the sandbox's token is unknown (no sealing key)", () => {
     const tokenless = { running: true };
-    expect(outcome(decideRoute(req("GET", "/health"), envd, tokenless))).toBe("forward envd");
+    expect(outcome(decideRoute(req("GET", "/health"), envd, tokenless, ctx))).toBe("forward envd");
     for (const [target, headers] of [
       ["/process.Process/List", { "x-access-token": "anything" }],
-      ["/files?signature=v1_x", {}],
+      [`/files?signature=${fileSignature("", "write", "", "")}`, {}],
     ] as const)
-      expect(outcome(decideRoute(req("POST", target, headers), envd, tokenless))).toMatch(
+      expect(outcome(decideRoute(req("POST", target, headers), envd, tokenless, ctx))).toMatch(
         /^401 .*no sealing key/,
       );
   });
 
   it("follows E2B's traffic-token rule on other ports: public by default, else the token (403)", () => {
     const web = { port: 3000, sandboxId: "sbx-abc" };
-    expect(decideRoute(req("GET", "/init"), web, running)).toEqual({
+    expect(decideRoute(req("GET", "/init"), web, running, ctx)).toEqual({
       action: "forward",
       sandboxId: "sbx-abc",
       port: 3000,
       portClass: "other",
+      active: true,
     });
     const secured = { ...running, trafficToken: "traffic" };
     expect(
-      outcome(decideRoute(req("GET", "/", { "e2b-traffic-access-token": "traffic" }), web, secured)),
+      outcome(decideRoute(req("GET", "/", { "e2b-traffic-access-token": "traffic" }), web, secured, ctx)),
     ).toBe("forward other");
-    expect(outcome(decideRoute(req("GET", "/"), web, secured))).toMatch(
+    expect(outcome(decideRoute(req("GET", "/"), web, secured, ctx))).toMatch(
       /^403 .*'e2b-traffic-access-token' is missing/,
     );
     expect(
-      outcome(decideRoute(req("GET", "/", { "e2b-traffic-access-token": "nope" }), web, secured)),
+      outcome(decideRoute(req("GET", "/", { "e2b-traffic-access-token": "nope" }), web, secured, ctx)),
     ).toMatch(/^403 .*is invalid/);
     // The envd token opens envd only.
-    expect(outcome(decideRoute(req("GET", "/", { "x-access-token": token }), web, secured))).toMatch(/^403/);
+    expect(outcome(decideRoute(req("GET", "/", { "x-access-token": token }), web, secured, ctx))).toMatch(
+      /^403/,
+    );
   });
 });
 

@@ -47,6 +47,26 @@ describe("Traffic", () => {
     expect(traffic.seen().size).toBe(0);
   });
 
+  it("leaves a sandbox's activity alone for an inactive exchange (a bare envd /health), but counts it", async () => {
+    const { clock, metrics, traffic } = setup();
+    const probe = traffic.begin("sbx-a", "envd", false);
+    clock.ms += 5_000;
+    expect(traffic.seen().has("sbx-a")).toBe(false);
+    expect(traffic.openFor("sbx-a")).toBe(0);
+    probe.responded(204);
+    probe.end();
+    expect(traffic.seen().has("sbx-a")).toBe(false);
+    // An active one while a probe is open: the probe's end does not take the open one away.
+    const run = traffic.begin("sbx-a", "envd");
+    const again = traffic.begin("sbx-a", "envd", false);
+    again.end();
+    expect(traffic.openFor("sbx-a")).toBe(1);
+    run.end();
+    expect(iso(traffic.seen(), "sbx-a")).toBe("2026-01-01T00:00:05.000Z");
+    const requests = await value(metrics, "agentbox_dataplane_requests_total");
+    expect(requests?.find((v) => v.labels.port_class === "envd" && v.labels.code === "2xx")?.value).toBe(1);
+  });
+
   it("hands a long exchange's bytes to the metric every FLUSH_BYTES, and the rest at its end", async () => {
     const { metrics, traffic } = setup();
     const out = async () =>

@@ -1,6 +1,9 @@
+import { mkdtemp, readdir, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { getSignature } from "e2b";
-import { describe, expect, it } from "vitest";
-import { checkFileAuth, fileSignature, tokenMatches } from "../../infra/dev/envd/auth.ts";
+import { afterEach, describe, expect, it } from "vitest";
+import { checkFileAuth, checkInitToken, fileSignature, tokenMatches } from "../../infra/dev/envd/auth.ts";
 import {
   contentTypeFits,
   decodeEnvelopes,
@@ -21,9 +24,12 @@ import {
   signalOf,
 } from "../../infra/dev/envd/messages.ts";
 import { hostPath, sandboxPath, sandboxPathOf } from "../../infra/dev/envd/paths.ts";
+import { instanceOfPod } from "../../infra/dev/envd/pod-instances.ts";
+import { Pods } from "../../infra/dev/envd/pods.ts";
 
-// The envd stand-in's pure parts: Connect framing, the message decoders, path confinement and
-// the /files signature (checked against the official SDK's own signer).
+// The envd stand-in's pure parts: Connect framing, the message decoders, path confinement, the
+// /files signature (checked against the official SDK's own signer), and envd's access rules
+// before and after /init (e2b-dev/infra packages/envd/internal/api auth.go, init.go).
 
 const code = (f: () => unknown) => {
   try {
@@ -205,5 +211,127 @@ describe("access", () => {
     expect(checkFileAuth("tok", { ...base, signature: sig, signatureExpiration: "soon" }, now)).toMatch(
       /signature_expiration/,
     );
+  });
+});
+
+describe("envd's rules before and after /init", () => {
+  it("checks no /files request while envd holds no token: any path, any user, any signature", () => {
+    const forged = { path: "/etc/shadow", operation: "read" as const, username: "root", signature: "x" };
+    expect(checkFileAuth("", forged, 1_800_000_000)).toBeUndefined();
+    expect(checkFileAuth("", { path: "a", operation: "write" }, 1_800_000_000)).toBeUndefined();
+    expect(checkFileAuth("tok", forged, 1_800_000_000)).toMatch(/invalid signature/);
+  });
+
+  it("takes a first /init with any token, then only one repeating it", () => {
+    expect(checkInitToken("", "first")).toBeUndefined();
+    expect(checkInitToken("", "")).toBeUndefined();
+    expect(checkInitToken("first", "first")).toBeUndefined();
+    expect(checkInitToken("first", "second")).toBe("access token validation failed");
+    expect(checkInitToken("first", "")).toBe("access token reset not authorized");
+  });
+});
+
+describe("a pod's envd (Pods)", () => {
+  const pods = async (instance?: { now: string | undefined }) => {
+    const root = await mkdtemp(join(tmpdir(), "envd-unit-"));
+    const p = new Pods(root, { processes: 4, watchers: 4 }, instance && (async () => instance.now));
+    return p;
+  };
+  const all: Pods[] = [];
+  afterEach(async () => {
+    await Promise.all(all.splice(0).map((p) => p.close()));
+  });
+  const track = (p: Pods) => {
+    all.push(p);
+    return p;
+  };
+
+  it("serves a fresh, tokenless sandbox before any /init, and keeps its files when the token comes", async () => {
+    const p = track(await pods());
+    const before = await p.of("127.32.0.9");
+    expect(before.token).toBe("");
+    expect(await readdir(join(before.root.dir, "home"))).toEqual(["user"]);
+    await writeFile(join(before.root.dir, "home/user/note"), "x");
+    expect(await p.init("127.32.0.9", { accessToken: "t1", envVars: { A: "1" } })).toEqual({
+      ok: true,
+      applied: true,
+    });
+    const after = await p.of("127.32.0.9");
+    expect(after).toBe(before);
+    expect([after.token, after.envVars]).toEqual(["t1", { A: "1" }]);
+  });
+
+  it("refuses another token or none once set, changing nothing; the same token replaces the env", async () => {
+    const p = track(await pods());
+    await p.init("ip", { accessToken: "t1", envVars: { A: "1" } });
+    expect(await p.init("ip", { accessToken: "attacker", envVars: { EVIL: "1" } })).toEqual({
+      ok: false,
+      status: 401,
+      reason: "access token validation failed",
+    });
+    expect(await p.init("ip", { accessToken: "" })).toMatchObject({ ok: false, status: 401 });
+    expect([(await p.of("ip")).token, (await p.of("ip")).envVars]).toEqual(["t1", { A: "1" }]);
+    await p.init("ip", { accessToken: "t1", envVars: { B: "2" } });
+    expect((await p.of("ip")).envVars).toEqual({ B: "2" });
+    // No envVars: the env stays (envd replaces it only when given).
+    await p.init("ip", { accessToken: "t1" });
+    expect((await p.of("ip")).envVars).toEqual({ B: "2" });
+  });
+
+  it("skips an /init not newer than the last applied one, and fails a test-broken one only after the check", async () => {
+    const p = track(await pods());
+    await p.init("ip", { accessToken: "t1", envVars: { A: "1" }, timestampMs: 2000 });
+    expect(await p.init("ip", { accessToken: "t1", envVars: { A: "old" }, timestampMs: 1000 })).toEqual({
+      ok: true,
+      applied: false,
+    });
+    expect((await p.of("ip")).envVars).toEqual({ A: "1" });
+    expect(await p.init("ip", { accessToken: "x", envVars: { AGENTBOX_TEST_FAIL_INIT: "1" } })).toMatchObject(
+      {
+        status: 401,
+      },
+    );
+    expect(await p.init("ip", { accessToken: "t1", envVars: { AGENTBOX_TEST_FAIL_INIT: "1" } })).toEqual({
+      ok: false,
+      status: 500,
+      reason: "init failed",
+    });
+  });
+
+  it("meets a fresh envd when the pod's container instance changed, and only then", async () => {
+    const instance = { now: "uid/c1" as string | undefined };
+    const p = track(await pods(instance));
+    await p.init("ip", { accessToken: "t1" });
+    const first = await p.of("ip");
+    await writeFile(join(first.root.dir, "home/user/secret"), "of the first sandbox");
+    // Same container: a new token is refused.
+    expect(await p.init("ip", { accessToken: "t2" })).toMatchObject({ ok: false, status: 401 });
+    // Unknown (lookup failed): nothing is reset either.
+    instance.now = undefined;
+    expect(await p.init("ip", { accessToken: "t2" })).toMatchObject({ ok: false, status: 401 });
+    // The container restarted (a reset, the next claim): its envd is new and empty.
+    instance.now = "uid/c2";
+    expect(await p.init("ip", { accessToken: "t2" })).toEqual({ ok: true, applied: true });
+    const second = await p.of("ip");
+    expect(second.root.dir).not.toBe(first.root.dir);
+    expect(second.token).toBe("t2");
+    expect(await readdir(join(second.root.dir, "home/user"))).toEqual([]);
+    expect(await readdir(first.root.dir).catch(() => "removed")).toBe("removed");
+  });
+
+  it("names an instance by pod uid and the sandbox container's ID", () => {
+    const pod = {
+      metadata: { uid: "u1", annotations: { "agentbox.navix.sh/sandbox-containers": "box,other" } },
+      spec: { containers: [{ name: "sidecar" }, { name: "box" }] },
+      status: {
+        containerStatuses: [
+          { name: "sidecar", containerID: "containerd://s" },
+          { name: "box", containerID: "containerd://b" },
+        ],
+      },
+    } as unknown as Parameters<typeof instanceOfPod>[0];
+    expect(instanceOfPod(pod)).toBe("u1/containerd://b");
+    const plain = { ...pod, metadata: { uid: "u1" } } as Parameters<typeof instanceOfPod>[0];
+    expect(instanceOfPod(plain)).toBe("u1/containerd://s");
   });
 });

@@ -12,10 +12,12 @@ import { createSecureServer, type Http2SecureServer, type Http2Session } from "n
 import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { ViewDeps } from "../../../functions/views/view-deps.ts";
+import { dataPlaneError } from "../../../lib/data-plane/route.ts";
 import type { Log } from "../../../lib/log.ts";
 import type { Metrics } from "../../../lib/metrics/metrics.ts";
 import { importSealKeys } from "../../../lib/sandboxes/sealing.ts";
 import { ActivityWriter } from "./activity-writer.ts";
+import { answerClientError, writeErrorToSocket } from "./answer-error.ts";
 import type { Routing } from "./decide-request.ts";
 import { forwardRequest, IDLE_MS } from "./forward-request.ts";
 import { forwardUpgrade } from "./forward-upgrade.ts";
@@ -23,6 +25,9 @@ import { RouteTable } from "./route-table.ts";
 import { Traffic } from "./traffic.ts";
 import { Upstreams } from "./upstreams.ts";
 import { type Collect, YoungCollections } from "./young-collections.ts";
+
+/** MAX_HEADER_BYTES bounds a request's head (HTTP/1.1) or header list (HTTP/2). */
+const MAX_HEADER_BYTES = 16 * 1024;
 
 /** CLOSE_GRACE_MS: on close, requests under way get this long before their connections are cut. */
 const CLOSE_GRACE_MS = 3_000;
@@ -75,7 +80,7 @@ function listen(server: Server | Http2SecureServer, host: string, port: number):
     listener.sessions.add(session);
     session.once("close", () => listener.sessions.delete(session));
   });
-  server.on("clientError", (_err: Error, socket: Socket) => socket.destroy());
+  server.on("clientError", (err: Error, socket: Socket) => answerClientError(err, socket));
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => {
@@ -140,7 +145,16 @@ export async function startDataPlane(
       config.plain && {
         kind: "plain" as const,
         at: config.plain,
-        server: createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }),
+        // Node's strict parser (never insecureHTTPParser) refuses ambiguous framing; a request's
+        // headers are bounded (431 past it) and a Host is required.
+        server: createServer({
+          requestTimeout: 0,
+          headersTimeout: 60_000,
+          keepAliveTimeout: 65_000,
+          maxHeaderSize: MAX_HEADER_BYTES,
+          requireHostHeader: true,
+          insecureHTTPParser: false,
+        }),
       },
       config.tls && {
         kind: "tls" as const,
@@ -149,6 +163,7 @@ export async function startDataPlane(
           cert: readFileSync(config.tls.certFile),
           key: readFileSync(config.tls.keyFile),
           allowHTTP1: true,
+          settings: { maxHeaderListSize: MAX_HEADER_BYTES },
         }),
       },
     ];
@@ -160,6 +175,15 @@ export async function startDataPlane(
       server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) =>
         forwardUpgrade(routing, req, socket, head, log),
       );
+      // CONNECT (authority-form) is no request for a sandbox port: a 400, on the plain listener.
+      // (On the TLS one node closes an HTTP/1.1 CONNECT; an HTTP/2 one has no path: a 400.)
+      if (s.kind === "plain")
+        server.on("connect", (_req: IncomingMessage, socket: Duplex) =>
+          writeErrorToSocket(
+            socket,
+            dataPlaneError(400, "CONNECT is not forwarded: name a sandbox port in the Host and send a path"),
+          ),
+        );
       listeners.push(await listen(server, s.at.host, s.at.port));
       ports[s.kind] = (server.address() as AddressInfo).port;
     }

@@ -1,8 +1,10 @@
-// One request's fate, from lib/data-plane's rules and this host's route table: which sandbox port
-// it names (requestTarget), whether it may go there (decideRoute, with the sandbox's token), and
-// where that is (the pod IP and port). Shared by plain requests, HTTP/2 streams and upgrades.
+// One request's fate, from lib/data-plane's rules and this host's route table: whether its target
+// is a path at all (targetProblem), which sandbox port it names (requestTarget), whether it may go
+// there (decideRoute, with the sandbox's token), and where that is (the pod IP and port). Shared by
+// plain requests, HTTP/2 streams and upgrades.
 
 import { type PodRoute, upstreamPort } from "../../../lib/data-plane/pod-route.ts";
+import { targetProblem } from "../../../lib/data-plane/request-framing.ts";
 import { type Addressing, type HeaderBag, requestTarget } from "../../../lib/data-plane/request-target.ts";
 import {
   type DataPlaneError,
@@ -34,6 +36,8 @@ export type Decided =
       route: PodRoute;
       port: number;
       portClass: Extract<RouteDecision, { action: "forward" }>["portClass"];
+      /** active: the request is the sandbox's activity (not a bare envd /health). */
+      active: boolean;
     }
   | { ok: false; error: DataPlaneError };
 
@@ -52,6 +56,8 @@ export async function decideRequest(
   routing: Routing,
   req: { host: string | undefined; method: string; target: string; headers: HeaderBag },
 ): Promise<Decided> {
+  const problem = targetProblem(req.target);
+  if (problem !== undefined) return { ok: false, error: dataPlaneError(400, problem) };
   const target = requestTarget(req.host, req.headers, routing.addressing);
   if (!target.ok) return { ok: false, error: dataPlaneError(target.status, target.message) };
   if (!(await waitSynced(routing.routes)))
@@ -66,11 +72,17 @@ export async function decideRequest(
   const envdToken = route ? await routing.upstreams.tokenFor(target.sandboxId) : undefined;
   // The token is derived asynchronously: the route may have gone meanwhile.
   const now = routing.routes.route(target.sandboxId);
-  const state = now ? { running: true, ...(envdToken ? { envdToken } : {}) } : undefined;
+  const state = now
+    ? { running: true, runsEnvd: now.runsEnvd, ...(envdToken ? { envdToken } : {}) }
+    : undefined;
   const decision = decideRoute(
     { method: req.method, target: req.target, headers: req.headers },
     address,
     state,
+    {
+      envdPort: routing.envdPort,
+      nowSeconds: Math.floor(Date.now() / 1000),
+    },
   );
   if (decision.action === "refuse") {
     const { status, headers, body } = decision;
@@ -86,5 +98,6 @@ export async function decideRequest(
     route: now,
     port: upstreamPort(decision.port, routing.envdPort),
     portClass: decision.portClass,
+    active: decision.active,
   };
 }

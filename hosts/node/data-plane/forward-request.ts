@@ -1,10 +1,12 @@
 // Forwarding one request (HTTP/1.1, or an HTTP/2 stream through the compatibility API) to its
 // sandbox's pod, streaming both ways: nothing is buffered, there is no total timeout (a
-// commands.run may last an hour), only an idle timeout per socket. The client's body is piped into
-// the upstream request once its connection is up, so a dial that fails (or a kept-alive
-// connection the pod had closed) is retried once, on a new connection, as long as no byte of the
-// body was read; after that a failure is a 502 (or a cut response when its head has gone). A
-// client that goes away destroys the upstream request.
+// commands.run may last an hour), only an idle timeout per socket. The body is re-framed by the
+// router (request-framing.ts): its Content-Length kept and held to, a body of unknown length sent
+// chunked, no body nothing, so no byte the client sends becomes a request the router did not
+// decide. The client's body is piped into the upstream request once its connection is up, so a
+// dial that fails (or a kept-alive connection the pod had closed) is retried once, on a new
+// connection, as long as no byte of the body was read; after that a failure is a 502 (or a cut
+// response when its head has gone). A client that goes away destroys the upstream request.
 import {
   type Agent,
   type ClientRequest,
@@ -14,6 +16,7 @@ import {
 } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
 import { endToEndHeaders } from "../../../lib/data-plane/hop-by-hop.ts";
+import { type BodyFraming, bodyFraming } from "../../../lib/data-plane/request-framing.ts";
 import { dataPlaneError } from "../../../lib/data-plane/route.ts";
 import type { Log } from "../../../lib/log.ts";
 import { type AnyResponse, answerError } from "./answer-error.ts";
@@ -37,18 +40,35 @@ export function hostOf(req: AnyRequest): string | undefined {
 
 const noop = () => {};
 
+/** NO_BODY is the framing of an upgrade request (refused when it has a body) and of a bodiless one. */
+const NO_BODY: BodyFraming = { kind: "none" };
+
+/** framingOf is how a request's body goes upstream (HTTP/2: whether its stream ended with the headers). */
+function framingOf(req: AnyRequest): BodyFraming {
+  if (req.httpVersionMajor !== 2) return bodyFraming({ headers: req.headers });
+  return bodyFraming({
+    headers: req.headers,
+    endedWithHeaders: (req as Http2ServerRequest).stream.endAfterHeaders,
+  });
+}
+
 /**
  * upstreamRequest opens the request to the pod: end-to-end headers only (with Upgrade when the
- * agent is false: an upgrade has a connection of its own), the Host the client named.
+ * agent is false: an upgrade has a connection of its own), the Host the client named, and the
+ * body's framing: Content-Length as the client's, or chunked when its length is unknown.
  */
 export function upstreamRequest(
   decided: Extract<Decided, { ok: true }>,
   host: string | undefined,
   req: AnyRequest,
   agent: Agent | false,
+  framing: BodyFraming = NO_BODY,
 ): ClientRequest {
   const headers = endToEndHeaders(req.headers, { upgrade: agent === false });
   if (host) headers.host = host;
+  if (framing.kind === "chunked") headers["transfer-encoding"] = "chunked";
+  else if (framing.kind === "length") headers["content-length"] = String(framing.length);
+  else delete headers["content-length"];
   return request({
     host: decided.route.podIP,
     port: decided.port,
@@ -65,7 +85,13 @@ export function forwardRequest(routing: Routing, req: AnyRequest, res: AnyRespon
   req.on("error", noop);
   res.on("error", noop);
   const host = hostOf(req);
-  decideRequest(routing, { host, method: req.method ?? "GET", target: req.url ?? "/", headers: req.headers })
+  const framing = framingOf(req);
+  if (framing.kind === "bad") {
+    routing.traffic.refused(400);
+    answerError(res, dataPlaneError(400, framing.message));
+    return;
+  }
+  decideRequest(routing, { host, method: req.method ?? "GET", target: req.url ?? "", headers: req.headers })
     .then((decided) => {
       if (!decided.ok) {
         routing.traffic.refused(decided.error.status);
@@ -73,10 +99,10 @@ export function forwardRequest(routing: Routing, req: AnyRequest, res: AnyRespon
         return;
       }
       // The exchange is the sandbox's activity until the response closes, whichever way it ends.
-      const exchange = routing.traffic.begin(decided.route.sandboxId, decided.portClass);
+      const exchange = routing.traffic.begin(decided.route.sandboxId, decided.portClass, decided.active);
       if (res.destroyed) exchange.end();
       else res.once("close", () => exchange.end());
-      proxy(routing, decided, host, req, res, log, exchange, false);
+      proxy(routing, decided, framing, host, req, res, log, exchange, false);
     })
     .catch((e: unknown) => {
       log.error({ err: String(e) }, "data plane request failed");
@@ -88,6 +114,7 @@ export function forwardRequest(routing: Routing, req: AnyRequest, res: AnyRespon
 function proxy(
   routing: Routing,
   decided: Extract<Decided, { ok: true }>,
+  framing: BodyFraming,
   host: string | undefined,
   req: AnyRequest,
   res: AnyResponse,
@@ -107,14 +134,22 @@ function proxy(
     answerError(res, dataPlaneError(502, "The sandbox was not found", { sandboxId: route.sandboxId }));
     return;
   }
-  const up = upstreamRequest(decided, host, req, routing.upstreams.agentFor(route.sandboxId));
+  const up = upstreamRequest(decided, host, req, routing.upstreams.agentFor(route.sandboxId), framing);
+  const length = framing.kind === "length" ? framing.length : -1;
   let consumed = 0;
   let connected = false;
   let responded = false;
   let dialTimer: ReturnType<typeof setTimeout> | undefined;
+  // A body longer or shorter than its Content-Length is cut before the pipe writes it: the pod's
+  // connection must never hold a byte past the request the router decided.
   const count = (chunk: Buffer) => {
     consumed += chunk.length;
     exchange.bytesIn(chunk.length);
+    if (length >= 0 && consumed > length) up.destroy(new Error("the body ran past its Content-Length"));
+  };
+  const ended = () => {
+    if (length >= 0 && consumed !== length)
+      up.destroy(new Error("the body ended short of its Content-Length"));
   };
   // clientGone tells a client that left (no upstream error) from a sandbox that failed.
   let clientGone = false;
@@ -129,7 +164,12 @@ function proxy(
     const start = () => {
       clearTimeout(dialTimer);
       connected = true;
+      if (framing.kind === "none") {
+        up.end();
+        return;
+      }
       req.on("data", count);
+      req.once("end", ended);
       req.pipe(up);
     };
     if (!socket.connecting) return start();
@@ -179,10 +219,11 @@ function proxy(
     clearTimeout(dialTimer);
     res.off("close", onClientGone);
     req.off("data", count);
+    req.off("end", ended);
     req.unpipe(up);
     const stale = up.reusedSocket && (err.code === "ECONNRESET" || err.code === "EPIPE");
     if (!retried && !responded && consumed === 0 && (!connected || stale) && !res.headersSent) {
-      proxy(routing, decided, host, req, res, log, exchange, true);
+      proxy(routing, decided, framing, host, req, res, log, exchange, true);
       return;
     }
     if (clientGone) return;

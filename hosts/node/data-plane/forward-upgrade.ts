@@ -3,12 +3,14 @@
 // protocols its 101 goes back and the two sockets are piped to each other until either ends or
 // both stay silent for the idle timeout. A pod that answers without upgrading gets its answer
 // forwarded, then the connection closes. The sockets are held with the sandbox's upstream, so the
-// route going (a release) closes them.
+// route going (a release) closes them. An upgrade request with a body is a 400: what follows its
+// head goes to the pod raw once the protocol switches, so there must be nothing before that.
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { pipeline } from "node:stream";
 import { endToEndHeaders } from "../../../lib/data-plane/hop-by-hop.ts";
+import { upgradeProblem } from "../../../lib/data-plane/request-framing.ts";
 import { dataPlaneError } from "../../../lib/data-plane/route.ts";
 import type { Log } from "../../../lib/log.ts";
 import { writeErrorToSocket } from "./answer-error.ts";
@@ -37,7 +39,13 @@ export function forwardUpgrade(
   // The server hands a net.Socket (or a TLS one) as a Duplex.
   (socket as Socket).setTimeout(IDLE_MS, () => socket.destroy());
   const host = hostOf(req);
-  decideRequest(routing, { host, method: req.method ?? "GET", target: req.url ?? "/", headers: req.headers })
+  const problem = upgradeProblem(req.headers);
+  if (problem !== undefined) {
+    routing.traffic.refused(400);
+    writeErrorToSocket(socket, dataPlaneError(400, problem));
+    return;
+  }
+  decideRequest(routing, { host, method: req.method ?? "GET", target: req.url ?? "", headers: req.headers })
     .then((decided) => {
       if (!decided.ok) {
         routing.traffic.refused(decided.error.status);
@@ -46,7 +54,7 @@ export function forwardUpgrade(
       if (socket.destroyed) return;
       const { route } = decided;
       // The upgraded connection is the sandbox's activity for as long as the client's socket is open.
-      const exchange = routing.traffic.begin(route.sandboxId, decided.portClass);
+      const exchange = routing.traffic.begin(route.sandboxId, decided.portClass, decided.active);
       socket.once("close", () => exchange.end());
       const up = upstreamRequest(decided, host, req, false);
       const dialTimer = setTimeout(

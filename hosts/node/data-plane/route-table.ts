@@ -1,28 +1,33 @@
 // The router's view of where sandboxes run: one list-then-watch of every pod carrying a sandbox id
-// (or one namespace's, for a namespace-scoped host), never a read per request. What it holds is a
-// hint like every watch-fed view, but a conservative one: only Running sandboxes with a pod IP
-// have a route (podRoute), keyed by sandbox id, so a pod IP that moves to another sandbox is never
-// reached through an old one's route; a sandbox released on this host is forgotten at once and
-// never routed again (ids are never reused), even if an older watch event still shows it Running.
+// (or one namespace's, for a namespace-scoped host), held in HeldRoutes. What it holds is a hint
+// like every watch-fed view, but a conservative one: only Running sandboxes with a pod IP, in a
+// pod a real pool controls, have a route, keyed by sandbox id (held-routes.ts says how). A route
+// is used only while what the table knows of it is recent (routeTrusted): when the watch has been
+// silent or failing longer than that, its pod is read again before use and dropped for good if it
+// is gone, replaced or no longer that sandbox's. Misses (unknown ids) read the apiserver within a
+// fixed budget per host (spendMiss), whatever clients send.
 import type { V1Pod } from "@kubernetes/client-node";
 import { paceReopen, pause, watchPodsFrom } from "../../../functions/views/pod-watch.ts";
 import type { ViewDeps } from "../../../functions/views/view-deps.ts";
 import { SANDBOX_ID_LABEL } from "../../../lib/api/keys.ts";
-import { type PodRoute, podRoute } from "../../../lib/data-plane/pod-route.ts";
+import { fullBudget, type MissBudget, spendMiss } from "../../../lib/data-plane/miss-budget.ts";
+import type { PodRoute } from "../../../lib/data-plane/pod-route.ts";
+import { recheckKeeps, routeTrusted } from "../../../lib/data-plane/route-freshness.ts";
+import { orMissing } from "../../../lib/kube/errors.ts";
+import type { KubeWatchTransport } from "../../../lib/kube/transport.ts";
 import { retryDelay } from "../../../lib/util/backoff.ts";
 import { withTimeout } from "../../../lib/util/with-timeout.ts";
+import { HeldRoutes } from "./held-routes.ts";
+import { PoolOwners } from "./pool-owners.ts";
 
 /** LIST_PAGE: pods per page of the (re)list that starts the watch. */
 const LIST_PAGE = 500;
 
-/** FORGOTTEN_KEEP_MS: how long a forgotten id stays refused after the watch last mentioned it. */
-const FORGOTTEN_KEEP_MS = 10 * 60_000;
-
-/** LOOKUP_MS bounds the read a miss makes; MISS_KEEP_MS: how long a miss is answered from memory. */
+/** LOOKUP_MS bounds the read a miss or a re-check makes; MISS_KEEP_MS: a miss answered from memory. */
 const LOOKUP_MS = 3_000;
 const MISS_KEEP_MS = 1_000;
 
-/** MAX_LOOKUPS: misses read at once; more are answered as misses (the apiserver is not a cache). */
+/** MAX_LOOKUPS: misses (and, apart, re-checks) read at once; more are answered without a read. */
 const MAX_LOOKUPS = 8;
 
 /** RouteTableOptions scope the watch. */
@@ -31,23 +36,24 @@ export interface RouteTableOptions {
   namespace?: string;
   /** onDrop hears every route that goes (released, stopped, deleted, relabelled, forgotten). */
   onDrop?: (sandboxId: string) => void;
+  /** now is the clock (ms) the freshness and the miss budget are judged by; Date.now by default. */
+  now?: () => number;
 }
 
 /**
- * RouteTable maps sandbox id → PodRoute from one watch. `route` answers from memory; `synced`
- * resolves once the first list is in; `forget` drops a sandbox this host released.
+ * RouteTable maps sandbox id → PodRoute from one watch. `route` answers from memory (a route not
+ * recently confirmed is none); `lookup` reads what memory cannot answer; `synced` resolves once
+ * the first list is in; `forget` drops a sandbox this host released.
  */
 export class RouteTable {
-  private readonly routes = new Map<string, PodRoute>();
-  /** byPod: which sandbox each pod (by uid) routes to, so a relabelled pod drops its old id. */
-  private readonly byPod = new Map<string, string>();
-  /** forgotten ids, with when they were forgotten or last seen: never routed again. */
-  private readonly forgotten = new Map<string, number>();
-  /** versions: the newest resourceVersion applied per pod uid (a read may run ahead of the watch). */
-  private readonly versions = new Map<string, number>();
-  /** lookups under way by sandbox id, and recent misses (until when they are answered from memory). */
+  private readonly held: HeldRoutes;
+  /** heardAt: the last list or watch event (bookmarks too): the table was current then (ms). */
+  private heardAt = Number.NEGATIVE_INFINITY;
+  /** lookups and re-checks under way by sandbox id, and recent misses (answered from memory until). */
   private readonly lookups = new Map<string, Promise<PodRoute | undefined>>();
+  private readonly rechecks = new Map<string, Promise<PodRoute | undefined>>();
   private readonly misses = new Map<string, number>();
+  private budget: MissBudget;
   private readonly controller = new AbortController();
   private readonly cursor: { resumeFrom?: string | undefined } = {};
   private markSynced: () => void = () => {};
@@ -59,10 +65,14 @@ export class RouteTable {
 
   private readonly deps: Pick<ViewDeps, "kube" | "watch" | "log">;
   private readonly options: RouteTableOptions;
+  private readonly now: () => number;
 
   constructor(deps: Pick<ViewDeps, "kube" | "watch" | "log">, options: RouteTableOptions = {}) {
     this.deps = deps;
     this.options = options;
+    this.now = options.now ?? Date.now;
+    this.budget = fullBudget(this.now());
+    this.held = new HeldRoutes(new PoolOwners(deps, this.now), this.now, options.onDrop);
   }
 
   /** start lists and watches in the background until close. */
@@ -75,7 +85,7 @@ export class RouteTable {
   /** close stops the watch and drops every route. */
   close(): void {
     this.controller.abort();
-    for (const id of [...this.routes.keys()]) this.drop(id);
+    this.held.clear();
   }
 
   /** ready: the first list is in. */
@@ -85,33 +95,46 @@ export class RouteTable {
 
   /** size is the number of routes held (tests, metrics). */
   get size(): number {
-    return this.routes.size;
+    return this.held.size;
   }
 
-  /** route is a sandbox's route, or undefined: unknown, not Running, released, forgotten. */
+  /**
+   * route is a sandbox's route, or undefined: unknown, not Running, released, forgotten, or not
+   * confirmed recently enough to use without a read (lookup reads it).
+   */
   route(sandboxId: string): PodRoute | undefined {
-    return this.routes.get(sandboxId);
+    const route = this.held.get(sandboxId);
+    return route && this.trusted(sandboxId) ? route : undefined;
   }
 
   /** all are the routes held now. */
   all(): IterableIterator<PodRoute> {
-    return this.routes.values();
+    return this.held.values();
+  }
+
+  private trusted(sandboxId: string): boolean {
+    return routeTrusted({ routeAt: this.held.confirmedAt(sandboxId), tableAt: this.heardAt }, this.now());
   }
 
   /**
-   * lookup is a sandbox's route, reading its pod (one consistent read) when the table has none: a
-   * sandbox answered Running a moment ago may not have reached this watch yet (or this host's, when
-   * another host answered the create). Misses are remembered for MISS_KEEP_MS, reads shared per id
-   * and at most MAX_LOOKUPS at once, so unknown ids cost the apiserver little; a forgotten
-   * (released) id is never read. A failed read is a miss.
+   * lookup is a sandbox's route, reading what memory cannot answer. A route not confirmed lately
+   * (the watch silent or failing) has its pod read again by name (recheck). A sandbox without one
+   * has its pods read (one consistent read): a sandbox answered Running a moment ago may not have
+   * reached this watch yet (or this host's, when another host answered the create). Misses are
+   * remembered for MISS_KEEP_MS, reads shared per id, at most MAX_LOOKUPS at once and within the
+   * miss budget (spendMiss), so unknown ids cost the apiserver little whatever clients send; a
+   * forgotten (released) id is never read. A failed read is a miss.
    */
   async lookup(sandboxId: string): Promise<PodRoute | undefined> {
-    const known = this.routes.get(sandboxId);
-    if (known || this.forgotten.has(sandboxId) || (this.misses.get(sandboxId) ?? 0) > Date.now())
-      return known;
+    const known = this.held.get(sandboxId);
+    if (known) return this.trusted(sandboxId) ? known : this.recheck(sandboxId, known);
+    if (this.held.isForgotten(sandboxId) || (this.misses.get(sandboxId) ?? 0) > this.now()) return undefined;
     const under = this.lookups.get(sandboxId);
     if (under) return under;
     if (this.lookups.size >= MAX_LOOKUPS) return undefined;
+    const spent = spendMiss(this.budget, this.now());
+    this.budget = spent.budget;
+    if (!spent.ok) return undefined;
     const read = this.read(sandboxId).finally(() => this.lookups.delete(sandboxId));
     this.lookups.set(sandboxId, read);
     return read;
@@ -124,58 +147,61 @@ export class RouteTable {
         LOOKUP_MS,
         "a sandbox's pod read",
       );
-      for (const pod of list.items) this.apply(pod, false);
+      await this.held.checkOwners(list.items);
+      for (const pod of list.items) this.held.apply(pod, false);
     } catch (e) {
       this.deps.log.debug({ err: String(e), sandboxId }, "data plane: a missed sandbox's read failed");
     }
-    const route = this.routes.get(sandboxId);
-    if (!route) {
-      for (const [id, until] of this.misses) if (until <= Date.now()) this.misses.delete(id);
-      this.misses.set(sandboxId, Date.now() + MISS_KEEP_MS);
-    }
+    const route = this.route(sandboxId);
+    if (!route) this.remember(sandboxId);
     return route;
+  }
+
+  /** recheck reads a route's pod again (shared per id, MAX_LOOKUPS at once) and says what holds. */
+  private recheck(sandboxId: string, route: PodRoute): Promise<PodRoute | undefined> {
+    if ((this.misses.get(sandboxId) ?? 0) > this.now()) return Promise.resolve(undefined);
+    const under = this.rechecks.get(sandboxId);
+    if (under) return under;
+    if (this.rechecks.size >= MAX_LOOKUPS) return Promise.resolve(undefined);
+    const read = this.reread(sandboxId, route).finally(() => this.rechecks.delete(sandboxId));
+    this.rechecks.set(sandboxId, read);
+    return read;
+  }
+
+  private async reread(sandboxId: string, route: PodRoute): Promise<PodRoute | undefined> {
+    let pod: V1Pod | undefined;
+    try {
+      pod = await withTimeout(
+        orMissing(this.deps.kube.getPod(route.namespace, route.podName)),
+        LOOKUP_MS,
+        "a route's pod read",
+      );
+    } catch (e) {
+      // Not confirmed is not usable: the route stays, unused, until a read or the watch confirms it.
+      this.deps.log.debug({ err: String(e), sandboxId }, "data plane: a route's re-check failed");
+      this.remember(sandboxId);
+      return undefined;
+    }
+    const keeps = recheckKeeps(route, pod);
+    if (!keeps) {
+      if (this.held.get(sandboxId)?.podUid === route.podUid) this.held.drop(sandboxId);
+      if (pod?.metadata?.uid !== route.podUid) this.held.gone(route.podUid);
+    }
+    if (pod) this.held.apply(pod, false);
+    if (keeps && this.held.get(sandboxId)?.podUid === route.podUid) this.held.confirm(sandboxId);
+    return this.route(sandboxId);
+  }
+
+  /** remember answers a sandbox as missing from memory for MISS_KEEP_MS. */
+  private remember(sandboxId: string): void {
+    const now = this.now();
+    for (const [id, until] of this.misses) if (until <= now) this.misses.delete(id);
+    this.misses.set(sandboxId, now + MISS_KEEP_MS);
   }
 
   /** forget drops a sandbox's route at once and refuses it from now on (this host released it). */
   forget(sandboxId: string): void {
-    this.forgotten.set(sandboxId, Date.now());
-    this.drop(sandboxId);
-  }
-
-  private drop(sandboxId: string): void {
-    const had = this.routes.get(sandboxId);
-    if (!had) return;
-    this.routes.delete(sandboxId);
-    if (this.byPod.get(had.podUid) === sandboxId) this.byPod.delete(had.podUid);
-    this.options.onDrop?.(sandboxId);
-  }
-
-  /** apply takes one pod version (deleted: gone or out of the selection). */
-  private apply(pod: V1Pod, deleted: boolean): void {
-    const uid = pod.metadata?.uid ?? "";
-    // A lookup's read may be newer than what the watch brings next: an older version is ignored.
-    const version = Number(pod.metadata?.resourceVersion);
-    const applied = this.versions.get(uid);
-    if (Number.isSafeInteger(version) && applied !== undefined && version < applied) return;
-    if (deleted) this.versions.delete(uid);
-    else if (Number.isSafeInteger(version)) this.versions.set(uid, version);
-    const next = deleted ? undefined : podRoute(pod);
-    const before = this.byPod.get(uid);
-    if (before !== undefined && before !== next?.sandboxId) this.drop(before);
-    const id = pod.metadata?.labels?.[SANDBOX_ID_LABEL];
-    if (!next) {
-      if (id !== undefined) this.drop(id);
-      return;
-    }
-    if (this.forgotten.has(next.sandboxId)) {
-      this.forgotten.set(next.sandboxId, Date.now());
-      return;
-    }
-    const had = this.routes.get(next.sandboxId);
-    // Another pod or address for the same id (never expected): its connections go with the old one.
-    if (had && (had.podUid !== next.podUid || had.podIP !== next.podIP)) this.drop(next.sandboxId);
-    this.routes.set(next.sandboxId, next);
-    this.byPod.set(uid, next.sandboxId);
+    this.held.forget(sandboxId);
   }
 
   /** relist reads every selected pod (paged) and replaces the table with what it says. */
@@ -190,29 +216,34 @@ export class RouteTable {
         ...page,
       });
       version = list.resourceVersion;
+      await this.held.checkOwners(list.items);
       for (const pod of list.items) {
-        this.apply(pod, false);
+        this.held.apply(pod, false);
         pods.add(pod.metadata?.uid ?? "");
         const id = pod.metadata?.labels?.[SANDBOX_ID_LABEL];
         if (id) seen.add(id);
       }
       page = list.continue ? { continue: list.continue } : {};
     } while (page.continue);
-    for (const id of [...this.routes.keys()]) if (!seen.has(id)) this.drop(id);
-    for (const uid of [...this.versions.keys()]) if (!pods.has(uid)) this.versions.delete(uid);
+    this.held.sweep(seen, pods);
     this.cursor.resumeFrom = version;
-    this.expireForgotten();
+    this.heardAt = this.now();
     if (!this.isSynced) {
       this.isSynced = true;
       this.markSynced();
     }
   }
 
-  /** expireForgotten lets go of ids the watch has not mentioned for FORGOTTEN_KEEP_MS. */
-  private expireForgotten(): void {
-    const now = Date.now();
-    for (const [id, at] of this.forgotten) if (now - at > FORGOTTEN_KEEP_MS) this.forgotten.delete(id);
-  }
+  /** heard is the watch transport, noting when each event (bookmarks too) arrives: the table is current then. */
+  private readonly heard: KubeWatchTransport = (req, onEvent, signal) =>
+    this.deps.watch(
+      req,
+      (event) => {
+        if (event.type !== "ERROR") this.heardAt = this.now();
+        return onEvent(event);
+      },
+      signal,
+    );
 
   /** run lists, then watches from the list's version; a 410 lists again; quick ends are paced. */
   private async run(): Promise<void> {
@@ -232,14 +263,14 @@ export class RouteTable {
       }
       const opened = Date.now();
       const end = await watchPodsFrom(
-        this.deps,
+        { ...this.deps, watch: this.heard },
         {
           namespace: this.options.namespace,
           selector: { labelSelector: SANDBOX_ID_LABEL },
           cursor: this.cursor,
         },
         ({ pod, deleted }) => {
-          this.apply(pod, deleted);
+          this.held.apply(pod, deleted);
           return false;
         },
         signal,
@@ -247,7 +278,7 @@ export class RouteTable {
       );
       if (signal.aborted) return;
       if (end === "gone") listed = false;
-      this.expireForgotten();
+      this.held.expireForgotten();
       quick = await paceReopen(quick, opened, end === "failed", signal);
     }
   }

@@ -48,17 +48,23 @@ export class Traffic {
     this.onMoved = onMoved;
   }
 
-  /** begin opens an exchange of `sandboxId` on a port of `portClass`: the sandbox is active now. */
-  begin(sandboxId: string, portClass: Exclude<PortClass, "none">): Exchange {
+  /**
+   * begin opens an exchange of `sandboxId` on a port of `portClass`: the sandbox is active now,
+   * unless `active` is false (an unauthenticated envd /health: anyone may probe, and a prober must
+   * not keep a sandbox from its idle release). Such an exchange is observed in the metrics only.
+   */
+  begin(sandboxId: string, portClass: Exclude<PortClass, "none">, active = true): Exchange {
     const started = this.now();
-    let presence = this.bySandbox.get(sandboxId);
-    if (!presence) {
-      presence = { open: 0, lastAt: started };
-      this.bySandbox.set(sandboxId, presence);
+    let p: Presence | undefined;
+    if (active) {
+      p = this.bySandbox.get(sandboxId);
+      if (!p) {
+        p = { open: 0, lastAt: started };
+        this.bySandbox.set(sandboxId, p);
+      }
+      p.open++;
+      p.lastAt = started;
     }
-    const p = presence;
-    p.open++;
-    p.lastAt = started;
     const m = this.metrics;
     m?.openStreams.inc({ port_class: portClass });
     let status = 0;
@@ -96,8 +102,10 @@ export class Traffic {
         if (ended) return;
         ended = true;
         flush();
-        p.open--;
-        p.lastAt = this.now();
+        if (p) {
+          p.open--;
+          p.lastAt = this.now();
+        }
         m?.openStreams.dec({ port_class: portClass });
         m?.requests.inc({ port_class: portClass, code: status ? statusClass(status) : "none" });
       },

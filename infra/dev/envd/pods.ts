@@ -1,13 +1,21 @@
 /**
- * pods.ts keeps one sandbox per pod IP: the stand-in serves every kwok pod from one server and
- * tells them apart by the local address it was called on. `/init` with a new access token is a
- * new sandbox on the pod: the previous one's processes are killed, its watchers closed and its
- * directory removed, and the new one gets a fresh directory (with `/home/user`) under the
- * server's temporary root. An `/init` repeating the current token (a retried hook) only
- * replaces the env vars, so it never wipes a sandbox in use.
+ * pods.ts keeps the envd of each pod IP: the stand-in serves every kwok pod from one server and
+ * tells them apart by the local address it was called on. A pod's envd starts as a real one
+ * does: no access token, checking nothing, over a fresh directory (with `/home/user`) under the
+ * server's temporary root, made on the first request that reaches it. `/init` follows envd's
+ * rules (auth.ts checkInitToken): the first one sets the token, later ones must repeat it, so a
+ * retried hook only replaces the env vars and nobody without the token can take the sandbox over.
+ *
+ * A real envd loses its token only by dying with its container, and every claim runs in a
+ * container that never served (a reset restarts them, a new pod has new ones). The stand-in sees
+ * that through `instanceOf` (pod-instances.ts: the pod's uid and sandbox container's ID): when an
+ * /init finds the instance changed, the previous envd is gone (its processes killed, watchers
+ * closed, directory removed) and the /init meets a fresh one. Without `instanceOf`, a pod's envd
+ * never restarts.
  */
 import { mkdir, realpath, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { checkInitToken } from "./auth.ts";
 import { HOME } from "./paths.ts";
 import { ProcessTable } from "./processes.ts";
 
@@ -19,6 +27,7 @@ export interface Limits {
 
 /** Sandbox is the state of the sandbox a pod serves. */
 export interface Sandbox {
+  /** token is envd's access token; "" until an /init sets one (then nothing is checked). */
   token: string;
   envVars: Record<string, string>;
   root: { dir: string; real: string };
@@ -29,56 +38,132 @@ export interface Sandbox {
   limits: Limits;
 }
 
-/** Pods maps pod IPs to their current sandbox. */
+/**
+ * InstanceLookup names the container instance that serves a pod IP now (undefined: unknown), so
+ * a restarted container is told from the one an /init reached before.
+ */
+export type InstanceLookup = (ip: string) => Promise<string | undefined>;
+
+/** InitRequest is an /init body as read: "" is no token; envVars absent keeps the current ones. */
+export interface InitRequest {
+  accessToken: string;
+  envVars?: Record<string, string>;
+  /** timestampMs: the caller's clock; an /init not newer than the last applied one changes nothing. */
+  timestampMs?: number;
+}
+
+/** InitOutcome is an /init's answer: applied (or skipped as stale), or refused with envd's status. */
+export type InitOutcome = { ok: true; applied: boolean } | { ok: false; status: 401 | 500; reason: string };
+
+/** PodEnvd is one pod's envd: its sandbox, the instance it runs as, its last /init's timestamp. */
+interface PodEnvd {
+  sandbox: Sandbox;
+  instance: string | undefined;
+  lastSetMs: number;
+}
+
+/** Pods maps pod IPs to their envd. */
 export class Pods {
-  private readonly byIp = new Map<string, Sandbox>();
+  private readonly byIp = new Map<string, PodEnvd>();
+  /** locks chains the changes of one IP's envd (envd serialises /init too). */
+  private readonly locks = new Map<string, Promise<unknown>>();
   private seq = 0;
   readonly tempRoot: string;
   readonly limits: Limits;
-  constructor(tempRoot: string, limits: Limits) {
+  private readonly instanceOf: InstanceLookup | undefined;
+  constructor(tempRoot: string, limits: Limits, instanceOf?: InstanceLookup) {
     this.tempRoot = tempRoot;
     this.limits = limits;
+    this.instanceOf = instanceOf;
   }
 
-  get(ip: string): Sandbox | undefined {
-    return this.byIp.get(ip);
+  /** of is the sandbox of the pod's envd, a fresh tokenless one if nothing reached it yet. */
+  async of(ip: string): Promise<Sandbox> {
+    const held = this.byIp.get(ip);
+    if (held) return held.sandbox;
+    return this.serial(ip, async () => {
+      const now = this.byIp.get(ip);
+      if (now) return now.sandbox;
+      return (await this.fresh(ip, await this.lookup(ip))).sandbox;
+    });
   }
 
-  /** init applies an /init: same token keeps the sandbox (env vars replaced), else a new one. */
-  async init(ip: string, token: string, envVars: Record<string, string>): Promise<void> {
-    const current = this.byIp.get(ip);
-    if (current && current.token === token) {
-      current.envVars = envVars;
-      return;
-    }
-    this.seq += 1;
-    const dir = join(this.tempRoot, `${ip.replaceAll(/[^0-9A-Za-z.]/g, "_")}-${this.seq}`);
-    await mkdir(join(dir, HOME), { recursive: true });
-    const next: Sandbox = {
-      token,
-      envVars,
-      root: { dir, real: await realpath(dir) },
-      processes: new ProcessTable(this.limits.processes),
-      closers: new Set(),
-      watchers: 0,
-      limits: this.limits,
-    };
-    const previous = this.byIp.get(ip);
-    this.byIp.set(ip, next);
-    if (previous) await retire(previous);
+  /**
+   * init applies an /init as envd does: the token check first (a refusal changes nothing), then
+   * a stale timestamp skips the update, else the env vars (when given) and token are set. Env
+   * containing AGENTBOX_TEST_FAIL_INIT answers 500 after the check: a broken envd, for tests.
+   */
+  init(ip: string, req: InitRequest): Promise<InitOutcome> {
+    return this.serial(ip, async (): Promise<InitOutcome> => {
+      const instance = await this.lookup(ip);
+      let envd = this.byIp.get(ip);
+      if (!envd || (instance !== undefined && envd.instance !== undefined && envd.instance !== instance))
+        envd = await this.fresh(ip, instance);
+      else envd.instance ??= instance;
+      const refused = checkInitToken(envd.sandbox.token, req.accessToken);
+      if (refused) return { ok: false, status: 401, reason: refused };
+      if (req.envVars?.AGENTBOX_TEST_FAIL_INIT) return { ok: false, status: 500, reason: "init failed" };
+      if (req.timestampMs !== undefined) {
+        if (req.timestampMs <= envd.lastSetMs) return { ok: true, applied: false };
+        envd.lastSetMs = req.timestampMs;
+      }
+      if (req.envVars) envd.sandbox.envVars = req.envVars;
+      envd.sandbox.token = req.accessToken;
+      return { ok: true, applied: true };
+    });
   }
 
   /** killAll kills every sandbox's processes at once (synchronous: usable on process exit). */
   killAll(): void {
-    for (const s of this.byIp.values()) s.processes.killAll();
+    for (const e of this.byIp.values()) e.sandbox.processes.killAll();
   }
 
   /** close ends every sandbox and removes the temporary root. */
   async close(): Promise<void> {
     const all = [...this.byIp.values()];
     this.byIp.clear();
-    await Promise.all(all.map(retire));
+    await Promise.all(all.map((e) => retire(e.sandbox)));
     await rm(this.tempRoot, { recursive: true, force: true });
+  }
+
+  /** fresh starts a new envd on the pod (no token, an empty directory), retiring the previous one. */
+  private async fresh(ip: string, instance: string | undefined): Promise<PodEnvd> {
+    this.seq += 1;
+    const dir = join(this.tempRoot, `${ip.replaceAll(/[^0-9A-Za-z.]/g, "_")}-${this.seq}`);
+    await mkdir(join(dir, HOME), { recursive: true });
+    const next: PodEnvd = {
+      sandbox: {
+        token: "",
+        envVars: {},
+        root: { dir, real: await realpath(dir) },
+        processes: new ProcessTable(this.limits.processes),
+        closers: new Set(),
+        watchers: 0,
+        limits: this.limits,
+      },
+      instance,
+      lastSetMs: Number.NEGATIVE_INFINITY,
+    };
+    const previous = this.byIp.get(ip);
+    this.byIp.set(ip, next);
+    if (previous) await retire(previous.sandbox);
+    return next;
+  }
+
+  /** lookup names the instance serving ip now; undefined when unknown (no lookup, or it failed). */
+  private async lookup(ip: string): Promise<string | undefined> {
+    return this.instanceOf ? this.instanceOf(ip).catch(() => undefined) : undefined;
+  }
+
+  /** serial runs fn after every earlier change of ip's envd has settled. */
+  private serial<T>(ip: string, fn: () => Promise<T>): Promise<T> {
+    const run = (this.locks.get(ip) ?? Promise.resolve()).then(fn);
+    const tail = run.catch(() => {});
+    this.locks.set(ip, tail);
+    void tail.then(() => {
+      if (this.locks.get(ip) === tail) this.locks.delete(ip);
+    });
+    return run;
   }
 }
 

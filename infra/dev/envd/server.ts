@@ -2,14 +2,16 @@
  * server.ts is the envd stand-in for every kwok pod (the integration tests, and `npm start`, so
  * the E2B SDK's commands and files work on the local cluster). The cluster gives pods loopback
  * IPs (127.32.0.0/16), so one server on 0.0.0.0 receives what is sent to podIP:port and tells
- * pods apart by the address it was called on; each pod holds the sandbox its last /init set up
- * (pods.ts). It speaks the part of envd's protocol the SDK uses:
+ * pods apart by the address it was called on; each pod has an envd of its own (pods.ts). It
+ * speaks the part of envd's protocol the SDK uses, with envd's access rules (auth.ts):
  *
- * - `GET /health` (204, open to all), `POST /init` ({envVars, accessToken}; internal: only the
- *   control plane may call it; env containing AGENTBOX_TEST_FAIL_INIT answers 500, a broken envd),
- *   `GET /envs` (the /init env vars, to the token holder), `GET|POST /files` (files-http.ts).
- * - Connect JSON RPCs of `process.Process` and `filesystem.Filesystem` (rpc.ts), to the holder
- *   of the sandbox's `X-Access-Token`.
+ * - `GET /health` (204, open to all), `POST /init` ({envVars, accessToken, timestamp}: sets the
+ *   token the first time, then only with that same token; env containing AGENTBOX_TEST_FAIL_INIT
+ *   answers 500, a broken envd), `GET /envs` (the /init env vars), `GET|POST /files`
+ *   (files-http.ts: the token header or a signature).
+ * - Connect JSON RPCs of `process.Process` and `filesystem.Filesystem` (rpc.ts).
+ * - Once a token is set, everything but /health, /files and /init needs `X-Access-Token`; before,
+ *   nothing is checked, as on a real envd no /init has reached.
  */
 import { appendFileSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
@@ -17,11 +19,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { tokenMatches } from "./auth.ts";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { nodeKubeTransport } from "../../../hosts/node/kube-transport.ts";
+import { AUTH_EXCLUDED_ROUTES, tokenMatches } from "./auth.ts";
 import { RpcError } from "./connect.ts";
 import { type FileLimits, serveFiles } from "./files-http.ts";
 import { filesystemMethods } from "./filesystem-service.ts";
-import { type Limits, Pods } from "./pods.ts";
+import { podInstances } from "./pod-instances.ts";
+import { type InitRequest, type Limits, Pods } from "./pods.ts";
 import { processMethods } from "./process-service.ts";
 import { answerRpcError, type Method, serveRpc } from "./rpc.ts";
 
@@ -41,6 +46,12 @@ export interface EnvdOptions {
    * (RecordedRequest): tests read it to see exactly what reached envd through the router.
    */
   requestLog?: string;
+  /**
+   * kubeconfig lets the stand-in see a pod's container restart (pod-instances.ts), so the next
+   * claim's /init meets a fresh envd, as on a real pod. Without it a pod's envd never restarts:
+   * a second token on the same pod IP is refused.
+   */
+  kubeconfig?: KubeConfig;
 }
 
 /** RecordedRequest is one line of the request log: the pod address called and the request head. */
@@ -82,17 +93,32 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
 }
 
-/** parseInit reads an /init body: {envVars?: {string: string}, accessToken?: string}. */
-function parseInit(body: Buffer): { envVars: Record<string, string>; accessToken: string } {
-  const v = JSON.parse(body.toString("utf8") || "{}") as { envVars?: unknown; accessToken?: unknown };
-  const envVars = v.envVars ?? {};
-  if (typeof envVars !== "object" || envVars === null || Array.isArray(envVars))
-    throw new Error("envVars must be an object");
-  for (const [k, val] of Object.entries(envVars))
-    if (typeof val !== "string") throw new Error(`envVars.${k} must be a string`);
-  if (v.accessToken !== undefined && typeof v.accessToken !== "string")
+/** parseInit reads an /init body: {envVars?: {string: string}, accessToken?: string, timestamp?: RFC 3339}. */
+function parseInit(body: Buffer): InitRequest {
+  const v = JSON.parse(body.toString("utf8") || "{}") as {
+    envVars?: unknown;
+    accessToken?: unknown;
+    timestamp?: unknown;
+  };
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new Error("the body must be an object");
+  const { envVars, accessToken, timestamp } = v;
+  if (envVars !== undefined && envVars !== null) {
+    if (typeof envVars !== "object" || Array.isArray(envVars)) throw new Error("envVars must be an object");
+    for (const [k, val] of Object.entries(envVars))
+      if (typeof val !== "string") throw new Error(`envVars.${k} must be a string`);
+  }
+  if (accessToken !== undefined && accessToken !== null && typeof accessToken !== "string")
     throw new Error("accessToken must be a string");
-  return { envVars: envVars as Record<string, string>, accessToken: v.accessToken ?? "" };
+  let timestampMs: number | undefined;
+  if (timestamp !== undefined && timestamp !== null) {
+    timestampMs = typeof timestamp === "string" ? Date.parse(timestamp) : Number.NaN;
+    if (Number.isNaN(timestampMs)) throw new Error("timestamp must be an RFC 3339 time");
+  }
+  return {
+    accessToken: accessToken ?? "",
+    ...(envVars ? { envVars: envVars as Record<string, string> } : {}),
+    ...(timestampMs === undefined ? {} : { timestampMs }),
+  };
 }
 
 /** startEnvd starts the stand-in; closing the server ends every sandbox and removes their files. */
@@ -100,6 +126,7 @@ export async function startEnvd(options: EnvdOptions = {}): Promise<{ port: numb
   const pods = new Pods(
     await mkdtemp(join(tmpdir(), "agentbox-envd-")),
     options.limits ?? { processes: 64, watchers: 64 },
+    options.kubeconfig ? podInstances(nodeKubeTransport(options.kubeconfig)) : undefined,
   );
   const rpcBodyBytes = options.rpcBodyBytes ?? 8 << 20;
   const fileLimits = options.files ?? { uploadBytes: 1 << 30, multipartBytes: 256 << 20 };
@@ -113,42 +140,39 @@ export async function startEnvd(options: EnvdOptions = {}): Promise<{ port: numb
       return;
     }
     if (route === "POST /init") {
-      let init: ReturnType<typeof parseInit>;
+      let init: InitRequest;
       try {
         init = parseInit(await readBody(req, rpcBodyBytes));
       } catch (e) {
         json(res, 400, { code: 400, message: `bad /init body: ${(e as Error).message}` });
         return;
       }
-      if (init.envVars.AGENTBOX_TEST_FAIL_INIT) {
-        res.writeHead(500).end("init failed");
-        return;
-      }
-      await pods.init(ip, init.accessToken, init.envVars);
-      res.writeHead(204).end();
+      const outcome = await pods.init(ip, init);
+      if (outcome.ok) res.writeHead(204, { "cache-control": "no-store" }).end();
+      else res.writeHead(outcome.status).end(outcome.reason);
       return;
     }
-    const sbx = pods.get(ip);
+    const sbx = await pods.of(ip);
     const method = req.method === "POST" ? METHODS[url.pathname] : undefined;
-    if (url.pathname === "/files" && (req.method === "GET" || req.method === "POST")) {
-      if (!sbx) json(res, 401, { code: 401, message: "envd not initialized" });
-      else await serveFiles(req, res, sbx, url, fileLimits);
+    const token = req.headers["x-access-token"];
+    if (
+      sbx.token &&
+      !AUTH_EXCLUDED_ROUTES.has(route) &&
+      !tokenMatches(sbx.token, typeof token === "string" ? token : undefined)
+    ) {
+      req.resume();
+      const message =
+        "unauthorized access, please provide a valid access token or method signing if supported";
+      // A 401 before any message, as envd answers: the SDK maps the status to its auth error.
+      if (method) answerRpcError(res, "unary", new RpcError("unauthenticated", message));
+      else json(res, 401, { code: 401, message });
       return;
     }
-    const token = req.headers["x-access-token"];
-    const allowed =
-      sbx !== undefined && tokenMatches(sbx.token, typeof token === "string" ? token : undefined);
+    if (url.pathname === "/files" && (req.method === "GET" || req.method === "POST")) {
+      await serveFiles(req, res, sbx, url, fileLimits);
+      return;
+    }
     if (method) {
-      if (!sbx || !allowed) {
-        // A 401 before any message, as envd answers: the SDK maps the status to its auth error.
-        req.resume();
-        answerRpcError(
-          res,
-          "unary",
-          new RpcError("unauthenticated", "unauthorized access, please provide a valid access token"),
-        );
-        return;
-      }
       let body: Buffer;
       try {
         body = await readBody(req, rpcBodyBytes);
@@ -160,9 +184,7 @@ export async function startEnvd(options: EnvdOptions = {}): Promise<{ port: numb
       return;
     }
     if (route === "GET /envs") {
-      if (!sbx || !allowed)
-        json(res, 401, { code: 401, message: "unauthorized access, please provide a valid access token" });
-      else json(res, 200, sbx.envVars);
+      json(res, 200, sbx.envVars);
       return;
     }
     req.resume();

@@ -16,7 +16,7 @@ import { kube } from "./kube.ts";
  * write land between a handler's read and its write).
  */
 export function inProcessApi(base: StepDeps, extra: Partial<ApiDeps> = {}) {
-  const { kc } = kube();
+  const { kc, cluster } = kube();
   const sent: KubeRequest[] = [];
   const real = nodeKubeTransport(kc);
   const hooks: { after?: (req: KubeRequest) => Promise<void> } = {};
@@ -31,6 +31,8 @@ export function inProcessApi(base: StepDeps, extra: Partial<ApiDeps> = {}) {
     apiKeys: { namespace: "agentbox-system", name: "agentbox-api-keys" },
     random: Math.random,
     watch: nodeKubeWatch(kc),
+    // Every claim's envd /init goes where the host's does: the envd stand-in's port.
+    envdPort: cluster.envdPort,
     ...extra,
   };
   const app = new Hono().route("/v1", sandboxRoutes(deps));

@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, inject } from "vitest";
 import type { StepDeps } from "../../../functions/deps.ts";
 import { reconcilePool } from "../../../functions/reconcile-pool.ts";
 import { nodeKubeTransport } from "../../../hosts/node/kube-transport.ts";
@@ -16,9 +16,16 @@ import { kube, newNamespace } from "./kube.ts";
 const quiet: Log = { debug() {}, info() {}, warn() {}, error() {} };
 
 /**
+ * sealKeys are the test host's: every claim with envd carries an envd /init hook, so the steps a
+ * test drives run hooks as the host does (testDeps), instead of failing them for want of a key.
+ */
+const sealKeys = await importSealKeys(inject("cluster").sealingKey);
+
+/**
  * testDeps wires the real steps to the run's cluster and an in-memory SQLite history. Its clock
  * is real time plus `clock.offsetMs`, so a test can jump past idle timeouts and protection
- * windows instead of waiting for them (the decisions only know time through `now`).
+ * windows instead of waiting for them (the decisions only know time through `now`). It runs
+ * post-start hooks as the test host does (its sealing key, the envd stand-in, its deadline).
  */
 export function testDeps(): StepDeps & { history: SqliteHistoryStore; clock: { offsetMs: number } } {
   const { kc } = kube();
@@ -34,12 +41,19 @@ export function testDeps(): StepDeps & { history: SqliteHistoryStore; clock: { o
     clusterId: "local",
     // Its own registry: a test can read what the steps it ran observed.
     metrics: createMetrics(new Registry()),
+    postStart: {
+      keys: sealKeys,
+      fetch: globalThis.fetch,
+      retryDelaysMs: [100],
+      attemptTimeoutMs: 2000,
+      deadlineSeconds: inject("cluster").postStartDeadlineSeconds,
+    },
   };
 }
 
 /**
- * withPostStart lets testDeps run post-start hooks as the test host does: its sealing key, the
- * fake envd, its deadline, one quick retry.
+ * withPostStart gives any step deps the test host's way of running post-start hooks: its
+ * sealing key, the fake envd, its deadline, one quick retry (testDeps have it already).
  */
 export async function withPostStart<T extends StepDeps>(deps: T): Promise<T> {
   const { cluster } = kube();

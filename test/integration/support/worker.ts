@@ -43,8 +43,15 @@ export function tunnel(cluster: TestCluster, seen?: (req: Request) => void) {
     seen?.(req);
     const url = new URL(req.url);
     if (url.hostname === DOWN_HOST) throw new Error("connection refused");
-    if (url.hostname !== KUBE_HOST) return fetch(req);
     const body = req.body ? Buffer.from(await req.arrayBuffer()) : undefined;
+    // A pod's envd (post-start hooks): Node's fetch takes the buffered body, not workerd's stream.
+    if (url.hostname !== KUBE_HOST)
+      return fetch(req.url, {
+        method: req.method,
+        headers: req.headers,
+        ...(body ? { body } : {}),
+        signal: AbortSignal.timeout(30_000),
+      });
     return new Promise<Response>((resolve, reject) => {
       const headers = Object.fromEntries(req.headers);
       delete headers.host;
