@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { httpsRequest } from "./support/http.ts";
+import { e2bSandbox } from "./support/e2b-sandbox.ts";
 import { kube } from "./support/kube.ts";
 import { envdRequests, logSize, rawExchange, seen, statuses } from "./support/raw-http.ts";
 import { TEST_SANDBOX_DOMAIN } from "./support/sandbox-domain.ts";
@@ -311,21 +311,7 @@ const CASES: Case[] = [
 
 describe("the router's forward path, fuzzed", () => {
   it("refuses each malformed request or forwards it intact: envd sees exactly what was sent", async () => {
-    const res = await httpsRequest(`https://127.0.0.1:${cluster.hostPort}/e2b/sandboxes`, cluster.caCert, {
-      timeoutMs: 60_000,
-      method: "POST",
-      headers: { "content-type": "application/json", "X-API-KEY": t.key },
-      body: JSON.stringify({ templateID: `${t.ns}/p`, envVars: { GREETING: "hi" } }),
-    });
-    expect(res.status).toBe(201);
-    const { sandboxID, envdAccessToken } = JSON.parse(res.body) as {
-      sandboxID: string;
-      envdAccessToken: string;
-    };
-    const [pod] = (await t.pods()).filter(
-      (p) => p.metadata?.labels?.["agentbox.navix.sh/sandbox-id"] === sandboxID,
-    );
-    const podIP = pod?.status?.podIP ?? "";
+    const { id: sandboxID, token: envdAccessToken, podIP } = await e2bSandbox(cluster, t);
     const s: Sandbox = {
       id: sandboxID,
       token: envdAccessToken,

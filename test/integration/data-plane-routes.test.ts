@@ -58,10 +58,13 @@ async function impostor(like: V1Pod, id: string, ownerUid: string): Promise<V1Po
         name,
         labels: { [POOL_LABEL]: "p", "agentbox.navix.sh/sandbox-phase": "running", [ID]: id },
         annotations: { [ID]: id },
-        // A forged controlling reference, even with the real pool's uid: the pool is not here.
+        // A forged controlling reference, even with the real pool's uid: the pool is not here. Its
+        // version is one the apiserver does not serve, as an attacker would pick it: the garbage
+        // collector cannot resolve the owner and leaves the pod (with v1alpha1 it deletes it as
+        // dangling within seconds, which would end the test's impostor, not a real attack).
         ownerReferences: [
           {
-            apiVersion: "agents.navix.sh/v1alpha1",
+            apiVersion: "agents.navix.sh/v0",
             kind: "SandboxPool",
             name: "p",
             uid: ownerUid,

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { connect } from "node:http2";
 import { beforeAll, describe, expect, it } from "vitest";
+import { e2bSandbox } from "./support/e2b-sandbox.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube } from "./support/kube.ts";
 import { envdRequests, logSize, rawExchange, seen, statuses } from "./support/raw-http.ts";
@@ -20,31 +21,7 @@ const router = cluster.dataPlanePort;
 
 beforeAll(() => t.allIdle());
 
-/** podIPOf is the pod IP of a sandbox of the pool. */
-async function podIPOf(sandboxId: string): Promise<string> {
-  const [pod] = (await t.pods()).filter(
-    (p) => p.metadata?.labels?.["agentbox.navix.sh/sandbox-id"] === sandboxId,
-  );
-  return pod?.status?.podIP ?? "";
-}
-
-/** e2bSandbox creates a sandbox with env vars through the E2B API (its envd holds its token). */
-async function e2bSandbox() {
-  const res = await httpsRequest(`https://127.0.0.1:${cluster.hostPort}/e2b/sandboxes`, cluster.caCert, {
-    timeoutMs: 60_000,
-    method: "POST",
-    headers: { "content-type": "application/json", "X-API-KEY": t.key },
-    body: JSON.stringify({ templateID: `${t.ns}/p`, envVars: { GREETING: "hi" } }),
-  });
-  expect(res.status).toBe(201);
-  const { sandboxID, envdAccessToken } = JSON.parse(res.body) as {
-    sandboxID: string;
-    envdAccessToken: string;
-  };
-  return { id: sandboxID, token: envdAccessToken, podIP: await podIPOf(sandboxID) };
-}
-
-/** v1Sandbox creates a sandbox through /v1 without env vars (no envd /init today). */
+/** v1Sandbox creates a sandbox through /v1 without env vars (its envd gets the token from the claim's own hook). */
 async function v1Sandbox() {
   const res = await httpsRequest(`https://127.0.0.1:${cluster.hostPort}/v1/sandboxes`, cluster.caCert, {
     timeoutMs: 60_000,
@@ -84,7 +61,7 @@ function fetchVia(host: string, path: string, init: RequestInit & { headers?: Re
 /** owned is the sandbox the tests share (made on first use): its envd holds its owner's token. */
 let owned: ReturnType<typeof e2bSandbox> | undefined;
 const ownedSandbox = () => {
-  owned ??= e2bSandbox();
+  owned ??= e2bSandbox(cluster, t);
   return owned;
 };
 

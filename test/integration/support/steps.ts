@@ -19,7 +19,9 @@ const quiet: Log = { debug() {}, info() {}, warn() {}, error() {} };
  * sealKeys are the test host's: every claim with envd carries an envd /init hook, so the steps a
  * test drives run hooks as the host does (testDeps), instead of failing them for want of a key.
  */
-const sealKeys = await importSealKeys(inject("cluster").sealingKey);
+const sealingKey = (inject("cluster") as ReturnType<typeof inject<"cluster">> | undefined)?.sealingKey;
+/** The fault tests import this module's pool helpers without an integration cluster: no keys there. */
+const sealKeys = sealingKey ? await importSealKeys(sealingKey) : undefined;
 
 /**
  * testDeps wires the real steps to the run's cluster and an in-memory SQLite history. Its clock
@@ -41,13 +43,17 @@ export function testDeps(): StepDeps & { history: SqliteHistoryStore; clock: { o
     clusterId: "local",
     // Its own registry: a test can read what the steps it ran observed.
     metrics: createMetrics(new Registry()),
-    postStart: {
-      keys: sealKeys,
-      fetch: globalThis.fetch,
-      retryDelaysMs: [100],
-      attemptTimeoutMs: 2000,
-      deadlineSeconds: inject("cluster").postStartDeadlineSeconds,
-    },
+    ...(sealKeys
+      ? {
+          postStart: {
+            keys: sealKeys,
+            fetch: globalThis.fetch,
+            retryDelaysMs: [100],
+            attemptTimeoutMs: 2000,
+            deadlineSeconds: inject("cluster").postStartDeadlineSeconds,
+          },
+        }
+      : {}),
   };
 }
 
