@@ -166,7 +166,10 @@ export async function startHost(config: HostConfig): Promise<Host> {
     config.kubeTimeouts?.read ? { headerTimeoutMs: config.kubeTimeouts.read } : {},
   );
   // The shutdown's two signals: readiness (/readyz), and the end of its grace for waiting creates.
-  let ready = true;
+  // A host with a router is ready only once the router listens: the API listens first (the
+  // router's watch may take a while), and traffic sent to the router's Service before must not
+  // be refused.
+  let ready = !config.dataPlane;
   const stopping = new AbortController();
   const api: ApiDeps = {
     ...deps,
@@ -292,6 +295,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
       await reconciler.close();
       throw e;
     });
+  ready = true;
   const sampler = startPoolSampler(poolSamples, {
     intervalSeconds: sampleSeconds,
     gauges: () => reconciler.metrics(),
