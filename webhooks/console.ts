@@ -95,7 +95,8 @@ export function consoleRoutes(deps: ConsoleDeps): Hono<Env> {
     }),
   );
   app.use("*", async (c, next) => {
-    if (c.req.path.endsWith("/login")) return next();
+    // The sign-in page itself (mounted at /ui or at the root), not any path that ends in /login.
+    if (/^(\/[^/]+)?\/login$/.test(c.req.path)) return next();
     const tenant = await sessions.tenantOf(getCookie(c, CONSOLE_COOKIE));
     if (!tenant) return c.redirect("/ui/login", 303);
     c.set("tenant", tenant);

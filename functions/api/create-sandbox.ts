@@ -67,7 +67,7 @@ async function hookPlan(
   deps: ApiDeps,
   sandboxId: string,
   req: CreateSandboxRequest,
-): Promise<((pool: SandboxPool) => ReturnType<typeof claimHooks>) | string> {
+): Promise<((pool: SandboxPool, pod?: V1Pod) => ReturnType<typeof claimHooks>) | string> {
   const envVars = req.envVars ?? {};
   const hasEnv = Object.keys(envVars).length > 0;
   const keys = deps.postStart?.keys;
@@ -78,7 +78,7 @@ async function hookPlan(
     port: deps.envdPort ?? ENVD_PORT,
     ...(sealedEnvVars ? { sealedEnvVars } : {}),
   };
-  return (pool) => claimHooks(pool, input);
+  return (pool, pod) => claimHooks(pool, input, pod);
 }
 
 /**
@@ -175,8 +175,9 @@ async function claimOrWhy(
     async (pod) => {
       const images = requestedImages(pool, req);
       if (typeof images === "string") return UNSUITABLE;
-      // The hooks are the pool's: an Env's members may differ in whether they run envd.
-      const planned = hooksOf(pool);
+      // The hooks are the pod's: an Env's members, and a pool's pods made before its template
+      // changed, may differ in whether they run envd.
+      const planned = hooksOf(pool, pod);
       if (!planned.ok) return UNSUITABLE;
       const hooks = planned.hooks;
       // A create that will wait for Running says so on the pod: it completes the start itself.

@@ -13,6 +13,8 @@ export const SESSION_TTL_MS = 12 * 3600 * 1000;
 
 /** MAX_CONSOLE_SESSIONS bounds the live sessions (the Secret stays far below its 1 MiB). */
 export const MAX_CONSOLE_SESSIONS = 2000;
+/** MAX_SESSIONS_PER_SUBJECT bounds one key's (or the admin's) live sessions: its oldest ends first. */
+export const MAX_SESSIONS_PER_SUBJECT = 20;
 
 /** SESSION_ID_BYTES: 32 random bytes (256 bits), 43 characters of unpadded base64url. */
 const SESSION_ID_BYTES = 32;
@@ -110,6 +112,7 @@ export function sessionWrite(
   const gone = Object.entries(data)
     .filter(([hash, value]) => removed.has(hash) || ended(value, now))
     .map(([hash]) => hash);
+  if (change.add) gone.push(...crowded(data, new Set(gone), change.add.value, now));
   if (change.add && Object.keys(data).length - gone.length >= MAX_CONSOLE_SESSIONS) return "full";
   if (gone.length === 0 && !change.add) return "none";
   return [
@@ -120,6 +123,31 @@ export function sessionWrite(
       ? [{ op: "add" as const, path: `/data/${escapePointer(change.add.hash)}`, value: change.add.value }]
       : []),
   ];
+}
+
+/**
+ * crowded are the live sessions of the added session's subject (the same key, or the admin) past
+ * the newest MAX_SESSIONS_PER_SUBJECT - 1, oldest first: a sign-in ends that subject's oldest
+ * session instead of filling the Secret, so one key signing in over and over locks nobody out.
+ */
+function crowded(
+  data: Readonly<Record<string, string>>,
+  leaving: ReadonlySet<string>,
+  added: string,
+  now: number,
+): string[] {
+  const subject = JSON.stringify(decodeSession(added)?.subject);
+  const own = Object.entries(data)
+    .map(([hash, value]) => ({ hash, session: decodeSession(value) }))
+    .filter(
+      ({ hash, session }) =>
+        !leaving.has(hash) &&
+        session &&
+        session.expiresAt > now &&
+        JSON.stringify(session.subject) === subject,
+    )
+    .sort((a, b) => (a.session?.expiresAt ?? 0) - (b.session?.expiresAt ?? 0));
+  return own.slice(0, Math.max(0, own.length - (MAX_SESSIONS_PER_SUBJECT - 1))).map((o) => o.hash);
 }
 
 /** ended says whether a stored session no longer counts: garbled, or past its end. */

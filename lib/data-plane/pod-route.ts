@@ -34,7 +34,7 @@ export interface PodRoute {
 /**
  * podRoute is the route a pod gives its sandbox, or undefined: no sandbox-id label (the watch's
  * selection), not Running (or hooks pending), no pod IP, an id label and annotation that
- * disagree (a pod between two claims), or no pool's controlling ownerReference (routeOwnerOf; the
+ * disagree (a pod between two claims), a host-network pod, or no pool's controlling ownerReference (routeOwnerOf; the
  * route table also reads that pool before it trusts the reference). Running is as the API shows
  * it (apiPhaseOf).
  */
@@ -44,6 +44,9 @@ export function podRoute(pod: V1Pod): PodRoute | undefined {
   if (!label || sandboxIdOf(pod) !== label || apiPhaseOf(pod) !== SANDBOX_PHASE.RUNNING || !podIP)
     return undefined;
   if (!routeOwnerOf(pod)) return undefined;
+  // A host-network pod's IP is its node's: traffic for the sandbox would reach the node's own
+  // services. Admission refuses such templates; pods made before that rule never route either.
+  if (pod.spec?.hostNetwork || podIP === pod.status?.hostIP) return undefined;
   const annotations = pod.metadata?.annotations ?? {};
   const lastActive = annotations[LAST_ACTIVE_ANNOTATION];
   const idleTimeout = Number(annotations[IDLE_TIMEOUT_ANNOTATION]);

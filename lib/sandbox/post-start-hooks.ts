@@ -52,8 +52,13 @@ export function hasPendingHooks(pod: V1Pod): boolean {
   );
 }
 
-/** runsEnvd: the pool's pods run envd unless its pod template says `agentbox.navix.sh/envd: none`. */
-export function runsEnvd(pool: SandboxPool): boolean {
+/**
+ * runsEnvd: the pool's pods run envd unless its pod template says `agentbox.navix.sh/envd: none`.
+ * Given the claimed pod, the pod's own annotation decides (it carries its template's): a pod made
+ * before the template changed runs what it was made with, and the router reads the same source.
+ */
+export function runsEnvd(pool: SandboxPool, pod?: V1Pod): boolean {
+  if (pod) return pod.metadata?.annotations?.[ENVD_ANNOTATION] !== "none";
   const meta = pool.spec?.template?.metadata as { annotations?: Record<string, unknown> } | undefined;
   return meta?.annotations?.[ENVD_ANNOTATION] !== "none";
 }
@@ -69,7 +74,8 @@ export interface ClaimHookInput {
 }
 
 /**
- * claimHooks are the post-start hooks of a claim on `pool`, or why the pool cannot take it.
+ * claimHooks are the post-start hooks of a claim on `pool` (of `pod`, once one is chosen), or why
+ * the pool cannot take it.
  * Every claim on a pool whose pods run envd initialises it (EnvdInit), env vars or not: a real
  * envd that no /init reached holds no token and checks nothing (files as root included), so the
  * sandbox is answered Running only once envd holds the claim's token. Without a sealing key there
@@ -79,8 +85,9 @@ export interface ClaimHookInput {
 export function claimHooks(
   pool: SandboxPool,
   input: ClaimHookInput,
+  pod?: V1Pod,
 ): { ok: true; hooks: PostStartHookAction[] } | { ok: false; message: string } {
-  const envd = runsEnvd(pool);
+  const envd = runsEnvd(pool, pod);
   if (input.sealedEnvVars !== undefined && !envd)
     return {
       ok: false,

@@ -16,6 +16,8 @@ export class PacedRead<T> {
   private running: Promise<unknown> | undefined;
   private waiting: Promise<T> | undefined;
   private last: { at: number; value: T } | undefined;
+  /** forgotAt: reads that began before it are answered to their callers but never kept. */
+  private forgotAt = Number.NEGATIVE_INFINITY;
   private readonly gapMs: number;
   private readonly now: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
@@ -38,6 +40,7 @@ export class PacedRead<T> {
 
   forget(): void {
     this.last = undefined;
+    this.forgotAt = this.now();
   }
 
   private async next(read: () => Promise<T>): Promise<T> {
@@ -55,7 +58,7 @@ export class PacedRead<T> {
       () => undefined,
     );
     const value = await answer;
-    if (!this.last || this.last.at <= at) this.last = { at, value };
+    if (at > this.forgotAt && (!this.last || this.last.at <= at)) this.last = { at, value };
     return value;
   }
 }

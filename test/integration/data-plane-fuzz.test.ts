@@ -1,5 +1,8 @@
+import { connect } from "node:net";
 import { beforeAll, describe, expect, it } from "vitest";
+import { parseExposition, sampleOf } from "../../lib/metrics/parse-exposition.ts";
 import { e2bSandbox } from "./support/e2b-sandbox.ts";
+import { httpsRequest } from "./support/http.ts";
 import { kube } from "./support/kube.ts";
 import { envdRequests, logSize, rawExchange, seen, statuses } from "./support/raw-http.ts";
 import { TEST_SANDBOX_DOMAIN } from "./support/sandbox-domain.ts";
@@ -336,5 +339,48 @@ describe("the router's forward path, fuzzed", () => {
     );
     expect(statuses(owner)).toEqual([200]);
     expect(seen(envdRequests(log, podIP, cluster.envdPort, from))).toEqual(["GET /envs"]);
+  });
+});
+
+/** routerRestarts is how often the test host restarted its router, from its /metrics. */
+async function routerRestarts(): Promise<number> {
+  const res = await httpsRequest(`https://127.0.0.1:${cluster.hostPort}/metrics`, cluster.caCert, {
+    timeoutMs: 10_000,
+    headers: { authorization: `Bearer ${cluster.metricsToken}` },
+  });
+  expect(res.status).toBe(200);
+  return sampleOf(parseExposition(res.body), "agentbox_dataplane_thread_restarts_total") ?? 0;
+}
+
+/** connectThenReset sends a CONNECT, waits for the router's answer to begin, then resets the connection. */
+function connectThenReset(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1", () => socket.write(head(["CONNECT a:1 HTTP/1.1", "Host: a"])));
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error("the router did not answer the CONNECT"));
+    }, 10_000);
+    socket.setEncoding("latin1");
+    socket.once("data", (d: string) => {
+      clearTimeout(timer);
+      socket.resetAndDestroy();
+      resolve(d);
+    });
+    socket.on("error", () => {});
+  });
+}
+
+describe("the router's own sockets", () => {
+  it("a client that resets a refused CONNECT does not take the router down", async () => {
+    const before = await routerRestarts();
+    for (let i = 0; i < 3; i++)
+      expect(statuses(await connectThenReset(cluster.dataPlanePort))).toEqual([400]);
+    // The resets reached the router before this request: it still answers, on its first life.
+    const after = await rawExchange(
+      cluster.dataPlanePort,
+      head(["GET /health HTTP/1.1", `Host: 49983-unknown.${TEST_SANDBOX_DOMAIN}`, "Connection: close"]),
+    );
+    expect(statuses(after)).toEqual([502]);
+    expect(await routerRestarts()).toBe(before);
   });
 });

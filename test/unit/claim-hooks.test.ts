@@ -36,4 +36,21 @@ describe("claimHooks", () => {
   it("adds no hook without a sealing key: there is no token to give", () => {
     expect(claimHooks(pool(), { sealing: false, port: 49983 })).toEqual({ ok: true, hooks: [] });
   });
+
+  it("follows the claimed pod's own annotation: a pod made before its template changed runs what it was made with", () => {
+    const made = (annotations: Record<string, string>) => ({ metadata: { annotations } }) as never;
+    const none = pool({ "agentbox.navix.sh/envd": "none" });
+    // The template now says none, the pod was made with envd: it is initialised.
+    expect(claimHooks(none, { sealing: true, port: 49983 }, made({}))).toEqual({
+      ok: true,
+      hooks: [{ type: "EnvdInit", port: 49983 }],
+    });
+    // The template now runs envd, the pod was made without: no hook that could never succeed.
+    expect(
+      claimHooks(pool(), { sealing: true, port: 49983 }, made({ "agentbox.navix.sh/envd": "none" })),
+    ).toEqual({
+      ok: true,
+      hooks: [],
+    });
+  });
 });

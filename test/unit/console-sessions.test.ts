@@ -5,6 +5,7 @@ import {
   encodeSession,
   isSessionId,
   MAX_CONSOLE_SESSIONS,
+  MAX_SESSIONS_PER_SUBJECT,
   newSessionId,
   sessionHash,
   sessionWrite,
@@ -86,8 +87,27 @@ describe("sessionWrite", () => {
     expect(sessionWrite({ data: { h1: live } }, { remove: ["gone"] }, T0)).toBe("none");
   });
 
+  it("ends a subject's oldest session past MAX_SESSIONS_PER_SUBJECT instead of filling the Secret", () => {
+    const at = (i: number) => encodeSession({ subject: { key: KEY_HASH }, expiresAt: T0 + 1000 * (i + 1) });
+    const other = encodeSession({ subject: { key: "b".repeat(64) }, expiresAt: T0 + 5000 });
+    const data = {
+      ...Object.fromEntries(Array.from({ length: MAX_SESSIONS_PER_SUBJECT }, (_, i) => [`h${i}`, at(i)])),
+      o: other,
+    };
+    expect(sessionWrite({ data }, { add: { hash: "x", value: at(99) } }, T0)).toEqual([
+      { op: "test", path: "/metadata/resourceVersion", value: "" },
+      { op: "remove", path: "/data/h0" },
+      { op: "add", path: "/data/x", value: at(99) },
+    ]);
+  });
+
   it("refuses a session beyond MAX_CONSOLE_SESSIONS live ones, counting after the prune", () => {
-    const data = Object.fromEntries(Array.from({ length: MAX_CONSOLE_SESSIONS }, (_, i) => [`h${i}`, live]));
+    const data = Object.fromEntries(
+      Array.from({ length: MAX_CONSOLE_SESSIONS }, (_, i) => [
+        `h${i}`,
+        encodeSession({ subject: { key: i.toString(16).padStart(64, "0") }, expiresAt: T0 + 1000 }),
+      ]),
+    );
     expect(sessionWrite({ data }, { add: { hash: "x", value: live } }, T0)).toBe("full");
     // Once they have ended, the same write prunes them all and adds.
     const ops = sessionWrite({ data }, { add: { hash: "x", value: live } }, T0 + 1000);

@@ -45,6 +45,18 @@ function pod(
 }
 
 describe("podRoute", () => {
+  it("gives no route to a host-network pod: its IP is the node's", () => {
+    const onHost = pod();
+    onHost.spec = { containers: [], hostNetwork: true };
+    expect(podRoute(onHost)).toBeUndefined();
+    const sameIp = pod();
+    sameIp.status = { podIP: "10.0.0.7", hostIP: "10.0.0.7" };
+    expect(podRoute(sameIp)).toBeUndefined();
+    const own = pod();
+    own.status = { podIP: "10.0.0.7", hostIP: "10.240.0.1" };
+    expect(podRoute(own)?.podIP).toBe("10.0.0.7");
+  });
+
   it("routes a Running sandbox to its pod IP, keyed by sandbox id and pod uid", () => {
     expect(podRoute(pod())).toEqual({
       sandboxId: "sbx-a",

@@ -89,4 +89,17 @@ describe("PacedRead", () => {
     await c.advance(250);
     expect(await paced.get(async () => "c")).toBe("c");
   });
+
+  it("a read begun before forget answers its callers but is not kept: no answer from before the change serves", async () => {
+    const c = clock();
+    const paced = new PacedRead<string>(250, c.now, c.sleep);
+    let finish: (v: string) => void = () => {};
+    const under = paced.get(() => new Promise<string>((resolve) => (finish = resolve)));
+    await flush();
+    await c.advance(10);
+    paced.forget();
+    finish("from before the sign-out");
+    expect(await under).toBe("from before the sign-out");
+    expect(paced.recent(1000)).toBeUndefined();
+  });
 });

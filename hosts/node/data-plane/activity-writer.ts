@@ -91,7 +91,7 @@ export class ActivityWriter {
         { op: "add", path: annotation, value: w.time },
       ]);
       // Its route may have gone while the write was under way: keep nothing for it then.
-      if (this.routes.route(w.sandboxId)) this.written.set(w.sandboxId, w.time);
+      if (this.routes.holds(w.sandboxId)) this.written.set(w.sandboxId, w.time);
       return true;
     } catch (e) {
       if (isConflict(e) || isNotFound(e)) return false;

@@ -85,6 +85,17 @@ export async function decideRequest(
     },
   );
   if (decision.action === "refuse") {
+    // A route held but not confirmed (its pod's re-read failed, or had to wait its turn) is not
+    // "not found": the SDK takes a 502 for a killed sandbox. A 503 says try again.
+    if (decision.status === 502 && !now && routing.routes.holds(target.sandboxId)) {
+      const unconfirmed = dataPlaneError(
+        503,
+        "the router cannot confirm where the sandbox runs right now; try again",
+        { sandboxId: target.sandboxId },
+      );
+      unconfirmed.headers["retry-after"] = "1";
+      return { ok: false, error: unconfirmed };
+    }
     const { status, headers, body } = decision;
     return { ok: false, error: { status, headers, body } };
   }

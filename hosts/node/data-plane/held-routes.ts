@@ -3,7 +3,9 @@
 // when its pool is known to be real (PoolOwners): one whose pool has not been read yet waits for
 // that read, one whose pool is not there never routes. Versions are applied in order per pod, a
 // pod a read found gone or replaced is never brought back by an older event, and a sandbox this
-// host released is never routed again (ids are never reused).
+// host released is never routed again (ids are never reused). An id two pods claim at once is
+// routed to neither: a pool's uid can be copied by whoever may create pods in its namespace, and
+// the last event applied must not decide who gets a sandbox's traffic and token.
 import type { V1Pod } from "@kubernetes/client-node";
 import { type PodRoute, podRoute } from "../../../lib/data-plane/pod-route.ts";
 import { ownerKey, type RouteOwner, routeOwnerOf } from "../../../lib/data-plane/route-owner.ts";
@@ -26,6 +28,9 @@ export class HeldRoutes {
   private readonly pending = new Map<string, V1Pod>();
   /** forgotten ids, with when they were forgotten or last seen: never routed again. */
   private readonly forgotten = new Map<string, number>();
+  /** claims: the sandbox id each pod (by uid) would route, and the pods claiming each id. */
+  private readonly claims = new Map<string, string>();
+  private readonly claimants = new Map<string, Set<string>>();
   /** versions: the newest resourceVersion applied per pod uid (a read may run ahead of the watch). */
   private readonly versions = new Map<string, number>();
   private readonly owners: PoolOwners;
@@ -89,6 +94,35 @@ export class HeldRoutes {
   gone(podUid: string): void {
     this.versions.set(podUid, GONE);
     this.pending.delete(podUid);
+    this.unclaim(podUid);
+  }
+
+  /** contested: more than one pod claims the sandbox id; none of them is routed. */
+  contested(sandboxId: string): boolean {
+    return (this.claimants.get(sandboxId)?.size ?? 0) > 1;
+  }
+
+  /** claim records that pod `uid` would route `sandboxId` (and no other id). */
+  private claim(uid: string, sandboxId: string): void {
+    if (this.claims.get(uid) === sandboxId) return;
+    this.unclaim(uid);
+    this.claims.set(uid, sandboxId);
+    let pods = this.claimants.get(sandboxId);
+    if (!pods) {
+      pods = new Set();
+      this.claimants.set(sandboxId, pods);
+    }
+    pods.add(uid);
+  }
+
+  /** unclaim forgets what pod `uid` claimed. */
+  private unclaim(uid: string): void {
+    const id = this.claims.get(uid);
+    if (id === undefined) return;
+    this.claims.delete(uid);
+    const pods = this.claimants.get(id);
+    pods?.delete(uid);
+    if (pods?.size === 0) this.claimants.delete(id);
   }
 
   /** clear drops every route (the table closes). */
@@ -105,6 +139,7 @@ export class HeldRoutes {
     for (const id of this.ids()) if (!seenIds.has(id)) this.drop(id);
     for (const uid of [...this.versions.keys()]) if (!seenPods.has(uid)) this.versions.delete(uid);
     for (const uid of [...this.pending.keys()]) if (!seenPods.has(uid)) this.pending.delete(uid);
+    for (const uid of [...this.claims.keys()]) if (!seenPods.has(uid)) this.unclaim(uid);
     this.expireForgotten();
   }
 
@@ -163,7 +198,13 @@ export class HeldRoutes {
     }
     const before = this.byPod.get(uid);
     if (before !== undefined && before !== next?.sandboxId) this.drop(before);
+    if (next) this.claim(uid, next.sandboxId);
+    else this.unclaim(uid);
     if (!next) return;
+    if (this.contested(next.sandboxId)) {
+      this.drop(next.sandboxId);
+      return;
+    }
     if (this.forgotten.has(next.sandboxId)) {
       this.forgotten.set(next.sandboxId, this.now());
       return;

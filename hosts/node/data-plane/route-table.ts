@@ -107,6 +107,11 @@ export class RouteTable {
     return route && this.trusted(sandboxId) ? route : undefined;
   }
 
+  /** holds: a route is held for the sandbox, however long ago it was confirmed (bookkeeping, not routing). */
+  holds(sandboxId: string): boolean {
+    return this.held.get(sandboxId) !== undefined;
+  }
+
   /** all are the routes held now. */
   all(): IterableIterator<PodRoute> {
     return this.held.values();

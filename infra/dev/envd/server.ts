@@ -198,7 +198,11 @@ export async function startEnvd(options: EnvdOptions = {}): Promise<{ port: numb
       local: req.socket.localAddress ?? "",
       method: req.method ?? "",
       target: req.url ?? "",
-      headers: req.headers,
+      // The token is a secret even in a development log: whether one came is what tests read.
+      headers:
+        req.headers["x-access-token"] === undefined
+          ? req.headers
+          : { ...req.headers, "x-access-token": "[redacted]" },
     };
     appendFileSync(options.requestLog, `${JSON.stringify(line)}\n`);
   };
