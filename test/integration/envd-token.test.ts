@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import type { RecordedRequest } from "../../infra/dev/envd/server.ts";
 import { envdAccessToken, importSealKeys } from "../../lib/sandboxes/sealing.ts";
-import { httpsRequest } from "./support/http.ts";
+import { hostV1 } from "./support/http.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
 import { isReady, POOLS, phaseOf, poolObject, testDeps } from "./support/steps.ts";
 
@@ -19,13 +19,7 @@ const keys = { namespace: "agentbox-system", name: "agentbox-api-keys" };
 let apiKey: string;
 const cleanups: (() => Promise<void>)[] = [];
 
-const api = (method: string, path: string, body?: unknown) =>
-  httpsRequest(`https://127.0.0.1:${cluster.hostPort}/v1${path}`, cluster.caCert, {
-    timeoutMs: 60_000,
-    method,
-    headers: { "content-type": "application/json", "x-api-key": apiKey },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
+const api = hostV1(cluster, () => apiKey);
 
 /** envd calls the pod's envd directly (podIP:envdPort), with or without the token. */
 const envd = (podIP: string, path: string, init: { method?: string; token?: string; body?: string } = {}) =>

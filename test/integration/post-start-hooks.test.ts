@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import { envdAccessToken, importSealKeys } from "../../lib/sandboxes/sealing.ts";
-import { httpsRequest } from "./support/http.ts";
+import { hostV1 } from "./support/http.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
 import {
   isReady,
@@ -24,13 +24,7 @@ const keys = { namespace: "agentbox-system", name: "agentbox-api-keys" };
 let apiKey: string;
 const cleanups: (() => Promise<void>)[] = [];
 
-const api = (method: string, path: string, body?: unknown) =>
-  httpsRequest(`https://127.0.0.1:${cluster.hostPort}/v1${path}`, cluster.caCert, {
-    timeoutMs: 60_000,
-    method,
-    headers: { "content-type": "application/json", "x-api-key": apiKey },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
+const api = hostV1(cluster, () => apiKey);
 
 /** pool creates a pool of `replicas` and waits until its pods are idle (reconciling itself unless audited). */
 async function pool(prefix: string, replicas: number) {
