@@ -15,14 +15,19 @@ import {
   registerWebhooks,
   samplesDir,
 } from "../../infra/cluster/install.ts";
+import { nodeImages, realNodeSupported } from "../../infra/cluster/real-node/node-images.ts";
 import { DEV_SANDBOX_DOMAIN } from "../../infra/cluster/sandbox-domains.ts";
 import { up } from "../../infra/cluster/up.ts";
 import { startEnvd } from "../../infra/dev/envd/server.ts";
+import { realNodeDemo } from "../../infra/dev/real-node-demo.ts";
+import { ENVD_PORT } from "../../lib/data-plane/sandbox-host.ts";
+import { KubeClient } from "../../lib/kube/client.ts";
 import { idleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { readActivitySource } from "./activity-settings.ts";
 import { IdleReleaseSetting } from "./config.ts";
 import { readPostgresHistory } from "./history-settings.ts";
 import { startHost } from "./host.ts";
+import { nodeKubeTransport } from "./kube-transport.ts";
 import { readLocalSettings } from "./local-settings.ts";
 import { hostLogger } from "./logger.ts";
 import { installProcessPolicy } from "./process-policy.ts";
@@ -53,11 +58,15 @@ if (!idleRelease.ok) {
   process.exit(2);
 }
 
+// A real node (kubelet, containerd, runc) beside the kwok nodes where this process can run one
+// (root on Linux); AGENTBOX_REAL_NODE=0 leaves it out.
+const withRealNode = realNodeSupported() && process.env.AGENTBOX_REAL_NODE !== "0";
 const state = await up({
   name,
   nodes: 3,
   pullDelayMs: 200,
   backoffDelayMs: 1000,
+  ...(withRealNode ? { realNode: nodeImages((line) => logger.info(line)) } : {}),
   log: (line) => logger.info(line),
 });
 const kc = new KubeConfig();
@@ -76,7 +85,15 @@ if (!existsSync(sealingKeyFile))
 
 // A stand-in for envd in every kwok pod (infra/dev/envd/), so post-start hooks (env vars, every
 // E2B create) succeed and the E2B SDK's commands and files run in a directory per sandbox.
-const envd = await startEnvd({ kubeconfig: kc });
+// It takes envd's own port when free, so the real node's containers (whose envd listens there)
+// and the kwok pods agree on where the router sends envd traffic.
+const envd = await startEnvd({ kubeconfig: kc, port: ENVD_PORT }).catch((e: NodeJS.ErrnoException) => {
+  if (e.code !== "EADDRINUSE") throw e;
+  logger.warn(
+    `port ${ENVD_PORT} is taken: the envd stand-in takes another, and the real node's sandboxes need ENVD_PORT set to it`,
+  );
+  return startEnvd({ kubeconfig: kc });
+});
 
 // The sandbox router: `*.localhost` resolves to loopback on most systems, so the answers' domain
 // points at this machine; the SDK reaches the router by header routing (E2B_SANDBOX_URL), or by
@@ -113,7 +130,10 @@ logger.info({ url: baseUrl }, "host listening; admission webhooks registered");
 
 // The API keys live in agentbox-system (the api-key command and the API read them there).
 await apply(kc, [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "agentbox-system" } }]);
-const samples = readYamlObjects(samplesDir);
+const samples = [
+  ...readYamlObjects(samplesDir),
+  ...(state.realNode ? readYamlObjects(join(samplesDir, "real-node")) : []),
+];
 await apply(kc, samples);
 logger.info({ samples: samples.map((s) => `${s.kind}/${s.metadata?.name}`) }, "samples applied");
 
@@ -158,6 +178,23 @@ Metrics (Prometheus text, both threads merged; the admin token opens them):
 
 Ctrl-C stops this host; npm run cluster -- down stops the cluster.
 `);
+
+// The real node's proof, once its sample pool has a warm pod: a command in a real container.
+if (state.realNode) {
+  realNodeDemo({
+    kube: new KubeClient(nodeKubeTransport(kc)),
+    apiKeys: { namespace: "agentbox-system", name: "agentbox-api-keys" },
+    baseUrl,
+    routerUrl,
+    caCert: ca,
+  }).then(
+    (out) =>
+      console.log(
+        `Real containers (node ${state.realNode?.name}, pods on ${state.realNode?.network.subnet}): the e2b SDK in the busybox-real sample:\n${out}\n`,
+      ),
+    (e: unknown) => logger.warn({ err: String(e) }, "the real node's demo command failed"),
+  );
+}
 
 installProcessPolicy(process, logger, () => host.close());
 for (const signal of ["SIGINT", "SIGTERM"] as const) {

@@ -2,6 +2,7 @@
 // the Node that npm scripts use (node_modules/.bin/node from the `node` package).
 import { execFileSync } from "node:child_process";
 import { ensureChromium } from "./chromium.ts";
+import { ensureNodePackages } from "./node-packages.ts";
 
 const problems: string[] = [];
 const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
@@ -32,6 +33,8 @@ try {
   );
 }
 const chromium = ensureChromium((line) => console.error(`preflight: ${line}`));
+const nodePackages = ensureNodePackages((line) => console.error(`preflight: ${line}`));
+if (nodePackages) problems.push(nodePackages);
 if ("problem" in chromium) problems.push(chromium.problem);
 if (problems.length) {
   console.error(`preflight failed:\n- ${problems.join("\n- ")}`);

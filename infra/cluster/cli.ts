@@ -4,6 +4,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { down } from "./down.ts";
 import { installCrds, registerWebhooks } from "./install.ts";
 import { isOurs } from "./processes.ts";
+import { nodeImages } from "./real-node/node-images.ts";
 import { readState } from "./state.ts";
 import { isHealthy, up } from "./up.ts";
 
@@ -24,6 +25,7 @@ options:
   --backoff-delay MS     ErrImagePull -> ImagePullBackOff delay in ms (default: 1000)
   --host-port PORT       port the apiserver calls back for audit and admission (default: a free one)
   --audit-webhook-url U  where the apiserver sends audit events (default: https://127.0.0.1:<host port>/audit)
+  --real-node            also start one real node (kubelet, containerd, runc, a local registry; needs root)
   --url BASE             with webhooks: base URL of the admission endpoints
 `;
 
@@ -40,6 +42,7 @@ async function main(): Promise<number> {
       url: { type: "string" },
       component: { type: "string" },
       lines: { type: "string", default: "40" },
+      "real-node": { type: "boolean", default: false },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -61,6 +64,7 @@ async function main(): Promise<number> {
         backoffDelayMs: int("backoff-delay", values["backoff-delay"])!,
         hostPort: int("host-port", values["host-port"]),
         auditWebhookUrl: values["audit-webhook-url"],
+        ...(values["real-node"] ? { realNode: nodeImages(log) } : {}),
         log,
       });
       console.log(`export KUBECONFIG=${state.kubeconfig}`);
@@ -79,6 +83,12 @@ async function main(): Promise<number> {
       console.log(`cluster ${state.name}: ${healthy ? "ready" : "NOT HEALTHY"}  ${state.server}`);
       console.log(`  kubeconfig  ${state.kubeconfig}`);
       console.log(`  host port   ${state.hostPort} (audit ${state.auditWebhookUrl})`);
+      if (state.realNode) {
+        const n = state.realNode;
+        console.log(
+          `  real node   ${n.name}: pods on ${n.network.subnet} (bridge ${n.network.bridge}), registry 127.0.0.1:${n.registryPort}, kubelet ${n.network.gateway}:${n.kubeletPort}`,
+        );
+      }
       for (const p of state.processes) {
         console.log(
           `  ${p.name.padEnd(24)} pid ${String(p.pid).padEnd(8)} ${isOurs(p.pid, state.dir) ? "running" : "gone"}`,

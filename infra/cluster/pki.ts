@@ -17,22 +17,21 @@ export interface Pki {
   webhookKey: string;
   saKey: string;
   saPub: string;
+  /** kubeletClientCert is the apiserver's client certificate toward kubelets (logs, exec, the node proxy). */
+  kubeletClientCert: string;
+  kubeletClientKey: string;
 }
 
 function openssl(args: string[], cwd: string): void {
   execFileSync("openssl", args, { cwd, stdio: ["ignore", "ignore", "pipe"] });
 }
 
-/** signServingCert creates a key and a CA-signed serving certificate for the given IPs and DNS names. */
-function signServingCert(dir: string, name: string, cn: string, ips: string[], dns: string[]): void {
-  const san = [...ips.map((ip) => `IP:${ip}`), ...dns.map((d) => `DNS:${d}`)].join(",");
+/** signCert creates a key and a CA-signed certificate with the given subject and extensions. */
+function signCert(dir: string, name: string, subject: string, extensions: string): void {
   const ext = join(dir, `${name}.ext`);
-  writeFileSync(
-    ext,
-    `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=${san}\n`,
-  );
+  writeFileSync(ext, extensions);
   openssl(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", `${name}.key`], dir);
-  openssl(["req", "-new", "-key", `${name}.key`, "-subj", `/CN=${cn}`, "-out", `${name}.csr`], dir);
+  openssl(["req", "-new", "-key", `${name}.key`, "-subj", subject, "-out", `${name}.csr`], dir);
   openssl(
     [
       "x509",
@@ -56,6 +55,30 @@ function signServingCert(dir: string, name: string, cn: string, ips: string[], d
   );
 }
 
+/** signServingCert creates a key and a CA-signed serving certificate for the given IPs and DNS names. */
+function signServingCert(dir: string, name: string, cn: string, ips: string[], dns: string[]): void {
+  const san = [...ips.map((ip) => `IP:${ip}`), ...dns.map((d) => `DNS:${d}`)].join(",");
+  signCert(
+    dir,
+    name,
+    `/CN=${cn}`,
+    `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=${san}\n`,
+  );
+}
+
+/**
+ * signClientCert creates a key and a CA-signed client certificate for cn in organisation org
+ * (Kubernetes reads O as the group).
+ */
+function signClientCert(dir: string, name: string, cn: string, org: string): void {
+  signCert(
+    dir,
+    name,
+    `/O=${org}/CN=${cn}`,
+    "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n",
+  );
+}
+
 /**
  * createPki writes a fresh PKI into dir (idempotent: existing files are kept, so a restarted
  * cluster keeps trusting what it trusted). advertiseIp is added to the apiserver's SANs;
@@ -72,6 +95,8 @@ export function createPki(dir: string, advertiseIp: string, sandboxDomains: read
     webhookKey: join(dir, "webhook.key"),
     saKey: join(dir, "sa.key"),
     saPub: join(dir, "sa.pub"),
+    kubeletClientCert: join(dir, "kubelet-client.crt"),
+    kubeletClientKey: join(dir, "kubelet-client.key"),
   };
   if (!existsSync(pki.caCert)) {
     openssl(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "ca.key"], dir);
@@ -109,5 +134,9 @@ export function createPki(dir: string, advertiseIp: string, sandboxDomains: read
     openssl(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "sa.key"], dir);
     openssl(["pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub"], dir);
   }
+  // The real node's kubelet trusts this CA for client certificates; system:masters, because its
+  // authorization is AlwaysAllow for whoever the CA vouches for (real-node/kubelet-config.ts).
+  if (!existsSync(pki.kubeletClientCert))
+    signClientCert(dir, "kubelet-client", "kube-apiserver-kubelet-client", "system:masters");
   return pki;
 }

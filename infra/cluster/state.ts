@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { RealNodeState } from "./real-node/real-node.ts";
 
 /**
  * ClusterState is what `cluster up` records about one running local control plane, so that
@@ -31,6 +32,8 @@ export interface ClusterState {
   pullDelayMs: number;
   nodes: string[];
   processes: { name: string; pid: number; log: string }[];
+  /** realNode is the real node (kubelet, containerd), when `up` started one. */
+  realNode?: RealNodeState;
   startedAt: string;
 }
 

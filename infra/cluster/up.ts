@@ -5,12 +5,14 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import { ensureBinaries } from "./binaries.ts";
+import { ensureBinaries, ensureNodeBinaries } from "./binaries.ts";
 import { writeCallbackConfigs, writeKubeconfig, writeKwokConfig } from "./configs.ts";
 import { httpsGet } from "./http.ts";
 import { createPki } from "./pki.ts";
 import { freePorts } from "./ports.ts";
 import { isOurs, type Started, startDetached, waitWhileRunning } from "./processes.ts";
+import { REAL_NODE_NAME } from "./real-node/real-node.ts";
+import { type PublishImages, startRealNode } from "./real-node/start-real-node.ts";
 import { LOCAL_SANDBOX_DOMAINS } from "./sandbox-domains.ts";
 import { type ClusterState, clusterDir, readState, writeState } from "./state.ts";
 
@@ -27,6 +29,11 @@ export interface UpOptions {
   auditWebhookUrl?: string;
   /** sandboxDomains: the host's serving certificate also covers each `*.<domain>` (its sandbox router; LOCAL_SANDBOX_DOMAINS). */
   sandboxDomains?: readonly string[];
+  /**
+   * realNode adds one real node (kubelet, containerd, runc, a CNI bridge, a local registry)
+   * beside the kwok nodes; publishImages puts its images into that registry (infra/images).
+   */
+  realNode?: { publishImages: PublishImages };
   log: (line: string) => void;
 }
 
@@ -62,6 +69,10 @@ export async function up(opts: UpOptions): Promise<ClusterState> {
   const existing = readState(opts.name);
   if (existing && (await isHealthy(existing))) {
     opts.log(`cluster ${opts.name} already running at ${existing.server}`);
+    if (opts.realNode && !existing.realNode)
+      opts.log(
+        `cluster ${opts.name} runs without a real node; \`npm run cluster -- down --name ${opts.name}\` and start it again for one`,
+      );
     return existing;
   }
   if (existing) {
@@ -69,9 +80,10 @@ export async function up(opts: UpOptions): Promise<ClusterState> {
     await down(opts.name, opts.log);
   }
   const binDir = ensureBinaries();
+  const nodeBinDir = opts.realNode ? ensureNodeBinaries() : undefined;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOnce(opts, binDir);
+      return await startOnce(opts, binDir, nodeBinDir);
     } catch (e) {
       const { down } = await import("./down.ts");
       await down(opts.name, () => {});
@@ -81,7 +93,11 @@ export async function up(opts: UpOptions): Promise<ClusterState> {
   }
 }
 
-async function startOnce(opts: UpOptions, binDir: string): Promise<ClusterState> {
+async function startOnce(
+  opts: UpOptions,
+  binDir: string,
+  nodeBinDir: string | undefined,
+): Promise<ClusterState> {
   const started = Date.now();
   const dir = clusterDir(opts.name);
   rmSync(dir, { recursive: true, force: true });
@@ -104,7 +120,13 @@ async function startOnce(opts: UpOptions, binDir: string): Promise<ClusterState>
   writeFileSync(join(dir, "admin-token"), adminToken, { mode: 0o600 });
   const callbackTokenFile = join(dir, "callback-token");
   writeFileSync(callbackTokenFile, callbackToken, { mode: 0o600 });
-  writeFileSync(join(dir, "tokens.csv"), `${adminToken},admin,admin-uid,"system:masters"\n`, { mode: 0o600 });
+  // The real node's kubelet is `system:node:<name>` in `system:nodes`, which the Node authorizer serves.
+  const nodeToken = randomBytes(24).toString("hex");
+  writeFileSync(
+    join(dir, "tokens.csv"),
+    `${adminToken},admin,admin-uid,"system:masters"\n${nodeToken},system:node:${REAL_NODE_NAME},${REAL_NODE_NAME}-uid,"system:nodes"\n`,
+    { mode: 0o600 },
+  );
   const server = `https://127.0.0.1:${ports.apiserver}`;
   const kubeconfig = join(dir, "kubeconfig");
   writeKubeconfig(kubeconfig, server, pki.caCert, adminToken);
@@ -125,12 +147,13 @@ async function startOnce(opts: UpOptions, binDir: string): Promise<ClusterState>
 
   const processes: ClusterState["processes"] = [];
   const running: { name: string; log: string; started: Started }[] = [];
-  const run = (name: string, args: string[]) => {
+  const run = (name: string, args: string[], bin = join(binDir, name)) => {
     const log = join(logs, `${name}.log`);
-    const started = startDetached(join(binDir, name), args, log);
+    const started = startDetached(bin, args, log);
     processes.push({ name, pid: started.pid, log });
     running.push({ name, log, started });
     writeState(state);
+    return started;
   };
   const state: ClusterState = {
     name: opts.name,
@@ -199,6 +222,9 @@ async function startOnce(opts: UpOptions, binDir: string): Promise<ClusterState>
     "--audit-webhook-initial-backoff=1s",
     "--max-requests-inflight=2000",
     "--max-mutating-requests-inflight=1000",
+    `--kubelet-client-certificate=${pki.kubeletClientCert}`,
+    `--kubelet-client-key=${pki.kubeletClientKey}`,
+    "--kubelet-preferred-address-types=InternalIP",
     `--cert-dir=${join(dir, "pki")}`,
   ]);
   await waitWhileRunning("kube-apiserver", running, async () => {
@@ -266,6 +292,27 @@ async function startOnce(opts: UpOptions, binDir: string): Promise<ClusterState>
     await core.readNamespacedServiceAccount({ name: "default", namespace: "default" });
     return true;
   });
+  if (opts.realNode && nodeBinDir) {
+    await startRealNode({
+      clusterDir: dir,
+      clusterName: opts.name,
+      leaseDir: join(dir, "..", ".pod-networks"),
+      nodeBinDir,
+      server,
+      caCert: pki.caCert,
+      nodeToken,
+      core,
+      run: (name, bin, args) => run(name, args, bin),
+      wait: (what, check, timeoutMs) => waitWhileRunning(what, running, check, timeoutMs),
+      record: (node) => {
+        state.realNode = node;
+        writeState(state);
+      },
+      publishImages: opts.realNode.publishImages,
+      log: opts.log,
+    });
+    state.nodes.push(REAL_NODE_NAME);
+  }
   writeState(state);
   opts.log(`cluster ${opts.name} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return state;

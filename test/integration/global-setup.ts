@@ -7,6 +7,8 @@ import type { TestProject } from "vitest/node";
 import { startHost } from "../../hosts/node/host.ts";
 import { down } from "../../infra/cluster/down.ts";
 import { installCrds, registerWebhooks } from "../../infra/cluster/install.ts";
+import { nodeImages } from "../../infra/cluster/real-node/node-images.ts";
+import type { RealNodeState } from "../../infra/cluster/real-node/real-node.ts";
 import { clusterDir, readState } from "../../infra/cluster/state.ts";
 import { up } from "../../infra/cluster/up.ts";
 import { startEnvd } from "../../infra/dev/envd/server.ts";
@@ -42,6 +44,8 @@ export interface TestCluster {
   dataPlanePort: number;
   /** dataPlaneTlsPort is the same router over TLS (h2, http/1.1; the webhook certificate, with `*.<domain>`). */
   dataPlaneTlsPort: number;
+  /** realNode is the cluster's real node (kubelet, containerd), when it has one. */
+  realNode?: RealNodeState;
 }
 
 declare module "vitest" {
@@ -69,6 +73,8 @@ export default async function setup(project: TestProject) {
         nodes: 3,
         pullDelayMs: 200,
         backoffDelayMs: 500,
+        // The real node's files (test/integration/real-node-*.test.ts) run on it; kwok serves the rest.
+        realNode: nodeImages(log),
         log,
       });
   if (!state)
@@ -147,6 +153,7 @@ export default async function setup(project: TestProject) {
     sealingKey,
     dataPlanePort: host.dataPlane?.ports.plain ?? 0,
     dataPlaneTlsPort: host.dataPlane?.ports.tls ?? 0,
+    ...(state.realNode ? { realNode: state.realNode } : {}),
   });
   return async () => {
     await host.close();

@@ -4,7 +4,8 @@
  * A sandbox path is absolute and normalized; relative paths and `~` resolve against the home
  * directory (`/home/user`), as envd resolves them against the user's home. A path whose `..`
  * would climb above the sandbox's `/` is refused; so is one whose existing part leads, through
- * a symlink, out of the root (checked on the real path by `confineReal`).
+ * a symlink, out of the root (checked on the real path by `confineReal`). The root may be `/`
+ * itself (envd inside a container, container-main.ts): then a sandbox path is the host path.
  */
 import { realpath } from "node:fs/promises";
 import { posix, sep } from "node:path";
@@ -37,14 +38,23 @@ export function sandboxPath(input: string, home = HOME): string {
 
 /** hostPath is where a sandbox path lives under the sandbox's root directory. */
 export function hostPath(root: string, sbxPath: string): string {
+  if (root === sep) return sbxPath;
   return sbxPath === "/" ? root : `${root}${sbxPath}`;
+}
+
+/** within says whether a host path is root or lies under it (root "/" holds every absolute path). */
+function within(root: string, host: string): boolean {
+  return host === root || host.startsWith(root === sep ? sep : root + sep);
 }
 
 /** sandboxPathOf is the sandbox path of a host path under root (the inverse of hostPath). */
 export function sandboxPathOf(root: string, host: string): string {
   if (host === root) return "/";
-  if (!host.startsWith(root + sep)) throw new RpcError("permission_denied", "path escapes the sandbox");
-  return host.slice(root.length).split(sep).join("/");
+  if (!within(root, host)) throw new RpcError("permission_denied", "path escapes the sandbox");
+  return host
+    .slice(root === sep ? 0 : root.length)
+    .split(sep)
+    .join("/");
 }
 
 /**
@@ -59,8 +69,7 @@ export async function confineReal(realRoot: string, host: string): Promise<void>
       throw e;
     });
     if (real !== undefined) {
-      if (real !== realRoot && !real.startsWith(realRoot + sep))
-        throw new RpcError("permission_denied", "path leads out of the sandbox");
+      if (!within(realRoot, real)) throw new RpcError("permission_denied", "path leads out of the sandbox");
       return;
     }
     const parent = at.slice(0, at.lastIndexOf(sep)) || sep;

@@ -12,6 +12,9 @@
  * /init finds the instance changed, the previous envd is gone (its processes killed, watchers
  * closed, directory removed) and the /init meets a fresh one. Without `instanceOf`, a pod's envd
  * never restarts.
+ *
+ * Shared (envd inside a container, container-main.ts): every address is the one sandbox, whose
+ * root is the given directory (the container's `/`), never made nor removed by the stand-in.
  */
 import { mkdir, realpath, rm } from "node:fs/promises";
 import { join } from "node:path";
@@ -71,14 +74,23 @@ export class Pods {
   readonly tempRoot: string;
   readonly limits: Limits;
   private readonly instanceOf: InstanceLookup | undefined;
-  constructor(tempRoot: string, limits: Limits, instanceOf?: InstanceLookup) {
+  /** shared: tempRoot is the root of the one sandbox every address reaches (not a parent of many). */
+  private readonly shared: boolean;
+  constructor(tempRoot: string, limits: Limits, instanceOf?: InstanceLookup, shared = false) {
     this.tempRoot = tempRoot;
     this.limits = limits;
     this.instanceOf = instanceOf;
+    this.shared = shared;
+  }
+
+  /** keyOf is the envd an address reaches: its own, or the one shared sandbox. */
+  private keyOf(ip: string): string {
+    return this.shared ? "" : ip;
   }
 
   /** of is the sandbox of the pod's envd, a fresh tokenless one if nothing reached it yet. */
-  async of(ip: string): Promise<Sandbox> {
+  async of(address: string): Promise<Sandbox> {
+    const ip = this.keyOf(address);
     const held = this.byIp.get(ip);
     if (held) return held.sandbox;
     return this.serial(ip, async () => {
@@ -93,7 +105,8 @@ export class Pods {
    * a stale timestamp skips the update, else the env vars (when given) and token are set. Env
    * containing AGENTBOX_TEST_FAIL_INIT answers 500 after the check: a broken envd, for tests.
    */
-  init(ip: string, req: InitRequest): Promise<InitOutcome> {
+  init(address: string, req: InitRequest): Promise<InitOutcome> {
+    const ip = this.keyOf(address);
     return this.serial(ip, async (): Promise<InitOutcome> => {
       const instance = await this.lookup(ip);
       let envd = this.byIp.get(ip);
@@ -122,15 +135,17 @@ export class Pods {
   async close(): Promise<void> {
     const all = [...this.byIp.values()];
     this.byIp.clear();
-    await Promise.all(all.map((e) => retire(e.sandbox)));
-    await rm(this.tempRoot, { recursive: true, force: true });
+    await Promise.all(all.map((e) => this.retire(e.sandbox)));
+    if (!this.shared) await rm(this.tempRoot, { recursive: true, force: true });
   }
 
   /** fresh starts a new envd on the pod (no token, an empty directory), retiring the previous one. */
   private async fresh(ip: string, instance: string | undefined): Promise<PodEnvd> {
     this.seq += 1;
-    const dir = join(this.tempRoot, `${ip.replaceAll(/[^0-9A-Za-z.]/g, "_")}-${this.seq}`);
-    await mkdir(join(dir, HOME), { recursive: true });
+    const dir = this.shared
+      ? this.tempRoot
+      : join(this.tempRoot, `${ip.replaceAll(/[^0-9A-Za-z.]/g, "_")}-${this.seq}`);
+    if (!this.shared) await mkdir(join(dir, HOME), { recursive: true });
     const next: PodEnvd = {
       sandbox: {
         token: "",
@@ -146,8 +161,15 @@ export class Pods {
     };
     const previous = this.byIp.get(ip);
     this.byIp.set(ip, next);
-    if (previous) await retire(previous.sandbox);
+    if (previous) await this.retire(previous.sandbox);
     return next;
+  }
+
+  /** retire ends a sandbox: its processes, its watchers, and its directory unless shared. */
+  private async retire(s: Sandbox): Promise<void> {
+    s.processes.killAll();
+    for (const close of s.closers) close();
+    if (!this.shared) await rm(s.root.dir, { recursive: true, force: true, maxRetries: 3 });
   }
 
   /** lookup names the instance serving ip now; undefined when unknown (no lookup, or it failed). */
@@ -165,10 +187,4 @@ export class Pods {
     });
     return run;
   }
-}
-
-async function retire(s: Sandbox): Promise<void> {
-  s.processes.killAll();
-  for (const close of s.closers) close();
-  await rm(s.root.dir, { recursive: true, force: true, maxRetries: 3 });
 }

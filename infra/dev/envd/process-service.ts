@@ -7,7 +7,7 @@
 import { stat } from "node:fs/promises";
 import { RpcError } from "./connect.ts";
 import { bytes, obj, type ProcessEvent, processConfig, selector, signalOf, str } from "./messages.ts";
-import { HOME, resolve, USER } from "./paths.ts";
+import { HOME, hostPath, resolve, USER } from "./paths.ts";
 import type { Sandbox } from "./pods.ts";
 import type { Proc } from "./processes.ts";
 import type { Method, StreamContext } from "./rpc.ts";
@@ -35,7 +35,7 @@ function attach(proc: Proc, ctx: StreamContext): Promise<void> {
 function environment(sbx: Sandbox, envs: Record<string, string>): Record<string, string> {
   return {
     PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
-    HOME: `${sbx.root.dir}${HOME}`,
+    HOME: hostPath(sbx.root.dir, HOME),
     USER,
     LOGNAME: USER,
     ...sbx.envVars,
