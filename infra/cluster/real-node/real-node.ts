@@ -1,18 +1,13 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
+import { IMAGE_REGISTRY } from "../../images/refs.ts";
 import { writeKubeconfig } from "../configs.ts";
 import { freePorts } from "../ports.ts";
 import { createCgroupRoot } from "./cgroups.ts";
 import { kubeletConfiguration, REAL_NODE_LABEL } from "./kubelet-config.ts";
 import { claimPodNetwork, createBridge, type PodNetwork } from "./pod-network.ts";
-import {
-  cniConflist,
-  containerdConfig,
-  IMAGE_REGISTRY_HOST,
-  registryConfig,
-  registryHostsToml,
-} from "./runtime-configs.ts";
+import { cniConflist, containerdConfig, registryConfig, registryHostsToml } from "./runtime-configs.ts";
 
 /** CNI_BIN_DIR is where Debian's containernetworking-plugins puts bridge, host-local, loopback and portmap. */
 export const CNI_BIN_DIR = "/usr/lib/cni";
@@ -84,8 +79,8 @@ export async function planRealNode(opts: {
   const socket = d("containerd", "containerd.sock");
 
   writeFileSync(d("registry.yml"), registryConfig(registryPort, d("registry")));
-  mkdirSync(d("certs.d", IMAGE_REGISTRY_HOST), { recursive: true });
-  writeFileSync(d("certs.d", IMAGE_REGISTRY_HOST, "hosts.toml"), registryHostsToml(registryPort));
+  mkdirSync(d("certs.d", IMAGE_REGISTRY), { recursive: true });
+  writeFileSync(d("certs.d", IMAGE_REGISTRY, "hosts.toml"), registryHostsToml(registryPort));
   writeFileSync(d("cni/net.d/10-agentbox.conflist"), cniConflist(network, d("cni/ipam")));
   writeFileSync(
     d("containerd.toml"),

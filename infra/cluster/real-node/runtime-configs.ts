@@ -1,8 +1,5 @@
 import type { PodNetwork } from "./pod-network.ts";
 
-/** IMAGE_REGISTRY_HOST is the name every image on the real node is pulled by; containerd maps it to the local registry. */
-export const IMAGE_REGISTRY_HOST = "registry.agentbox.test";
-
 /** ContainerdPaths are one real node's containerd directories and sockets (all under the cluster's directory). */
 export interface ContainerdPaths {
   root: string;
@@ -74,7 +71,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.opt",
 }
 
 /**
- * registryHostsToml points `registry.agentbox.test` at the local registry over plain HTTP on
+ * registryHostsToml points `registry.agentbox.test` (IMAGE_REGISTRY) at the local registry over plain HTTP on
  * loopback, so image references stay the same whatever port a cluster's registry got.
  */
 export function registryHostsToml(registryPort: number): string {

@@ -3,9 +3,9 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import type { CoreV1Api } from "@kubernetes/client-node";
+import { imageRef } from "../../images/refs.ts";
 import type { Started } from "../processes.ts";
 import { planRealNode, type RealNodeState } from "./real-node.ts";
-import { IMAGE_REGISTRY_HOST } from "./runtime-configs.ts";
 
 const execFileAsync = promisify(execFile);
 
@@ -33,7 +33,7 @@ export interface RealNodeContext {
 }
 
 /** SANDBOX_IMAGE is containerd's pod sandbox ("pause") image, built here (infra/images). */
-export const SANDBOX_IMAGE = `${IMAGE_REGISTRY_HOST}/agentbox/pause:1`;
+export const SANDBOX_IMAGE = imageRef("pause");
 
 /**
  * startRealNode brings up the real node beside the kwok nodes: the local registry, the images
