@@ -1,18 +1,18 @@
 /**
- * blobs.ts stores blobs in an OCI layout's `blobs/sha256/`: a layer is streamed from its tar
- * entries through sha256 (its diffID), optionally gzip (`gzip -n`'s equivalent: zlib writes no
- * name and mtime 0), and sha256 again (its digest), to a temporary file renamed to its digest,
- * so the ~130 MB runtime layer is never held twice in memory.
+ * blobs.ts stores blobs in an OCI layout's `blobs/sha256/`: a layer's tar archive (tar.ts,
+ * written by tar-stream) is streamed through sha256 (its diffID), optionally gzip (`gzip -n`'s
+ * equivalent: zlib writes no name and mtime 0), and sha256 again (its digest), to a temporary
+ * file renamed to its digest, so the ~130 MB runtime layer is never held twice in memory.
  */
 import { createHash } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { Readable, Transform } from "node:stream";
+import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { constants, createGzip } from "node:zlib";
 import { type Blob, type Descriptor, MEDIA } from "./oci-layout.ts";
-import { type TarEntry, tarChunks } from "./tar.ts";
+import { type TarEntry, tarStream } from "./tar.ts";
 
 /** Compression is how layers are stored: none (fastest here: build, push and pull on one machine) or gzip. */
 export type Compression = "none" | "gzip";
@@ -55,7 +55,7 @@ export async function writeLayer(
   const tmp = join(dir, `.layer-${process.pid}-${Math.random().toString(36).slice(2)}`);
   const raw = hashing();
   const stored = hashing();
-  const source = Readable.from(tarChunks(entries));
+  const source = tarStream(entries);
   const out = createWriteStream(tmp);
   if (compression === "gzip")
     await pipeline(source, raw.stream, createGzip({ level: constants.Z_BEST_SPEED }), stored.stream, out);

@@ -10,6 +10,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
@@ -133,6 +134,12 @@ async function readInputs(): Promise<Inputs> {
   };
 }
 
+/** tarStreamVersion is the installed tar-stream's version (its package.json). */
+function tarStreamVersion(): string {
+  const pkg = readFileSync(join(REPO, "node_modules", "tar-stream", "package.json"), "utf8");
+  return (JSON.parse(pkg) as { version: string }).version;
+}
+
 /** cacheKey hashes every input of the layout. */
 function cacheKey(inputs: Inputs): string {
   const h = createHash("sha256");
@@ -148,6 +155,8 @@ function cacheKey(inputs: Inputs): string {
   part("node", inputs.runtime.node);
   for (const l of inputs.runtime.libs) part(`lib ${l.path}`, l.data);
   part("envd", inputs.runtime.envd);
+  // The tar writer shapes every header: a new version may write other bytes.
+  part("tar-stream", tarStreamVersion());
   return h.digest("hex").slice(0, 32);
 }
 

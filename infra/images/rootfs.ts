@@ -6,11 +6,11 @@
  * and a small top layer per image (its `/etc/agentbox-image` marker, and the web page). The
  * entries are pure data made from the input bytes, so equal inputs give equal layers.
  */
+
+import { ENVD_PORT } from "../../lib/data-plane/sandbox-host.ts";
 import type { RunSpec } from "./oci-layout.ts";
 import type { TarEntry } from "./tar.ts";
 
-/** ENVD_PORT is envd's port in every sandbox image. */
-export const ENVD_PORT = 49983;
 /** WEB_PORT is the port the web image serves its page on. */
 export const WEB_PORT = 8080;
 /** IMAGE_NAMES are the images built here, each tagged IMAGE_TAG under `agentbox/`. */

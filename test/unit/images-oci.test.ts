@@ -10,98 +10,160 @@ import {
 } from "../../infra/images/oci-layout.ts";
 import { IMAGE_REGISTRY, imageRef } from "../../infra/images/refs.ts";
 import { baseLayer, layersOf, parseLdd, runOf, runtimeLayer, topLayer } from "../../infra/images/rootfs.ts";
-import { LAYER_MTIME, type TarEntry, tarChunks, tarHeader } from "../../infra/images/tar.ts";
+import { LAYER_MTIME, sortEntries, type TarEntry, tarStream } from "../../infra/images/tar.ts";
 
-// The image builder's pure parts (infra/images/): the deterministic tar writer, the OCI documents,
+// The image builder's pure parts (infra/images/): the deterministic tar archive (tar-stream writes
+// the headers; tar.ts decides everything that makes two builds the same bytes), the OCI documents,
 // and the recipe (which layer holds what, how each image runs).
 
 const bytes = (s: string) => new TextEncoder().encode(s);
-const archive = (entries: TarEntry[]) => Buffer.concat([...tarChunks(entries)]);
+
+/** chunksOf reads a layer's whole archive stream. */
+async function chunksOf(entries: readonly TarEntry[]): Promise<Buffer[]> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of tarStream(entries)) chunks.push(chunk as Buffer);
+  return chunks;
+}
+const archive = async (entries: readonly TarEntry[]) => Buffer.concat(await chunksOf(entries));
 const field = (h: Uint8Array, at: number, width: number) =>
   Buffer.from(h.subarray(at, at + width))
     .toString("latin1")
     .replace(/\0.*$/s, "");
+const octal = (h: Uint8Array, at: number, width: number) => Number.parseInt(field(h, at, width).trim(), 8);
 
-/** members reads back a ustar archive's (name, type, mode, uid, size) by its headers alone. */
-function members(tar: Buffer): { name: string; type: string; mode: number; uid: number; size: number }[] {
-  const out = [];
+interface Member {
+  name: string;
+  type: string;
+  mode: number;
+  uid: number;
+  gid: number;
+  size: number;
+  mtime: number;
+  owners: string;
+  magic: string;
+  dev: string;
+  checksumOk: boolean;
+}
+
+/** members reads back every header of a tar archive, byte field by byte field. */
+function members(tar: Buffer): Member[] {
+  const out: Member[] = [];
   for (let at = 0; at + 512 <= tar.length; ) {
     const h = tar.subarray(at, at + 512);
     if (h.every((b) => b === 0)) break;
     const prefix = field(h, 345, 155);
-    const size = Number.parseInt(field(h, 124, 12), 8);
+    const size = octal(h, 124, 12);
+    let sum = 0;
+    h.forEach((b, i) => {
+      sum += i >= 148 && i < 156 ? 0x20 : b;
+    });
     out.push({
       name: (prefix ? `${prefix}/` : "") + field(h, 0, 100),
       type: field(h, 156, 1),
-      mode: Number.parseInt(field(h, 100, 8), 8),
-      uid: Number.parseInt(field(h, 108, 8), 8),
+      mode: octal(h, 100, 8),
+      uid: octal(h, 108, 8),
+      gid: octal(h, 116, 8),
       size,
+      mtime: octal(h, 136, 12),
+      owners: field(h, 265, 32) + field(h, 297, 32),
+      magic: field(h, 257, 8),
+      dev: `${octal(h, 329, 8)}/${octal(h, 337, 8)}`,
+      checksumOk: octal(h, 148, 8) === sum,
     });
     at += 512 + Math.ceil(size / 512) * 512;
   }
   return out;
 }
 
-describe("the layer tar writer", () => {
+function tar(args: string[], input: Buffer): { status: number | null; stdout: string; stderr: string } {
+  return spawnSync("tar", args, { input, encoding: "utf8", timeout: 10_000 });
+}
+
+describe("the layer tar archive", () => {
   const entries: TarEntry[] = [
     { path: "etc/passwd", type: "file", mode: 0o644, data: bytes("root:x:0:0::/:/bin/sh\n") },
     { path: "home/user", type: "dir", mode: 0o755, uid: 1000, gid: 1000 },
     { path: "bin/sh", type: "symlink", target: "busybox" },
     { path: "etc", type: "dir", mode: 0o755 },
     { path: "bin", type: "dir", mode: 0o755 },
+    { path: "tmp", type: "dir", mode: 0o1777 },
+    { path: "bin/empty", type: "file", mode: 0o600, data: new Uint8Array(0) },
     { path: "home", type: "dir", mode: 0o755 },
   ];
 
-  it("writes the same bytes whatever order the entries come in, parents before children", () => {
-    const a = archive(entries);
-    expect(a.equals(archive([...entries].reverse()))).toBe(true);
-    expect(sha256(a)).toBe(sha256(archive(entries)));
+  it("writes the same bytes whatever order the entries come in, parents before children", async () => {
+    const a = await archive(entries);
+    expect(a.equals(await archive([...entries].reverse()))).toBe(true);
+    expect(sha256(a)).toBe(sha256(await archive(entries)));
     expect(members(a).map((m) => m.name)).toEqual([
       "bin/",
+      "bin/empty",
       "bin/sh",
       "etc/",
       "etc/passwd",
       "home/",
       "home/user/",
+      "tmp/",
     ]);
     expect(a.length % 512).toBe(0);
+    expect(a.subarray(-1024).every((b) => b === 0)).toBe(true);
+    expect(sortEntries(entries).map((e) => e.path)).toEqual(members(a).map((m) => m.name.replace(/\/$/, "")));
   });
 
-  it("keeps numeric owners, modes, one fixed mtime and a valid checksum in every header", () => {
-    const h = tarHeader({ path: "tmp", type: "dir", mode: 0o1777 });
-    expect(Number.parseInt(field(h, 100, 8), 8)).toBe(0o1777);
-    expect(Number.parseInt(field(h, 136, 12), 8)).toBe(LAYER_MTIME);
-    expect(field(h, 265, 32)).toBe("");
-    let sum = 0;
-    h.forEach((b, i) => {
-      sum += i >= 148 && i < 156 ? 0x20 : b;
-    });
-    expect(Number.parseInt(field(h, 148, 8), 8)).toBe(sum);
-    expect(members(archive(entries)).find((m) => m.name === "home/user/")).toMatchObject({
-      uid: 1000,
-      type: "5",
-    });
+  it("puts nothing of the machine or the clock in a header: fixed mtime, numeric owners, plain ustar", async () => {
+    const all = members(await archive(entries));
+    expect(all).toHaveLength(entries.length);
+    for (const m of all) {
+      expect(m).toMatchObject({
+        mtime: LAYER_MTIME,
+        owners: "",
+        magic: "ustar",
+        dev: "0/0",
+        checksumOk: true,
+      });
+      expect(m.type).toMatch(/^[025]$/); // file, symlink, directory: no pax or GNU long-name headers
+    }
+    const by = new Map(all.map((m) => [m.name, m]));
+    expect(by.get("tmp/")).toMatchObject({ type: "5", mode: 0o1777, uid: 0, gid: 0 });
+    expect(by.get("home/user/")).toMatchObject({ type: "5", uid: 1000, gid: 1000 });
+    expect(by.get("bin/sh")).toMatchObject({ type: "2", mode: 0o777, size: 0 });
+    expect(by.get("bin/empty")).toMatchObject({ type: "0", mode: 0o600, size: 0 });
+    expect(by.get("etc/passwd")).toMatchObject({ type: "0", mode: 0o644, size: 22 });
   });
 
-  it("is read back by tar(1) with the same names, owners and contents", () => {
-    const listed = spawnSync("tar", ["-tv", "--numeric-owner", "-f", "-"], {
-      input: archive(entries),
-      encoding: "utf8",
-    });
+  it("is read back by tar(1) with the same names, modes, owners, times and contents", async () => {
+    const big = new Uint8Array(1_000_003).map((_, i) => (i * 7) & 0xff);
+    const withBig = [...entries, { path: "etc/big", type: "file", mode: 0o755, data: big } as const];
+    const chunks = await chunksOf(withBig);
+    // A file's bytes go out as the very buffer the entry holds, not a copy.
+    expect(chunks.some((c) => c.buffer === big.buffer)).toBe(true);
+    const tarball = Buffer.concat(chunks);
+    const listed = tar(["-tv", "--numeric-owner", "--full-time", "-f", "-"], tarball);
+    expect(listed.stderr).toBe("");
     expect(listed.status).toBe(0);
-    expect(listed.stdout).toMatch(/lrwxrwxrwx 0\/0 +0 2000-01-01 00:00 bin\/sh -> busybox/);
-    expect(listed.stdout).toMatch(/drwxr-xr-x 1000\/1000 +0 2000-01-01 00:00 home\/user\//);
-    const cat = spawnSync("tar", ["-xOf", "-", "etc/passwd"], { input: archive(entries), encoding: "utf8" });
-    expect(cat.stdout).toBe("root:x:0:0::/:/bin/sh\n");
+    expect(listed.stdout).toMatch(/^lrwxrwxrwx 0\/0 +0 2000-01-01 00:00:00 bin\/sh -> busybox$/m);
+    expect(listed.stdout).toMatch(/^drwxr-xr-x 1000\/1000 +0 2000-01-01 00:00:00 home\/user\/$/m);
+    expect(listed.stdout).toMatch(/^drwxrwxrwt 0\/0 +0 2000-01-01 00:00:00 tmp\/$/m);
+    expect(listed.stdout).toMatch(/^-rwxr-xr-x 0\/0 +1000003 2000-01-01 00:00:00 etc\/big$/m);
+    expect(listed.stdout.trim().split("\n")).toHaveLength(withBig.length);
+    expect(tar(["-xOf", "-", "etc/passwd"], tarball).stdout).toBe("root:x:0:0::/:/bin/sh\n");
+    const out = spawnSync("tar", ["-xOf", "-", "etc/big"], { input: tarball, timeout: 10_000 });
+    expect(out.status).toBe(0);
+    expect(sha256(out.stdout)).toBe(sha256(big));
   });
 
-  it("splits a long path into ustar's prefix, and refuses absolute, climbing or repeated paths", () => {
+  it("fits a long path in ustar's prefix, and refuses bad paths, repeats, mode 0 and huge owners", async () => {
     const long = `${"d".repeat(80)}/${"e".repeat(80)}/f`;
-    const m = members(archive([{ path: long, type: "file", mode: 0o644, data: bytes("x") }]));
-    expect(m[0]?.name).toBe(long);
-    expect(() => tarHeader({ path: "/etc", type: "dir", mode: 0o755 })).toThrow(/relative/);
-    expect(() => tarHeader({ path: "a/../b", type: "dir", mode: 0o755 })).toThrow(/relative/);
-    expect(() => archive([entries[0] as TarEntry, entries[0] as TarEntry])).toThrow(/twice/);
+    const tarball = await archive([{ path: long, type: "file", mode: 0o644, data: bytes("x") }]);
+    expect(members(tarball).map((m) => [m.name, m.type])).toEqual([[long, "0"]]);
+    expect(tar(["-tf", "-"], tarball).stdout).toBe(`${long}\n`);
+    const bad = (e: Partial<TarEntry>) => () =>
+      tarStream([{ path: "x", type: "dir", mode: 0o755, ...e } as TarEntry]);
+    for (const path of ["/etc", "a/../b", "..", "", "a//b", "a/", "./a"])
+      expect(bad({ path }), path).toThrow(/relative path/);
+    expect(() => tarStream([entries[0] as TarEntry, entries[0] as TarEntry])).toThrow(/twice/);
+    expect(bad({ mode: 0 })).toThrow(/mode 0/);
+    expect(bad({ uid: 0o1000000 })).toThrow(/owner id/);
   });
 });
 
