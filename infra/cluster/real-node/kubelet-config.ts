@@ -31,6 +31,11 @@ export interface KubeletPaths {
  *   AlwaysAllow for it: a local node, reached by nothing else.
  * - Eviction thresholds near zero: a developer's disk at 85 % must not evict the sandboxes.
  * - `podLogsDir` under the cluster's directory, so `cluster down` removes the logs too.
+ * - `crashLoopBackOff.maxContainerRestartPeriod: 1s`: the kubelet backs off every start of a
+ *   container after its first, keyed by pod, container and image, doubling up to 5 minutes, and
+ *   an in-place swap is such a start: a pod swapped idle → sandbox → idle → ... waited 16, 25, 44,
+ *   85 s for its resets (measured here). Pools swap by design; a user's nodes need the same
+ *   setting (README: "What a user's node needs").
  */
 export function kubeletConfiguration(
   net: PodNetwork,
@@ -75,6 +80,7 @@ export function kubeletConfiguration(
     nodeStatusUpdateFrequency: "10s",
     syncFrequency: "10s",
     shutdownGracePeriod: "0s",
+    crashLoopBackOff: { maxContainerRestartPeriod: "1s" },
     resolvConf: "/etc/resolv.conf",
     rotateCertificates: false,
     serverTLSBootstrap: false,
