@@ -3,7 +3,7 @@
 // Both are turned into the SandboxStatusDetail shape agentbox's API and dashboard already show.
 import type { CoreV1Event, V1ContainerStatus, V1Pod } from "@kubernetes/client-node";
 import type { SandboxStatusDetail } from "../api/annotations.ts";
-import { SANDBOX_PHASE } from "../api/keys.ts";
+import { SANDBOX_PHASE, SANDBOX_STATUS_DETAIL_ANNOTATION } from "../api/keys.ts";
 import { parseTime, rfc3339 } from "../util/time.ts";
 import { targetImagesOf } from "./completion.ts";
 import { readInplaceState } from "./inplace-state.ts";
@@ -75,6 +75,39 @@ function abnormalExit(statuses: V1ContainerStatus[]): Diagnosis | undefined {
   return undefined;
 }
 
+/** recordedPullError is the pull error the pod's status-detail annotation holds, if it holds one. */
+function recordedPullError(pod: V1Pod): Diagnosis | undefined {
+  try {
+    const raw = pod.metadata?.annotations?.[SANDBOX_STATUS_DETAIL_ANNOTATION];
+    const d: unknown = raw ? JSON.parse(raw) : undefined;
+    if (typeof d !== "object" || d === null) return undefined;
+    const { reason, message } = d as { reason?: unknown; message?: unknown };
+    return typeof reason === "string" && PULL_ERRORS.has(reason) && typeof message === "string"
+      ? { reason, message }
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * startBackOff explains a CrashLoopBackOff of a starting sandbox whose container never ran since
+ * the swap: its last termination is still the container the swap stopped. A real kubelet backs
+ * off every restart of a container after its first, whatever stopped it, so a swapped-in image
+ * that cannot be pulled shows ErrImagePull, ImagePullBackOff, then "back-off 10s restarting
+ * failed container" (CrashLoopBackOff) in turn, though nothing crashed. The pull error recorded
+ * on the pod is then still the answer; without one, undefined (the back-off is all there is).
+ */
+function startBackOff(pod: V1Pod, statuses: V1ContainerStatus[]): Diagnosis | undefined {
+  const { state } = readInplaceState(pod);
+  const stalled = statuses.some((s) => {
+    const before = state?.lastContainerStatuses?.[s.name]?.containerID;
+    const last = s.lastState?.terminated?.containerID ?? s.containerID;
+    return s.state?.waiting?.reason === "CrashLoopBackOff" && before !== undefined && last === before;
+  });
+  return stalled ? recordedPullError(pod) : undefined;
+}
+
 function podFailed(pod: V1Pod): Diagnosis | undefined {
   if (pod.status?.phase !== "Failed") return undefined;
   const message = [pod.status.reason, pod.status.message].filter(Boolean).join(": ");
@@ -91,9 +124,11 @@ function pulling(pod: V1Pod): Diagnosis {
  * buildStatusDetail explains a starting or failed sandbox from the pod alone (no events, no
  * API calls); other phases, and a failed pod with nothing to show, give undefined. In priority
  * order: OOMKilled (terminated, or last terminated while not running), ErrImagePull /
- * ImagePullBackOff, CrashLoopBackOff, any other waiting reason (CreateContainerConfigError…),
- * PodFailed (pod phase Failed; message "Evicted: …"), a non-zero exit (failed pods); and for a
- * starting pod with none of these, Pulling with the target image.
+ * ImagePullBackOff (also while the kubelet backs off restarting a starting container that never
+ * ran, once the pod records a pull error: startBackOff), CrashLoopBackOff, any other waiting
+ * reason (CreateContainerConfigError…), PodFailed (pod phase Failed; message "Evicted: …"), a
+ * non-zero exit (failed pods); and for a starting pod with none of these, Pulling with the
+ * target image.
  */
 export function buildStatusDetail(pod: V1Pod, now: Date): SandboxStatusDetail | undefined {
   const phase = sandboxPhaseOf(pod);
@@ -102,6 +137,7 @@ export function buildStatusDetail(pod: V1Pod, now: Date): SandboxStatusDetail | 
   const diagnosis =
     oomKilled(statuses) ??
     waiting(statuses, (r) => PULL_ERRORS.has(r)) ??
+    (phase === SANDBOX_PHASE.STARTING ? startBackOff(pod, statuses) : undefined) ??
     waiting(statuses, (r) => r === "CrashLoopBackOff") ??
     waiting(statuses, (r) => !CREATING.has(r)) ??
     podFailed(pod) ??

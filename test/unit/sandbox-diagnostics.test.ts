@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import {
   INPLACE_UPDATE_STATE_ANNOTATION,
   SANDBOX_PHASE_LABEL,
+  SANDBOX_STATUS_DETAIL_ANNOTATION,
   type SandboxPhase,
 } from "../../lib/api/keys.ts";
 import { buildStatusDetail, withWarningEvents } from "../../lib/sandbox/diagnostics.ts";
@@ -179,6 +180,51 @@ describe("buildStatusDetail", () => {
     const detail = buildStatusDetail(p, NOW);
     if (reason === undefined) expect(detail).toBeUndefined();
     else expect(detail).toEqual({ reason, message, lastUpdatedTime: AT });
+  });
+});
+
+describe("buildStatusDetail: a real kubelet's start back-off after a failed pull", () => {
+  // As kubelet 1.36 showed it (test/integration/real-node-failures.test.ts): the swap stopped the
+  // idle container ("c-idle"), the pull of the target failed, and between pull attempts the
+  // kubelet backs off restarting the container that never ran.
+  const stopped = { terminated: { containerID: "c-idle", exitCode: 0, reason: "Completed" } };
+  const backOff = {
+    waiting: { reason: "CrashLoopBackOff", message: "back-off 10s restarting failed container=main" },
+  };
+  const pullError = { reason: "ImagePullBackOff", message: 'Back-off pulling image "app:2": not found' };
+  function stalled(recorded?: object, lastContainerID = "c-idle"): V1Pod {
+    const p = pod("starting", [c("main", { containerID: "c-idle", state: backOff, lastState: stopped })]);
+    p.metadata!.annotations = {
+      [INPLACE_UPDATE_STATE_ANNOTATION]: JSON.stringify({
+        phase: "starting",
+        targetImages: { main: "app:2" },
+        lastContainerStatuses: { main: { imageID: "idle@sha256:1", containerID: lastContainerID } },
+      }),
+      ...(recorded ? { [SANDBOX_STATUS_DETAIL_ANNOTATION]: JSON.stringify(recorded) } : {}),
+    };
+    return p;
+  }
+
+  it("keeps the recorded pull error: nothing crashed", () => {
+    expect(buildStatusDetail(stalled({ ...pullError, lastUpdatedTime: AT }), NOW)).toEqual({
+      ...pullError,
+      lastUpdatedTime: AT,
+    });
+  });
+
+  it("is a CrashLoopBackOff without a recorded pull error, or a garbled one", () => {
+    for (const p of [stalled(), stalled({ reason: "Pulling", message: "m" })]) {
+      expect(buildStatusDetail(p, NOW)?.reason).toBe("CrashLoopBackOff");
+    }
+    const garbled = stalled();
+    garbled.metadata!.annotations![SANDBOX_STATUS_DETAIL_ANNOTATION] = "{";
+    expect(buildStatusDetail(garbled, NOW)?.reason).toBe("CrashLoopBackOff");
+  });
+
+  it("is a CrashLoopBackOff once the target ran and crashed (a new container id)", () => {
+    expect(buildStatusDetail(stalled({ ...pullError, lastUpdatedTime: AT }, "c-older"), NOW)?.reason).toBe(
+      "CrashLoopBackOff",
+    );
   });
 });
 
