@@ -94,7 +94,9 @@ export default async function setup(project: TestProject) {
   const metricsToken = randomBytes(16).toString("hex");
   const envdRequestLog = join(state.dir, "logs", "envd-requests.jsonl");
   const envd = await startEnvd({ requestLog: envdRequestLog, kubeconfig: kc });
-  const postStartDeadlineSeconds = 3;
+  // Long enough for envd to start in a real container after a swap (Node cold start: 2-4 s on a
+  // loaded 2-core machine); tests of the deadline itself move their own clock past it.
+  const postStartDeadlineSeconds = 20;
   const sealingKey = randomBytes(32).toString("hex");
   // The real host, with two test-only restrictions: no tick (tests drive the steps themselves)
   // and audit-triggered reconciles only for namespaces named audit-*, so background runs never

@@ -75,7 +75,14 @@ export async function planRealNode(opts: {
   createBridge(network);
   const cgroupRoot = `agentbox-${opts.clusterName}`;
   createCgroupRoot(cgroupRoot);
-  const [registryPort, kubeletPort, healthzPort] = (await freePorts(3)) as [number, number, number];
+  // containerd's CRI stream server (exec, attach, port-forward) gets a port picked here too: left
+  // to the kernel ("0") it could take a port another cluster picked and has not bound yet.
+  const [registryPort, kubeletPort, healthzPort, streamPort] = (await freePorts(4)) as [
+    number,
+    number,
+    number,
+    number,
+  ];
   const socket = d("containerd", "containerd.sock");
 
   writeFileSync(d("registry.yml"), registryConfig(registryPort, d("registry")));
@@ -93,6 +100,7 @@ export async function planRealNode(opts: {
       cniBinDir: CNI_BIN_DIR,
       runc: RUNC,
       sandboxImage: opts.sandboxImage,
+      streamPort,
     }),
   );
   writeFileSync(

@@ -11,6 +11,8 @@ export interface ContainerdPaths {
   cniBinDir: string;
   runc: string;
   sandboxImage: string;
+  /** streamPort is the CRI stream server's loopback port. */
+  streamPort: number;
 }
 
 const q = (s: string) => JSON.stringify(s);
@@ -66,7 +68,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.opt",
 
 [plugins."io.containerd.grpc.v1.cri"]
   stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
+  stream_server_port = ${q(String(p.streamPort))}
 `;
 }
 
