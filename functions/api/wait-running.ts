@@ -4,6 +4,7 @@ import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { isConflict, isNotFound } from "../../lib/kube/errors.ts";
 import { handBackStartPatch } from "../../lib/sandbox/hand-back-start.ts";
 import { sandboxPhaseOf } from "../../lib/sandbox/phase-label.ts";
+import { hasPendingHooks } from "../../lib/sandbox/post-start-hooks.ts";
 import { latestOnly } from "../../lib/util/latest-only.ts";
 import { runPodSteps } from "../reconcile-pod.ts";
 import { followPod } from "../views/follow-pod.ts";
@@ -18,6 +19,13 @@ export interface WaitTimeline {
   kubeletMs?: number;
   endMs: number;
 }
+
+/**
+ * HOOK_RETRY_MS is how soon a waiter runs a version's hooks again after they failed and nothing
+ * was written: envd in a real container listens a moment (1-2 s) after kubelet reports the
+ * container running, and a failed hook leaves the pod as it was, so no new version would come.
+ */
+const HOOK_RETRY_MS = 500;
 
 export type WaitOutcome = (
   | { ok: true; pod: V1Pod }
@@ -59,9 +67,14 @@ export async function waitForRunning(
   };
   const t0 = performance.now();
   let kubeletMs: number | undefined;
+  const controller = new AbortController();
+  let retry: ReturnType<typeof setTimeout> | undefined;
   const advance = latestOnly(async ({ pod, at }: { pod: V1Pod; at: number }) => {
+    clearTimeout(retry);
+    let wrote = true;
     try {
       const report = await runPodSteps(deps, pool, pod, true);
+      wrote = report.steps.length > 0;
       const started = report.steps.some(
         (s) => s.step === "complete-starting" && s.outcomes.some((o) => o.result === "done"),
       );
@@ -69,6 +82,9 @@ export async function waitForRunning(
     } catch (e) {
       deps.log.warn({ pod: `${namespace}/${name}`, err: String(e) }, "waiter could not advance the sandbox");
     }
+    // Hooks that failed wrote nothing (before their deadline): try this version again soon.
+    if (!wrote && !outcome && hasPendingHooks(pod) && !controller.signal.aborted)
+      retry = setTimeout(() => advance({ pod: last ?? pod, at: performance.now() }), HOOK_RETRY_MS);
   });
   const seen = (pod: V1Pod | undefined) => {
     last = pod;
@@ -77,7 +93,6 @@ export async function waitForRunning(
   };
   outcome = judge(claimed);
   if (!outcome) advance({ pod: claimed, at: t0 });
-  const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);
   let stopped = false;
   const stop = () => {
@@ -99,6 +114,7 @@ export async function waitForRunning(
       );
   } finally {
     clearTimeout(timer);
+    clearTimeout(retry);
     deps.stopping?.removeEventListener("abort", stop);
   }
   if (!outcome && stopped) await handBackStart(deps, last ?? claimed);

@@ -23,6 +23,7 @@ import {
 import { podName } from "../../lib/pool/pod-name.ts";
 import {
   idleImages,
+  POOLED_POD_GRACE_SECONDS,
   podRevision,
   renderPod,
   syncAnnotationsFromTemplate,
@@ -130,6 +131,22 @@ describe("renderPod", () => {
     expect(spec?.containers[0]?.resources).toEqual(resources);
     expect(spec).not.toHaveProperty("nodeName");
     expect(p).toEqual(before);
+  });
+
+  it("gives pooled pods a 2 s grace unless the template sets one, and the default moves no revision", () => {
+    expect(renderPod(pool(), 0).spec?.terminationGracePeriodSeconds).toBe(POOLED_POD_GRACE_SECONDS);
+    expect(POOLED_POD_GRACE_SECONDS).toBe(2);
+    const own = pool();
+    if (own.spec.template?.spec)
+      (own.spec.template.spec as Record<string, unknown>).terminationGracePeriodSeconds = 30;
+    expect(renderPod(own, 0).spec?.terminationGracePeriodSeconds).toBe(30);
+    // The default is not hashed into the revision (pods made before it keep theirs: no rollout):
+    // a template that sets the same 2 s renders the same spec under another revision.
+    const explicit = pool();
+    if (explicit.spec.template?.spec)
+      (explicit.spec.template.spec as Record<string, unknown>).terminationGracePeriodSeconds = 2;
+    expect(renderPod(explicit, 0).spec).toEqual(renderPod(pool(), 0).spec);
+    expect(podRevision(explicit)).not.toBe(podRevision(pool()));
   });
 
   it("uses the truncated slot name for long pool names", () => {
