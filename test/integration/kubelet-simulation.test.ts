@@ -1,6 +1,7 @@
 import type { V1ContainerStatus, V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { kube, newNamespace, until, watchPodUntil } from "./support/kube.ts";
+import { watchPodFrom } from "./support/pod-watch.ts";
 
 // Each behaviour of the kwok kubelet simulation (infra/kwok/stages.yaml), observed through the
 // real apiserver: the product never talks to kwok, only to the API, so that is what we check.
@@ -104,6 +105,41 @@ describe("kwok kubelet simulation", () => {
     expect(back.restartCount).toBe(before.restartCount + 2);
   });
 
+  it("reports a tag pinned to a digest as the tag, and restarts on a change to or from the pinned spelling", async () => {
+    await createPod("tagpin", "registry.local/sandbox/idle:1");
+    const before = status(
+      await watchPodUntil(kc, ns, "tagpin", "Running", runningWith("registry.local/sandbox/idle:1")),
+    )!;
+    const digest = before.imageID!.split("@")[1]!;
+    // As containerd: status.image is the tag, imageID the repository at the digest.
+    await setImage("tagpin", `registry.local/sandbox/idle:1@${digest}`);
+    const pinned = status(
+      await watchPodUntil(
+        kc,
+        ns,
+        "tagpin",
+        "restarted on the pinned spelling",
+        (p) =>
+          status(p)?.containerID !== before.containerID && runningWith("registry.local/sandbox/idle:1")(p),
+      ),
+    )!;
+    expect(pinned.imageID).toBe(`registry.local/sandbox/idle@${digest}`);
+    expect(pinned.restartCount).toBe(before.restartCount + 1);
+    await setImage("tagpin", "registry.local/sandbox/idle:1");
+    const back = status(
+      await watchPodUntil(
+        kc,
+        ns,
+        "tagpin",
+        "restarted on the tag",
+        (p) =>
+          status(p)?.containerID !== pinned.containerID && runningWith("registry.local/sandbox/idle:1")(p),
+      ),
+    )!;
+    expect(back.restartCount).toBe(before.restartCount + 2);
+    expect(back.containerID).not.toBe(before.containerID);
+  });
+
   it("keeps a digest-pinned image's own digest in imageID", async () => {
     const digest = `sha256:${"ab".repeat(32)}`;
     await createPod("pinned", `registry.local/sandbox/base@${digest}`);
@@ -153,7 +189,16 @@ describe("kwok kubelet simulation", () => {
       (p) => status(p)?.state?.waiting?.reason === "ImagePullBackOff",
     );
     expect(ready(failed)).toBe("False");
-    expect(status(failed)?.image).toBe("registry.invalid/unpullable:2");
+    // As kubelet: no new container exists, so the status keeps the old one's image and ids; the
+    // image it failed to pull is named in the message.
+    expect(status(failed)?.image).toBe("registry.local/sandbox/idle:1");
+    expect(status(failed)?.imageID).toBe(before.imageID);
+    expect(status(failed)?.containerID).toBe(before.containerID);
+    expect(status(failed)?.restartCount).toBe(before.restartCount);
+    expect(status(failed)?.lastState?.terminated?.containerID).toBe(before.containerID);
+    expect(status(failed)?.state?.waiting?.message).toBe(
+      'Back-off pulling image "registry.invalid/unpullable:2": ErrImagePull: rpc error: code = NotFound desc = failed to pull and unpack image "registry.invalid/unpullable:2": failed to resolve image: registry.invalid/unpullable:2: not found',
+    );
     await setImage("badupdate", "registry.local/sandbox/idle:1");
     const back = status(
       await watchPodUntil(kc, ns, "badupdate", "recovered", runningWith("registry.local/sandbox/idle:1")),
@@ -167,11 +212,20 @@ describe("kwok kubelet simulation", () => {
     const before = status(
       await watchPodUntil(kc, ns, "oom", "Running", runningWith("registry.local/sandbox/agent:2")),
     )!;
+    // First the container terminates, as kubelet reports it, then it restarts.
+    const terminated = await watchPodFrom(kc, ns, "oom", "terminated OOMKilled", (p) => {
+      return status(p)?.state?.terminated?.reason === "OOMKilled";
+    });
     await core.patchNamespacedPod({
       name: "oom",
       namespace: ns,
       body: [{ op: "add", path: "/metadata/annotations", value: { "kwok.agentbox.dev/oom-kill": "main" } }],
     });
+    const killed = (await terminated.result).pod;
+    expect(status(killed)?.state?.terminated?.exitCode).toBe(137);
+    expect(status(killed)?.state?.terminated?.containerID).toBe(before.containerID);
+    expect(status(killed)?.ready).toBe(false);
+    expect(ready(killed)).toBe("False");
     const pod = await watchPodUntil(
       kc,
       ns,
