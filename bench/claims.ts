@@ -28,6 +28,11 @@ const BURSTS = (process.env.BURSTS ?? `300,${BURST}`).split(",").map(Number);
 const DOUBLE = Number(process.env.DOUBLE ?? 300);
 /** TTR sequential creates with `wait` per pull delay measure the time to Running. */
 const TTR = Number(process.env.TTR ?? 30);
+/**
+ * FAST_BURSTS: the burst sizes also run against a pool without idleImage, whose claims take the
+ * one-write fast path (its idle pods already run the sandbox image, fresh since their reset).
+ */
+const FAST_BURSTS = (process.env.FAST_BURSTS ?? BURSTS.join(",")).split(",").filter(Boolean).map(Number);
 /** Each burst's apiserver CPU profile starts PROFILE_DELAY_MS in, past the ramp-up. */
 const PROFILE_DELAY_MS = 500;
 const name = `bench-claims-${process.pid}`;
@@ -55,13 +60,14 @@ try {
   const host = await forkHost(state, reconcile);
   const processes = [...state.processes, { name: "host (Node)", pid: host.pid }];
   const { key } = await host.ask({ op: "key", team: "bench", user: "bench" });
-  const pool = (poolName: string, replicas: number, pullDelay?: string) => ({
+  // A fast pool has no idleImage: its idle pods run the sandbox image, so a claim is one write.
+  const pool = (poolName: string, replicas: number, pullDelay?: string, fast = false) => ({
     apiVersion: "agents.navix.sh/v1alpha1",
     kind: "SandboxPool",
     metadata: { name: poolName, namespace: "bench" },
     spec: {
       replicas,
-      idleImage: "registry.local/sandbox/idle:1",
+      ...(fast ? {} : { idleImage: "registry.local/sandbox/idle:1" }),
       template: {
         ...(pullDelay ? { metadata: { annotations: { "kwok.agentbox.dev/pull-delay": pullDelay } } } : {}),
         spec: { containers: [{ name: "sandbox", image: "registry.local/sandbox/base:1" }] },
@@ -71,9 +77,10 @@ try {
   // The latency pool is twice the number of claims, so it is never drained during the run; the
   // burst pool's pods take the bare pod PATCHes before the burst claims them.
   const ttr = reconcile === "off" ? 0 : TTR; // Time to Running needs the reconciles.
-  const pools: (readonly [string, number, string | undefined])[] = [
+  const pools: (readonly [string, number, string | undefined, boolean?])[] = [
     ["lat", LATENCY * 2, undefined],
     ...BURSTS.map((n) => [`burst${n}`, n, undefined] as const),
+    ...FAST_BURSTS.map((n) => [`burst${n}fast`, n, undefined, true] as const),
     // The sequential bare pod PATCHes go to a pool of their own: patching a big pool's pods would
     // make every round list that whole pool (its pool run), a cost the creates would pay too.
     ["probe", 10, undefined],
@@ -81,13 +88,14 @@ try {
     ["double", DOUBLE, undefined],
     ["ttr0", ttr, undefined],
     ["ttr300", ttr, "300ms"],
+    ["ttrfast", ttr, undefined, true],
   ];
-  for (const [p, n, delay] of pools)
+  for (const [p, n, delay, fast] of pools)
     if (n > 0)
       await admin(
         "POST",
         "/apis/agents.navix.sh/v1alpha1/namespaces/bench/sandboxpools",
-        json(pool(p, n, delay)),
+        json(pool(p, n, delay, fast)),
       );
   const ok = (what: string, want: number) => (r: { status: number; body: string }) => {
     if (r.status !== want) throw new Error(`${what}: ${r.status} ${r.body}`);
@@ -196,13 +204,15 @@ try {
   }
 
   const latencyLoop = await host.ask({ op: "loop" });
-  // Time to Running: create with `wait` (201 once Running), kwok pull delay 0 and 300 ms; what is
-  // above the delay is the control plane's.
+  // Time to Running: create with `wait` (201 once Running), kwok pull delay 0 and 300 ms (swap
+  // pools: the claim changes the image) and the fast path (the image stays); what is above the
+  // delay is the control plane's.
   log("time to Running");
-  const ttrTimes: Record<string, number[]> = { ttr0: [], ttr300: [] };
+  const ttrTimes: Record<string, number[]> = { ttr0: [], ttr300: [], ttrfast: [] };
   const ttrStages: Record<string, Record<string, number[]>> = {};
-  for (const p of ttr > 0 ? (["ttr0", "ttr300"] as const) : []) {
-    for (let i = 0; i < ttr; i++) {
+  // Round by round, so the swap and the fast path see the same machine.
+  for (let i = 0; i < ttr; i++) {
+    for (const p of ["ttr0", "ttr300", "ttrfast"] as const) {
       await timed(ttrTimes[p] ?? [], async () => {
         const res = await api(
           "POST",
@@ -254,16 +264,20 @@ try {
   );
   // What users feel: sandboxes Running. A create with `wait` answers once its sandbox runs, so
   // each burst lasts until its last sandbox is Running, and the CPU is what bringing them there cost.
-  const bursts: ({ n: number } & Awaited<
+  const bursts: ({ n: number; fast: boolean } & Awaited<
     ReturnType<typeof burst<Awaited<ReturnType<typeof timedBurst>>>>
   >)[] = [];
+  // Each size against the swap pool, then against the fast-path pool of the same size.
   for (const n of BURSTS) {
-    log(`burst: ${n} concurrent creates with wait`);
-    await host.ask({ op: "idle" });
-    const b = await burst(`burst of ${n} with wait`, n, n >= 1000 ? 8 : 3, () =>
-      timedBurst(api, `bench/burst${n}`, n, { wait: true }),
-    );
-    bursts.push({ n, ...b });
+    for (const fast of FAST_BURSTS.includes(n) ? [false, true] : [false]) {
+      const kind = fast ? " (fast path)" : "";
+      log(`burst: ${n} concurrent creates with wait${kind}`);
+      await host.ask({ op: "idle" });
+      const b = await burst(`burst of ${n} with wait${kind}`, n, n >= 1000 ? 8 : 3, () =>
+        timedBurst(api, `bench/burst${n}${fast ? "fast" : ""}`, n, { wait: true }),
+      );
+      bursts.push({ n, fast, ...b });
+    }
   }
   /** brief is a burst's record without its sandbox ids. */
   const brief = ({ sandboxIds: _, ...rest }: Awaited<ReturnType<typeof timedBurst>>) => rest;
@@ -301,14 +315,15 @@ try {
       "| create with wait → Running | n | p50 | p99 | p50 above the pull delay | host's Server-Timing, p50 each |",
     );
     console.log("| --- | --- | --- | --- | --- | --- |");
-    for (const [p, delay] of [
-      ["ttr0", 0],
-      ["ttr300", 300],
+    for (const [p, delay, label] of [
+      ["ttr0", 0, "swap, pull delay 0 ms"],
+      ["ttr300", 300, "swap, pull delay 300 ms"],
+      ["ttrfast", 0, "fast path (no idle image: one write, no restart)"],
     ] as const) {
       const xs = ttrTimes[p] ?? [];
       const stages = Object.entries(ttrStages[p] ?? {}).map(([k, v]) => `${k} ${ms(v, 50)}`);
       console.log(
-        `| pull delay ${delay} ms | ${xs.length} | ${ms(xs, 50)} | ${ms(xs, 99)} | ${(pct(xs, 50) - delay).toFixed(1)} ms | ${stages.join(", ")} |`,
+        `| ${label} | ${xs.length} | ${ms(xs, 50)} | ${ms(xs, 99)} | ${(pct(xs, 50) - delay).toFixed(1)} ms | ${stages.join(", ")} |`,
       );
     }
     console.log("");
@@ -322,7 +337,7 @@ try {
     `${((1000 * (b.cpuSeconds[process] ?? 0)) / Math.max(1, b.result.served.length)).toFixed(1)} ms`;
   for (const b of bursts)
     console.log(
-      `| ${b.n} | ${b.n} | ${b.result.served.length} | ${b.result.refused.length} | ${b.result.servedPerSecond.toFixed(0)} (last ${(b.result.lastServedMs / 1000).toFixed(2)} s in) | ${(b.result.servedPerSecond / barePerSecond).toFixed(3)} | ${(pct(b.result.served, 50) / 1000).toFixed(2)} / ${(pct(b.result.served, 99) / 1000).toFixed(2)} s | ${perSandbox(b, "kube-apiserver")} | ${perSandbox(b, "host (Node)")} |`,
+      `| ${b.n}${b.fast ? ", fast path" : ", swap"} | ${b.n} | ${b.result.served.length} | ${b.result.refused.length} | ${b.result.servedPerSecond.toFixed(0)} (last ${(b.result.lastServedMs / 1000).toFixed(2)} s in) | ${(b.result.servedPerSecond / barePerSecond).toFixed(3)} | ${(pct(b.result.served, 50) / 1000).toFixed(2)} / ${(pct(b.result.served, 99) / 1000).toFixed(2)} s | ${perSandbox(b, "kube-apiserver")} | ${perSandbox(b, "host (Node)")} |`,
     );
   console.log(
     `| bare pod merge-PATCHes (pods of no pool), for scale | ${barePods.length} | | | ${barePerSecond.toFixed(0)} PATCH/s (${raw.seconds.toFixed(2)} s) | 1 | | | |`,
@@ -342,7 +357,7 @@ try {
     `\nThe pool's worth at twice the size is served at ${(double.servedPerSecond / exact.servedPerSecond).toFixed(2)}× the exact-size rate (goal: ≥ 0.8×).`,
   );
   console.log(
-    `\n${json({ exact: brief(exact), double: brief(double), bursts: bursts.map((b) => ({ n: b.n, ...brief(b.result), cpuSeconds: b.cpuSeconds })), barePatchesPerSecond: barePerSecond })}`,
+    `\n${json({ exact: brief(exact), double: brief(double), bursts: bursts.map((b) => ({ n: b.n, fast: b.fast, ...brief(b.result), cpuSeconds: b.cpuSeconds })), barePatchesPerSecond: barePerSecond })}`,
   );
   for (const b of [...bursts, raw])
     console.log(`\n${b.cpu}\n\n${b.requests}\n\n${b.summary}\n\n(profile: ${b.profile})`);

@@ -12,6 +12,18 @@ export const REAL_NODE_TAINT = {
   effect: "NoSchedule",
 } as const;
 
+/**
+ * REAL_NODE_PLACEMENT is the pod spec part that puts a pod on the real node: it selects the
+ * node's label and tolerates its taint.
+ */
+export const REAL_NODE_PLACEMENT: {
+  nodeSelector: Record<string, string>;
+  tolerations: { key: string; operator: string; value: string; effect: string }[];
+} = {
+  nodeSelector: { [REAL_NODE_LABEL]: "true" },
+  tolerations: [{ ...REAL_NODE_TAINT, operator: "Equal" }],
+};
+
 /** KubeletPaths are the files and directories one real node's kubelet uses. */
 export interface KubeletPaths {
   rootDir: string;

@@ -2,7 +2,7 @@
 // template (selected and tolerated: kwok keeps everything else), and images built here.
 import type { V1PodSpec } from "@kubernetes/client-node";
 import { inject } from "vitest";
-import { REAL_NODE_LABEL, REAL_NODE_TAINT } from "../../../infra/cluster/real-node/kubelet-config.ts";
+import { REAL_NODE_PLACEMENT } from "../../../infra/cluster/real-node/kubelet-config.ts";
 import type { RealNodeState } from "../../../infra/cluster/real-node/real-node.ts";
 import { imageRef } from "../../../infra/images/refs.ts";
 
@@ -21,18 +21,8 @@ export const REAL_IMAGES = {
   web: imageRef("web"),
 } as const;
 
-/** onRealNode is the pod spec part that puts a pod on the real node. */
-export const onRealNode: Pick<V1PodSpec, "nodeSelector" | "tolerations"> = {
-  nodeSelector: { [REAL_NODE_LABEL]: "true" },
-  tolerations: [
-    {
-      key: REAL_NODE_TAINT.key,
-      operator: "Equal",
-      value: REAL_NODE_TAINT.value,
-      effect: REAL_NODE_TAINT.effect,
-    },
-  ],
-};
+/** onRealNode is the pod spec part that puts a pod on the real node (REAL_NODE_PLACEMENT). */
+export const onRealNode: Pick<V1PodSpec, "nodeSelector" | "tolerations"> = REAL_NODE_PLACEMENT;
 
 /**
  * envdEnv tells the envd inside a real container to listen on the port the test host sends envd
