@@ -63,16 +63,19 @@ export async function startRealNode(ctx: RealNodeContext): Promise<RealNodeState
     });
     return res.ok;
   });
-  const publishing = ctx.publishImages(`127.0.0.1:${node.registryPort}`);
+  // The images go up while containerd starts; both are awaited together, so a failed push is
+  // never a rejection nobody observes.
   ctx.run("containerd", plan.containerd.bin, plan.containerd.args);
-  await ctx.wait("containerd", async () => {
-    if (!existsSync(node.containerdSocket)) return false;
-    await execFileAsync(join(ctx.nodeBinDir, "ctr"), ["--address", node.containerdSocket, "version"], {
-      timeout: 5_000,
-    });
-    return true;
-  });
-  await publishing;
+  await Promise.all([
+    ctx.publishImages(`127.0.0.1:${node.registryPort}`),
+    ctx.wait("containerd", async () => {
+      if (!existsSync(node.containerdSocket)) return false;
+      await execFileAsync(join(ctx.nodeBinDir, "ctr"), ["--address", node.containerdSocket, "version"], {
+        timeout: 5_000,
+      });
+      return true;
+    }),
+  ]);
   ctx.run("kubelet", plan.kubelet.bin, plan.kubelet.args);
   await ctx.wait(
     `node ${node.name} Ready`,
