@@ -6,14 +6,14 @@ import { SANDBOX_STATUS_DETAIL_ANNOTATION } from "../../lib/api/keys.ts";
 import { kube } from "./support/kube.ts";
 import { execIn } from "./support/kube-exec.ts";
 import { REAL_IMAGES, realNode, realPoolSpec } from "./support/real-node.ts";
-import { isReady, POOLS, phaseOf, poolObject, poolTest, reconcileUntil } from "./support/steps.ts";
+import { isReady, phaseOf, poolTest, reconcileUntil } from "./support/steps.ts";
 
 // Failures on the real node (kubelet, containerd, runc), through the real steps: the kernel's
 // OOM killer under a memory limit, a sandbox whose main process exits 1, an image the registry
 // does not have, and the startup timeout. Each case asserts what the product records or answers,
 // and logs the container statuses the real kubelet gave, for comparison with kwok's stages.
 
-const { custom, kc } = kube();
+const { kc } = kube();
 const t = poolTest("rfail");
 const { deps, pods, getPool } = t;
 
@@ -79,28 +79,8 @@ const podNamed = async (pool: string, name: string) =>
   (await pods(pool)).find((p) => p.metadata?.name === name);
 
 /** readyRealPool creates a pool on the real node and reconciles until its pods are idle and Ready. */
-async function readyRealPool(
-  name: string,
-  replicas: number,
-  spec: Record<string, unknown>,
-): Promise<V1Pod[]> {
-  await custom.createNamespacedCustomObject({
-    ...POOLS,
-    namespace: t.ns,
-    body: poolObject(t.ns, name, replicas, spec),
-  });
-  return reconcileUntil(
-    deps,
-    t.ns,
-    name,
-    `${replicas} ready idle pods in ${name} on ${realNode().name}`,
-    async () => {
-      const ps = await pods(name);
-      return ps.length === replicas && ps.every((p) => phaseOf(p) === "idle" && isReady(p)) ? ps : undefined;
-    },
-    180_000,
-  );
-}
+const readyRealPool = (name: string, replicas: number, spec: Record<string, unknown>) =>
+  t.readyPool(name, replicas, spec, undefined, 180_000);
 
 /** runningSandbox claims an idle pod for `image` and reconciles until its sandbox is Running. */
 async function runningSandbox(pool: string, pod: V1Pod, sandboxId: string, image: string): Promise<V1Pod> {

@@ -181,18 +181,29 @@ export function poolTest(prefix: string) {
         namespace: t.ns,
         body: poolObject(t.ns, name, replicas, spec, annotations),
       }),
-    /** readyPool creates a pool and reconciles it until all its pods are idle and Ready. */
+    /**
+     * readyPool creates a pool and reconciles it until all its pods are idle and Ready (within
+     * timeoutMs: real containers take longer than kwok's), and returns those pods.
+     */
     readyPool: async (
       name: string,
       replicas: number,
       spec: Record<string, unknown> = {},
       annotations?: Record<string, string>,
-    ) => {
+      timeoutMs?: number,
+    ): Promise<V1Pod[]> => {
       await t.createPool(name, replicas, spec, annotations);
-      await reconcileUntil(deps, t.ns, name, `${replicas} idle pods in ${name}`, async () => {
-        const pods = await t.pods(name);
-        return pods.length === replicas && pods.every((p) => phaseOf(p) === "idle" && isReady(p));
-      });
+      return reconcileUntil(
+        deps,
+        t.ns,
+        name,
+        `${replicas} idle pods in ${name}`,
+        async () => {
+          const pods = await t.pods(name);
+          return pods.length === replicas && pods.every((p) => phaseOf(p) === "idle" && isReady(p)) && pods;
+        },
+        timeoutMs,
+      );
     },
   };
   beforeAll(async () => {
