@@ -1,8 +1,8 @@
-import { Writable } from "node:stream";
-import { Exec, type V1Container, type V1Pod } from "@kubernetes/client-node";
+import type { V1Container, V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type StatusShape, shapeDifferences, statusShape } from "../support/status-shape.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
+import { execIn } from "./support/kube-exec.ts";
 import { type WatchedPod, watchPodFrom } from "./support/pod-watch.ts";
 import { onRealNode, REAL_IMAGES, realNode } from "./support/real-node.ts";
 
@@ -79,9 +79,9 @@ async function pair(
     watchPodFrom(kc, ns, names.kwok, what, kwok),
   ];
   const [r, k] = await Promise.all(watching);
-  // Both watches are connected: the act's effects cannot be missed.
-  await act();
-  const [a, b] = await Promise.all([r!.result, k!.result]);
+  // Both watches are connected: the act's effects cannot be missed. The results are awaited
+  // with the act, so a watch that gives up while it runs is never an unobserved rejection.
+  const [, a, b] = await Promise.all([act(), r!.result, k!.result]);
   return { real: a, kwok: b };
 }
 
@@ -143,38 +143,6 @@ function compare(label: string, real: Observed, kwok: Observed, before?: { real:
     ].join("\n"),
   );
   return shapeDifferences(r, k, REAL_ONLY);
-}
-
-/** execIn runs a command in a real pod's main container (through the apiserver and kubelet). */
-async function execIn(pod: string, command: string[]): Promise<void> {
-  const errors: Buffer[] = [];
-  const stderr = new Writable({
-    write(chunk: Buffer, _enc, next) {
-      errors.push(chunk);
-      next();
-    },
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`exec ${command.join(" ")} in ${pod}: no answer in 30 s`)),
-      30_000,
-    );
-    new Exec(kc)
-      .exec(ns, pod, "main", command, null, stderr, null, false, (status) => {
-        clearTimeout(timer);
-        if (status.status === "Success") resolve();
-        else
-          reject(
-            new Error(
-              `exec ${command.join(" ")} in ${pod}: ${JSON.stringify(status)} ${Buffer.concat(errors)}`,
-            ),
-          );
-      })
-      .catch((e: unknown) => {
-        clearTimeout(timer);
-        reject(e);
-      });
-  });
 }
 
 /** setImages changes both pods' main image: to `image`, or to what it makes of each pod. */
@@ -282,7 +250,9 @@ describe("kwok's stages against the real node", () => {
     );
     const started = await pair(names, "started", create, runningNew(), runningNew());
     const kill = async () => {
-      await execIn(names.real, ["/bin/touch", "/m/go"]);
+      const real = started.real.pod;
+      const touched = await execIn(kc, real, "main", ["/bin/touch", "/m/go"], 30_000);
+      if (touched.exitCode !== 0) throw new Error(`touch /m/go in ${names.real}: ${touched.stderr}`);
       await core.patchNamespacedPod({
         name: names.kwok,
         namespace: ns,
