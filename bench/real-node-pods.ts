@@ -65,9 +65,13 @@ export class PodWatch {
     return this.pods.get(name);
   }
 
-  /** until resolves with performance.now() once the named pod passes test (at once if it does). */
+  /**
+   * until resolves with performance.now() once the named pod passes test (at once if it does).
+   * Callers start it before the write they time and await it after; it is marked handled here,
+   * so a timeout while that write is awaited is not an unhandled rejection (the await still throws).
+   */
   until(name: string, test: (pod: V1Pod | undefined) => boolean, timeoutMs: number, what: string) {
-    return new Promise<number>((resolve, reject) => {
+    const reached = new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((x) => x !== waiter);
         const phase = this.pods.get(name)?.status?.phase ?? "gone";
@@ -84,6 +88,8 @@ export class PodWatch {
       this.waiters.push(waiter);
       this.check();
     });
+    reached.catch(() => {});
+    return reached;
   }
 
   stop(): void {
