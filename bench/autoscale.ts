@@ -10,8 +10,8 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
-import { SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
 import type { CooldownMode } from "../lib/autoscale/group-decision.ts";
+import { SANDBOX_POOL_LABEL } from "../lib/crd/keys.ts";
 import { demandCurve } from "./demand-curve.ts";
 import { PodTally } from "./pod-tally.ts";
 import {

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
-import { RESET_POLICY_ANNOTATION, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+import { RESET_POLICY_ANNOTATION, SANDBOX_POOL_LABEL } from "../lib/crd/keys.ts";
 import { parseExposition } from "../lib/metrics/parse-exposition.ts";
 import { cpuProfile, profileSummary, requestCounts, requestTable } from "./apiserver-evidence.ts";
 import { PodTally } from "./pod-tally.ts";

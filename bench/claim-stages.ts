@@ -10,7 +10,7 @@ import { readTarget } from "../functions/api/resolve-pool.ts";
 import { tick } from "../functions/tick.ts";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
-import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/crd/keys.ts";
 import { adminClient, benchHost, httpsClient, percentile, waitFor } from "./support.ts";
 
 const N = Number(process.env.N ?? 200);

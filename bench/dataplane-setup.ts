@@ -9,7 +9,7 @@ import { request } from "node:http";
 import type { V1Pod } from "@kubernetes/client-node";
 import { nodeFlagsOf } from "../hosts/node/data-plane/settings.ts";
 import type { ClusterState } from "../infra/cluster/state.ts";
-import { SANDBOX_ID_LABEL, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+import { SANDBOX_ID_LABEL, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/crd/keys.ts";
 import { forkIpc, type IpcChild } from "./child-ipc.ts";
 import type { Side, Target } from "./dataplane-measure.ts";
 import { benchNamespacesAndHost, type HostProcess, httpsClient, namedPool, waitFor } from "./support.ts";

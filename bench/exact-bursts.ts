@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
-import { SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+import { SANDBOX_POOL_LABEL } from "../lib/crd/keys.ts";
 import { PodTally } from "./pod-tally.ts";
 import { benchNamespacesAndHost, httpsClient, namedPool, waitFor } from "./support.ts";
 import { timedBurst } from "./timed-burst.ts";

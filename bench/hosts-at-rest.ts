@@ -8,7 +8,7 @@
 import { down } from "../infra/cluster/down.ts";
 import type { ClusterState } from "../infra/cluster/state.ts";
 import { up } from "../infra/cluster/up.ts";
-import { SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+import { SANDBOX_POOL_LABEL } from "../lib/crd/keys.ts";
 import {
   forkPeer,
   type HostCounters,

@@ -10,7 +10,7 @@
 import { readFileSync } from "node:fs";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
-import { SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+import { SANDBOX_POOL_LABEL } from "../lib/crd/keys.ts";
 import { requestCounts, requestTable } from "./apiserver-evidence.ts";
 import {
   forkPeer,

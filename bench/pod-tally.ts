@@ -1,6 +1,6 @@
 import { KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import type { ClusterState } from "../infra/cluster/state.ts";
-import { SANDBOX_PHASE_LABEL } from "../lib/api/keys.ts";
+import { SANDBOX_PHASE_LABEL } from "../lib/crd/keys.ts";
 import { PENDING_REQUESTS_PREFIX } from "../lib/pool/pending-requests.ts";
 import { type Following, follow } from "./follow.ts";
 

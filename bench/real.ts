@@ -14,7 +14,7 @@ import { down } from "../infra/cluster/down.ts";
 import { nodeImages } from "../infra/cluster/real-node/node-images.ts";
 import { up } from "../infra/cluster/up.ts";
 import { imageRef } from "../infra/images/refs.ts";
-import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/crd/keys.ts";
 import {
   type Containerd,
   envdAnswers,

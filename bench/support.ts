@@ -8,8 +8,8 @@ import { tick } from "../functions/tick.ts";
 import { type HostConfig, startHost } from "../hosts/node/host.ts";
 import { installCrds, registerWebhooks } from "../infra/cluster/install.ts";
 import type { ClusterState } from "../infra/cluster/state.ts";
-import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
-import type { Log } from "../lib/log.ts";
+import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/crd/keys.ts";
+import type { Log } from "../lib/util/log.ts";
 import { forkIpc } from "./child-ipc.ts";
 
 /** quiet is a Log that drops everything (benchmarks report figures, not logs). */

@@ -4,7 +4,7 @@ import { reconcilePool } from "../functions/reconcile-pool.ts";
 import { tick } from "../functions/tick.ts";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
-import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/crd/keys.ts";
 import {
   benchHost,
   benchNamespace,

@@ -19,9 +19,9 @@ import { readPostgresHistory } from "../hosts/node/history-settings.ts";
 import { nodeKubeTransport } from "../hosts/node/kube-transport.ts";
 import { openHistory } from "../hosts/node/open-history.ts";
 import { readState } from "../infra/cluster/state.ts";
+import { decodeKeyEntry, encodeKeyEntry } from "../lib/claims/api-keys.ts";
 import { KubeClient } from "../lib/kube/client.ts";
-import { referenceDigestResolver } from "../lib/sandbox/digest-resolver.ts";
-import { decodeKeyEntry, encodeKeyEntry } from "../lib/sandboxes/api-keys.ts";
+import { referenceDigestResolver } from "../lib/lifecycle/digest-resolver.ts";
 import { ENV_USAGE, envCommand } from "./env-commands.ts";
 import { SANDBOX_COMMANDS, SANDBOX_USAGE, sandboxCommand } from "./sandbox-commands.ts";
 

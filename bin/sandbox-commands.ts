@@ -3,9 +3,9 @@
 import { parseArgs } from "node:util";
 import { httpsRequest } from "../infra/cluster/http.ts";
 import { readState } from "../infra/cluster/state.ts";
+import type { SandboxView } from "../lib/claims/sandbox-view.ts";
+import type { EnvSummary, PoolSummary } from "../lib/claims/target-summaries.ts";
 import { age, apiErrorText, table } from "../lib/cli/table.ts";
-import type { EnvSummary, PoolSummary } from "../lib/sandboxes/target-views.ts";
-import type { SandboxView } from "../lib/sandboxes/view.ts";
 
 export const SANDBOX_COMMANDS = new Set(["get", "create", "delete", "history"]);
 

@@ -1,4 +1,4 @@
-import { parseActivityReport } from "../lib/sandboxes/activity.ts";
+import { parseActivityReport } from "../lib/claims/activity.ts";
 
 /**
  * PullActivity reads a pulled activity source: sandbox id → when it was last active. It rejects

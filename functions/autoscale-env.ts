@@ -1,6 +1,6 @@
-import type { SandboxEnv } from "../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
 import { type GroupChange, planAutoscale } from "../lib/autoscale/plan-autoscale.ts";
+import type { SandboxEnv } from "../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../lib/crd/sandbox-pool.ts";
 import type { EnvSnapshot } from "../lib/env/plan-env.ts";
 import type { StepDeps } from "./deps.ts";
 import { type ActionOutcome, executeOne } from "./execute.ts";

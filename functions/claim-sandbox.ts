@@ -1,8 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { SANDBOX_ID_LABEL } from "../lib/api/keys.ts";
+import { SANDBOX_ID_LABEL } from "../lib/crd/keys.ts";
 import { isConflict, isNotFound, KubeError } from "../lib/kube/errors.ts";
-import { type ClaimOptions, claimIntent } from "../lib/sandbox/claim-intent.ts";
-import { toJsonPatch } from "../lib/sandbox/intent-patch.ts";
+import { type ClaimOptions, claimIntent } from "../lib/lifecycle/claim-intent.ts";
+import { toJsonPatch } from "../lib/lifecycle/intent-patch.ts";
 import type { StepDeps } from "./deps.ts";
 
 /** ClaimResult is the claimed pod, or why this pod could not be claimed (try another). */

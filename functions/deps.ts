@@ -1,13 +1,13 @@
-import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
 import type { DecideOptions } from "../lib/autoscale/group-decision.ts";
+import type { SealKeys } from "../lib/claims/sealing.ts";
+import type { SandboxPool } from "../lib/crd/sandbox-pool.ts";
 import type { ConfigMapRef, InstanceTypeCatalog } from "../lib/env/instance-types.ts";
 import type { HistoryStore } from "../lib/history/store.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
-import type { Log } from "../lib/log.ts";
+import type { DigestResolver } from "../lib/lifecycle/digest-resolver.ts";
 import type { Metrics } from "../lib/metrics/metrics.ts";
 import type { IdleReleaseMode } from "../lib/reconcile/idle-release.ts";
-import type { DigestResolver } from "../lib/sandbox/digest-resolver.ts";
-import type { SealKeys } from "../lib/sandboxes/sealing.ts";
+import type { Log } from "../lib/util/log.ts";
 import type { SharedRead, SharedReads } from "../lib/util/shared-read.ts";
 
 /** PostStartDeps is what running post-start hooks needs: the sealing keys and how hard to try. */

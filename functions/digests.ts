@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { targetImagesOf } from "../lib/sandbox/completion.ts";
-import { resolveDigests } from "../lib/sandbox/digest-resolver.ts";
-import { readInplaceState } from "../lib/sandbox/inplace-state.ts";
+import { targetImagesOf } from "../lib/lifecycle/completion.ts";
+import { resolveDigests } from "../lib/lifecycle/digest-resolver.ts";
+import { readInplaceState } from "../lib/lifecycle/inplace-state.ts";
 import type { StepDeps } from "./deps.ts";
 
 /** targetDigests resolves the digests of every image the pods' in-flight updates target. */

@@ -1,13 +1,13 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { envImagePullSecretName, IMAGE_PULL_SECRET_TYPE, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
-import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
 import { autoscaledMembers } from "../lib/autoscale/plan-autoscale.ts";
+import { envImagePullSecretName, IMAGE_PULL_SECRET_TYPE, SANDBOX_POOL_LABEL } from "../lib/crd/keys.ts";
+import type { SandboxTemplate } from "../lib/crd/sandbox-template.ts";
 import { namesInstanceType } from "../lib/env/instance-sizing.ts";
 import type { InstanceTypeCatalog } from "../lib/env/instance-types.ts";
-import { indexPools, poolsOfEnv } from "../lib/env/members.ts";
 import type { EnvSnapshot } from "../lib/env/plan-env.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
 import { orMissing } from "../lib/kube/errors.ts";
+import { indexPools, poolsOfEnv } from "../lib/membership/env-members.ts";
 
 /**
  * readEnvSnapshot reads an Env and what its run decides from, straight from the API server: the

@@ -1,6 +1,6 @@
-import type { SandboxEnv } from "../lib/api/sandbox-env.ts";
-import { envsNamingPools, envsUsingTemplates } from "../lib/env/members.ts";
+import type { SandboxEnv } from "../lib/crd/sandbox-env.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
+import { envsNamingPools, envsUsingTemplates } from "../lib/membership/env-members.ts";
 import type { EnvAuditTargets, EnvKey, PoolKey } from "../lib/triggers/audit-targets.ts";
 import type { ActionOutcome } from "./execute.ts";
 

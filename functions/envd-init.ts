@@ -1,8 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { SANDBOX_ID_LABEL } from "../lib/api/keys.ts";
+import { envdAccessToken, unseal } from "../lib/claims/sealing.ts";
+import { SANDBOX_ID_LABEL } from "../lib/crd/keys.ts";
+import type { PostStartHookAction } from "../lib/lifecycle/post-start-hooks.ts";
 import type { HookRun } from "../lib/reconcile/post-start-hooks.ts";
-import type { PostStartHookAction } from "../lib/sandbox/post-start-hooks.ts";
-import { envdAccessToken, unseal } from "../lib/sandboxes/sealing.ts";
 import type { PostStartDeps } from "./deps.ts";
 
 /** sleep waits between attempts (a hook run is bounded: at most the listed delays). */

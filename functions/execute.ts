@@ -1,9 +1,9 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { API_VERSION } from "../lib/api/keys.ts";
-import type { SandboxEnv } from "../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
+import { API_VERSION } from "../lib/crd/keys.ts";
+import type { SandboxEnv } from "../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../lib/crd/sandbox-pool.ts";
+import type { Action } from "../lib/kube/action.ts";
 import { isAlreadyExists, isConflict, isNotFound } from "../lib/kube/errors.ts";
-import type { Action } from "../lib/reconcile/action.ts";
 import type { StepDeps } from "./deps.ts";
 
 /** ActionOutcome is what became of one planned action. */

@@ -1,4 +1,4 @@
-import { partitionPods } from "../lib/pool/pod-ownership.ts";
+import { partitionPods } from "../lib/membership/pod-ownership.ts";
 import { planFinalizeDeleted } from "../lib/reconcile/finalize-deleted.ts";
 import type { Step } from "./step.ts";
 

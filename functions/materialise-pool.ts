@@ -1,6 +1,6 @@
-import { SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
+import { SANDBOX_POOL_LABEL } from "../lib/crd/keys.ts";
+import { partitionPods } from "../lib/membership/pod-ownership.ts";
 import { creationBlock } from "../lib/pool/creation-block.ts";
-import { partitionPods } from "../lib/pool/pod-ownership.ts";
 import { scaleDownPolicyFor } from "../lib/pool/scale-plan.ts";
 import { deletesForRollout, planMaterialise } from "../lib/reconcile/materialise.ts";
 import type { Step } from "./step.ts";

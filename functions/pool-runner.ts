@@ -1,5 +1,5 @@
-import type { Log } from "../lib/log.ts";
 import type { PoolKey } from "../lib/triggers/audit-targets.ts";
+import type { Log } from "../lib/util/log.ts";
 import type { PoolSnapshot } from "./snapshot.ts";
 
 /**

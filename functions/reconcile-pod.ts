@@ -1,10 +1,10 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
+import type { SandboxPool } from "../lib/crd/sandbox-pool.ts";
+import { isTerminating } from "../lib/kube/action.ts";
 import { orMissing } from "../lib/kube/errors.ts";
-import { orphanedFrom, ownedBy } from "../lib/pool/pod-ownership.ts";
-import { isTerminating } from "../lib/reconcile/action.ts";
+import { hasPendingHooks } from "../lib/lifecycle/post-start-hooks.ts";
+import { orphanedFrom, ownedBy } from "../lib/membership/pod-ownership.ts";
 import { planFinalizeDeleted } from "../lib/reconcile/finalize-deleted.ts";
-import { hasPendingHooks } from "../lib/sandbox/post-start-hooks.ts";
 import type { PodTarget } from "../lib/triggers/audit-targets.ts";
 import { completeStarting } from "./complete-starting.ts";
 import { completeStopping } from "./complete-stopping.ts";

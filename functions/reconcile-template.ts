@@ -1,5 +1,5 @@
-import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
+import type { SandboxPool } from "../lib/crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../lib/crd/sandbox-template.ts";
 import { orMissing } from "../lib/kube/errors.ts";
 import { planTemplateStatus } from "../lib/template/template-status.ts";
 import type { StepDeps } from "./deps.ts";

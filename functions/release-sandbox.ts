@@ -1,9 +1,9 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
+import type { SandboxPool } from "../lib/crd/sandbox-pool.ts";
 import { isConflict, isNotFound } from "../lib/kube/errors.ts";
+import { toJsonPatch } from "../lib/lifecycle/intent-patch.ts";
+import { type ReleaseOptions, releaseIntent } from "../lib/lifecycle/release-intent.ts";
 import { podReset } from "../lib/pool/render-pod.ts";
-import { toJsonPatch } from "../lib/sandbox/intent-patch.ts";
-import { type ReleaseOptions, releaseIntent } from "../lib/sandbox/release-intent.ts";
 import type { StepDeps } from "./deps.ts";
 
 export type ReleaseResult =

@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
+import { hasPendingHooks, readHooks } from "../lib/lifecycle/post-start-hooks.ts";
 import { lazyPodReset } from "../lib/pool/render-pod.ts";
 import { type HookRun, planHookOutcome } from "../lib/reconcile/post-start-hooks.ts";
-import { hasPendingHooks, readHooks } from "../lib/sandbox/post-start-hooks.ts";
 import type { StepDeps } from "./deps.ts";
 import { envdInit } from "./envd-init.ts";
 import type { Step } from "./step.ts";

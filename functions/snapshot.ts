@@ -1,15 +1,15 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { ENV_LABEL, IMAGE_PULL_SECRET_TYPE, SANDBOX_POOL_LABEL } from "../lib/api/keys.ts";
-import type { SandboxEnv } from "../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../lib/api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
+import { ENV_LABEL, IMAGE_PULL_SECRET_TYPE, SANDBOX_POOL_LABEL } from "../lib/crd/keys.ts";
+import type { SandboxEnv } from "../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../lib/crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../lib/crd/sandbox-template.ts";
 import { namesInstanceType } from "../lib/env/instance-sizing.ts";
 import type { InstanceTypeCatalog } from "../lib/env/instance-types.ts";
 import type { EnvSnapshot } from "../lib/env/plan-env.ts";
 import type { KubeClient } from "../lib/kube/client.ts";
 import { orMissing } from "../lib/kube/errors.ts";
-import { orphanedFrom, partitionPods } from "../lib/pool/pod-ownership.ts";
-import { templateCopyNeeded } from "../lib/template/copy.ts";
+import { orphanedFrom, partitionPods } from "../lib/membership/pod-ownership.ts";
+import { templateCopyNeeded } from "../lib/pool/template-copy.ts";
 import { envSnapshotsFrom } from "./env-snapshot.ts";
 
 /**

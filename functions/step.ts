@@ -1,4 +1,4 @@
-import type { Action } from "../lib/reconcile/action.ts";
+import type { Action } from "../lib/kube/action.ts";
 import type { StepDeps } from "./deps.ts";
 import type { ActionOutcome } from "./execute.ts";
 import type { PoolSnapshot } from "./snapshot.ts";

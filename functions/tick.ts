@@ -2,7 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import pLimit from "p-limit";
 import { planAdoption } from "../lib/env/adoption.ts";
 import type { EnvSnapshot } from "../lib/env/plan-env.ts";
-import { partitionPods } from "../lib/pool/pod-ownership.ts";
+import { partitionPods } from "../lib/membership/pod-ownership.ts";
 import { planFinalizeDeleted } from "../lib/reconcile/finalize-deleted.ts";
 import type { StepDeps } from "./deps.ts";
 import { execute } from "./execute.ts";

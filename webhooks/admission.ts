@@ -13,9 +13,9 @@ import {
   templateToCopy,
   validateRequest,
 } from "../lib/admission/validate.ts";
-import type { SandboxTemplate } from "../lib/api/sandbox-template.ts";
+import type { SandboxTemplate } from "../lib/crd/sandbox-template.ts";
 import type { InstanceTypeCatalog } from "../lib/env/instance-types.ts";
-import type { Log } from "../lib/log.ts";
+import type { Log } from "../lib/util/log.ts";
 import { withTimeout } from "../lib/util/with-timeout.ts";
 import { requireToken } from "./require-token.ts";
 

@@ -1,9 +1,9 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import * as v from "valibot";
-import { parseWith } from "../lib/api/parse-with.ts";
-import type { Log } from "../lib/log.ts";
+import { parseWith } from "../lib/crd/parse-with.ts";
 import type { Metrics } from "../lib/metrics/metrics.ts";
+import type { Log } from "../lib/util/log.ts";
 import { requireToken } from "./require-token.ts";
 
 /** AuditEventList is the part of an audit.k8s.io/v1 EventList the sink relies on. */

@@ -6,11 +6,11 @@ import { listTargets } from "../functions/api/list-targets.ts";
 import { EnvEditRefused, editEnv } from "../functions/envs/edit-env.ts";
 import { readEnvOverview, readEnvTimeline } from "../functions/envs/read-env.ts";
 import { refreshMember } from "../functions/refresh-member.ts";
-import { type EnvPageState, envMissingView, envPageView, envPath } from "../lib/console/env-views.ts";
+import type { Tenant } from "../lib/claims/api-keys.ts";
+import { type EnvPageState, envMissingView, envPageView, envPath } from "../lib/console/env-pages.ts";
 import type { Html } from "../lib/console/layout.ts";
 import { type EnvEditRejection, rejection } from "../lib/env/env-edit-rejection.ts";
 import { EDIT_OPS, editFromFields } from "../lib/env/env-edit-request.ts";
-import type { Tenant } from "../lib/sandboxes/api-keys.ts";
 
 type Show = (
   c: Context,

@@ -9,11 +9,10 @@ import type { ApiDeps } from "../functions/api/deps.ts";
 import { listTargets } from "../functions/api/list-targets.ts";
 import { ConsoleSessions, SESSION_READ_GAP_MS } from "../functions/console/console-sessions.ts";
 import { loadConsole } from "../functions/console/load-console.ts";
-import { parseWith } from "../lib/api/parse-with.ts";
+import type { Tenant } from "../lib/claims/api-keys.ts";
+import { historyScope } from "../lib/claims/history-scope.ts";
+import { HistoryQuery } from "../lib/claims/schemas.ts";
 import { type Html, page } from "../lib/console/layout.ts";
-import { poolCharts } from "../lib/console/pool-chart.ts";
-import type { PoolSamples } from "../lib/console/pool-samples.ts";
-import { SESSION_TTL_MS } from "../lib/console/sessions.ts";
 import {
   envsView,
   historyView,
@@ -21,11 +20,12 @@ import {
   poolsView,
   sandboxesView,
   templatesView,
-} from "../lib/console/views.ts";
+} from "../lib/console/pages.ts";
+import { poolCharts } from "../lib/console/pool-chart.ts";
+import type { PoolSamples } from "../lib/console/pool-samples.ts";
+import { SESSION_TTL_MS } from "../lib/console/sessions.ts";
+import { parseWith } from "../lib/crd/parse-with.ts";
 import { HistoryUnavailable, type HistoryQuery as StoreQuery } from "../lib/history/store.ts";
-import type { Tenant } from "../lib/sandboxes/api-keys.ts";
-import { historyScope } from "../lib/sandboxes/history-scope.ts";
-import { HistoryQuery } from "../lib/sandboxes/schemas.ts";
 import { PacedRead } from "../lib/util/paced-read.ts";
 import { consoleEnvRoutes } from "./console-envs.ts";
 

@@ -2,13 +2,19 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { Hono } from "hono";
 import type { ApiDeps } from "../functions/api/deps.ts";
 import { ContinueRejected, listSandboxes } from "../functions/api/list-sandboxes.ts";
-import { parseWith } from "../lib/api/parse-with.ts";
+import type { Tenant } from "../lib/claims/api-keys.ts";
+import type { SandboxView } from "../lib/claims/sandbox-view.ts";
+import { parseWith } from "../lib/crd/parse-with.ts";
+import {
+  type E2bListed,
+  type E2bSettings,
+  e2bListed,
+  isE2bVisible,
+  templateIdOf,
+} from "../lib/e2b/answers.ts";
 import { collectPages, type Page } from "../lib/e2b/list-pages.ts";
 import { issueText, keepListed } from "../lib/e2b/requests.ts";
 import { ListSandboxesV2Query, metadataQuery } from "../lib/e2b/schemas.ts";
-import { type E2bListed, type E2bSettings, e2bListed, isE2bVisible, templateIdOf } from "../lib/e2b/views.ts";
-import type { Tenant } from "../lib/sandboxes/api-keys.ts";
-import type { SandboxView } from "../lib/sandboxes/view.ts";
 import type { E2bEnv } from "./e2b.ts";
 import { fail } from "./e2b-fail.ts";
 

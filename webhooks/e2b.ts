@@ -9,7 +9,18 @@ import { findSandbox } from "../functions/api/find-sandbox.ts";
 import { ownerToken } from "../functions/api/sandbox-access.ts";
 import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
-import { parseWith } from "../lib/api/parse-with.ts";
+import { bearerOrApiKey, type Tenant } from "../lib/claims/api-keys.ts";
+import { tooManySandboxes } from "../lib/claims/errors.ts";
+import { type SandboxView, sandboxView, whyNotRunning } from "../lib/claims/sandbox-view.ts";
+import type { TimeoutChange } from "../lib/claims/timeouts.ts";
+import { parseWith } from "../lib/crd/parse-with.ts";
+import {
+  type E2bSettings,
+  e2bDetail,
+  e2bSandbox,
+  isE2bVisible,
+  TEMPLATE_ID_ANNOTATION,
+} from "../lib/e2b/answers.ts";
 import { createWaitSeconds, E2B_IDLE_WAIT_SECONDS, issueText, nativeCreate } from "../lib/e2b/requests.ts";
 import {
   ConnectSandbox,
@@ -19,19 +30,8 @@ import {
   SandboxRefreshRequest,
   SandboxTimeoutRequest,
 } from "../lib/e2b/schemas.ts";
-import {
-  type E2bSettings,
-  e2bDetail,
-  e2bSandbox,
-  isE2bVisible,
-  TEMPLATE_ID_ANNOTATION,
-} from "../lib/e2b/views.ts";
 import { HistoryUnavailable } from "../lib/history/store.ts";
 import { isApiServerTrouble } from "../lib/kube/errors.ts";
-import { bearerOrApiKey, type Tenant } from "../lib/sandboxes/api-keys.ts";
-import { tooManySandboxes } from "../lib/sandboxes/errors.ts";
-import type { TimeoutChange } from "../lib/sandboxes/timeouts.ts";
-import { type SandboxView, sandboxView, whyNotRunning } from "../lib/sandboxes/view.ts";
 import { fail } from "./e2b-fail.ts";
 import { e2bListRoutes } from "./e2b-list.ts";
 

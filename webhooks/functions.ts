@@ -1,7 +1,7 @@
 import { vValidator } from "@hono/valibot-validator";
 import { type Context, Hono } from "hono";
 import * as v from "valibot";
-import type { Log } from "../lib/log.ts";
+import type { Log } from "../lib/util/log.ts";
 import { requireToken } from "./require-token.ts";
 
 const DNS_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;

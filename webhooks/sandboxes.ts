@@ -14,10 +14,8 @@ import { readTarget } from "../functions/api/resolve-pool.ts";
 import { viewWithAccess } from "../functions/api/sandbox-access.ts";
 import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
-import { type ApiIssue, parseWith } from "../lib/api/parse-with.ts";
-import { HistoryUnavailable } from "../lib/history/store.ts";
-import { ActivityRequest } from "../lib/sandboxes/activity.ts";
-import { bearerOrApiKey, type Tenant } from "../lib/sandboxes/api-keys.ts";
+import { ActivityRequest } from "../lib/claims/activity.ts";
+import { bearerOrApiKey, type Tenant } from "../lib/claims/api-keys.ts";
 import {
   badRequest,
   notConfigured,
@@ -27,25 +25,27 @@ import {
   tooManySandboxes,
   unauthorized,
   unavailable,
-} from "../lib/sandboxes/errors.ts";
-import { historyScope } from "../lib/sandboxes/history-scope.ts";
-import { openApiDocument } from "../lib/sandboxes/openapi.ts";
-import {
-  CreateSandboxRequest,
-  HistoryQuery,
-  ListSandboxesQuery,
-  TimeoutRequest,
-} from "../lib/sandboxes/schemas.ts";
-import { envSummary, poolSummary } from "../lib/sandboxes/target-views.ts";
-import { timeoutChange } from "../lib/sandboxes/timeouts.ts";
+} from "../lib/claims/errors.ts";
+import { historyScope } from "../lib/claims/history-scope.ts";
+import { openApiDocument } from "../lib/claims/openapi.ts";
 import {
   isMetadataFilterError,
   parseMetadataFilter,
   type SandboxView,
   sandboxView,
   whyNotRunning,
-} from "../lib/sandboxes/view.ts";
-import { waitSeconds } from "../lib/sandboxes/wait-seconds.ts";
+} from "../lib/claims/sandbox-view.ts";
+import {
+  CreateSandboxRequest,
+  HistoryQuery,
+  ListSandboxesQuery,
+  TimeoutRequest,
+} from "../lib/claims/schemas.ts";
+import { envSummary, poolSummary } from "../lib/claims/target-summaries.ts";
+import { timeoutChange } from "../lib/claims/timeouts.ts";
+import { waitSeconds } from "../lib/claims/wait-seconds.ts";
+import { type ApiIssue, parseWith } from "../lib/crd/parse-with.ts";
+import { HistoryUnavailable } from "../lib/history/store.ts";
 import { settled } from "../lib/util/settled.ts";
 
 type Env = { Variables: { tenant: Tenant } & TimingVariables };

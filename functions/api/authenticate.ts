@@ -1,6 +1,6 @@
 import type { V1Secret } from "@kubernetes/client-node";
+import { decodeStoredKeyEntry, hashApiKey, type Tenant } from "../../lib/claims/api-keys.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
-import { decodeStoredKeyEntry, hashApiKey, type Tenant } from "../../lib/sandboxes/api-keys.ts";
 import type { ApiDeps } from "./deps.ts";
 
 /**

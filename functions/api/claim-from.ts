@@ -1,8 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { orderCandidates } from "../../lib/claims/candidates.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { idleSelector, selectorsAfterFirst, shardOrder } from "../../lib/pool/claim-shards.ts";
-import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
 import { UNSUITABLE } from "../views/idle-dispatch.ts";
 import type { ApiDeps } from "./deps.ts";
 import { listCandidates, type TargetReads } from "./resolve-pool.ts";

@@ -1,6 +1,6 @@
+import { encodeKeyEntry, generateApiKey, hashApiKey, type Tenant } from "../../lib/claims/api-keys.ts";
 import { isAlreadyExists, isConflict } from "../../lib/kube/errors.ts";
 import { escapePointer } from "../../lib/kube/json-patch.ts";
-import { encodeKeyEntry, generateApiKey, hashApiKey, type Tenant } from "../../lib/sandboxes/api-keys.ts";
 import type { ApiDeps } from "./deps.ts";
 
 /**

@@ -1,8 +1,8 @@
-import { LAST_SANDBOX_CREATE_TIME_ANNOTATION } from "../../lib/api/keys.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { demandWorthRecording } from "../../lib/claims/demand.ts";
+import { LAST_SANDBOX_CREATE_TIME_ANNOTATION } from "../../lib/crd/keys.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { isConflict } from "../../lib/kube/errors.ts";
 import { escapePointer } from "../../lib/kube/json-patch.ts";
-import { demandWorthRecording } from "../../lib/sandboxes/demand.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
 import type { StepDeps } from "../deps.ts";
 

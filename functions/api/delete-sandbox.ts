@@ -1,7 +1,7 @@
-import { SANDBOX_PHASE, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
-import { sandboxPhaseOf } from "../../lib/sandbox/phase-label.ts";
-import { isLegalTransition } from "../../lib/sandbox/transitions.ts";
-import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
+import type { Tenant } from "../../lib/claims/api-keys.ts";
+import { SANDBOX_PHASE, SANDBOX_POOL_LABEL } from "../../lib/crd/keys.ts";
+import { sandboxPhaseOf } from "../../lib/lifecycle/phase-label.ts";
+import { isLegalTransition } from "../../lib/lifecycle/transitions.ts";
 import { releaseSandbox } from "../release-sandbox.ts";
 import type { ApiDeps } from "./deps.ts";
 import { findSandbox } from "./find-sandbox.ts";

@@ -1,6 +1,6 @@
 import type { V1Pod, V1Secret } from "@kubernetes/client-node";
+import type { TeamLimits } from "../../lib/claims/team-limits.ts";
 import type { KubeWatchTransport } from "../../lib/kube/transport.ts";
-import type { TeamLimits } from "../../lib/sandboxes/team-limits.ts";
 import type { PacedRead } from "../../lib/util/paced-read.ts";
 import type { NextReads, SharedRead } from "../../lib/util/shared-read.ts";
 import type { StepDeps } from "../deps.ts";

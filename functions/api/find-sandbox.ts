@@ -1,8 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { SANDBOX_ID_LABEL } from "../../lib/api/keys.ts";
-import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
-import { isSandboxId } from "../../lib/sandboxes/ids.ts";
-import { ownedBy } from "../../lib/sandboxes/tenant-scope.ts";
+import type { Tenant } from "../../lib/claims/api-keys.ts";
+import { ownedBy } from "../../lib/claims/tenant-scope.ts";
+import { SANDBOX_ID_LABEL } from "../../lib/crd/keys.ts";
+import { isSandboxId } from "../../lib/lifecycle/sandbox-ids.ts";
 import type { ApiDeps } from "./deps.ts";
 
 /** SandboxLookup is what lookupSandbox found, and whether the read that found it was the cache's. */

@@ -1,5 +1,5 @@
-import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
-import { type SandboxAccess, type SandboxView, sandboxView } from "../../lib/sandboxes/view.ts";
+import type { Tenant } from "../../lib/claims/api-keys.ts";
+import { type SandboxAccess, type SandboxView, sandboxView } from "../../lib/claims/sandbox-view.ts";
 import type { ApiDeps } from "./deps.ts";
 import { findSandbox } from "./find-sandbox.ts";
 import { viewWithAccess } from "./sandbox-access.ts";

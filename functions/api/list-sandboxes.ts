@@ -1,14 +1,14 @@
 import type { V1Pod } from "@kubernetes/client-node";
+import type { Tenant } from "../../lib/claims/api-keys.ts";
+import { matchesMetadata, type SandboxView, sandboxView } from "../../lib/claims/sandbox-view.ts";
 import {
   SANDBOX_ID_LABEL,
   SANDBOX_PHASE_LABEL,
   SANDBOX_POOL_LABEL,
   TEAM_LABEL,
   USER_LABEL,
-} from "../../lib/api/keys.ts";
+} from "../../lib/crd/keys.ts";
 import { isContinueRejected } from "../../lib/kube/errors.ts";
-import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
-import { matchesMetadata, type SandboxView, sandboxView } from "../../lib/sandboxes/view.ts";
 import type { ApiDeps } from "./deps.ts";
 
 export interface ListFilter {

@@ -1,8 +1,8 @@
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
-import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
-import { usableEnvNames, usablePoolNames, visibleTemplateNames } from "../../lib/sandboxes/pool-choice.ts";
+import type { Tenant } from "../../lib/claims/api-keys.ts";
+import { usableEnvNames, usablePoolNames, visibleTemplateNames } from "../../lib/claims/pool-choice.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../../lib/crd/sandbox-template.ts";
 import type { ApiDeps } from "./deps.ts";
 
 /** Targets are what a tenant may claim from (pools, Envs) and the templates it can see. */

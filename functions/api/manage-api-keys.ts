@@ -1,12 +1,12 @@
-import { isConflict, isNotFound } from "../../lib/kube/errors.ts";
-import { escapePointer } from "../../lib/kube/json-patch.ts";
 import {
   API_KEY_PREFIX,
   hashApiKey,
   KEY_ID_LENGTH,
   type KeyListing,
   keyListing,
-} from "../../lib/sandboxes/api-keys.ts";
+} from "../../lib/claims/api-keys.ts";
+import { isConflict, isNotFound } from "../../lib/kube/errors.ts";
+import { escapePointer } from "../../lib/kube/json-patch.ts";
 import type { ApiDeps } from "./deps.ts";
 
 type KeyDeps = Pick<ApiDeps, "kube" | "apiKeys">;

@@ -1,4 +1,4 @@
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import {
   encodeMark,
   HEARTBEAT_MS,

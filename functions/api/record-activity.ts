@@ -1,12 +1,12 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import pLimit from "p-limit";
-import { LAST_ACTIVE_ANNOTATION, SANDBOX_ID_LABEL } from "../../lib/api/keys.ts";
+import { type ActivityRequest, idSelectors, latestPerSandbox } from "../../lib/claims/activity.ts";
+import type { Tenant } from "../../lib/claims/api-keys.ts";
+import { ownedBy, tenantSelector } from "../../lib/claims/tenant-scope.ts";
+import { LAST_ACTIVE_ANNOTATION, SANDBOX_ID_LABEL } from "../../lib/crd/keys.ts";
 import { isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
 import { escapePointer } from "../../lib/kube/json-patch.ts";
-import { type ActivityRequest, idSelectors, latestPerSandbox } from "../../lib/sandboxes/activity.ts";
-import { shouldRecordActivity } from "../../lib/sandboxes/activity-throttle.ts";
-import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
-import { ownedBy, tenantSelector } from "../../lib/sandboxes/tenant-scope.ts";
+import { shouldRecordActivity } from "../../lib/lifecycle/activity-throttle.ts";
 import type { ApiDeps } from "./deps.ts";
 
 export interface ActivityOutcome {

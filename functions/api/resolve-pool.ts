@@ -1,11 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { ENV_LABEL } from "../../lib/api/keys.ts";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
-import { orMissing } from "../../lib/kube/errors.ts";
-import { CANDIDATES_PER_LIST, shardGroupSelector, shardOrder } from "../../lib/pool/claim-shards.ts";
-import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
+import type { Tenant } from "../../lib/claims/api-keys.ts";
 import {
   pickTemplateEnv,
   pickTemplatePool,
@@ -13,7 +7,13 @@ import {
   usableEnvNames,
   usablePoolNames,
   visibleTemplateNames,
-} from "../../lib/sandboxes/pool-choice.ts";
+} from "../../lib/claims/pool-choice.ts";
+import { ENV_LABEL } from "../../lib/crd/keys.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../../lib/crd/sandbox-template.ts";
+import { orMissing } from "../../lib/kube/errors.ts";
+import { CANDIDATES_PER_LIST, shardGroupSelector, shardOrder } from "../../lib/pool/claim-shards.ts";
 import type { ApiDeps } from "./deps.ts";
 
 /** Target is what a create names: one pool, one Env, or a template. */

@@ -1,6 +1,11 @@
-import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
-import { envdAccessToken } from "../../lib/sandboxes/sealing.ts";
-import { isOwnSandbox, type SandboxAccess, type SandboxView, withAccess } from "../../lib/sandboxes/view.ts";
+import type { Tenant } from "../../lib/claims/api-keys.ts";
+import {
+  isOwnSandbox,
+  type SandboxAccess,
+  type SandboxView,
+  withAccess,
+} from "../../lib/claims/sandbox-view.ts";
+import { envdAccessToken } from "../../lib/claims/sealing.ts";
 import type { ApiDeps } from "./deps.ts";
 
 /**

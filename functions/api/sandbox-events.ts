@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import type { PodDiagnosticEvent } from "../../lib/sandbox/diagnostics.ts";
-import { sandboxWarningEvents, warningEventSelector } from "../../lib/sandboxes/sandbox-events.ts";
-import type { SandboxView } from "../../lib/sandboxes/view.ts";
+import { sandboxWarningEvents, warningEventSelector } from "../../lib/claims/sandbox-events.ts";
+import type { SandboxView } from "../../lib/claims/sandbox-view.ts";
+import type { PodDiagnosticEvent } from "../../lib/lifecycle/diagnostics.ts";
 import type { ApiDeps } from "./deps.ts";
 
 /**

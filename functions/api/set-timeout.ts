@@ -1,8 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
+import type { Tenant } from "../../lib/claims/api-keys.ts";
+import { type SandboxView, sandboxView } from "../../lib/claims/sandbox-view.ts";
+import { type TimeoutChange, timeoutPatch } from "../../lib/claims/timeouts.ts";
 import { isConflict } from "../../lib/kube/errors.ts";
-import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
-import { type TimeoutChange, timeoutPatch } from "../../lib/sandboxes/timeouts.ts";
-import { type SandboxView, sandboxView } from "../../lib/sandboxes/view.ts";
 import type { ApiDeps } from "./deps.ts";
 import { lookupSandbox } from "./find-sandbox.ts";
 

@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, TEAM_LABEL } from "../../lib/api/keys.ts";
-import { countsAsDemand, type OwnClaim, teamHeld } from "../../lib/sandboxes/team-limits.ts";
+import { countsAsDemand, type OwnClaim, teamHeld } from "../../lib/claims/team-limits.ts";
+import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, TEAM_LABEL } from "../../lib/crd/keys.ts";
 import { SharedReads } from "../../lib/util/shared-read.ts";
 import type { ApiDeps } from "./deps.ts";
 

@@ -1,10 +1,10 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { POST_START_HOOKS_ANNOTATION, SANDBOX_ID_LABEL, SANDBOX_PHASE } from "../../lib/api/keys.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { POST_START_HOOKS_ANNOTATION, SANDBOX_ID_LABEL, SANDBOX_PHASE } from "../../lib/crd/keys.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { isConflict, isNotFound } from "../../lib/kube/errors.ts";
-import { handBackStartPatch } from "../../lib/sandbox/hand-back-start.ts";
-import { sandboxPhaseOf } from "../../lib/sandbox/phase-label.ts";
-import { hasPendingHooks } from "../../lib/sandbox/post-start-hooks.ts";
+import { handBackStartPatch } from "../../lib/lifecycle/hand-back-start.ts";
+import { sandboxPhaseOf } from "../../lib/lifecycle/phase-label.ts";
+import { hasPendingHooks } from "../../lib/lifecycle/post-start-hooks.ts";
 import { latestOnly } from "../../lib/util/latest-only.ts";
 import { runPodSteps } from "../reconcile-pod.ts";
 import { followPod } from "../views/follow-pod.ts";

@@ -1,5 +1,6 @@
 import type { V1Secret } from "@kubernetes/client-node";
 import { timingSafeEqual } from "hono/utils/buffer";
+import { hashApiKey, type Tenant } from "../../lib/claims/api-keys.ts";
 import {
   adminBinding,
   decodeSession,
@@ -12,7 +13,6 @@ import {
   sessionWrite,
 } from "../../lib/console/sessions.ts";
 import { isAlreadyExists, isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
-import { hashApiKey, type Tenant } from "../../lib/sandboxes/api-keys.ts";
 import type { PacedRead } from "../../lib/util/paced-read.ts";
 import { KEY_READ_SHARE_MS, tenantOfKeyHash } from "../api/authenticate.ts";
 import type { ApiDeps } from "../api/deps.ts";

@@ -1,4 +1,4 @@
-import { API_VERSION } from "../../lib/api/keys.ts";
+import { API_VERSION } from "../../lib/crd/keys.ts";
 import { planEnvEdit } from "../../lib/env/env-edit.ts";
 import { apiserverRejection, type EnvEditRejection, rejection } from "../../lib/env/env-edit-rejection.ts";
 import type { EnvEdit } from "../../lib/env/env-edit-request.ts";

@@ -1,10 +1,10 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { orderCandidates } from "../../lib/claims/candidates.ts";
+import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../../lib/crd/keys.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { KubeError } from "../../lib/kube/errors.ts";
-import { ownedBy } from "../../lib/pool/pod-ownership.ts";
-import { orderCandidates } from "../../lib/sandboxes/candidates.ts";
+import { ownedBy } from "../../lib/membership/pod-ownership.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
 import { IDLE_WATCH_SECONDS } from "./pod-watch.ts";
 import type { ViewDeps } from "./view-deps.ts";

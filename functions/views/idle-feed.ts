@@ -1,10 +1,10 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { pickIdle } from "../../lib/claims/candidates.ts";
+import { homeDistance, ringPoint } from "../../lib/claims/claim-home.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { idleSelector } from "../../lib/pool/claim-shards.ts";
-import { podFacts } from "../../lib/pool/pod-facts.ts";
-import { claimableState, pickIdle } from "../../lib/sandboxes/candidates.ts";
-import { homeDistance, ringPoint } from "../../lib/sandboxes/claim-home.ts";
+import { claimableState, podFacts } from "../../lib/pool/pod-facts.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
 import { waitAtMost } from "../../lib/util/with-timeout.ts";
 import { IDLE_WATCH_SECONDS, paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";

@@ -1,5 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { CLAIMED_BY_LABEL, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
+import { CLAIMED_BY_LABEL, SANDBOX_POOL_LABEL } from "../../lib/crd/keys.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
 import { resourceVersionOf } from "../../lib/kube/resource-version.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";

@@ -1,5 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
+import { SANDBOX_POOL_LABEL } from "../../lib/crd/keys.ts";
 import { reachedVersion, resourceVersionOf } from "../../lib/kube/resource-version.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
 import { type PodChange, paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";

@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import * as v from "valibot";
 import { type ActivitySourceConfig, DEFAULT_ACTIVITY_TIMEOUT_MS } from "../../functions/activity-source.ts";
-import { parseWith } from "../../lib/api/parse-with.ts";
+import { parseWith } from "../../lib/crd/parse-with.ts";
 import { Seconds } from "./setting-values.ts";
 
 /** ACTIVITY_ENV lists the optional pulled activity source's settings (readActivitySource). */

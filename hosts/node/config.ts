@@ -2,7 +2,8 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import * as v from "valibot";
 import type { ActivitySourceConfig } from "../../functions/activity-source.ts";
-import { parseWith } from "../../lib/api/parse-with.ts";
+import { parseTeamLimits, type TeamLimits } from "../../lib/claims/team-limits.ts";
+import { parseWith } from "../../lib/crd/parse-with.ts";
 import { checkSandboxDomain } from "../../lib/data-plane/sandbox-domain.ts";
 import {
   type ConfigMapRef,
@@ -15,7 +16,6 @@ import {
   type IdleReleaseMode,
   idleReleaseMode,
 } from "../../lib/reconcile/idle-release.ts";
-import { parseTeamLimits, type TeamLimits } from "../../lib/sandboxes/team-limits.ts";
 import { readActivitySource } from "./activity-settings.ts";
 import { type DataPlaneSettings, dataPlaneSettings } from "./data-plane/settings.ts";
 import { DATA_PLANE_ENV } from "./data-plane/settings-env.ts";

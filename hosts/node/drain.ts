@@ -1,4 +1,4 @@
-import type { Log } from "../../lib/log.ts";
+import type { Log } from "../../lib/util/log.ts";
 import { waitAtMost } from "../../lib/util/with-timeout.ts";
 
 /** DrainSettings say how a stopping host lets go of its traffic (AGENTBOX_SHUTDOWN_*_SECONDS). */

@@ -3,7 +3,7 @@
 // host's configuration (config.ts), `npm start` and the CLI, so all three mean the same.
 import { readFileSync } from "node:fs";
 import * as v from "valibot";
-import { parseWith } from "../../lib/api/parse-with.ts";
+import { parseWith } from "../../lib/crd/parse-with.ts";
 import { type PostgresHistorySettings, SSL_MODES } from "./postgres-history.ts";
 
 /** POSTGRES_ENV lists the PostgreSQL history's settings. */

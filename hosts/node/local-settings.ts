@@ -3,7 +3,7 @@
 // value stops `npm start` with the variable named, as it stops `npm run serve`. The rest (TLS,
 // tokens, keys, ports) `npm start` makes itself, next to the local cluster.
 import * as v from "valibot";
-import { parseWith } from "../../lib/api/parse-with.ts";
+import { parseWith } from "../../lib/crd/parse-with.ts";
 import { HOST_ENV } from "./config.ts";
 import { DATA_PLANE_PORT, type DataPlaneSettings, nodeFlagsOf } from "./data-plane/settings.ts";
 

@@ -1,6 +1,6 @@
 import type { HistoryStore } from "../../lib/history/store.ts";
 import { HistoryUnavailable } from "../../lib/history/store.ts";
-import type { Log } from "../../lib/log.ts";
+import type { Log } from "../../lib/util/log.ts";
 import { type PostgresHistorySettings, PostgresHistoryStore } from "./postgres-history.ts";
 import { SqliteHistoryStore } from "./sqlite-history.ts";
 

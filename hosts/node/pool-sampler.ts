@@ -1,5 +1,5 @@
 import { type GaugeFamily, type PoolSamples, poolSamplesOf } from "../../lib/console/pool-samples.ts";
-import type { Log } from "../../lib/log.ts";
+import type { Log } from "../../lib/util/log.ts";
 import { withTimeout } from "../../lib/util/with-timeout.ts";
 
 /** PoolSamplerSettings: how often to sample, and where the pool gauges are read from. */

@@ -17,7 +17,7 @@ import {
   type HistoryStore,
   HistoryUnavailable,
 } from "../../lib/history/store.ts";
-import type { Log } from "../../lib/log.ts";
+import type { Log } from "../../lib/util/log.ts";
 import { type MigrateResult, migrate } from "./postgres-migrate.ts";
 
 /** SSL_MODES are libpq's sslmode values this host supports (no "prefer": the driver cannot fall back). */

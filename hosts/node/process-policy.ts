@@ -1,4 +1,4 @@
-import type { Log } from "../../lib/log.ts";
+import type { Log } from "../../lib/util/log.ts";
 
 /** EXIT_GRACE_MS bounds how long an exiting host waits for its server and thread to close. */
 const EXIT_GRACE_MS = 5_000;

@@ -2,7 +2,7 @@ import type { Counter, MetricObjectWithValues, MetricValue } from "prom-client";
 import type { EnvReport } from "../../functions/reconcile-env.ts";
 import type { PoolReport } from "../../functions/reconcile-pool.ts";
 import type { MemberRefreshReport } from "../../functions/refresh-member.ts";
-import type { Log } from "../../lib/log.ts";
+import type { Log } from "../../lib/util/log.ts";
 import type { PostgresHistorySettings } from "./postgres-history.ts";
 import type { AuditWork, Reconciler, ReconcilerOptions } from "./reconciler.ts";
 import type { StepSettings } from "./step-deps.ts";

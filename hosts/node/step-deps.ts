@@ -10,16 +10,16 @@ import {
 } from "../../functions/activity-source.ts";
 import { postStartDeps, type StepDeps } from "../../functions/deps.ts";
 import type { DecideOptions } from "../../lib/autoscale/group-decision.ts";
+import { importSealKeys } from "../../lib/claims/sealing.ts";
 import type { ConfigMapRef } from "../../lib/env/instance-types.ts";
 import type { HistoryStore } from "../../lib/history/store.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeTimeouts } from "../../lib/kube/transport.ts";
-import type { Log } from "../../lib/log.ts";
+import { referenceDigestResolver } from "../../lib/lifecycle/digest-resolver.ts";
 import { meteredTransport } from "../../lib/metrics/metered-transport.ts";
 import type { Metrics } from "../../lib/metrics/metrics.ts";
 import type { IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
-import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
-import { importSealKeys } from "../../lib/sandboxes/sealing.ts";
+import type { Log } from "../../lib/util/log.ts";
 import { SharedRead, SharedReads } from "../../lib/util/shared-read.ts";
 import { nodeKubeTransport } from "./kube-transport.ts";
 

@@ -1,4 +1,4 @@
-import type { Log } from "../../lib/log.ts";
+import type { Log } from "../../lib/util/log.ts";
 
 /** STOP_SIGNALS end the host: SIGTERM (the kubelet, a supervisor) and SIGINT (a terminal's Ctrl-C). */
 const STOP_SIGNALS = { SIGINT: 2, SIGTERM: 15 } as const;

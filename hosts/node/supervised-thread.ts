@@ -8,7 +8,7 @@
 // garbage collector tuned for its small heap), with the same messages over its IPC channel.
 import { Worker } from "node:worker_threads";
 import type { Counter } from "prom-client";
-import type { Log } from "../../lib/log.ts";
+import type { Log } from "../../lib/util/log.ts";
 import { forkThread, type ThreadHandle } from "./forked-thread.ts";
 
 /** FromThread is what a supervised thread sends its host. */

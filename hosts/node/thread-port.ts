@@ -3,7 +3,7 @@
 // StepRefused and Misconfigured apart by it). The same code runs in a worker thread (its
 // parentPort) and in a child process the host forked (its IPC channel): openThreadPort says which.
 import { parentPort, workerData } from "node:worker_threads";
-import type { Log } from "../../lib/log.ts";
+import type { Log } from "../../lib/util/log.ts";
 import type { FromThread, HostAnswer } from "./supervised-thread.ts";
 
 /**

@@ -1,9 +1,9 @@
 import * as v from "valibot";
-import { parseWith } from "../../lib/api/parse-with.ts";
+import { parseTeamLimits } from "../../lib/claims/team-limits.ts";
+import { parseWith } from "../../lib/crd/parse-with.ts";
 import { checkSandboxDomain } from "../../lib/data-plane/sandbox-domain.ts";
 import { ConfigMapRefSetting, DEFAULT_INSTANCE_TYPES } from "../../lib/env/instance-types.ts";
 import { IDLE_RELEASE_MODES, idleReleaseMode } from "../../lib/reconcile/idle-release.ts";
-import { parseTeamLimits } from "../../lib/sandboxes/team-limits.ts";
 
 const Secret = (min: number) => v.pipe(v.string(), v.minLength(min, `must be at least ${min} characters`));
 const Count = (def: string, max: number) =>

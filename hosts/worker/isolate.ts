@@ -1,7 +1,7 @@
 import type { V1Secret } from "@kubernetes/client-node";
 import { KEY_MISS_GAP_MS, KEY_READ_SHARE_MS } from "../../functions/api/authenticate.ts";
 import { SESSION_READ_GAP_MS } from "../../functions/console/console-sessions.ts";
-import { importSealKeys, type SealKeys } from "../../lib/sandboxes/sealing.ts";
+import { importSealKeys, type SealKeys } from "../../lib/claims/sealing.ts";
 import { PacedRead } from "../../lib/util/paced-read.ts";
 import { SharedRead } from "../../lib/util/shared-read.ts";
 import { D1HistoryStore, type D1Like } from "./d1-history.ts";

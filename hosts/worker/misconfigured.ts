@@ -1,5 +1,5 @@
 import { timingSafeEqual } from "hono/utils/buffer";
-import type { Log } from "../../lib/log.ts";
+import type { Log } from "../../lib/util/log.ts";
 
 /** MIN_ADMIN_TOKEN is the admin token's least length (config.ts): a shorter one opens nothing. */
 const MIN_ADMIN_TOKEN = 16;

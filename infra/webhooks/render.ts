@@ -1,4 +1,4 @@
-import { GROUP, RESOURCE, VERSION } from "../../lib/api/keys.ts";
+import { GROUP, RESOURCE, VERSION } from "../../lib/crd/keys.ts";
 
 /**
  * WEBHOOK_CONFIG_NAME names both webhook configurations of a host reached by URL (the local

@@ -1,4 +1,4 @@
-import type { ApiIssue } from "../api/parse-with.ts";
+import type { ApiIssue } from "../crd/parse-with.ts";
 
 /**
  * Check is one named admission rule: it looks at a parsed (schema-valid, defaulted) object and

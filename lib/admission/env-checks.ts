@@ -1,8 +1,8 @@
 // Admission rules for SandboxEnv that OpenAPI and CEL cannot express: they relate list items
 // to each other (groups to members, names across clusters) or encode "not served yet".
-import type { SandboxEnv } from "../api/sandbox-env.ts";
+import type { SandboxEnv } from "../crd/sandbox-env.ts";
+import { podTemplateAnnotationIssues, podTemplateIssues } from "../pool/pod-template-checks.ts";
 import type { Check } from "./check.ts";
-import { podTemplateAnnotationIssues, podTemplateIssues } from "./pod-template-checks.ts";
 
 type Member = NonNullable<NonNullable<SandboxEnv["spec"]["clusters"]>[number]["members"]>[number];
 

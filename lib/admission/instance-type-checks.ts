@@ -1,7 +1,7 @@
 // Admission rules for the instance types an Env names, checked against the catalog the webhook
 // read for the review (ADR 0032): each named type must be a valid catalog entry and each
 // multiplier must fall within the range that entry declares (seed 002, SandboxEnvDefaults.Multiplier).
-import type { SandboxEnv } from "../api/sandbox-env.ts";
+import type { SandboxEnv } from "../crd/sandbox-env.ts";
 import { resolveInstanceType } from "../env/instance-sizing.ts";
 import type { InstanceTypeCatalog } from "../env/instance-types.ts";
 import type { Check } from "./check.ts";

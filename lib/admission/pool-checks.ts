@@ -1,8 +1,8 @@
 // Admission rules for SandboxPool beyond its OpenAPI schema.
-import type { SandboxPool } from "../api/sandbox-pool.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import { podTemplateAnnotationIssues, podTemplateIssues } from "../pool/pod-template-checks.ts";
 import { parseMaxSurge } from "../pool/rollout.ts";
 import type { Check } from "./check.ts";
-import { podTemplateAnnotationIssues, podTemplateIssues } from "./pod-template-checks.ts";
 
 /**
  * poolPodTemplate: a pool renders its Pods from spec.template; without a templateName to copy

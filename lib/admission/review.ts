@@ -2,7 +2,7 @@
 // our webhooks and the responses we answer with. Parsing is strict about what we rely on
 // (uid, kind, operation, object) and lenient about the rest, which the apiserver may extend.
 import * as v from "valibot";
-import { type ApiIssue, parseWith } from "../api/parse-with.ts";
+import { type ApiIssue, parseWith } from "../crd/parse-with.ts";
 import type { JsonPatchOp } from "../kube/json-patch.ts";
 
 export type { JsonPatchOp } from "../kube/json-patch.ts";

@@ -1,7 +1,7 @@
 // Admission rules for SandboxTemplate beyond its OpenAPI schema.
-import type { SandboxTemplate } from "../api/sandbox-template.ts";
+import type { SandboxTemplate } from "../crd/sandbox-template.ts";
+import { podTemplateAnnotationIssues, podTemplateIssues } from "../pool/pod-template-checks.ts";
 import type { Check } from "./check.ts";
-import { podTemplateAnnotationIssues, podTemplateIssues } from "./pod-template-checks.ts";
 import { runtimeNamesUnique } from "./pool-checks.ts";
 
 /** templatePodTemplate: pools copy the template's pod template, so it must render sandbox Pods. */

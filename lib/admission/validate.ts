@@ -1,13 +1,13 @@
 // Validation and defaulting decisions for admission: pure functions from an AdmissionRequest
 // to the review response; webhooks/admission.ts only does the HTTP around them.
 
-import { GROUP, KIND } from "../api/keys.ts";
-import { parseSandboxEnv, parseSandboxPool, parseSandboxTemplate } from "../api/parse.ts";
-import type { ApiIssue, ParseResult } from "../api/parse-with.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../api/sandbox-template.ts";
+import { GROUP, KIND } from "../crd/keys.ts";
+import { parseSandboxEnv, parseSandboxPool, parseSandboxTemplate } from "../crd/parse.ts";
+import type { ApiIssue, ParseResult } from "../crd/parse-with.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../crd/sandbox-template.ts";
 import { namesInstanceType } from "../env/instance-sizing.ts";
-import { copyTemplate, type PoolLike, templateCopyNeeded, templateCopyOps } from "../template/copy.ts";
+import { copyTemplate, type PoolLike, templateCopyNeeded, templateCopyOps } from "../pool/template-copy.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
 import { type Check, runChecks } from "./check.ts";
 import { ENV_CHECKS } from "./env-checks.ts";

@@ -1,7 +1,7 @@
 // One autoscaling decision for one Env group, from what its members' pools and Pods show at `now`:
 // the replicas each member should have and each pool's autoscaler bookkeeping. Pure: the step
 // that calls it reads, decides and writes, so a repeated or late run decides from what it reads.
-import type { PoolAutoScalingStatus } from "../api/autoscaling.ts";
+import type { PoolAutoScalingStatus } from "../crd/autoscaling.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
 import { parseTime, rfc3339 } from "../util/time.ts";
 import {

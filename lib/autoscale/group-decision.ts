@@ -1,6 +1,6 @@
 // The autoscaler's decision for one Env group, as data: what decide (decide.ts) reads, the
 // options the host passes it, and what it returns for the step to write.
-import type { EnvAutoscalingGroup, PoolAutoScalingStatus } from "../api/autoscaling.ts";
+import type { EnvAutoscalingGroup, PoolAutoScalingStatus } from "../crd/autoscaling.ts";
 import type { GroupStamp } from "./group-stamps.ts";
 import type { MemberLoad } from "./member-load.ts";
 

@@ -5,7 +5,7 @@
 // run that read the Env after the patch but the pools before their bookkeeping would each lose
 // the time, and the cooldown or stabilization with it, so a second step would follow at once.
 // The Env annotation cannot be lost that way: no replicas move without it.
-import type { SandboxEnv } from "../api/sandbox-env.ts";
+import type { SandboxEnv } from "../crd/sandbox-env.ts";
 import { parseTime } from "../util/time.ts";
 
 /**

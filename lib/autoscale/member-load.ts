@@ -1,16 +1,16 @@
 // What the autoscaler reads about one member of a group, taken from the member, its pool and the
 // pool's Pods: counts, demand, idle times and the autoscaler's own bookkeeping.
 import type { V1Pod } from "@kubernetes/client-node";
-import type { PoolAutoScalingStatus } from "../api/autoscaling.ts";
-import { LAST_SANDBOX_CREATE_TIME_ANNOTATION, SANDBOX_PHASE } from "../api/keys.ts";
-import type { EnvClusterMember, EnvClusterMemberConfig } from "../api/sandbox-env.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
-import { memberReplicas } from "../env/members.ts";
+import type { PoolAutoScalingStatus } from "../crd/autoscaling.ts";
+import { LAST_SANDBOX_CREATE_TIME_ANNOTATION, SANDBOX_PHASE } from "../crd/keys.ts";
+import type { EnvClusterMember, EnvClusterMemberConfig } from "../crd/sandbox-env.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import { isTerminating } from "../kube/action.ts";
+import { resetBlocker } from "../lifecycle/reset-progress.ts";
+import { memberReplicas } from "../membership/env-members.ts";
 import { pendingRequestsOf } from "../pool/pending-requests.ts";
 import { podFacts } from "../pool/pod-facts.ts";
 import { idleSinceOf } from "../pool/scale-plan.ts";
-import { isTerminating } from "../reconcile/action.ts";
-import { resetBlocker } from "../sandbox/reset-progress.ts";
 import { parseTime } from "../util/time.ts";
 import { type ProbeResult, probe } from "./probe.ts";
 

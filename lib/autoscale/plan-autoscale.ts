@@ -3,16 +3,16 @@
 // per pool that changed (under the block as read). The Env patch goes first and the pool patches
 // only after it landed (see ADR 0017), so two racing runs never both scale.
 import type { V1Pod } from "@kubernetes/client-node";
-import type { PoolAutoScalingStatus } from "../api/autoscaling.ts";
-import { SANDBOX_POOL_LABEL } from "../api/keys.ts";
-import type { SandboxEnv } from "../api/sandbox-env.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
-import { localMembers, scalingGroupOf } from "../env/members.ts";
-import { foreignMemberPool } from "../env/ownership.ts";
+import type { PoolAutoScalingStatus } from "../crd/autoscaling.ts";
+import { SANDBOX_POOL_LABEL } from "../crd/keys.ts";
+import type { SandboxEnv } from "../crd/sandbox-env.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import { type Action, envTarget, isTerminating, poolTarget, testSpec } from "../kube/action.ts";
 import { type JsonPatchOp, mapOps } from "../kube/json-patch.ts";
+import { localMembers, scalingGroupOf } from "../membership/env-members.ts";
+import { foreignMemberPool } from "../membership/env-ownership.ts";
+import { ownedBy } from "../membership/pod-ownership.ts";
 import { servedMarks } from "../pool/pending-requests.ts";
-import { ownedBy } from "../pool/pod-ownership.ts";
-import { type Action, envTarget, isTerminating, poolTarget, testSpec } from "../reconcile/action.ts";
 import { decide } from "./decide.ts";
 import type { DecideOptions, ScaleChange } from "./group-decision.ts";
 import { encodeGroupStamps, GROUP_STAMPS_ANNOTATION, groupStampsOf, stampKey } from "./group-stamps.ts";

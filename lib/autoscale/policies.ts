@@ -6,8 +6,8 @@ import {
   PoolScaleDownPolicy,
   type PoolScaleUpMode,
   PoolScaleUpPolicy,
-} from "../api/autoscaling.ts";
-import type { EnvClusterMemberConfig } from "../api/sandbox-env.ts";
+} from "../crd/autoscaling.ts";
+import type { EnvClusterMemberConfig } from "../crd/sandbox-env.ts";
 
 /** GroupPolicies is one group's bounds and policies, every field present. */
 export interface GroupPolicies {

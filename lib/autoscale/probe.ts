@@ -2,8 +2,8 @@
 // pool; here the cluster has already answered for the Pods the pool asked for: Pods the scheduler
 // cannot place, and Pod creates the apiserver refused (the pool's ReplicaFailure condition).
 import type { V1Pod } from "@kubernetes/client-node";
-import type { PoolScaleUpAttemptResult } from "../api/autoscaling.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
+import type { PoolScaleUpAttemptResult } from "../crd/autoscaling.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
 import { REPLICA_FAILURE_REASON } from "../pool/creation-block.ts";
 import { REPLICA_FAILURE } from "../pool/pool-status.ts";
 

@@ -2,10 +2,10 @@
 // lib/api. infra/crds/generate.ts writes them to crds/*.yaml; other code may also install
 // them directly (e.g. tests against a throwaway apiserver).
 import type * as v from "valibot";
-import { GROUP, KIND, RESOURCE, VERSION } from "../api/keys.ts";
-import { SandboxEnv } from "../api/sandbox-env.ts";
-import { SandboxPool } from "../api/sandbox-pool.ts";
-import { SandboxTemplate } from "../api/sandbox-template.ts";
+import { GROUP, KIND, RESOURCE, VERSION } from "./keys.ts";
+import { SandboxEnv } from "./sandbox-env.ts";
+import { SandboxPool } from "./sandbox-pool.ts";
+import { SandboxTemplate } from "./sandbox-template.ts";
 import { type JSONSchemaProps, sortKeys, toStructuralSchema } from "./structural-schema.ts";
 
 /** PrinterColumn is one `kubectl get` column. */

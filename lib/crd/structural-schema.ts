@@ -27,7 +27,7 @@
 // Runtime-only checks (v.check, v.rawCheck) are ignored; CEL rules travel as metadata.
 import { toJsonSchema } from "@valibot/to-json-schema";
 import type * as v from "valibot";
-import { REQUIRED_MARKER } from "../api/scalars.ts";
+import { REQUIRED_MARKER } from "./scalars.ts";
 
 /** SchemaType is a structural schema node type. */
 export type SchemaType = "object" | "array" | "string" | "integer" | "number" | "boolean";

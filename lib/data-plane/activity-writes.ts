@@ -3,7 +3,7 @@
 // activity, so traffic through one host keeps the sandbox alive for every other host's idle
 // release. A write costs the apiserver, so it is throttled; the throttle is a fraction of the
 // sandbox's idle timeout (a 5 s timeout cannot wait 30 s for a write), at most the push path's.
-import { activityThrottleSeconds, shouldRecordActivity } from "../sandboxes/activity-throttle.ts";
+import { activityThrottleSeconds, shouldRecordActivity } from "../lifecycle/activity-throttle.ts";
 import { parseTime, rfc3339 } from "../util/time.ts";
 
 /** RoutedSandbox is what the router's watch shows of a Running sandbox's pod. */

@@ -10,8 +10,8 @@ import {
   LAST_ACTIVE_ANNOTATION,
   SANDBOX_ID_LABEL,
   SANDBOX_PHASE,
-} from "../api/keys.ts";
-import { apiPhaseOf, sandboxIdOf } from "../sandbox/api-phase.ts";
+} from "../crd/keys.ts";
+import { apiPhaseOf, sandboxIdOf } from "../lifecycle/api-phase.ts";
 import { routeOwnerOf } from "./route-owner.ts";
 import { ENVD_PORT } from "./sandbox-host.ts";
 

@@ -2,7 +2,7 @@
 // addressed to the router itself (an IP, `localhost`, or one of the router's own names), by the
 // headers the e2b SDK sends on every envd request (E2b-Sandbox-Id, E2b-Sandbox-Port): with
 // E2B_SANDBOX_URL set, the SDK sends all envd traffic to that one URL and names the sandbox in them.
-import { isSandboxId } from "../sandboxes/ids.ts";
+import { isSandboxId } from "../lifecycle/sandbox-ids.ts";
 import { hostnameOf, parsePort, parseSandboxHost, type SandboxAddress } from "./sandbox-host.ts";
 
 /** SANDBOX_ID_HEADER and SANDBOX_PORT_HEADER name the sandbox port in header routing (lower case). */

@@ -5,8 +5,8 @@
 // and only once the router has read that pool, in the pod's namespace, with that uid: a reference
 // is easy to forge, a pool's uid in the namespace is not.
 import type { V1Pod } from "@kubernetes/client-node";
-import { SANDBOX_POOL_LABEL } from "../api/keys.ts";
-import { poolControllerOf } from "../pool/pod-ownership.ts";
+import { SANDBOX_POOL_LABEL } from "../crd/keys.ts";
+import { poolControllerOf } from "../membership/pod-ownership.ts";
 
 /** RouteOwner is the pool a pod says controls it: in the pod's namespace, by name and uid. */
 export interface RouteOwner {

@@ -3,7 +3,9 @@
 // put the create answer's clientID after the id (`<port>-<id>-<clientID>`); ours is always
 // E2B_CLIENT_ID, so that suffix is dropped. (A sandbox id of another format that itself ends in
 // `-agentbox` is then addressable only in the old form; ids this control plane mints never do.)
-import { E2B_CLIENT_ID } from "../e2b/views.ts";
+
+/** E2B_CLIENT_ID is the clientID every E2B answer shows (SDKs before 1.7 put it in sandbox hosts). */
+export const E2B_CLIENT_ID = "agentbox";
 
 /** ENVD_PORT is envd's port as the SDK addresses it (ConnectionConfig.envdPort). */
 export const ENVD_PORT = 49983;

@@ -1,10 +1,11 @@
 // How E2B's requests map onto the native ones: pure, so the routes only do I/O.
-import type { ApiIssue } from "../api/parse-with.ts";
-import { parseWith } from "../api/parse-with.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
-import { CreateSandboxRequest } from "../sandboxes/schemas.ts";
-import type { SandboxView } from "../sandboxes/view.ts";
-import { waitSeconds } from "../sandboxes/wait-seconds.ts";
+
+import type { SandboxView } from "../claims/sandbox-view.ts";
+import { CreateSandboxRequest } from "../claims/schemas.ts";
+import { waitSeconds } from "../claims/wait-seconds.ts";
+import type { ApiIssue } from "../crd/parse-with.ts";
+import { parseWith } from "../crd/parse-with.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
 import type { NewSandbox } from "./schemas.ts";
 
 /** issueText joins validation issues into E2B's one-line message, `path: message; …`. */

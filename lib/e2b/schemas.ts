@@ -3,7 +3,7 @@
 // features a warm pool cannot give (pausing, volumes, network rules, MCP) are refused by name
 // instead of silently dropped.
 import * as v from "valibot";
-import { MAX_ENV_BYTES } from "../sandboxes/schemas.ts";
+import { MAX_ENV_BYTES } from "../claims/schemas.ts";
 
 const WEEK = 604_800;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;

@@ -8,11 +8,11 @@ import {
   ENV_LABEL,
   KIND,
   POOL_TEMPLATE_NAME_ANNOTATION,
-} from "../api/keys.ts";
-import type { SandboxEnv } from "../api/sandbox-env.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
-import { type Action, envTarget, isTerminating } from "../reconcile/action.ts";
-import { hasEnvOwner } from "./ownership.ts";
+} from "../crd/keys.ts";
+import type { SandboxEnv } from "../crd/sandbox-env.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import { type Action, envTarget, isTerminating } from "../kube/action.ts";
+import { hasEnvOwner } from "../membership/env-ownership.ts";
 
 /** adoptionEnv is the Env that adopts a pool: its name, the pool's spec as the one local member. */
 export function adoptionEnv(pool: SandboxPool, clusterId: string): SandboxEnv {

@@ -4,18 +4,18 @@
 // not stalled due to misconfiguration"). Pure: decided from the Env's member views, their pods and
 // `now`, as the autoscaler sees them (loadMember), so a status computed twice says the same.
 import type { V1Pod } from "@kubernetes/client-node";
-import { podTemplateIssues } from "../admission/pod-template-checks.ts";
-import type { EnvAutoscalingGroup } from "../api/autoscaling.ts";
-import { SANDBOX_POOL_LABEL } from "../api/keys.ts";
-import type { SandboxEnv } from "../api/sandbox-env.ts";
 import { loadMember, type MemberLoad } from "../autoscale/member-load.ts";
 import { groupPolicies } from "../autoscale/policies.ts";
+import type { EnvAutoscalingGroup } from "../crd/autoscaling.ts";
+import { SANDBOX_POOL_LABEL } from "../crd/keys.ts";
+import type { SandboxEnv } from "../crd/sandbox-env.ts";
+import { scalingGroupOf } from "../membership/env-members.ts";
+import { foreignMemberPool } from "../membership/env-ownership.ts";
+import { ownedBy } from "../membership/pod-ownership.ts";
 import { servedMarks } from "../pool/pending-requests.ts";
-import { ownedBy } from "../pool/pod-ownership.ts";
+import { podTemplateIssues } from "../pool/pod-template-checks.ts";
 import { rfc3339 } from "../util/time.ts";
-import type { MemberView } from "./env-status.ts";
-import { scalingGroupOf } from "./members.ts";
-import { foreignMemberPool } from "./ownership.ts";
+import type { MemberView } from "./member-report.ts";
 import { saturatedUntil } from "./saturation.ts";
 
 /** STALL_REASON lists why a group has stalled: AutoscalingActive's reasons when it is False for that. */

@@ -1,10 +1,10 @@
 // The Env's three conditions, each with a reason a dashboard can switch on and a message an
 // operator can act on.
-import { ENV_CONDITION } from "../api/keys.ts";
-import type { SandboxEnv } from "../api/sandbox-env.ts";
+import { ENV_CONDITION } from "../crd/keys.ts";
+import type { SandboxEnv } from "../crd/sandbox-env.ts";
 import type { ConditionCore } from "../util/conditions.ts";
 import type { GroupStall } from "./autoscaling-stall.ts";
-import type { MemberReport } from "./env-status.ts";
+import type { MemberReport } from "./member-report.ts";
 
 /**
  * ENV_REASON lists the reasons of the Env conditions. AutoscalingActive is also False with a

@@ -1,8 +1,8 @@
 // How the apiserver's refusal of an Env edit is told to the operator: admission's message (the
 // same checks as kubectl gets) with each field path, and, where a path indexes a member or a
 // group, that member's or group's name, since the caller named it, not its index.
-import type { ApiIssue } from "../api/parse-with.ts";
-import type { SandboxEnv } from "../api/sandbox-env.ts";
+import type { ApiIssue } from "../crd/parse-with.ts";
+import type { SandboxEnv } from "../crd/sandbox-env.ts";
 
 /** EnvEditRejection is a refused edit as the console and the CLI show it (and an HTTP status). */
 export interface EnvEditRejection {

@@ -3,8 +3,8 @@
 // for the console's forms and the CLI's flags, as valibot schemas, so bad input is a 400 naming
 // the field (`config.maxReplicas: must be a whole number, at least 0`) before anything is written.
 import * as v from "valibot";
-import type { ApiIssue } from "../api/parse-with.ts";
-import { parseWith } from "../api/parse-with.ts";
+import type { ApiIssue } from "../crd/parse-with.ts";
+import { parseWith } from "../crd/parse-with.ts";
 
 const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const INT32_MAX = 2_147_483_647;

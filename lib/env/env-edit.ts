@@ -4,10 +4,10 @@
 // segment belongs to the worker of its cluster). The rules that relate fields to each other
 // (bounds in order, one shape per group, a group with a member) are admission's, which every
 // write through the apiserver meets; envEditRejection words its answer for the caller.
-import type { SandboxEnv } from "../api/sandbox-env.ts";
+import type { SandboxEnv } from "../crd/sandbox-env.ts";
+import { isTerminating, testSpec } from "../kube/action.ts";
 import type { JsonPatchOp } from "../kube/json-patch.ts";
 import { escapePointer } from "../kube/json-patch.ts";
-import { isTerminating, testSpec } from "../reconcile/action.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
 import type { EnvEdit } from "./env-edit-request.ts";
 

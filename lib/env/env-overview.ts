@@ -2,10 +2,10 @@
 // config, its pool's counts, its state (as the Env's last run observed it), the template revision
 // its pool renders and whether that is behind the template; each autoscaling group with its
 // bounds, policies and totals. Decided from one snapshot, no I/O.
-import type { EnvClusterMemberConfig, SandboxEnv } from "../api/sandbox-env.ts";
+import type { EnvClusterMemberConfig, SandboxEnv } from "../crd/sandbox-env.ts";
+import { isSnapshotMember, localMembers, memberReplicas, scalingGroupOf } from "../membership/env-members.ts";
 import { describeRevision, recordedRevision } from "./member-revision.ts";
 import { viewMember } from "./member-view.ts";
-import { isSnapshotMember, localMembers, memberReplicas, scalingGroupOf } from "./members.ts";
 import type { EnvSnapshot } from "./plan-env.ts";
 
 /** MemberRow is one local member as shown. */

@@ -2,38 +2,18 @@
 // local cluster segment is rebuilt each run; foreign segments (a hub's) are carried over as read.
 // Recomputing from the same state gives the same status, so a run at rest writes nothing.
 import type { V1ResourceRequirements } from "@kubernetes/client-node";
-import { POOL_TEMPLATE_VERSION_ANNOTATION } from "../api/keys.ts";
-import type { SandboxEnv } from "../api/sandbox-env.ts";
-import type { EnvObservedMember, ObservedMemberState, SandboxEnvStatus } from "../api/sandbox-env-status.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
+import { POOL_TEMPLATE_VERSION_ANNOTATION } from "../crd/keys.ts";
+import type { SandboxEnv } from "../crd/sandbox-env.ts";
+import type { EnvObservedMember, ObservedMemberState, SandboxEnvStatus } from "../crd/sandbox-env-status.ts";
+import { scalingGroupOf } from "../membership/env-members.ts";
+import { foreignMemberPool, ownedBy } from "../membership/env-ownership.ts";
 import { type ConditionCore, setConditions } from "../util/conditions.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
 import { rfc3339 } from "../util/time.ts";
 import type { GroupStall } from "./autoscaling-stall.ts";
 import { envConditions } from "./env-conditions.ts";
-import { type EnvClusterMember, scalingGroupOf } from "./members.ts";
-import { foreignMemberPool, ownedBy } from "./ownership.ts";
-import type { RenderedMember } from "./render-member.ts";
+import type { MemberReport, MemberView } from "./member-report.ts";
 import { saturatedUntil } from "./saturation.ts";
-
-/** MemberView is one local member with its live pool (any owner) and its render. */
-export interface MemberView {
-  member: EnvClusterMember;
-  pool: SandboxPool | undefined;
-  rendered: RenderedMember;
-  /** behind says which revisions, when the member renders from an older one than its template's (member-view.ts). */
-  behind?: string;
-}
-
-/**
- * MemberReport is a member's observed state and, when it is not Active, why; `behind` as in
- * MemberView (the member's state does not change: it serves as before).
- */
-export interface MemberReport {
-  observed: EnvObservedMember;
-  why?: string;
-  behind?: string;
-}
 
 /**
  * firstContainerResources reads the first container's resources from a pod template, which the

@@ -2,7 +2,7 @@
 // EnvObservedMember.EffectiveResources "= InstanceType.resources × Multiplier, or InlineResources
 // verbatim"; EnvClusterMemberConfig.InstanceType "if both are set, InstanceType wins").
 import type { V1ResourceRequirements } from "@kubernetes/client-node";
-import type { EnvClusterMember, SandboxEnv } from "../api/sandbox-env.ts";
+import type { EnvClusterMember, SandboxEnv } from "../crd/sandbox-env.ts";
 import type { InstanceType, InstanceTypeCatalog } from "./instance-types.ts";
 
 const NUMBER = /^\+?(\d*)(?:\.(\d*))?([A-Za-z][A-Za-z0-9+-]*)?$/;

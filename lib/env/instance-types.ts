@@ -3,8 +3,8 @@
 // object of its base resources (CPU, memory, optionally GPUs) and the multiplier range it allows.
 // Parsed here, entry by entry, so one bad entry never hides the others (ADR 0032).
 import * as v from "valibot";
-import { issuePath } from "../api/parse-with.ts";
-import { parseQuantity } from "../sandbox/quantity.ts";
+import { issuePath } from "../crd/parse-with.ts";
+import { parseQuantity } from "../lifecycle/quantity.ts";
 
 /** ConfigMapRef names the catalog's ConfigMap. */
 export interface ConfigMapRef {

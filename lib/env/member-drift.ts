@@ -5,10 +5,10 @@ import {
   MANAGED_ANNOTATION_KEYS_ANNOTATION,
   MANAGED_LABEL_KEYS_ANNOTATION,
   SCALING_GROUP_LABEL,
-} from "../api/keys.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
+} from "../crd/keys.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
 import { fieldOps, type JsonPatchOp, mapOps } from "../kube/json-patch.ts";
-import { managedKeys } from "../sandbox/lifecycle-keys.ts";
+import { managedKeys } from "../lifecycle/lifecycle-keys.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
 import type { RenderedMember } from "./render-member.ts";
 

@@ -11,15 +11,15 @@ import {
   MEMBER_TEMPLATE_ANNOTATION,
   POOL_TEMPLATE_NAME_ANNOTATION,
   POOL_TEMPLATE_VERSION_ANNOTATION,
-} from "../api/keys.ts";
-import type { SandboxEnv } from "../api/sandbox-env.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../api/sandbox-template.ts";
+} from "../crd/keys.ts";
+import type { SandboxEnv } from "../crd/sandbox-env.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../crd/sandbox-template.ts";
+import { managedKeys } from "../lifecycle/lifecycle-keys.ts";
+import type { EnvClusterMember } from "../membership/env-members.ts";
 import { syncAnnotationsFromTemplate, syncLabelsFromTemplate } from "../pool/render-pod.ts";
-import { managedKeys } from "../sandbox/lifecycle-keys.ts";
 import { canonicalJson } from "../util/canonical-json.ts";
 import { sha256Hex } from "../util/sha256.ts";
-import type { EnvClusterMember } from "./members.ts";
 
 /** REVISION_LENGTH is how many hex digits of the copy's SHA-256 name a revision. */
 const REVISION_LENGTH = 10;

@@ -1,11 +1,13 @@
 // Which template revision each member renders from, and whether it is behind its template (ADR
 // 0033): a member with a pool renders from the revision its pool records, so a template edit
 // reaches it only through RefreshMember (seed 002: "Template upgrades do NOT auto-propagate").
-import type { SandboxEnv } from "../api/sandbox-env.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
-import { isTerminating } from "../reconcile/action.ts";
+import type { SandboxEnv } from "../crd/sandbox-env.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import { isTerminating } from "../kube/action.ts";
+import { type EnvClusterMember, isSnapshotMember } from "../membership/env-members.ts";
+import { ownedBy } from "../membership/env-ownership.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
-import type { MemberView } from "./env-status.ts";
+import type { MemberView } from "./member-report.ts";
 import {
   currentRevision,
   derivedRevision,
@@ -16,8 +18,6 @@ import {
   sameRevision,
   type TemplateRevision,
 } from "./member-revision.ts";
-import { type EnvClusterMember, isSnapshotMember } from "./members.ts";
-import { ownedBy } from "./ownership.ts";
 import { type MemberInputs, type RenderedMember, renderMember } from "./render-member.ts";
 
 /** withoutRecord is a render's annotations minus the revision record. */

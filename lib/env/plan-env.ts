@@ -3,27 +3,21 @@
 // only when it changed. Every write carries its precondition (a deterministic name, a
 // resourceVersion test, a uid), so racing runs each make a write at most once.
 import type { V1Pod } from "@kubernetes/client-node";
-import { ADOPTED_POOL_ANNOTATION } from "../api/keys.ts";
-import type { SandboxEnv } from "../api/sandbox-env.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../api/sandbox-template.ts";
+import { ADOPTED_POOL_ANNOTATION } from "../crd/keys.ts";
+import type { SandboxEnv } from "../crd/sandbox-env.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../crd/sandbox-template.ts";
+import { type Action, envTarget, isTerminating, poolTarget, testSpec, testVersion } from "../kube/action.ts";
 import type { JsonPatchOp } from "../kube/json-patch.ts";
-import {
-  type Action,
-  envTarget,
-  isTerminating,
-  poolTarget,
-  testSpec,
-  testVersion,
-} from "../reconcile/action.ts";
+import { localMembers } from "../membership/env-members.ts";
+import { envOwnerReference, ownedBy } from "../membership/env-ownership.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
 import { autoscalingStalls } from "./autoscaling-stall.ts";
-import { computeEnvStatus, type MemberView } from "./env-status.ts";
+import { computeEnvStatus } from "./env-status.ts";
 import type { InstanceTypeCatalog } from "./instance-types.ts";
 import { memberDrift } from "./member-drift.ts";
+import type { MemberView } from "./member-report.ts";
 import { viewMember } from "./member-view.ts";
-import { localMembers } from "./members.ts";
-import { envOwnerReference, ownedBy } from "./ownership.ts";
 import type { RenderedMember } from "./render-member.ts";
 
 /** EnvSnapshot is one fresh read of an Env and everything its run decides from. */

@@ -3,11 +3,11 @@
 // revision"): on an operator's request, one member pool is re-rendered from its template's
 // current revision with the Env's overrides and the member's config on top, and records that
 // revision, so the Env's runs render it from there on (ADR 0033).
-import { type Action, isTerminating, poolTarget, testVersion } from "../reconcile/action.ts";
+import { type Action, isTerminating, poolTarget, testVersion } from "../kube/action.ts";
+import { isSnapshotMember, localMembers } from "../membership/env-members.ts";
+import { foreignMemberPool, ownedBy } from "../membership/env-ownership.ts";
 import { memberDrift } from "./member-drift.ts";
 import { currentRevision, describeRevision } from "./member-revision.ts";
-import { isSnapshotMember, localMembers } from "./members.ts";
-import { foreignMemberPool, ownedBy } from "./ownership.ts";
 import type { EnvSnapshot } from "./plan-env.ts";
 import { renderMember } from "./render-member.ts";
 

@@ -10,14 +10,19 @@ import {
   POOL_TEMPLATE_NAME_ANNOTATION,
   POOL_TEMPLATE_VERSION_ANNOTATION,
   SCALING_GROUP_LABEL,
-} from "../api/keys.ts";
-import type { SandboxEnv } from "../api/sandbox-env.ts";
-import type { SandboxPoolSpec } from "../api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../api/sandbox-template.ts";
+} from "../crd/keys.ts";
+import type { SandboxEnv } from "../crd/sandbox-env.ts";
+import type { SandboxPoolSpec } from "../crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../crd/sandbox-template.ts";
+import {
+  type EnvClusterMember,
+  isSnapshotMember,
+  memberReplicas,
+  scalingGroupOf,
+} from "../membership/env-members.ts";
 import { memberSizing } from "./instance-sizing.ts";
 import type { InstanceTypeCatalog } from "./instance-types.ts";
 import { currentRevision, revisionAnnotations, type TemplateRevision } from "./member-revision.ts";
-import { type EnvClusterMember, isSnapshotMember, memberReplicas, scalingGroupOf } from "./members.ts";
 
 /** OWNED_SPEC_FIELDS are the pool spec fields an Env sets on its members (and reverts when changed). */
 export const OWNED_SPEC_FIELDS = [

@@ -1,7 +1,7 @@
 // When a member pool counts as saturated. The pool autoscaler records its last scale-up attempt
 // and its result; the end of the saturation is derived, not stored (seed: PoolScaleUpAttemptResult).
-import type { PoolScaleUpAttemptResult } from "../api/autoscaling.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
+import type { PoolScaleUpAttemptResult } from "../crd/autoscaling.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
 import { parseTime } from "../util/time.ts";
 
 /** SATURATING_RESULTS are the attempt results after which a pool is held back for a cooldown. */

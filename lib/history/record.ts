@@ -1,7 +1,7 @@
 // The terminal history record of one sandbox: what the history store keeps after the pod has been
 // reset to idle or deleted. One record per sandbox ID, written exactly once.
 import * as v from "valibot";
-import { STOP_REASON } from "../api/keys.ts";
+import { STOP_REASON } from "../crd/keys.ts";
 
 /** SandboxRecord is a finished sandbox: identity, owner, timing, content, resources and outcome. */
 export const SandboxRecord = v.object({

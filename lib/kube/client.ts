@@ -1,6 +1,6 @@
-import type { SandboxEnv } from "../api/sandbox-env.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../api/sandbox-template.ts";
+import type { SandboxEnv } from "../crd/sandbox-env.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../crd/sandbox-template.ts";
 import { CoreApi } from "./core-api.ts";
 import type { JsonPatchOp } from "./json-patch.ts";
 import type { ObjectList, Preconditions } from "./kube-base.ts";

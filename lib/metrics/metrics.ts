@@ -2,7 +2,7 @@
 // host merges the reconciler thread's into its own /metrics). Names and labels of agentbox's
 // metrics are kept, so its users' dashboards and alerts work unchanged; the rest are ours.
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import type { PhaseMetric } from "../reconcile/action.ts";
+import type { PhaseMetric } from "../kube/action.ts";
 import { POOL_PHASES, type PoolLabels, type PoolPhase, poolGaugeHelp } from "./pool-phases.ts";
 
 export { POOL_PHASES, type PoolLabels, type PoolPhase };

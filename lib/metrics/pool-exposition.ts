@@ -1,6 +1,6 @@
-import { ENV_LABEL } from "../api/keys.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
-import { poolSummary } from "../sandboxes/target-views.ts";
+import { poolSummary } from "../claims/target-summaries.ts";
+import { ENV_LABEL } from "../crd/keys.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
 import { POOL_PHASES, type PoolPhase, poolGaugeHelp } from "./pool-phases.ts";
 
 /** EXPOSITION_CONTENT_TYPE is Prometheus's text format, version 0.0.4. */

@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { ENV_LABEL } from "../api/keys.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
+import { ENV_LABEL } from "../crd/keys.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
 import { countPods } from "../pool/pool-status.ts";
 import { podRevision } from "../pool/render-pod.ts";
 import { rolloutFacts } from "../pool/rollout.ts";

@@ -1,4 +1,4 @@
-import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL } from "../api/keys.ts";
+import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL } from "../crd/keys.ts";
 import { escapePointer } from "../kube/json-patch.ts";
 import type { KubeRequest } from "../kube/transport.ts";
 

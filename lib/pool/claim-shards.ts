@@ -4,7 +4,7 @@
 // so that the whole group fits in one page; creates then spread over the whole pool. A selector
 // only finds candidates: labels are anyone's to set, so the pods listed are filtered to those the
 // pool owns (orderCandidates, lib/pool/pod-ownership.ts) before any is claimed.
-import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../api/keys.ts";
+import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../crd/keys.ts";
 
 /**
  * CLAIM_SHARD_LABEL spreads a pool's pods over CLAIM_SHARDS label values (slot mod CLAIM_SHARDS).

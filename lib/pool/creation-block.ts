@@ -2,10 +2,11 @@
 // copied, or whose pod template has no usable container, would be refused by the apiserver at
 // best and run the wrong thing at worst; so such a pool creates nothing and says why (the
 // ReplicaFailure condition, see pool-status.ts).
-import { podTemplateIssues } from "../admission/pod-template-checks.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../api/sandbox-template.ts";
-import { templateCopyNeeded } from "../template/copy.ts";
+
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../crd/sandbox-template.ts";
+import { podTemplateIssues } from "./pod-template-checks.ts";
+import { templateCopyNeeded } from "./template-copy.ts";
 
 /** REPLICA_FAILURE_REASON lists why a pool's Pods are not being created (ReplicaFailure reasons). */
 export const REPLICA_FAILURE_REASON = {

@@ -6,7 +6,7 @@
 // a second. Within that second a mark still counts waiters already served: each of them claimed
 // its pod with the mark that counted it (SERVED_MARK_ANNOTATION), and the autoscaler takes those
 // pods off the mark (unservedPending), so one demand is never grown for twice.
-import type { SandboxPool } from "../api/sandbox-pool.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
 import { parseTime } from "../util/time.ts";
 
 /** PENDING_REQUESTS_PREFIX prefixes each host's annotation: `<prefix><host id>: "<count> <time>"`. */

@@ -6,7 +6,7 @@ import {
   SANDBOX_PHASE,
   SANDBOX_PHASE_LABEL,
   SCALE_DOWN_PROTECTED_ANNOTATION,
-} from "../api/keys.ts";
+} from "../crd/keys.ts";
 import { parseTime } from "../util/time.ts";
 
 /** PodFacts is what pool decisions need to know about one Pod. */
@@ -48,4 +48,16 @@ export function podFacts(pod: V1Pod): PodFacts {
     scaleDownMark: mark,
     scaleDownMarkedAt: parseTime(mark),
   };
+}
+
+/**
+ * claimableState says whether a pod is in a claimable state: phase label idle, not terminating,
+ * PodReady True and status.phase Running. Whose pod it is, is not its concern: orderCandidates and
+ * pickIdle also ask ownedBy.
+ */
+export function claimableState(pod: V1Pod): boolean {
+  const facts = podFacts(pod);
+  return (
+    facts.phase === SANDBOX_PHASE.IDLE && !facts.terminating && facts.ready && pod.status?.phase === "Running"
+  );
 }

@@ -2,7 +2,7 @@
 // transition, never one per run, so a pool that stays Degraded does not flood the event stream.
 // Likewise one Warning per foreign Pod (lib/reconcile/foreign-pods.ts), not one per run, and one
 // Event per rollout's start and end (rolloutAnnouncement).
-import type { SandboxPoolPhase, SandboxPoolStatus } from "../api/sandbox-pool.ts";
+import type { SandboxPoolPhase, SandboxPoolStatus } from "../crd/sandbox-pool.ts";
 
 /**
  * PoolEventIntent is the part of an events.k8s.io/v1 Event this module decides; the emitting

@@ -10,15 +10,15 @@ import {
   SANDBOX_PHASE,
   SANDBOX_PHASE_LABEL,
   SANDBOX_POOL_LABEL,
-} from "../api/keys.ts";
-import type { SandboxPool, SandboxPoolPhase, SandboxPoolStatus } from "../api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../api/sandbox-template.ts";
-import { hasEnvOwner } from "../env/ownership.ts";
+} from "../crd/keys.ts";
+import type { SandboxPool, SandboxPoolPhase, SandboxPoolStatus } from "../crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../crd/sandbox-template.ts";
+import { hasEnvOwner } from "../membership/env-ownership.ts";
+import { ownedBy } from "../membership/pod-ownership.ts";
 import { type ConditionCore, setConditions } from "../util/conditions.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
 import { pendingRequestsOf } from "./pending-requests.ts";
 import { podFacts } from "./pod-facts.ts";
-import { ownedBy } from "./pod-ownership.ts";
 import { podRevision } from "./render-pod.ts";
 import { progressingCondition, type RolloutFacts, rolloutFacts } from "./rollout.ts";
 

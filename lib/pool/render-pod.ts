@@ -13,14 +13,14 @@ import {
   SYNC_SOURCE_LABEL,
   TEMPLATE_DOCS_ANNOTATION,
   TEMPLATE_POOL_DOCS_ANNOTATION,
-} from "../api/keys.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
-import type { PodReset } from "../sandbox/release-intent.ts";
+} from "../crd/keys.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import type { PodReset } from "../lifecycle/release-intent.ts";
+import { poolOwnerReference } from "../membership/pod-ownership.ts";
 import { canonicalJson } from "../util/canonical-json.ts";
 import { sha256Hex } from "../util/sha256.ts";
 import { CLAIM_SHARD_LABEL, shardOf } from "./claim-shards.ts";
 import { podName } from "./pod-name.ts";
-import { poolOwnerReference } from "./pod-ownership.ts";
 
 /**
  * LABELS_EXCLUDED_FROM_TEMPLATE_SYNC are template label keys never copied: the sync-source label

@@ -5,12 +5,11 @@
 // once their successors stand: podReset). Every decision here is a level: any run, repeated,
 // concurrent or late, derives it from what it reads.
 import type { V1Pod } from "@kubernetes/client-node";
-import { POOL_CONDITION, POOL_REASON, SANDBOX_PHASE } from "../api/keys.ts";
-import { DEFAULT_MAX_SURGE, type SandboxPool } from "../api/sandbox-pool.ts";
-import { outdatedFor } from "../sandbox/pod-revision.ts";
-import { claimableState } from "../sandboxes/candidates.ts";
+import { POOL_CONDITION, POOL_REASON, SANDBOX_PHASE } from "../crd/keys.ts";
+import { DEFAULT_MAX_SURGE, type SandboxPool } from "../crd/sandbox-pool.ts";
+import { outdatedFor } from "../lifecycle/pod-revision.ts";
 import type { ConditionCore } from "../util/conditions.ts";
-import { podFacts } from "./pod-facts.ts";
+import { claimableState, podFacts } from "./pod-facts.ts";
 
 /** MaxSurge is a parsed rollout.maxSurge: a number of pods, or a percentage of replicas. */
 export type MaxSurge = { count: number } | { percent: number };

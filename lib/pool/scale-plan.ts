@@ -3,12 +3,12 @@
 // late, plans the same actions from the same state.
 import type { V1Pod } from "@kubernetes/client-node";
 import * as v from "valibot";
-import { PoolScaleDownPolicy } from "../api/autoscaling.ts";
-import { ENV_LABEL, SANDBOX_PHASE, SCALING_GROUP_LABEL } from "../api/keys.ts";
-import type { SandboxEnv } from "../api/sandbox-env.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
-import { podPhaseSince } from "../sandbox/phase-since.ts";
-import { outdatedFor } from "../sandbox/pod-revision.ts";
+import { PoolScaleDownPolicy } from "../crd/autoscaling.ts";
+import { ENV_LABEL, SANDBOX_PHASE, SCALING_GROUP_LABEL } from "../crd/keys.ts";
+import type { SandboxEnv } from "../crd/sandbox-env.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import { podPhaseSince } from "../lifecycle/phase-since.ts";
+import { outdatedFor } from "../lifecycle/pod-revision.ts";
 import { podFacts } from "./pod-facts.ts";
 import { podName } from "./pod-name.ts";
 import { podRevision } from "./render-pod.ts";

@@ -1,12 +1,12 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { SANDBOX_PHASE, STOP_REASON } from "../api/keys.ts";
-import { hasUnexpectedRestart } from "../sandbox/completion.ts";
-import { readInplaceState } from "../sandbox/inplace-state.ts";
-import { toJsonPatch } from "../sandbox/intent-patch.ts";
-import { sandboxPhaseOf } from "../sandbox/phase-label.ts";
-import { type ResetSource, releaseIntent, resetFrom } from "../sandbox/release-intent.ts";
-import { captureStopRecord } from "../sandbox/stop-record.ts";
-import { type Action, guardedDelete, isTerminating, podTarget } from "./action.ts";
+import { SANDBOX_PHASE, STOP_REASON } from "../crd/keys.ts";
+import { type Action, guardedDelete, isTerminating, podTarget } from "../kube/action.ts";
+import { hasUnexpectedRestart } from "../lifecycle/completion.ts";
+import { readInplaceState } from "../lifecycle/inplace-state.ts";
+import { toJsonPatch } from "../lifecycle/intent-patch.ts";
+import { sandboxPhaseOf } from "../lifecycle/phase-label.ts";
+import { type ResetSource, releaseIntent, resetFrom } from "../lifecycle/release-intent.ts";
+import { captureStopRecord } from "../lifecycle/stop-record.ts";
 
 /** lastTermination is the most recent container termination of a restarted sandbox, if any. */
 function lastTermination(pod: V1Pod) {

@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { SANDBOX_PROTECTION_FINALIZER } from "../api/keys.ts";
-import { captureStopRecord } from "../sandbox/stop-record.ts";
-import { type Action, isTerminating, podTarget, testVersion } from "./action.ts";
+import { SANDBOX_PROTECTION_FINALIZER } from "../crd/keys.ts";
+import { type Action, isTerminating, podTarget, testVersion } from "../kube/action.ts";
+import { captureStopRecord } from "../lifecycle/stop-record.ts";
 
 /**
  * planFinalizeDeleted lets terminating pods go. Every deletion path (scale-down, pool deletion,

@@ -4,10 +4,10 @@
 // value the run read, so of repeated or concurrent runs exactly one makes each addition, and the
 // executor emits the Event only after that write succeeded (as status Events ride on their write).
 import type { V1Pod } from "@kubernetes/client-node";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import { type Action, isTerminating, poolTarget, testVersion } from "../kube/action.ts";
 import { escapePointer, type JsonPatchOp } from "../kube/json-patch.ts";
 import { foreignPodEvent, type PoolEventIntent } from "../pool/pool-events.ts";
-import { type Action, isTerminating, poolTarget, testVersion } from "./action.ts";
 
 /** FOREIGN_PODS_ANNOTATION lists, comma-separated, the uids of the foreign Pods already reported. */
 export const FOREIGN_PODS_ANNOTATION = "agentbox.navix.sh/foreign-pods";

@@ -7,14 +7,14 @@ import {
   SANDBOX_PHASE,
   STARTED_AT_ANNOTATION,
   STOP_REASON,
-} from "../api/keys.ts";
+} from "../crd/keys.ts";
+import { type Action, isTerminating, podTarget, testVersion } from "../kube/action.ts";
 import { escapePointer, type JsonPatchOp } from "../kube/json-patch.ts";
-import { toJsonPatch } from "../sandbox/intent-patch.ts";
-import { sandboxPhaseOf } from "../sandbox/phase-label.ts";
-import { type ResetSource, releaseIntent, resetFrom } from "../sandbox/release-intent.ts";
-import { activityThrottleSeconds, shouldRecordActivity } from "../sandboxes/activity-throttle.ts";
+import { activityThrottleSeconds, shouldRecordActivity } from "../lifecycle/activity-throttle.ts";
+import { toJsonPatch } from "../lifecycle/intent-patch.ts";
+import { sandboxPhaseOf } from "../lifecycle/phase-label.ts";
+import { type ResetSource, releaseIntent, resetFrom } from "../lifecycle/release-intent.ts";
 import { parseTime, rfc3339 } from "../util/time.ts";
-import { type Action, isTerminating, podTarget, testVersion } from "./action.ts";
 
 /** lastActiveOf is the latest sign of life: the last-active annotation, else started, else claimed. */
 export function lastActiveOf(pod: V1Pod): Date | undefined {

@@ -1,10 +1,10 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { END_AT_ANNOTATION, SANDBOX_PHASE, STOP_REASON } from "../api/keys.ts";
-import { toJsonPatch } from "../sandbox/intent-patch.ts";
-import { sandboxPhaseOf } from "../sandbox/phase-label.ts";
-import { type ResetSource, releaseIntent, resetFrom } from "../sandbox/release-intent.ts";
+import { END_AT_ANNOTATION, SANDBOX_PHASE, STOP_REASON } from "../crd/keys.ts";
+import { type Action, isTerminating, podTarget } from "../kube/action.ts";
+import { toJsonPatch } from "../lifecycle/intent-patch.ts";
+import { sandboxPhaseOf } from "../lifecycle/phase-label.ts";
+import { type ResetSource, releaseIntent, resetFrom } from "../lifecycle/release-intent.ts";
 import { parseTime } from "../util/time.ts";
-import { type Action, isTerminating, podTarget } from "./action.ts";
 
 /** LIFETIME_FAILURE_REASON is the failure reason of a sandbox released at its end-at. */
 export const LIFETIME_FAILURE_REASON = "LifetimeExpired";

@@ -1,5 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import type { PoolScaleDownPolicy } from "../api/autoscaling.ts";
+import type { PoolScaleDownPolicy } from "../crd/autoscaling.ts";
 import {
   POD_REVISION_LABEL,
   POOL_FINALIZER,
@@ -7,17 +7,24 @@ import {
   SANDBOX_PHASE_LABEL,
   SANDBOX_PROTECTION_FINALIZER,
   SCALE_DOWN_PROTECTED_ANNOTATION,
-} from "../api/keys.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
+} from "../crd/keys.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import {
+  type Action,
+  guardedDelete,
+  isTerminating,
+  podTarget,
+  poolTarget,
+  testVersion,
+} from "../kube/action.ts";
 import { escapePointer, type JsonPatchOp } from "../kube/json-patch.ts";
+import { revisionOf } from "../lifecycle/pod-revision.ts";
+import { partitionPods } from "../membership/pod-ownership.ts";
 import type { CreationBlock } from "../pool/creation-block.ts";
 import { podName } from "../pool/pod-name.ts";
-import { partitionPods } from "../pool/pod-ownership.ts";
 import { podRevision, renderPod } from "../pool/render-pod.ts";
 import { idleSinceOf, planScale } from "../pool/scale-plan.ts";
-import { revisionOf } from "../sandbox/pod-revision.ts";
 import { rfc3339 } from "../util/time.ts";
-import { type Action, guardedDelete, isTerminating, podTarget, poolTarget, testVersion } from "./action.ts";
 
 const MARK = `/metadata/annotations/${escapePointer(SCALE_DOWN_PROTECTED_ANNOTATION)}`;
 const PHASE_LABEL = `/metadata/labels/${escapePointer(SANDBOX_PHASE_LABEL)}`;

@@ -4,12 +4,12 @@ import {
   SANDBOX_ID_LABEL,
   STARTED_AT_ANNOTATION,
   STOP_REASON,
-} from "../api/keys.ts";
+} from "../crd/keys.ts";
+import { type Action, podTarget } from "../kube/action.ts";
 import { escapePointer } from "../kube/json-patch.ts";
-import { toJsonPatch } from "../sandbox/intent-patch.ts";
-import { type ResetSource, releaseIntent, resetFrom } from "../sandbox/release-intent.ts";
+import { toJsonPatch } from "../lifecycle/intent-patch.ts";
+import { type ResetSource, releaseIntent, resetFrom } from "../lifecycle/release-intent.ts";
 import { parseTime } from "../util/time.ts";
-import { type Action, podTarget } from "./action.ts";
 
 /** HOOK_FAILURE_REASON is the failure reason of a sandbox whose post-start hooks failed. */
 export const HOOK_FAILURE_REASON = "PostStartHookFailed";

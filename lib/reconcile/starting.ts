@@ -5,20 +5,20 @@ import {
   STARTUP_TIMEOUT_ANNOTATION,
   STOP_REASON,
   WAITER_UNTIL_ANNOTATION,
-} from "../api/keys.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
+} from "../crd/keys.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import { type Action, isTerminating, observations, podTarget, testVersion } from "../kube/action.ts";
 import { escapePointer } from "../kube/json-patch.ts";
+import { completeStartingIntent } from "../lifecycle/complete-intent.ts";
+import { isUpdateComplete } from "../lifecycle/completion.ts";
+import { buildStatusDetail } from "../lifecycle/diagnostics.ts";
+import { readInplaceState } from "../lifecycle/inplace-state.ts";
+import { toJsonPatch } from "../lifecycle/intent-patch.ts";
+import { sandboxPhaseOf } from "../lifecycle/phase-label.ts";
+import { podPhaseDuration } from "../lifecycle/phase-since.ts";
+import { releaseIntent } from "../lifecycle/release-intent.ts";
 import { podReset } from "../pool/render-pod.ts";
-import { completeStartingIntent } from "../sandbox/complete-intent.ts";
-import { isUpdateComplete } from "../sandbox/completion.ts";
-import { buildStatusDetail } from "../sandbox/diagnostics.ts";
-import { readInplaceState } from "../sandbox/inplace-state.ts";
-import { toJsonPatch } from "../sandbox/intent-patch.ts";
-import { sandboxPhaseOf } from "../sandbox/phase-label.ts";
-import { podPhaseDuration } from "../sandbox/phase-since.ts";
-import { releaseIntent } from "../sandbox/release-intent.ts";
 import { parseGoDuration } from "../util/duration.ts";
-import { type Action, isTerminating, observations, podTarget, testVersion } from "./action.ts";
 
 /**
  * startupTimeoutMs is how long a sandbox may stay starting: the per-pod startup-timeout

@@ -1,7 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import type { SandboxEnv } from "../api/sandbox-env.ts";
-import type { SandboxPool, SandboxPoolStatus } from "../api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../api/sandbox-template.ts";
+import type { SandboxEnv } from "../crd/sandbox-env.ts";
+import type { SandboxPool, SandboxPoolStatus } from "../crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../crd/sandbox-template.ts";
+import { type Action, poolTarget } from "../kube/action.ts";
 import { escapePointer } from "../kube/json-patch.ts";
 import { type CreateResults, creationBlock, replicaFailure } from "../pool/creation-block.ts";
 import { staleMarks } from "../pool/pending-requests.ts";
@@ -21,7 +22,6 @@ import {
 } from "../pool/pool-status.ts";
 import { maxSurgeOf } from "../pool/rollout.ts";
 import { idleSinceOf, scaleDownPolicyFor, scaleDownWait } from "../pool/scale-plan.ts";
-import { type Action, poolTarget } from "./action.ts";
 
 /** StatusInputs are what a run knows besides the pool and its pods. */
 export interface StatusInputs {

@@ -1,17 +1,24 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { SANDBOX_PHASE } from "../api/keys.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
-import { completeStoppingIntent } from "../sandbox/complete-intent.ts";
-import { isUpdateComplete } from "../sandbox/completion.ts";
-import { readInplaceState } from "../sandbox/inplace-state.ts";
-import { toJsonPatch } from "../sandbox/intent-patch.ts";
-import { sandboxPhaseOf } from "../sandbox/phase-label.ts";
-import { podPhaseDuration } from "../sandbox/phase-since.ts";
-import { REPLACE_BY_POLICY, REPLACE_BY_ROLLOUT } from "../sandbox/release-intent.ts";
-import { resetBlocker } from "../sandbox/reset-progress.ts";
-import { unrestartableServed } from "../sandbox/served-containers.ts";
-import { captureStopRecord } from "../sandbox/stop-record.ts";
-import { type Action, between, guardedDelete, isTerminating, observations, podTarget } from "./action.ts";
+import { SANDBOX_PHASE } from "../crd/keys.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import {
+  type Action,
+  between,
+  guardedDelete,
+  isTerminating,
+  observations,
+  podTarget,
+} from "../kube/action.ts";
+import { completeStoppingIntent } from "../lifecycle/complete-intent.ts";
+import { isUpdateComplete } from "../lifecycle/completion.ts";
+import { readInplaceState } from "../lifecycle/inplace-state.ts";
+import { toJsonPatch } from "../lifecycle/intent-patch.ts";
+import { sandboxPhaseOf } from "../lifecycle/phase-label.ts";
+import { podPhaseDuration } from "../lifecycle/phase-since.ts";
+import { REPLACE_BY_POLICY, REPLACE_BY_ROLLOUT } from "../lifecycle/release-intent.ts";
+import { resetBlocker } from "../lifecycle/reset-progress.ts";
+import { unrestartableServed } from "../lifecycle/served-containers.ts";
+import { captureStopRecord } from "../lifecycle/stop-record.ts";
 
 /**
  * planStopping returns each stopping pod whose idle image is back to Idle. The terminal record is

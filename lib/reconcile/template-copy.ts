@@ -1,8 +1,13 @@
-import type { SandboxPool } from "../api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../api/sandbox-template.ts";
-import { envOwnerOf } from "../env/ownership.ts";
-import { copyTemplate, refreshFromTemplate, templateCopyNeeded, templateCopyOps } from "../template/copy.ts";
-import { type Action, poolTarget, testVersion } from "./action.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../crd/sandbox-template.ts";
+import { type Action, poolTarget, testVersion } from "../kube/action.ts";
+import { envOwnerOf } from "../membership/env-ownership.ts";
+import {
+  copyTemplate,
+  refreshFromTemplate,
+  templateCopyNeeded,
+  templateCopyOps,
+} from "../pool/template-copy.ts";
 
 function versionNote(template: SandboxTemplate): string {
   return template.spec.version ? ` (version ${template.spec.version})` : "";

@@ -3,19 +3,20 @@
 // functional; "Progressing": the resource is being created or updated; "Degraded": the resource
 // failed to reach or maintain its desired state. Pure: the same template and pools give the same
 // conditions, and the status is written only when it changed, so a template at rest costs nothing.
-import { podTemplateIssues } from "../admission/pod-template-checks.ts";
-import type { SandboxPool } from "../api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../api/sandbox-template.ts";
+
 import { probe } from "../autoscale/probe.ts";
+import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../crd/sandbox-template.ts";
 import { recordedRevision, revisionOf, sameRevision } from "../env/member-revision.ts";
-import { hasEnvOwner } from "../env/ownership.ts";
+import { type Action, isTerminating, templateTarget, testVersion } from "../kube/action.ts";
 import { fieldOps } from "../kube/json-patch.ts";
+import { hasEnvOwner } from "../membership/env-ownership.ts";
 import { REPLICA_FAILURE_REASON } from "../pool/creation-block.ts";
+import { podTemplateIssues } from "../pool/pod-template-checks.ts";
 import { REPLICA_FAILURE } from "../pool/pool-status.ts";
-import { type Action, isTerminating, templateTarget, testVersion } from "../reconcile/action.ts";
+import { EMBEDDED_FIELDS, refreshFromTemplate, templateCopyNeeded } from "../pool/template-copy.ts";
 import { type ConditionCore, setConditions } from "../util/conditions.ts";
 import { jsonEqual } from "../util/deep-equal.ts";
-import { EMBEDDED_FIELDS, refreshFromTemplate, templateCopyNeeded } from "./copy.ts";
 
 /** TEMPLATE_CONDITION names the template's conditions (the seed's standard condition types). */
 export const TEMPLATE_CONDITION = {

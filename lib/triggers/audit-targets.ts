@@ -1,5 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { GROUP, IMAGE_PULL_SECRET_NAME_PREFIX, RESOURCE, SANDBOX_POOL_LABEL } from "../api/keys.ts";
+import { GROUP, IMAGE_PULL_SECRET_NAME_PREFIX, RESOURCE, SANDBOX_POOL_LABEL } from "../crd/keys.ts";
 import { newestVersion } from "../kube/resource-version.ts";
 
 /** AuditEvent is the part of an audit.k8s.io/v1 Event that maps a change to a pool. */

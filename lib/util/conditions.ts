@@ -1,6 +1,6 @@
 // metav1.Condition bookkeeping shared by every status this control plane computes (pools, Envs):
 // a computed condition replaces its stored twin, keeping lastTransitionTime while the status holds.
-import type { Condition } from "../api/common.ts";
+import type { Condition } from "../crd/common.ts";
 import { rfc3339 } from "./time.ts";
 
 /** ConditionCore is a condition as a decision computes it, before the bookkeeping. */

@@ -3,7 +3,7 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { httpsRequest } from "../../infra/cluster/http.ts";
 import { registerWebhooks } from "../../infra/cluster/install.ts";
-import { SANDBOX_ID_LABEL, SANDBOX_POOL_LABEL, WAITER_UNTIL_ANNOTATION } from "../../lib/api/keys.ts";
+import { SANDBOX_ID_LABEL, SANDBOX_POOL_LABEL, WAITER_UNTIL_ANNOTATION } from "../../lib/crd/keys.ts";
 import { PENDING_REQUESTS_PREFIX } from "../../lib/pool/pending-requests.ts";
 import { until } from "../integration/support/kube.ts";
 import { phaseOf, poolObject } from "../integration/support/steps.ts";

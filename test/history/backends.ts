@@ -7,7 +7,7 @@ import { PostgresHistoryStore } from "../../hosts/node/postgres-history.ts";
 import { SqliteHistoryStore } from "../../hosts/node/sqlite-history.ts";
 import { D1HistoryStore, type D1Like } from "../../hosts/worker/d1-history.ts";
 import type { HistoryStore } from "../../lib/history/store.ts";
-import type { Log } from "../../lib/log.ts";
+import type { Log } from "../../lib/util/log.ts";
 import { migrationStatements } from "../integration/support/d1-migrations.ts";
 import { createDatabase } from "../integration/support/postgres.ts";
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEY_MISS_GAP_MS, KEY_READ_SHARE_MS } from "../../functions/api/authenticate.ts";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import { revokeApiKey } from "../../functions/api/manage-api-keys.ts";
-import { hashApiKey, KEY_ID_LENGTH } from "../../lib/sandboxes/api-keys.ts";
+import { hashApiKey, KEY_ID_LENGTH } from "../../lib/claims/api-keys.ts";
 import { PacedRead } from "../../lib/util/paced-read.ts";
 import { SharedRead } from "../../lib/util/shared-read.ts";
 import { httpsRequest } from "./support/http.ts";

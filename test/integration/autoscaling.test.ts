@@ -3,10 +3,10 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import { reconcileEnv } from "../../functions/reconcile-env.ts";
-import { LAST_SANDBOX_CREATE_TIME_ANNOTATION } from "../../lib/api/keys.ts";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { memberReplicas } from "../../lib/env/members.ts";
+import { LAST_SANDBOX_CREATE_TIME_ANNOTATION } from "../../lib/crd/keys.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import { memberReplicas } from "../../lib/membership/env-members.ts";
 import {
   encodeMark,
   PENDING_REQUESTS_PREFIX,

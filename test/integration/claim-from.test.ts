@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { claimFrom } from "../../functions/api/claim-from.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { NextReads } from "../../lib/util/shared-read.ts";
 import { inProcessApi } from "./support/in-process-api.ts";
 import { poolTest, reconcileUntil } from "./support/steps.ts";

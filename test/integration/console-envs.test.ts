@@ -4,7 +4,7 @@ import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import { CHROMIUM_ARGS, chromiumPath } from "../../infra/ci/chromium.ts";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
 import { createTemplateAndEnv, ENVS, TEMPLATES } from "./support/envs.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
 import { testDeps } from "./support/steps.ts";

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { loadConsole } from "../../functions/console/load-console.ts";
-import { sandboxesView } from "../../lib/console/views.ts";
+import { sandboxesView } from "../../lib/console/pages.ts";
 import { inProcessApi, postCreate, tenantKey } from "./support/in-process-api.ts";
 import { kube, until } from "./support/kube.ts";
 import { phaseOf, poolTest, reconcileUntil } from "./support/steps.ts";

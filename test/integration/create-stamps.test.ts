@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CreateStamps } from "../../functions/api/create-stamps.ts";
-import { LAST_SANDBOX_CREATE_TIME_ANNOTATION } from "../../lib/api/keys.ts";
+import { LAST_SANDBOX_CREATE_TIME_ANNOTATION } from "../../lib/crd/keys.ts";
 import { PENDING_REQUESTS_PREFIX } from "../../lib/pool/pending-requests.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
 import { poolTest } from "./support/steps.ts";

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import type { StepDeps } from "../../functions/deps.ts";
 import { reconcilePool } from "../../functions/reconcile-pool.ts";
-import { LAST_ACTIVE_ANNOTATION, SANDBOX_ID_LABEL } from "../../lib/api/keys.ts";
+import { LAST_ACTIVE_ANNOTATION, SANDBOX_ID_LABEL } from "../../lib/crd/keys.ts";
 import { parseExposition, sampleOf } from "../../lib/metrics/parse-exposition.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, until } from "./support/kube.ts";

@@ -7,8 +7,8 @@ import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import { RouteTable } from "../../hosts/node/data-plane/route-table.ts";
 import { nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
 import type { KubeWatchTransport } from "../../lib/kube/transport.ts";
-import type { Log } from "../../lib/log.ts";
-import { apiPhaseOf } from "../../lib/sandbox/api-phase.ts";
+import { apiPhaseOf } from "../../lib/lifecycle/api-phase.ts";
+import type { Log } from "../../lib/util/log.ts";
 import { kube, newNamespace, recordingClient, until } from "./support/kube.ts";
 import { isReady, phaseOf, poolTest, reconcileUntil, withPostStart } from "./support/steps.ts";
 

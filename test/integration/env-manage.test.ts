@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EnvEditRefused, editEnv } from "../../functions/envs/edit-env.ts";
 import { readEnvOverview, readEnvTimeline } from "../../functions/envs/read-env.ts";
 import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
 import type { EnvEdit } from "../../lib/env/env-edit-request.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { JsonPatchOp } from "../../lib/kube/json-patch.ts";

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { POD_REVISION_LABEL } from "../../lib/api/keys.ts";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { POD_REVISION_LABEL } from "../../lib/crd/keys.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { runCli } from "./support/cli.ts";
 import { ENVS, envObject, eventsAbout, TEMPLATES, templateObject, tickUntil } from "./support/envs.ts";
 import { httpsRequest } from "./support/http.ts";

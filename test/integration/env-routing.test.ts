@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { memberReplicas } from "../../lib/env/members.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import { memberReplicas } from "../../lib/membership/env-members.ts";
 import { PENDING_REQUESTS_PREFIX, SERVED_MARK_ANNOTATION } from "../../lib/pool/pending-requests.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
 import { ENVS, envObject, TEMPLATES, templateObject, tickUntil } from "./support/envs.ts";

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import type { RecordedRequest } from "../../infra/dev/envd/server.ts";
-import { envdAccessToken, importSealKeys } from "../../lib/sandboxes/sealing.ts";
+import { envdAccessToken, importSealKeys } from "../../lib/claims/sealing.ts";
 import { hostV1 } from "./support/http.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
 import { isReady, POOLS, phaseOf, poolObject, testDeps } from "./support/steps.ts";

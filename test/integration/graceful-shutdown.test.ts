@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_E2B_SETTINGS } from "../../hosts/app.ts";
-import { SANDBOX_ID_LABEL, WAITER_UNTIL_ANNOTATION } from "../../lib/api/keys.ts";
+import { SANDBOX_ID_LABEL, WAITER_UNTIL_ANNOTATION } from "../../lib/crd/keys.ts";
 import { e2bRoutes } from "../../webhooks/e2b.ts";
 import { TEMPLATES, templateObject } from "./support/envs.ts";
 import { inProcessApi, postCreate, tenantKey } from "./support/in-process-api.ts";

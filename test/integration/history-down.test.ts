@@ -5,7 +5,7 @@ import type { StepDeps } from "../../functions/deps.ts";
 import { targetDigests } from "../../functions/digests.ts";
 import { reconcilePool } from "../../functions/reconcile-pool.ts";
 import { PostgresHistoryStore } from "../../hosts/node/postgres-history.ts";
-import { SANDBOX_PROTECTION_FINALIZER, STOP_REASON_ANNOTATION } from "../../lib/api/keys.ts";
+import { SANDBOX_PROTECTION_FINALIZER, STOP_REASON_ANNOTATION } from "../../lib/crd/keys.ts";
 import { planStopping } from "../../lib/reconcile/stopping.ts";
 import { consoleRoutes } from "../../webhooks/console.ts";
 import { inProcessApi, postCreate, tenantKey } from "./support/in-process-api.ts";

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { DEFAULT_INSTANCE_TYPES } from "../../lib/env/instance-types.ts";
 import { ENVS, envObject, TEMPLATES, templateObject } from "./support/envs.ts";
 import { httpsRequest } from "./support/http.ts";

@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, it } from "vitest";
-import { RESET_POLICY_ANNOTATION } from "../../lib/api/keys.ts";
-import { STOPPING_TIMEOUT_MS } from "../../lib/sandbox/reset-progress.ts";
+import { RESET_POLICY_ANNOTATION } from "../../lib/crd/keys.ts";
+import { STOPPING_TIMEOUT_MS } from "../../lib/lifecycle/reset-progress.ts";
 import { eventsAbout } from "./support/envs.ts";
 import { inProcessApi, postCreate, tenantKey } from "./support/in-process-api.ts";
 import { kube } from "./support/kube.ts";

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { CoreV1Api, V1LabelSelector, V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
-import { SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
+import { SANDBOX_POOL_LABEL } from "../../lib/crd/keys.ts";
 import { base, hostContainer, one } from "./support/deploy-manifests.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
 import { kustomize } from "./support/kustomize.ts";

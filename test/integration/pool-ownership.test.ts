@@ -8,7 +8,7 @@ import { tick } from "../../functions/tick.ts";
 import { IdleDispatch } from "../../functions/views/idle-dispatch.ts";
 import { IdleFeed } from "../../functions/views/idle-feed.ts";
 import { nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { CLAIM_SHARD_LABEL } from "../../lib/pool/claim-shards.ts";
 import { NextReads } from "../../lib/util/shared-read.ts";
 import { inProcessApi, postCreate, tenantKey } from "./support/in-process-api.ts";

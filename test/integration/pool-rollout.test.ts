@@ -1,7 +1,7 @@
 import { EventsV1Api, type V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { POD_REVISION_LABEL } from "../../lib/api/keys.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { POD_REVISION_LABEL } from "../../lib/crd/keys.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { podRevision } from "../../lib/pool/render-pod.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, until } from "./support/kube.ts";

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
-import { envdAccessToken, importSealKeys } from "../../lib/sandboxes/sealing.ts";
+import { envdAccessToken, importSealKeys } from "../../lib/claims/sealing.ts";
 import { hostV1 } from "./support/http.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
 import {

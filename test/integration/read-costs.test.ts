@@ -1,9 +1,9 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, it } from "vitest";
-import { IDLE_TIMEOUT_ANNOTATION, LAST_ACTIVE_ANNOTATION, SANDBOX_ID_LABEL } from "../../lib/api/keys.ts";
+import { IDLE_TIMEOUT_ANNOTATION, LAST_ACTIVE_ANNOTATION, SANDBOX_ID_LABEL } from "../../lib/crd/keys.ts";
 import { escapePointer } from "../../lib/kube/json-patch.ts";
 import type { KubeRequest } from "../../lib/kube/transport.ts";
-import { newSandboxId } from "../../lib/sandboxes/ids.ts";
+import { newSandboxId } from "../../lib/lifecycle/sandbox-ids.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
 import { inProcessApi, postCreate, tenantKey } from "./support/in-process-api.ts";
 import { until } from "./support/kube.ts";

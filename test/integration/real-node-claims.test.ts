@@ -1,7 +1,7 @@
 import { type V1ContainerStatus, type V1Pod, Watch } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, it } from "vitest";
-import { INPLACE_UPDATE_STATE_ANNOTATION } from "../../lib/api/keys.ts";
-import { normalizeImage } from "../../lib/sandbox/image-reference.ts";
+import { INPLACE_UPDATE_STATE_ANNOTATION } from "../../lib/crd/keys.ts";
+import { normalizeImage } from "../../lib/lifecycle/image-reference.ts";
 import { inProcessApi, postCreate, tenantKey } from "./support/in-process-api.ts";
 import { kube } from "./support/kube.ts";
 import { envdAt, envdRun } from "./support/real-envd.ts";

@@ -2,7 +2,7 @@ import type { V1ContainerStatus, V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import { releaseSandbox } from "../../functions/release-sandbox.ts";
-import { SANDBOX_STATUS_DETAIL_ANNOTATION } from "../../lib/api/keys.ts";
+import { SANDBOX_STATUS_DETAIL_ANNOTATION } from "../../lib/crd/keys.ts";
 import { kube } from "./support/kube.ts";
 import { execIn } from "./support/kube-exec.ts";
 import { REAL_IMAGES, realNode, realPoolSpec } from "./support/real-node.ts";

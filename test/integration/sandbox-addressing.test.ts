@@ -4,7 +4,7 @@ import { serve } from "@hono/node-server";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import { createApp } from "../../hosts/app.ts";
-import { UNSET_SANDBOX_DOMAIN } from "../../lib/e2b/views.ts";
+import { UNSET_SANDBOX_DOMAIN } from "../../lib/e2b/answers.ts";
 import { httpsRequest } from "./support/http.ts";
 import { inProcessApi } from "./support/in-process-api.ts";
 import { kube } from "./support/kube.ts";

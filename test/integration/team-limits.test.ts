@@ -4,7 +4,7 @@ import { PendingGauge } from "../../functions/api/pending-gauge.ts";
 import { TeamHolds, teamSandboxes } from "../../functions/api/team-usage.ts";
 import { IdleDispatch } from "../../functions/views/idle-dispatch.ts";
 import { nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { inProcessApi, postCreate, tenantKey } from "./support/in-process-api.ts";
 import { kube, until } from "./support/kube.ts";
 import { isReady, phaseOf, poolTest, reconcileUntil } from "./support/steps.ts";

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { runCli } from "./support/cli.ts";
 import { eventsAbout, TEMPLATES, templateObject } from "./support/envs.ts";
 import { httpsRequest } from "./support/http.ts";

@@ -1,7 +1,7 @@
 import type { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
 import { parseExposition, sampleOf } from "../../lib/metrics/parse-exposition.ts";
 import { createTemplateAndEnv, ENVS, TEMPLATES } from "./support/envs.ts";
 import { kube, newNamespace, until, watchPodUntil } from "./support/kube.ts";

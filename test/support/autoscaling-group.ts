@@ -1,4 +1,4 @@
-import type { EnvAutoscalingGroup } from "../../lib/api/autoscaling.ts";
+import type { EnvAutoscalingGroup } from "../../lib/crd/autoscaling.ts";
 
 /** GroupOptions override an autoscaling group's fields; `up` and `down` its two policies. */
 export type GroupOptions = Partial<Omit<EnvAutoscalingGroup, "scaleUpPolicy" | "scaleDownPolicy">> & {

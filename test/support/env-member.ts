@@ -1,7 +1,7 @@
-import type { EnvAutoscalingGroup } from "../../lib/api/autoscaling.ts";
-import { ENV_LABEL, SCALING_GROUP_LABEL } from "../../lib/api/keys.ts";
-import type { EnvClusterMember, SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import type { EnvAutoscalingGroup } from "../../lib/crd/autoscaling.ts";
+import { ENV_LABEL, SCALING_GROUP_LABEL } from "../../lib/crd/keys.ts";
+import type { EnvClusterMember, SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 
 /** envOf is SandboxEnv "e" of namespace "ns" with the given autoscaling groups (unit tests). */
 export function envOf(...groups: EnvAutoscalingGroup[]): SandboxEnv {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { httpActivitySource, mergePulls, sharePulls } from "../../functions/activity-source.ts";
-import { parseActivityReport } from "../../lib/sandboxes/activity.ts";
+import { parseActivityReport } from "../../lib/claims/activity.ts";
 
 // The pulled activity source: what counts as a valid answer, what the request carries, and how
 // every kind of failure rejects (a broken source must never read as "no activity"). The fetch is

@@ -2,18 +2,18 @@
 // defaults, drops unknown fields, and rejects bad input with Kubernetes-style field paths.
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
-import { InplaceUpdateState } from "../../lib/api/annotations.ts";
-import { AGGRESSIVE_REQUIRES_MAX_REPLICAS_MESSAGE, PoolScaleUpPolicy } from "../../lib/api/autoscaling.ts";
-import { Duration } from "../../lib/api/common.ts";
-import { API_VERSION, INPLACE_UPDATE_PHASE, SANDBOX_PHASE_LABEL } from "../../lib/api/keys.ts";
+import { InplaceUpdateState } from "../../lib/crd/annotations.ts";
+import { AGGRESSIVE_REQUIRES_MAX_REPLICAS_MESSAGE, PoolScaleUpPolicy } from "../../lib/crd/autoscaling.ts";
+import { Duration } from "../../lib/crd/common.ts";
+import { API_VERSION, INPLACE_UPDATE_PHASE, SANDBOX_PHASE_LABEL } from "../../lib/crd/keys.ts";
 import {
   parseSandboxEnv,
   parseSandboxEnvSpec,
   parseSandboxPool,
   parseSandboxPoolSpec,
   parseSandboxTemplate,
-} from "../../lib/api/parse.ts";
-import type { ApiIssue, ParseResult } from "../../lib/api/parse-with.ts";
+} from "../../lib/crd/parse.ts";
+import type { ApiIssue, ParseResult } from "../../lib/crd/parse-with.ts";
 
 const meta = { name: "demo", namespace: "team-a" };
 const pool = (spec: unknown) => ({ apiVersion: API_VERSION, kind: "SandboxPool", metadata: meta, spec });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { PoolAutoScalingStatus } from "../../lib/api/autoscaling.ts";
 import { decide } from "../../lib/autoscale/decide.ts";
 import type { CooldownMode } from "../../lib/autoscale/group-decision.ts";
 import type { MemberLoad } from "../../lib/autoscale/member-load.ts";
+import type { PoolAutoScalingStatus } from "../../lib/crd/autoscaling.ts";
 import { autoscalingGroup } from "../support/autoscaling-group.ts";
 
 const NOW = new Date("2026-11-26T10:00:00Z");

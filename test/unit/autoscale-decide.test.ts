@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { PoolAutoScalingStatus } from "../../lib/api/autoscaling.ts";
-import type { EnvClusterMemberConfig } from "../../lib/api/sandbox-env.ts";
 import { decide } from "../../lib/autoscale/decide.ts";
 import type { MemberLoad } from "../../lib/autoscale/member-load.ts";
 import { byScaleUpOrder, growth, type MemberKey } from "../../lib/autoscale/policies.ts";
 import type { ProbeResult } from "../../lib/autoscale/probe.ts";
+import type { PoolAutoScalingStatus } from "../../lib/crd/autoscaling.ts";
+import type { EnvClusterMemberConfig } from "../../lib/crd/sandbox-env.ts";
 import { autoscalingGroup } from "../support/autoscaling-group.ts";
 
 const NOW = new Date("2026-11-23T12:00:00Z");

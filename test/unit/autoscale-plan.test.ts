@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
-import type { PoolAutoScalingStatus } from "../../lib/api/autoscaling.ts";
-import { REPLACE_ON_RESET_ANNOTATION } from "../../lib/api/keys.ts";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
 import { GROUP_STAMPS_ANNOTATION, groupStampsOf } from "../../lib/autoscale/group-stamps.ts";
 import { planAutoscale } from "../../lib/autoscale/plan-autoscale.ts";
-import { envOwnerReference } from "../../lib/env/ownership.ts";
+import type { PoolAutoScalingStatus } from "../../lib/crd/autoscaling.ts";
+import { REPLACE_ON_RESET_ANNOTATION } from "../../lib/crd/keys.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import { envOwnerReference } from "../../lib/membership/env-ownership.ts";
+import { poolOwnerReference } from "../../lib/membership/pod-ownership.ts";
 import { encodeMark, PENDING_REQUESTS_PREFIX } from "../../lib/pool/pending-requests.ts";
-import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
 import { autoscalingGroup, type GroupOptions } from "../support/autoscaling-group.ts";
 
 // One Env's autoscaler writes on plain data, with a fixed `now`: the replicas patch on the Env with

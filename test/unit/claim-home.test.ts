@@ -1,10 +1,10 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
-import { pickIdle } from "../../lib/sandboxes/candidates.ts";
-import { homeDistance, ringPoint } from "../../lib/sandboxes/claim-home.ts";
+import { pickIdle } from "../../lib/claims/candidates.ts";
+import { homeDistance, ringPoint } from "../../lib/claims/claim-home.ts";
+import { SANDBOX_POOL_LABEL } from "../../lib/crd/keys.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import { poolOwnerReference } from "../../lib/membership/pod-ownership.ts";
 import { mulberry32 } from "../support/seeded-random.ts";
 
 // Which idle pod each host's creates take first (lib/sandboxes/claim-home.ts): the nearest its

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { claimHooks, runsEnvd } from "../../lib/sandbox/post-start-hooks.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import { claimHooks, runsEnvd } from "../../lib/lifecycle/post-start-hooks.ts";
 
 // Which post-start hooks a claim gets (issue #35, point 1): envd's /init on every claim of a pool
 // that runs envd, env vars or not, whenever the control plane can give it a token.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { claimTimeouts } from "../../lib/sandboxes/claim-timeouts.ts";
+import { claimTimeouts } from "../../lib/claims/claim-timeouts.ts";
 
 // A create's timeouts: its own, else its pool's defaults.
 

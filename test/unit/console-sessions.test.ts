@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { hashApiKey } from "../../lib/claims/api-keys.ts";
 import {
   adminBinding,
   decodeSession,
@@ -10,7 +11,6 @@ import {
   sessionHash,
   sessionWrite,
 } from "../../lib/console/sessions.ts";
-import { hashApiKey } from "../../lib/sandboxes/api-keys.ts";
 
 const KEY_HASH = "a".repeat(64);
 const T0 = Date.parse("2026-12-01T12:00:00Z");

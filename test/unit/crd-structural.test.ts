@@ -8,8 +8,8 @@ import { renderCrdFiles } from "../../infra/crds/render.ts";
 import {
   AGGRESSIVE_REQUIRES_MAX_REPLICAS_MESSAGE,
   AGGRESSIVE_REQUIRES_MAX_REPLICAS_RULE,
-} from "../../lib/api/autoscaling.ts";
-import { listMap, PreservedObject, Quantity, requiredWithDefault } from "../../lib/api/common.ts";
+} from "../../lib/crd/autoscaling.ts";
+import { listMap, PreservedObject, Quantity, requiredWithDefault } from "../../lib/crd/common.ts";
 import {
   CRDS,
   type CustomResourceDefinition,

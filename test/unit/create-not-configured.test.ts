@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createSandbox } from "../../functions/api/create-sandbox.ts";
 import type { ApiDeps } from "../../functions/api/deps.ts";
-import { notConfigured } from "../../lib/sandboxes/errors.ts";
+import { notConfigured } from "../../lib/claims/errors.ts";
 
 describe("an Env create on a host without a cluster ID", () => {
   it("is answered at once as not configured (501, naming the setting), never a 503 to retry", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { planActivityWrites, type RoutedSandbox } from "../../lib/data-plane/activity-writes.ts";
-import { activityThrottleSeconds } from "../../lib/sandboxes/activity-throttle.ts";
+import { activityThrottleSeconds } from "../../lib/lifecycle/activity-throttle.ts";
 
 // When the router persists a sandbox's traffic as its last-active annotation: only routed
 // sandboxes, only once the traffic moved past what is stored (or what this host wrote last) by a

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { requestTarget } from "../../lib/data-plane/request-target.ts";
 import { checkSandboxDomain } from "../../lib/data-plane/sandbox-domain.ts";
 import { hostnameOf, parseSandboxHost, sandboxHost } from "../../lib/data-plane/sandbox-host.ts";
-import { newSandboxId } from "../../lib/sandboxes/ids.ts";
+import { newSandboxId } from "../../lib/lifecycle/sandbox-ids.ts";
 
 const domain = "sandbox.example.com";
 

@@ -4,7 +4,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { startDataPlaneThread } from "../../hosts/node/data-plane/data-plane-worker.ts";
 import { alive } from "../../infra/cluster/processes.ts";
-import type { Log } from "../../lib/log.ts";
+import type { Log } from "../../lib/util/log.ts";
 import { nowhere, until } from "../integration/support/kube.ts";
 
 const quiet: Log = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };

@@ -1,7 +1,10 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { parseWith } from "../../lib/api/parse-with.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { type SandboxView, sandboxView, whyNotRunning } from "../../lib/claims/sandbox-view.ts";
+import { envdAccessToken, importSealKeys, seal, unseal } from "../../lib/claims/sealing.ts";
+import { parseWith } from "../../lib/crd/parse-with.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import { e2bListed, e2bSandbox, isE2bVisible } from "../../lib/e2b/answers.ts";
 import { createWaitSeconds, keepListed, nativeCreate } from "../../lib/e2b/requests.ts";
 import {
   ConnectSandboxV2,
@@ -10,9 +13,6 @@ import {
   NewSandbox,
   NewSandboxV2,
 } from "../../lib/e2b/schemas.ts";
-import { e2bListed, e2bSandbox, isE2bVisible } from "../../lib/e2b/views.ts";
-import { envdAccessToken, importSealKeys, seal, unseal } from "../../lib/sandboxes/sealing.ts";
-import { type SandboxView, sandboxView, whyNotRunning } from "../../lib/sandboxes/view.ts";
 
 // E2B's request shapes and views, and the sealing of per-claim secrets, on plain data.
 

@@ -1,18 +1,18 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
-import { EnvAutoscalingGroup } from "../../lib/api/autoscaling.ts";
-import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../../lib/api/keys.ts";
-import type { EnvClusterMember, SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
+import { EnvAutoscalingGroup } from "../../lib/crd/autoscaling.ts";
+import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../../lib/crd/keys.ts";
+import type { EnvClusterMember, SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../../lib/crd/sandbox-template.ts";
 import { autoscalingStalls, STALL_REASON } from "../../lib/env/autoscaling-stall.ts";
-import type { MemberView } from "../../lib/env/env-status.ts";
-import { envOwnerReference } from "../../lib/env/ownership.ts";
+import type { MemberView } from "../../lib/env/member-report.ts";
 import { planEnv } from "../../lib/env/plan-env.ts";
 import { renderMember } from "../../lib/env/render-member.ts";
+import { envOwnerReference } from "../../lib/membership/env-ownership.ts";
+import { poolOwnerReference } from "../../lib/membership/pod-ownership.ts";
 import { encodeMark, PENDING_REQUESTS_PREFIX } from "../../lib/pool/pending-requests.ts";
-import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
 import { REPLICA_FAILURE } from "../../lib/pool/pool-status.ts";
 import { envWithMembers } from "../support/env-member.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
 import { planEnvEdit } from "../../lib/env/env-edit.ts";
 import { type EnvEdit, editFromFields } from "../../lib/env/env-edit-request.ts";
 import type { JsonPatchOp } from "../../lib/kube/json-patch.ts";

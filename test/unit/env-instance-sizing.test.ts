@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import type { EnvClusterMember, SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
+import type { EnvClusterMember, SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../../lib/crd/sandbox-template.ts";
 import { parseInstanceTypeCatalog } from "../../lib/env/instance-types.ts";
-import { envOwnerReference } from "../../lib/env/ownership.ts";
 import { type EnvSnapshot, planEnv } from "../../lib/env/plan-env.ts";
 import { renderMember } from "../../lib/env/render-member.ts";
-import type { Action } from "../../lib/reconcile/action.ts";
+import type { Action } from "../../lib/kube/action.ts";
+import { envOwnerReference } from "../../lib/membership/env-ownership.ts";
 
 // Env members sized from the instance type catalog: the first container's resources and the
 // status's effectiveResources are InstanceType × Multiplier; a type the catalog does not resolve

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { MEMBER_TEMPLATE_ANNOTATION, POOL_TEMPLATE_VERSION_ANNOTATION } from "../../lib/api/keys.ts";
-import type { EnvClusterMember, SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
+import { MEMBER_TEMPLATE_ANNOTATION, POOL_TEMPLATE_VERSION_ANNOTATION } from "../../lib/crd/keys.ts";
+import type { EnvClusterMember, SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../../lib/crd/sandbox-template.ts";
 import { RECORD_ANNOTATIONS, revisionHash, revisionOf } from "../../lib/env/member-revision.ts";
 import { type EnvSnapshot, planEnv } from "../../lib/env/plan-env.ts";
 import { planMemberRefresh } from "../../lib/env/refresh-member.ts";
-import type { Action } from "../../lib/reconcile/action.ts";
+import type { Action } from "../../lib/kube/action.ts";
 import { canonicalJson } from "../../lib/util/canonical-json.ts";
 import { envWithMembers as env } from "../support/env-member.ts";
 

@@ -1,16 +1,16 @@
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
-import { EnvAutoscalingGroup } from "../../lib/api/autoscaling.ts";
-import { ADOPTED_POOL_ANNOTATION, ENV_LABEL } from "../../lib/api/keys.ts";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
+import { EnvAutoscalingGroup } from "../../lib/crd/autoscaling.ts";
+import { ADOPTED_POOL_ANNOTATION, ENV_LABEL } from "../../lib/crd/keys.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../../lib/crd/sandbox-template.ts";
 import { adoptionEnv, planAdoption } from "../../lib/env/adoption.ts";
-import { envsNamingPools, envsUsingTemplates } from "../../lib/env/members.ts";
-import { envOwnerReference } from "../../lib/env/ownership.ts";
 import { type EnvSnapshot, planEnv } from "../../lib/env/plan-env.ts";
 import { renderMember } from "../../lib/env/render-member.ts";
-import type { Action } from "../../lib/reconcile/action.ts";
+import type { Action } from "../../lib/kube/action.ts";
+import { envsNamingPools, envsUsingTemplates } from "../../lib/membership/env-members.ts";
+import { envOwnerReference } from "../../lib/membership/env-ownership.ts";
 import { auditEnvTargets } from "../../lib/triggers/audit-targets.ts";
 
 // One Env run's decisions on plain data, with a fixed `now`: what it creates, patches, deletes and

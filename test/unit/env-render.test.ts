@@ -6,10 +6,10 @@ import {
   POOL_TEMPLATE_NAME_ANNOTATION,
   POOL_TEMPLATE_VERSION_ANNOTATION,
   SCALING_GROUP_LABEL,
-} from "../../lib/api/keys.ts";
-import type { EnvClusterMember, SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
+} from "../../lib/crd/keys.ts";
+import type { EnvClusterMember, SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../../lib/crd/sandbox-template.ts";
 import { memberDrift } from "../../lib/env/member-drift.ts";
 import { renderMember } from "../../lib/env/render-member.ts";
 

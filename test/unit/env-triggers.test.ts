@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { envRuns, poolsSpecWritten } from "../../functions/env-triggers.ts";
 import type { ActionOutcome } from "../../functions/execute.ts";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
 
 const outcome = (
   target: string,

@@ -4,8 +4,8 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../hosts/app.ts";
 import { type DrainTarget, drain } from "../../hosts/node/drain.ts";
-import type { Log } from "../../lib/log.ts";
-import { handBackStartPatch } from "../../lib/sandbox/hand-back-start.ts";
+import { handBackStartPatch } from "../../lib/lifecycle/hand-back-start.ts";
+import type { Log } from "../../lib/util/log.ts";
 
 const quiet: Log = { debug() {}, info() {}, warn() {}, error() {} };
 

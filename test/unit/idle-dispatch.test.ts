@@ -1,11 +1,11 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it, vi } from "vitest";
 import { IdleDispatch, UNSUITABLE } from "../../functions/views/idle-dispatch.ts";
-import { SCALE_DOWN_PROTECTED_ANNOTATION } from "../../lib/api/keys.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { SCALE_DOWN_PROTECTED_ANNOTATION } from "../../lib/crd/keys.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { KubeError } from "../../lib/kube/errors.ts";
 import type { WatchEvent } from "../../lib/kube/transport.ts";
-import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
+import { poolOwnerReference } from "../../lib/membership/pod-ownership.ts";
 import { autoscalingGroup } from "../support/autoscaling-group.ts";
 import { asMember, envOf } from "../support/env-member.ts";
 

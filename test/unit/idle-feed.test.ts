@@ -1,12 +1,12 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { IdleFeed } from "../../functions/views/idle-feed.ts";
-import { SCALE_DOWN_PROTECTED_ANNOTATION } from "../../lib/api/keys.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import { homeDistance, ringPoint } from "../../lib/claims/claim-home.ts";
+import { SCALE_DOWN_PROTECTED_ANNOTATION } from "../../lib/crd/keys.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeRequest, WatchEvent } from "../../lib/kube/transport.ts";
-import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
-import { homeDistance, ringPoint } from "../../lib/sandboxes/claim-home.ts";
+import { poolOwnerReference } from "../../lib/membership/pod-ownership.ts";
 import { autoscalingGroup } from "../support/autoscaling-group.ts";
 import { asMember, envOf } from "../support/env-member.ts";
 

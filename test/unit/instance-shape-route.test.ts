@@ -1,16 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { parseWith } from "../../lib/api/parse-with.ts";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { nativeCreate } from "../../lib/e2b/requests.ts";
-import { envOwnerReference } from "../../lib/env/ownership.ts";
-import { routeEnv } from "../../lib/sandboxes/env-route.ts";
+import { routeEnv } from "../../lib/claims/env-route.ts";
 import {
   envShapeDecision,
   poolShapeDecision,
   type ShapeDecision,
-} from "../../lib/sandboxes/instance-shape-route.ts";
-import { CreateSandboxRequest } from "../../lib/sandboxes/schemas.ts";
+} from "../../lib/claims/instance-shape-route.ts";
+import { CreateSandboxRequest } from "../../lib/claims/schemas.ts";
+import { parseWith } from "../../lib/crd/parse-with.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import { nativeCreate } from "../../lib/e2b/requests.ts";
+import { envOwnerReference } from "../../lib/membership/env-ownership.ts";
 
 // Which members serve a create that asks for an instance shape (or gets its Env's default one),
 // and the 404 that lists the shapes when none has it.

@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
-import type { EnvClusterMember } from "../../lib/api/sandbox-env.ts";
+import type { EnvClusterMember } from "../../lib/crd/sandbox-env.ts";
 import {
   memberSizing,
   resolveInstanceType,

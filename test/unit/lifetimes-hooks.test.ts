@@ -1,12 +1,12 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
+import { sandboxView } from "../../lib/claims/sandbox-view.ts";
+import { endAtAfter, timeoutChange, timeoutPatch } from "../../lib/claims/timeouts.ts";
+import { claimIntent } from "../../lib/lifecycle/claim-intent.ts";
+import { completeStartingIntent } from "../../lib/lifecycle/complete-intent.ts";
+import { hasPendingHooks, readHooks } from "../../lib/lifecycle/post-start-hooks.ts";
 import { LIFETIME_FAILURE_REASON, planLifetimeRelease } from "../../lib/reconcile/lifetime-release.ts";
 import { HOOK_FAILURE_REASON, planHookOutcome } from "../../lib/reconcile/post-start-hooks.ts";
-import { claimIntent } from "../../lib/sandbox/claim-intent.ts";
-import { completeStartingIntent } from "../../lib/sandbox/complete-intent.ts";
-import { hasPendingHooks, readHooks } from "../../lib/sandbox/post-start-hooks.ts";
-import { endAtAfter, timeoutChange, timeoutPatch } from "../../lib/sandboxes/timeouts.ts";
-import { sandboxView } from "../../lib/sandboxes/view.ts";
 
 // Lifetimes (end-at), timeout changes and post-start hook outcomes, on plain pods with a fixed clock.
 

@@ -1,13 +1,13 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import { between, observations } from "../../lib/kube/action.ts";
 import type { KubeRequest } from "../../lib/kube/transport.ts";
 import { createMetrics } from "../../lib/metrics/metrics.ts";
 import { poolExposition } from "../../lib/metrics/pool-exposition.ts";
 import { poolGauges, setPoolGauges } from "../../lib/metrics/pool-gauges.ts";
 import { inplaceDirection, phaseTarget, requestKind } from "../../lib/metrics/request-kind.ts";
-import { between, observations } from "../../lib/reconcile/action.ts";
 
 describe("requestKind", () => {
   it("names requests as the apiserver's metrics do, never by raw path", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { hostKey, PendingGauge } from "../../functions/api/pending-gauge.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import {
   decodeMark,
   encodeMark,

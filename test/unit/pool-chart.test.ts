@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { poolsView } from "../../lib/console/pages.ts";
 import { poolChart, poolCharts } from "../../lib/console/pool-chart.ts";
 import { PoolSamples } from "../../lib/console/pool-samples.ts";
-import { poolsView } from "../../lib/console/views.ts";
 
 const NOW = new Date("2026-11-26T10:00:00Z");
 const ago = (minutes: number) => NOW.getTime() - minutes * 60_000;

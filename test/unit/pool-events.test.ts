@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { SandboxPoolPhase, SandboxPoolStatus } from "../../lib/api/sandbox-pool.ts";
+import type { SandboxPoolPhase, SandboxPoolStatus } from "../../lib/crd/sandbox-pool.ts";
 import { phaseTransitionEvent } from "../../lib/pool/pool-events.ts";
 
 describe("phaseTransitionEvent", () => {

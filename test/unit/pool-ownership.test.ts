@@ -1,9 +1,14 @@
 import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
-import { PoolScaleDownPolicy } from "../../lib/api/autoscaling.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { orphanedFrom, ownedBy, partitionPods, poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
+import { PoolScaleDownPolicy } from "../../lib/crd/autoscaling.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import {
+  orphanedFrom,
+  ownedBy,
+  partitionPods,
+  poolOwnerReference,
+} from "../../lib/membership/pod-ownership.ts";
 import { renderPod } from "../../lib/pool/render-pod.ts";
 import { FOREIGN_PODS_ANNOTATION, planForeignPods } from "../../lib/reconcile/foreign-pods.ts";
 import { planMaterialise } from "../../lib/reconcile/materialise.ts";

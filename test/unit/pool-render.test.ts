@@ -8,8 +8,8 @@ import {
   SYNC_SOURCE_LABEL,
   TEMPLATE_DOCS_ANNOTATION,
   TEMPLATE_POOL_DOCS_ANNOTATION,
-} from "../../lib/api/keys.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+} from "../../lib/crd/keys.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import {
   CLAIM_SHARD_LABEL,
   CLAIM_SHARDS,

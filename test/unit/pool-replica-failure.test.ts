@@ -1,8 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import type { SandboxPool, SandboxPoolStatus } from "../../lib/api/sandbox-pool.ts";
-import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
-import type { Action } from "../../lib/reconcile/action.ts";
+import type { SandboxPool, SandboxPoolStatus } from "../../lib/crd/sandbox-pool.ts";
+import type { Action } from "../../lib/kube/action.ts";
+import { poolOwnerReference } from "../../lib/membership/pod-ownership.ts";
 import { planStatus } from "../../lib/reconcile/status.ts";
 
 // The ReplicaFailure condition and the Scaling message, from planStatus on plain data: why a

@@ -1,11 +1,11 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { POD_REVISION_LABEL } from "../../lib/api/keys.ts";
-import type { SandboxPool, SandboxPoolStatus } from "../../lib/api/sandbox-pool.ts";
-import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
+import { POD_REVISION_LABEL } from "../../lib/crd/keys.ts";
+import type { SandboxPool, SandboxPoolStatus } from "../../lib/crd/sandbox-pool.ts";
+import type { Action } from "../../lib/kube/action.ts";
+import { poolOwnerReference } from "../../lib/membership/pod-ownership.ts";
 import { computePoolStatus } from "../../lib/pool/pool-status.ts";
 import { podRevision } from "../../lib/pool/render-pod.ts";
-import type { Action } from "../../lib/reconcile/action.ts";
 import { planStatus } from "../../lib/reconcile/status.ts";
 
 // A rollout as the pool's status tells it (ADR 0031): updated and outdated counts, the

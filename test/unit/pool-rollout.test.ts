@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { validationIssues } from "../../lib/admission/validate.ts";
-import type { PoolScaleDownPolicy } from "../../lib/api/autoscaling.ts";
+import type { PoolScaleDownPolicy } from "../../lib/crd/autoscaling.ts";
 import {
   POD_REVISION_LABEL,
   REPLACE_ON_RESET_ANNOTATION,
@@ -10,15 +10,15 @@ import {
   SANDBOX_POOL_LABEL,
   SCALE_DOWN_PROTECTED_ANNOTATION,
   SYNC_SOURCE_LABEL,
-} from "../../lib/api/keys.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+} from "../../lib/crd/keys.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import { REPLACE_BY_ROLLOUT, releaseIntent } from "../../lib/lifecycle/release-intent.ts";
+import { poolOwnerReference } from "../../lib/membership/pod-ownership.ts";
 import { poolGauges } from "../../lib/metrics/pool-gauges.ts";
-import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
 import { lazyPodReset, podReset, podRevision, renderPod } from "../../lib/pool/render-pod.ts";
 import { maxSurgeOf, parseMaxSurge } from "../../lib/pool/rollout.ts";
 import { planScale } from "../../lib/pool/scale-plan.ts";
 import { planMaterialise } from "../../lib/reconcile/materialise.ts";
-import { REPLACE_BY_ROLLOUT, releaseIntent } from "../../lib/sandbox/release-intent.ts";
 import { canonicalJson } from "../../lib/util/canonical-json.ts";
 import { sha256Hex } from "../../lib/util/sha256.ts";
 

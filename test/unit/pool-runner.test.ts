@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { PoolRunner } from "../../functions/pool-runner.ts";
-import { consoleLog } from "../../lib/log.ts";
+import { consoleLog } from "../../lib/util/log.ts";
 
 describe("PoolRunner", () => {
   it("coalesces triggers during a run into exactly one rerun, per pool", async () => {

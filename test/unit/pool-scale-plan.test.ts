@@ -1,9 +1,9 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import type { PoolScaleDownPolicy } from "../../lib/api/autoscaling.ts";
-import { ENV_LABEL, SCALE_DOWN_PROTECTED_ANNOTATION, SCALING_GROUP_LABEL } from "../../lib/api/keys.ts";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import type { PoolScaleDownPolicy } from "../../lib/crd/autoscaling.ts";
+import { ENV_LABEL, SCALE_DOWN_PROTECTED_ANNOTATION, SCALING_GROUP_LABEL } from "../../lib/crd/keys.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { planScale, scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
 
 const NOW = new Date("2026-03-01T12:00:00Z");

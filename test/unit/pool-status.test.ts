@@ -1,8 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import type { Condition } from "../../lib/api/common.ts";
-import type { SandboxPool, SandboxPoolStatus } from "../../lib/api/sandbox-pool.ts";
-import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
+import type { Condition } from "../../lib/crd/common.ts";
+import type { SandboxPool, SandboxPoolStatus } from "../../lib/crd/sandbox-pool.ts";
+import { poolOwnerReference } from "../../lib/membership/pod-ownership.ts";
 import { computePoolStatus, statusChanged } from "../../lib/pool/pool-status.ts";
 
 const NOW = new Date("2026-03-01T12:00:00.750Z");

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { SandboxPool, SandboxPoolStatus } from "../../lib/api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
-import type { Action } from "../../lib/reconcile/action.ts";
+import type { SandboxPool, SandboxPoolStatus } from "../../lib/crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../../lib/crd/sandbox-template.ts";
+import type { Action } from "../../lib/kube/action.ts";
 import { planStatus } from "../../lib/reconcile/status.ts";
 
 // The TemplateAvailable condition, from planStatus on plain data: a pool whose template was

@@ -2,7 +2,7 @@ import { EventEmitter } from "node:events";
 import { describe, expect, it } from "vitest";
 import { installProcessPolicy } from "../../hosts/node/process-policy.ts";
 import { installStopSignals } from "../../hosts/node/stop-signals.ts";
-import type { Log } from "../../lib/log.ts";
+import type { Log } from "../../lib/util/log.ts";
 import { settled } from "../../lib/util/settled.ts";
 
 /** fakeProcess is an event emitter with a recorded exit: the policy's process, as plain data. */

@@ -1,10 +1,10 @@
 import type { CoreV1Event, V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { CLAIMED_AT_ANNOTATION, SANDBOX_ID_LABEL, TEAM_LABEL, USER_LABEL } from "../../lib/api/keys.ts";
-import { idSelectors, SELECTOR_CHARS } from "../../lib/sandboxes/activity.ts";
-import { newSandboxId } from "../../lib/sandboxes/ids.ts";
-import { sandboxWarningEvents, warningEventSelector } from "../../lib/sandboxes/sandbox-events.ts";
-import { ownedBy, tenantSelector } from "../../lib/sandboxes/tenant-scope.ts";
+import { idSelectors, SELECTOR_CHARS } from "../../lib/claims/activity.ts";
+import { sandboxWarningEvents, warningEventSelector } from "../../lib/claims/sandbox-events.ts";
+import { ownedBy, tenantSelector } from "../../lib/claims/tenant-scope.ts";
+import { CLAIMED_AT_ANNOTATION, SANDBOX_ID_LABEL, TEAM_LABEL, USER_LABEL } from "../../lib/crd/keys.ts";
+import { newSandboxId } from "../../lib/lifecycle/sandbox-ids.ts";
 
 // What the sandbox API's reads ask the apiserver for (issue #23): ids packed into few bounded
 // selectors, a tenant's scope as selector terms, and the events that explain a sandbox.

@@ -1,10 +1,12 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
-import { PoolScaleDownPolicy } from "../../lib/api/autoscaling.ts";
-import { REPLACE_ON_RESET_ANNOTATION, WAITER_UNTIL_ANNOTATION } from "../../lib/api/keys.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
+import { PoolScaleDownPolicy } from "../../lib/crd/autoscaling.ts";
+import { REPLACE_ON_RESET_ANNOTATION, WAITER_UNTIL_ANNOTATION } from "../../lib/crd/keys.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import { REPLACE_BY_POLICY } from "../../lib/lifecycle/release-intent.ts";
+import { resetBlocker, STOPPING_TIMEOUT_MS } from "../../lib/lifecycle/reset-progress.ts";
+import { poolOwnerReference } from "../../lib/membership/pod-ownership.ts";
 import { podRevision } from "../../lib/pool/render-pod.ts";
 import { planFailures } from "../../lib/reconcile/failures.ts";
 import { planFinalizeDeleted } from "../../lib/reconcile/finalize-deleted.ts";
@@ -13,8 +15,6 @@ import { planMaterialise } from "../../lib/reconcile/materialise.ts";
 import { planStarting, SLOW_PULL_MS } from "../../lib/reconcile/starting.ts";
 import { planStatus } from "../../lib/reconcile/status.ts";
 import { planServedIdle, planStopping } from "../../lib/reconcile/stopping.ts";
-import { REPLACE_BY_POLICY } from "../../lib/sandbox/release-intent.ts";
-import { resetBlocker, STOPPING_TIMEOUT_MS } from "../../lib/sandbox/reset-progress.ts";
 
 // The planners behind each reconcile step, on plain objects with a fixed clock.
 

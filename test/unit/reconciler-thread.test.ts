@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { startReconcilerThread } from "../../hosts/node/reconciler-worker.ts";
-import type { Log } from "../../lib/log.ts";
 import { createMetrics } from "../../lib/metrics/metrics.ts";
+import type { Log } from "../../lib/util/log.ts";
 import { nowhere, until } from "../integration/support/kube.ts";
 
 function recordingLog() {

@@ -1,10 +1,10 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { ownerToken, viewWithAccess } from "../../functions/api/sandbox-access.ts";
+import { isOwnSandbox, type SandboxView, withAccess } from "../../lib/claims/sandbox-view.ts";
+import { envdAccessToken, importSealKeys } from "../../lib/claims/sealing.ts";
 import { checkSandboxDomain } from "../../lib/data-plane/sandbox-domain.ts";
-import { e2bDetail, e2bSandbox, UNSET_SANDBOX_DOMAIN } from "../../lib/e2b/views.ts";
-import { envdAccessToken, importSealKeys } from "../../lib/sandboxes/sealing.ts";
-import { isOwnSandbox, type SandboxView, withAccess } from "../../lib/sandboxes/view.ts";
+import { e2bDetail, e2bSandbox, UNSET_SANDBOX_DOMAIN } from "../../lib/e2b/answers.ts";
 
 const view: SandboxView = {
   sandboxId: "sbx-abc",

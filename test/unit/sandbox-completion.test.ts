@@ -1,19 +1,19 @@
 import type { V1ContainerStatus, V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import type { InplaceUpdateState } from "../../lib/api/annotations.ts";
+import type { InplaceUpdateState } from "../../lib/crd/annotations.ts";
 import {
   hasUnexpectedRestart,
   isUpdateComplete,
   stableContainerStatuses,
   targetImagesOf,
-} from "../../lib/sandbox/completion.ts";
-import { referenceDigestResolver, resolveDigests } from "../../lib/sandbox/digest-resolver.ts";
+} from "../../lib/lifecycle/completion.ts";
+import { referenceDigestResolver, resolveDigests } from "../../lib/lifecycle/digest-resolver.ts";
 import {
   normalizeImage,
   referenceDigest,
   restartReference,
   sameImage,
-} from "../../lib/sandbox/image-reference.ts";
+} from "../../lib/lifecycle/image-reference.ts";
 
 const D1 = `sha256:${"1".repeat(64)}`;
 const D2 = `sha256:${"2".repeat(64)}`;

@@ -5,8 +5,8 @@ import {
   SANDBOX_PHASE_LABEL,
   SANDBOX_STATUS_DETAIL_ANNOTATION,
   type SandboxPhase,
-} from "../../lib/api/keys.ts";
-import { buildStatusDetail, withWarningEvents } from "../../lib/sandbox/diagnostics.ts";
+} from "../../lib/crd/keys.ts";
+import { buildStatusDetail, withWarningEvents } from "../../lib/lifecycle/diagnostics.ts";
 
 const NOW = new Date("2026-05-10T12:00:00.999Z");
 const AT = "2026-05-10T12:00:00Z";

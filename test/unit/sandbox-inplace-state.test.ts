@@ -1,9 +1,9 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import type { InplaceUpdateState } from "../../lib/api/annotations.ts";
-import { INPLACE_UPDATE_STATE_ANNOTATION, SANDBOX_PHASE_LABEL } from "../../lib/api/keys.ts";
-import { encodeInplaceState, readInplaceState } from "../../lib/sandbox/inplace-state.ts";
-import { sandboxPhaseOf } from "../../lib/sandbox/phase-label.ts";
+import type { InplaceUpdateState } from "../../lib/crd/annotations.ts";
+import { INPLACE_UPDATE_STATE_ANNOTATION, SANDBOX_PHASE_LABEL } from "../../lib/crd/keys.ts";
+import { encodeInplaceState, readInplaceState } from "../../lib/lifecycle/inplace-state.ts";
+import { sandboxPhaseOf } from "../../lib/lifecycle/phase-label.ts";
 
 const withAnnotation = (value?: string): V1Pod => ({
   metadata: {

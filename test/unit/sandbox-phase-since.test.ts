@@ -1,12 +1,12 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import type { InplaceUpdateState } from "../../lib/api/annotations.ts";
+import type { InplaceUpdateState } from "../../lib/crd/annotations.ts";
 import {
   INPLACE_UPDATE_STATE_ANNOTATION,
   SANDBOX_PHASE_LABEL,
   type SandboxPhase,
-} from "../../lib/api/keys.ts";
-import { podPhaseDuration, podPhaseSince } from "../../lib/sandbox/phase-since.ts";
+} from "../../lib/crd/keys.ts";
+import { podPhaseDuration, podPhaseSince } from "../../lib/lifecycle/phase-since.ts";
 
 const CREATED = "2026-05-10T10:00:00Z";
 const UPDATED = "2026-05-10T11:59:00Z";

@@ -19,10 +19,10 @@ import {
   TEAM_LABEL,
   TERMINATED_AT_ANNOTATION,
   USER_LABEL,
-} from "../../lib/api/keys.ts";
+} from "../../lib/crd/keys.ts";
 import { SandboxRecord } from "../../lib/history/record.ts";
-import { parseQuantity, quantityMilliValue, quantityValue } from "../../lib/sandbox/quantity.ts";
-import { captureStopRecord } from "../../lib/sandbox/stop-record.ts";
+import { parseQuantity, quantityMilliValue, quantityValue } from "../../lib/lifecycle/quantity.ts";
+import { captureStopRecord } from "../../lib/lifecycle/stop-record.ts";
 
 const NOW = new Date("2026-05-10T12:00:00.500Z");
 

@@ -31,12 +31,12 @@ import {
   TEAM_LABEL,
   TERMINATED_AT_ANNOTATION,
   USER_LABEL,
-} from "../../lib/api/keys.ts";
-import { hasUnexpectedRestart, isUpdateComplete } from "../../lib/sandbox/completion.ts";
-import { readInplaceState } from "../../lib/sandbox/inplace-state.ts";
-import { REPLACE_BY_POLICY } from "../../lib/sandbox/release-intent.ts";
-import { servedContainers } from "../../lib/sandbox/served-containers.ts";
-import { captureStopRecord } from "../../lib/sandbox/stop-record.ts";
+} from "../../lib/crd/keys.ts";
+import { hasUnexpectedRestart, isUpdateComplete } from "../../lib/lifecycle/completion.ts";
+import { readInplaceState } from "../../lib/lifecycle/inplace-state.ts";
+import { REPLACE_BY_POLICY } from "../../lib/lifecycle/release-intent.ts";
+import { servedContainers } from "../../lib/lifecycle/served-containers.ts";
+import { captureStopRecord } from "../../lib/lifecycle/stop-record.ts";
 import {
   type ClaimOptions,
   claimIntent,
@@ -51,7 +51,7 @@ import {
   releaseIntent,
   toJsonPatch,
   transitionTrigger,
-} from "../../lib/sandbox/transitions.ts";
+} from "../../lib/lifecycle/transitions.ts";
 import { jsonEqual } from "../../lib/util/deep-equal.ts";
 
 const NOW = new Date("2026-05-10T12:00:00.123Z");

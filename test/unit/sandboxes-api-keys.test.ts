@@ -9,7 +9,7 @@ import {
   generateApiKey,
   hashApiKey,
   type Tenant,
-} from "../../lib/sandboxes/api-keys.ts";
+} from "../../lib/claims/api-keys.ts";
 
 const CREATED = new Date("2026-05-10T12:00:00.750Z");
 

@@ -1,17 +1,17 @@
 import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import type { EnvAutoscalingGroup } from "../../lib/api/autoscaling.ts";
+import { orderCandidates, pickIdle } from "../../lib/claims/candidates.ts";
+import type { EnvAutoscalingGroup } from "../../lib/crd/autoscaling.ts";
 import {
   SANDBOX_PHASE_LABEL,
   SANDBOX_POOL_LABEL,
   type SandboxPhase,
   SCALE_DOWN_PROTECTED_ANNOTATION,
-} from "../../lib/api/keys.ts";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { poolOwnerReference } from "../../lib/pool/pod-ownership.ts";
+} from "../../lib/crd/keys.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import { poolOwnerReference } from "../../lib/membership/pod-ownership.ts";
 import { planScale, scaleDownPolicyFor } from "../../lib/pool/scale-plan.ts";
-import { orderCandidates, pickIdle } from "../../lib/sandboxes/candidates.ts";
 import { asMember, envOf } from "../support/env-member.ts";
 import { mulberry32 } from "../support/seeded-random.ts";
 

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import type { PoolAutoScalingStatus } from "../../lib/api/autoscaling.ts";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { envOwnerReference } from "../../lib/env/ownership.ts";
-import { planClaims } from "../../lib/sandboxes/claim-plan.ts";
-import { routeEnv } from "../../lib/sandboxes/env-route.ts";
-import { pickTemplateEnv, usableEnvNames } from "../../lib/sandboxes/pool-choice.ts";
+import { planClaims } from "../../lib/claims/claim-plan.ts";
+import { routeEnv } from "../../lib/claims/env-route.ts";
+import { pickTemplateEnv, usableEnvNames } from "../../lib/claims/pool-choice.ts";
+import type { PoolAutoScalingStatus } from "../../lib/crd/autoscaling.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import { envOwnerReference } from "../../lib/membership/env-ownership.ts";
 
 const NOW = new Date("2026-11-23T12:00:00Z");
 

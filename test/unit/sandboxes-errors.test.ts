@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { parseWith } from "../../lib/api/parse-with.ts";
-import { badRequest, conflict, notFound, unauthorized, unavailable } from "../../lib/sandboxes/errors.ts";
-import { TimeoutRequest } from "../../lib/sandboxes/schemas.ts";
+import { badRequest, conflict, notFound, unauthorized, unavailable } from "../../lib/claims/errors.ts";
+import { TimeoutRequest } from "../../lib/claims/schemas.ts";
+import { parseWith } from "../../lib/crd/parse-with.ts";
 
 describe("API errors", () => {
   it.each([

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isSandboxId, newSandboxId } from "../../lib/sandboxes/ids.ts";
+import { isSandboxId, newSandboxId } from "../../lib/lifecycle/sandbox-ids.ts";
 
 describe("newSandboxId", () => {
   it("is sbx- then 20 lowercase base32 characters", () => {

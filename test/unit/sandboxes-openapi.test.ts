@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { openApiDocument } from "../../lib/sandboxes/openapi.ts";
+import { openApiDocument } from "../../lib/claims/openapi.ts";
 
 describe("openApiDocument", () => {
   it("describes every /v1 route with request bodies from the validating schemas", () => {

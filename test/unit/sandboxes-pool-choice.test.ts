@@ -1,15 +1,15 @@
 import { describe, expect, it } from "vitest";
-import type { SandboxEnv } from "../../lib/api/sandbox-env.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
-import { latestPerSandbox } from "../../lib/sandboxes/activity.ts";
+import { latestPerSandbox } from "../../lib/claims/activity.ts";
 import {
   pickTemplatePool,
   poolUsableBy,
   usableEnvNames,
   usablePoolNames,
   visibleTemplateNames,
-} from "../../lib/sandboxes/pool-choice.ts";
+} from "../../lib/claims/pool-choice.ts";
+import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../../lib/crd/sandbox-template.ts";
 
 const template = (name: string, team?: string) =>
   ({ metadata: { name }, spec: team ? { visibility: { rules: [{ team }] } } : {} }) as SandboxTemplate;

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import { parseImageName, repositoryPrefix } from "../../lib/sandboxes/image-name.ts";
-import { requestedImages } from "../../lib/sandboxes/requested-images.ts";
-import type { CreateSandboxRequest } from "../../lib/sandboxes/schemas.ts";
-import { tenantImageAnnotationIssues, tenantImageRefusal } from "../../lib/sandboxes/tenant-images.ts";
+import { requestedImages } from "../../lib/claims/requested-images.ts";
+import type { CreateSandboxRequest } from "../../lib/claims/schemas.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import { parseImageName, repositoryPrefix } from "../../lib/pool/image-name.ts";
+import { tenantImageAnnotationIssues, tenantImageRefusal } from "../../lib/pool/tenant-images.ts";
 
 const SANDBOX_CONTAINERS = "agentbox.navix.sh/sandbox-containers";
 const TENANT_IMAGES = "agentbox.navix.sh/tenant-images";

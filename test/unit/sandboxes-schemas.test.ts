@@ -1,16 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { type ApiIssue, parseWith } from "../../lib/api/parse-with.ts";
-import type { HistoryQuery as StoreHistoryQuery } from "../../lib/history/store.ts";
-import { ActivityRequest } from "../../lib/sandboxes/activity.ts";
-import { shouldRecordActivity } from "../../lib/sandboxes/activity-throttle.ts";
-import { demandWorthRecording } from "../../lib/sandboxes/demand.ts";
+import { ActivityRequest } from "../../lib/claims/activity.ts";
+import { demandWorthRecording } from "../../lib/claims/demand.ts";
 import {
   CreateSandboxRequest,
   HistoryQuery,
   ListSandboxesQuery,
   TimeoutRequest,
-} from "../../lib/sandboxes/schemas.ts";
-import { waitSeconds } from "../../lib/sandboxes/wait-seconds.ts";
+} from "../../lib/claims/schemas.ts";
+import { waitSeconds } from "../../lib/claims/wait-seconds.ts";
+import { type ApiIssue, parseWith } from "../../lib/crd/parse-with.ts";
+import type { HistoryQuery as StoreHistoryQuery } from "../../lib/history/store.ts";
+import { shouldRecordActivity } from "../../lib/lifecycle/activity-throttle.ts";
 
 function issues(schema: Parameters<typeof parseWith>[0], input: unknown): ApiIssue[] {
   const parsed = parseWith(schema, input);

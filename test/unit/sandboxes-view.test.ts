@@ -1,6 +1,13 @@
 import type { V1ContainerStatus, V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import {
+  isMetadataFilterError,
+  matchesMetadata,
+  parseMetadataFilter,
+  type SandboxView,
+  sandboxView,
+} from "../../lib/claims/sandbox-view.ts";
+import {
   CLAIMED_AT_ANNOTATION,
   IDLE_TIMEOUT_ANNOTATION,
   INPLACE_UPDATE_STATE_ANNOTATION,
@@ -15,14 +22,7 @@ import {
   STARTUP_TIMEOUT_ANNOTATION,
   TEAM_LABEL,
   USER_LABEL,
-} from "../../lib/api/keys.ts";
-import {
-  isMetadataFilterError,
-  matchesMetadata,
-  parseMetadataFilter,
-  type SandboxView,
-  sandboxView,
-} from "../../lib/sandboxes/view.ts";
+} from "../../lib/crd/keys.ts";
 
 const NOW = new Date("2026-05-10T12:00:00Z");
 const CLAIMED = "2026-05-10T11:58:00Z";

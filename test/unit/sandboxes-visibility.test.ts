@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { TemplateVisibility } from "../../lib/api/sandbox-template.ts";
-import type { Tenant } from "../../lib/sandboxes/api-keys.ts";
-import { templateVisibleTo } from "../../lib/sandboxes/visibility.ts";
+import type { Tenant } from "../../lib/claims/api-keys.ts";
+import { templateVisibleTo } from "../../lib/claims/visibility.ts";
+import type { TemplateVisibility } from "../../lib/crd/sandbox-template.ts";
 
 // Tenants: team ml or ops, user ada or bob.
 const ML_ADA: Tenant = { team: "ml", user: "ada" };

@@ -5,7 +5,7 @@ import {
   limitFor,
   parseTeamLimits,
   teamHeld,
-} from "../../lib/sandboxes/team-limits.ts";
+} from "../../lib/claims/team-limits.ts";
 
 describe("parseTeamLimits", () => {
   it("reads a cap for all and per-team overrides; nothing set is no cap", () => {

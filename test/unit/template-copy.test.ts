@@ -3,17 +3,17 @@ import {
   POOL_OVERRIDES_ANNOTATION,
   POOL_TEMPLATE_NAME_ANNOTATION,
   POOL_TEMPLATE_VERSION_ANNOTATION,
-} from "../../lib/api/keys.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
+} from "../../lib/crd/keys.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../../lib/crd/sandbox-template.ts";
 import { creationBlock, replicaFailure } from "../../lib/pool/creation-block.ts";
-import { planTemplateCopy, planTemplateRefresh } from "../../lib/reconcile/template-copy.ts";
 import {
   copyTemplate,
   refreshFromTemplate,
   templateCopyNeeded,
   templateCopyOps,
-} from "../../lib/template/copy.ts";
+} from "../../lib/pool/template-copy.ts";
+import { planTemplateCopy, planTemplateRefresh } from "../../lib/reconcile/template-copy.ts";
 
 // The template copy on plain data: what a pool takes from its template, what it records, and
 // when a pool may create Pods at all.

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import type { Condition } from "../../lib/api/common.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
-import type { SandboxTemplate } from "../../lib/api/sandbox-template.ts";
+import type { Condition } from "../../lib/crd/common.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import type { SandboxTemplate } from "../../lib/crd/sandbox-template.ts";
 import { revisionAnnotations, revisionOf } from "../../lib/env/member-revision.ts";
-import { envOwnerReference } from "../../lib/env/ownership.ts";
+import { envOwnerReference } from "../../lib/membership/env-ownership.ts";
 import { REPLICA_FAILURE } from "../../lib/pool/pool-status.ts";
-import { copyTemplate } from "../../lib/template/copy.ts";
+import { copyTemplate } from "../../lib/pool/template-copy.ts";
 import {
   planTemplateStatus,
   TEMPLATE_REASON,

@@ -5,10 +5,10 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import type { ApiDeps } from "../../functions/api/deps.ts";
 import { waitForRunning } from "../../functions/api/wait-running.ts";
-import type { SandboxPool } from "../../lib/api/sandbox-pool.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeRequest, WatchEvent } from "../../lib/kube/transport.ts";
-import { referenceDigestResolver } from "../../lib/sandbox/digest-resolver.ts";
+import { referenceDigestResolver } from "../../lib/lifecycle/digest-resolver.ts";
 
 const pod = (phase: string, resourceVersion: string): V1Pod => ({
   metadata: {

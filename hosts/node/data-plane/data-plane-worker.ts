@@ -1,7 +1,7 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Counter, MetricObjectWithValues, MetricValue } from "prom-client";
 import type { KubeTimeouts } from "../../../lib/kube/transport.ts";
-import type { Log } from "../../../lib/log.ts";
+import type { Log } from "../../../lib/util/log.ts";
 import { credentialsOf, kubeconfigAccess } from "../kube-transport.ts";
 import { superviseThread } from "../supervised-thread.ts";
 import type { DataPlane, DataPlaneConfig } from "./data-plane.ts";

@@ -12,10 +12,10 @@ import { createSecureServer, type Http2SecureServer, type Http2Session } from "n
 import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { ViewDeps } from "../../../functions/views/view-deps.ts";
+import { importSealKeys } from "../../../lib/claims/sealing.ts";
 import { dataPlaneError } from "../../../lib/data-plane/route.ts";
-import type { Log } from "../../../lib/log.ts";
 import type { Metrics } from "../../../lib/metrics/metrics.ts";
-import { importSealKeys } from "../../../lib/sandboxes/sealing.ts";
+import type { Log } from "../../../lib/util/log.ts";
 import { ActivityWriter } from "./activity-writer.ts";
 import { answerClientError, writeErrorToSocket } from "./answer-error.ts";
 import type { Routing } from "./decide-request.ts";

@@ -18,7 +18,7 @@ import type { Http2ServerRequest } from "node:http2";
 import { endToEndHeaders } from "../../../lib/data-plane/hop-by-hop.ts";
 import { type BodyFraming, bodyFraming } from "../../../lib/data-plane/request-framing.ts";
 import { dataPlaneError } from "../../../lib/data-plane/route.ts";
-import type { Log } from "../../../lib/log.ts";
+import type { Log } from "../../../lib/util/log.ts";
 import { type AnyResponse, answerError } from "./answer-error.ts";
 import { type Decided, decideRequest, type Routing } from "./decide-request.ts";
 import type { Exchange } from "./traffic.ts";

@@ -12,7 +12,7 @@ import { pipeline } from "node:stream";
 import { endToEndHeaders } from "../../../lib/data-plane/hop-by-hop.ts";
 import { upgradeProblem } from "../../../lib/data-plane/request-framing.ts";
 import { dataPlaneError } from "../../../lib/data-plane/route.ts";
-import type { Log } from "../../../lib/log.ts";
+import type { Log } from "../../../lib/util/log.ts";
 import { writeErrorToSocket } from "./answer-error.ts";
 import { decideRequest, type Routing } from "./decide-request.ts";
 import { DIAL_MS, hostOf, IDLE_MS, upstreamRequest } from "./forward-request.ts";

@@ -9,7 +9,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { paceReopen, pause, watchPodsFrom } from "../../../functions/views/pod-watch.ts";
 import type { ViewDeps } from "../../../functions/views/view-deps.ts";
-import { SANDBOX_ID_LABEL } from "../../../lib/api/keys.ts";
+import { SANDBOX_ID_LABEL } from "../../../lib/crd/keys.ts";
 import { fullBudget, type MissBudget, spendMiss } from "../../../lib/data-plane/miss-budget.ts";
 import type { PodRoute } from "../../../lib/data-plane/pod-route.ts";
 import { recheckKeeps, routeTrusted } from "../../../lib/data-plane/route-freshness.ts";

@@ -5,7 +5,7 @@
 // are closed at once.
 import { Agent } from "node:http";
 import type { Duplex } from "node:stream";
-import { envdAccessToken, type SealKeys } from "../../../lib/sandboxes/sealing.ts";
+import { envdAccessToken, type SealKeys } from "../../../lib/claims/sealing.ts";
 
 /** AGENT_IDLE_MS: a kept-alive upstream connection unused this long is closed. */
 const AGENT_IDLE_MS = 60_000;

@@ -7,7 +7,7 @@
  * hold their IP and are ignored.
  */
 import type { V1Pod } from "@kubernetes/client-node";
-import { SANDBOX_CONTAINERS_ANNOTATION } from "../../../lib/api/keys.ts";
+import { SANDBOX_CONTAINERS_ANNOTATION } from "../../../lib/crd/keys.ts";
 import type { KubeTransport } from "../../../lib/kube/transport.ts";
 import type { InstanceLookup } from "./pods.ts";
 

@@ -1,5 +1,5 @@
 import { type KubeConfig, type V1Pod, Watch } from "@kubernetes/client-node";
-import { SANDBOX_ID_LABEL } from "../../../lib/api/keys.ts";
+import { SANDBOX_ID_LABEL } from "../../../lib/crd/keys.ts";
 
 /**
  * ClaimsSeen watches a namespace's pods and keeps, per pod, every sandbox id its sandbox-id label

@@ -12,7 +12,7 @@ import { freePorts } from "../../../infra/cluster/ports.ts";
 import { startDetached, stopProcess } from "../../../infra/cluster/processes.ts";
 import { type ClusterState, writeState } from "../../../infra/cluster/state.ts";
 import { up } from "../../../infra/cluster/up.ts";
-import { SANDBOX_PHASE, SANDBOX_POOL_LABEL } from "../../../lib/api/keys.ts";
+import { SANDBOX_PHASE, SANDBOX_POOL_LABEL } from "../../../lib/crd/keys.ts";
 import { KubeClient } from "../../../lib/kube/client.ts";
 import { until } from "../../integration/support/kube.ts";
 import { createDatabase, type PostgresServer, startPostgres } from "../../integration/support/postgres.ts";

@@ -1,6 +1,6 @@
 import { CoreV1Api } from "@kubernetes/client-node";
 import { expect } from "vitest";
-import { SANDBOX_POOL_LABEL } from "../../../lib/api/keys.ts";
+import { SANDBOX_POOL_LABEL } from "../../../lib/crd/keys.ts";
 import { poolObject } from "../../integration/support/steps.ts";
 import { ClaimsSeen } from "./claims-seen.ts";
 import { type FaultCluster, faultCluster, type HostProcess } from "./fault-cluster.ts";

@@ -5,12 +5,12 @@ import type { StepDeps } from "../../../functions/deps.ts";
 import { reconcilePool } from "../../../functions/reconcile-pool.ts";
 import { nodeKubeTransport } from "../../../hosts/node/kube-transport.ts";
 import { SqliteHistoryStore } from "../../../hosts/node/sqlite-history.ts";
-import type { SandboxPool } from "../../../lib/api/sandbox-pool.ts";
+import { importSealKeys } from "../../../lib/claims/sealing.ts";
+import type { SandboxPool } from "../../../lib/crd/sandbox-pool.ts";
 import { KubeClient } from "../../../lib/kube/client.ts";
-import type { Log } from "../../../lib/log.ts";
+import { referenceDigestResolver } from "../../../lib/lifecycle/digest-resolver.ts";
 import { createMetrics } from "../../../lib/metrics/metrics.ts";
-import { referenceDigestResolver } from "../../../lib/sandbox/digest-resolver.ts";
-import { importSealKeys } from "../../../lib/sandboxes/sealing.ts";
+import type { Log } from "../../../lib/util/log.ts";
 import { kube, newNamespace } from "./kube.ts";
 
 const quiet: Log = { debug() {}, info() {}, warn() {}, error() {} };

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll } from "vitest";
 import { createApiKey } from "../../../functions/api/create-api-key.ts";
-import { SANDBOX_POOL_LABEL } from "../../../lib/api/keys.ts";
+import { SANDBOX_POOL_LABEL } from "../../../lib/crd/keys.ts";
 import { kube, newNamespace, until } from "./kube.ts";
 import { isReady, POOLS, phaseOf, poolObject, testDeps } from "./steps.ts";
 
