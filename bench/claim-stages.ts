@@ -7,7 +7,7 @@ import { authenticate } from "../functions/api/authenticate.ts";
 import { createApiKey } from "../functions/api/create-api-key.ts";
 import { createSandbox } from "../functions/api/create-sandbox.ts";
 import { readTarget } from "../functions/api/resolve-pool.ts";
-import { tick } from "../functions/tick.ts";
+import { tick } from "../functions/runs/tick.ts";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
 import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/crd/keys.ts";

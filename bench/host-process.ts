@@ -9,7 +9,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { createApiKey } from "../functions/api/create-api-key.ts";
-import { tick } from "../functions/tick.ts";
+import { tick } from "../functions/runs/tick.ts";
 import { readState } from "../infra/cluster/state.ts";
 import { benchHost, type HostOverrides } from "./support.ts";
 

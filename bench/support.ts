@@ -4,7 +4,7 @@ import { Agent, request } from "node:https";
 import { join } from "node:path";
 import { KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import type { StepDeps } from "../functions/deps.ts";
-import { tick } from "../functions/tick.ts";
+import { tick } from "../functions/runs/tick.ts";
 import { type HostConfig, startHost } from "../hosts/node/host.ts";
 import { installCrds, registerWebhooks } from "../infra/cluster/install.ts";
 import type { ClusterState } from "../infra/cluster/state.ts";

@@ -4,7 +4,7 @@
 // interleaved so both see the same machine. Figures: wall time, API requests and writes per tick
 // at rest. Raw samples go to stdout as one JSON line (and to $BENCH_OUT when set).
 import { writeFileSync } from "node:fs";
-import { tick } from "../functions/tick.ts";
+import { tick } from "../functions/runs/tick.ts";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
 import {

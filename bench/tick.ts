@@ -1,7 +1,7 @@
 import { type KubeConfig, type V1Pod, Watch } from "@kubernetes/client-node";
 import { claimSandbox } from "../functions/claim-sandbox.ts";
-import { reconcilePool } from "../functions/reconcile-pool.ts";
-import { tick } from "../functions/tick.ts";
+import { reconcilePool } from "../functions/runs/reconcile-pool.ts";
+import { tick } from "../functions/runs/tick.ts";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
 import { SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../lib/crd/keys.ts";

@@ -3,6 +3,11 @@ import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ApiDeps } from "../functions/api/deps.ts";
 import { admissionCatalog } from "../functions/instance-types.ts";
+import { consoleRoutes } from "../http/console.ts";
+import { e2bRoutes } from "../http/e2b.ts";
+import { type EnvRunner, functionsRoutes, type MemberRunner, type StepRunner } from "../http/functions.ts";
+import { httpMetrics, metricsRoutes, type Scrape } from "../http/metrics.ts";
+import { sandboxRoutes } from "../http/sandboxes.ts";
 import type { PoolSamples } from "../lib/console/pool-samples.ts";
 import type { SandboxTemplate } from "../lib/crd/sandbox-template.ts";
 import type { E2bSettings } from "../lib/e2b/answers.ts";
@@ -12,16 +17,6 @@ import type { Log } from "../lib/util/log.ts";
 import type { PacedRead } from "../lib/util/paced-read.ts";
 import { admissionRoutes } from "../webhooks/admission.ts";
 import { type AuditEventList, auditRoutes } from "../webhooks/audit.ts";
-import { consoleRoutes } from "../webhooks/console.ts";
-import { e2bRoutes } from "../webhooks/e2b.ts";
-import {
-  type EnvRunner,
-  functionsRoutes,
-  type MemberRunner,
-  type StepRunner,
-} from "../webhooks/functions.ts";
-import { httpMetrics, metricsRoutes, type Scrape } from "../webhooks/metrics.ts";
-import { sandboxRoutes } from "../webhooks/sandboxes.ts";
 
 export interface AppDeps {
   callbackToken: string;

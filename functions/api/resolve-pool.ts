@@ -35,7 +35,7 @@ export interface TargetReads {
   /**
    * memberOf is the Env a pool target is a member of (its ENV_LABEL), from the watch cache and
    * only for a known caller: its group's scale-down policy says how long a marked pod may still be
-   * claimed (lib/sandboxes/candidates.ts). Absent for a standalone pool, or an Env not found.
+   * claimed (lib/claims/candidates.ts). Absent for a standalone pool, or an Env not found.
    */
   memberOf?: SandboxEnv;
   /** templatePools are the pools of a template target (all pools; pickTemplatePool chooses). */

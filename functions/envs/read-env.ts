@@ -1,8 +1,8 @@
 import { type EnvOverview, envOverview } from "../../lib/env/env-overview.ts";
 import { envTimeline, type TimelineEntry } from "../../lib/env/env-timeline.ts";
 import type { StepDeps } from "../deps.ts";
-import { readEnvSnapshot } from "../env-snapshot.ts";
 import { withCatalog } from "../instance-types.ts";
+import { readEnvSnapshot } from "../steps/env-snapshot.ts";
 
 /** EnvReadDeps is what reading an Env's page needs (the catalog's settings when it names a type). */
 export type EnvReadDeps = Pick<StepDeps, "kube" | "log" | "instanceTypes" | "catalogReads" | "noticed">;

@@ -35,7 +35,7 @@ export interface IdleFeedOptions {
   lingerMs?: number;
   /**
    * home is this host's instance id: its creates take the idle pods nearest it on a ring of pod
-   * names first (lib/sandboxes/claim-home.ts), so hosts sharing a pool rarely race for one pod.
+   * names first (lib/claims/claim-home.ts), so hosts sharing a pool rarely race for one pod.
    * Unset: at random.
    */
   home?: string;

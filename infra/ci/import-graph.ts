@@ -13,8 +13,11 @@ export interface ImportEdge {
 const IMPORT_SPECIFIER =
   /(?:^|[\s;])(?:import|export)\s+(?:type\s+)?(?:[^'"`;]*?\sfrom\s+)?["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g;
 
-/** sourceFiles lists every `.ts` file under `root` (tests' `.test.ts` too), sorted. */
-export function sourceFiles(root: string): string[] {
+/**
+ * sourceFiles lists every `.ts` file under `root` (tests' `.test.ts` too), sorted; with `folders`,
+ * only those under `root`'s folders of those names (so a repository root leaves node_modules out).
+ */
+export function sourceFiles(root: string, folders?: readonly string[]): string[] {
   const out: string[] = [];
   const walk = (dir: string): void => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -23,7 +26,8 @@ export function sourceFiles(root: string): string[] {
       else if (entry.name.endsWith(".ts")) out.push(path);
     }
   };
-  walk(root);
+  if (folders === undefined) walk(root);
+  else for (const folder of folders) walk(join(root, folder));
   return out.sort();
 }
 
@@ -32,17 +36,17 @@ export function sourceFiles(root: string): string[] {
  * under `root` that lands inside `root`. A regex over the source is enough: the codebase spells
  * every import with its `.ts` extension, and biome keeps them on the usual forms.
  */
-export function importEdges(root: string): ImportEdge[] {
+export function importEdges(root: string, folders?: readonly string[]): ImportEdge[] {
   const base = resolve(root);
   const edges: ImportEdge[] = [];
-  for (const file of sourceFiles(base)) {
+  for (const file of sourceFiles(base, folders)) {
     const text = readFileSync(file, "utf8");
     for (const match of text.matchAll(IMPORT_SPECIFIER)) {
       const spec = match[1] ?? match[2];
       if (spec === undefined || !spec.startsWith(".")) continue;
       const target = resolve(dirname(file), spec);
       const to = relative(base, target);
-      if (to.startsWith("..")) continue;
+      if (to.startsWith("..") || (folders !== undefined && !folders.includes(folderOf(to)))) continue;
       edges.push({ from: relative(base, file), to });
     }
   }
@@ -136,19 +140,24 @@ export interface ImportCensus {
  * import only from its own layer's folders' lower layers, never from its own layer's siblings
  * (those would make a loop possible) nor from above. Root-level files count as folder `.`.
  */
-export function importCensus(root: string, layers: readonly (readonly string[])[]): ImportCensus {
-  const edges = importEdges(root);
+export function importCensus(
+  root: string,
+  layers: readonly (readonly string[])[],
+  folders?: readonly string[],
+): ImportCensus {
+  const scanned = folders;
+  const edges = importEdges(root, scanned);
   const graph = folderGraph(edges);
   const layerOf = new Map<string, number>();
   layers.forEach((folders, i) => {
     for (const folder of folders) layerOf.set(folder, i);
   });
-  const folders = new Set<string>();
+  const seen = new Set<string>();
   for (const { from, to } of edges) {
-    folders.add(folderOf(from));
-    folders.add(folderOf(to));
+    seen.add(folderOf(from));
+    seen.add(folderOf(to));
   }
-  for (const file of sourceFiles(root)) folders.add(folderOf(relative(resolve(root), file)));
+  for (const file of sourceFiles(root, scanned)) seen.add(folderOf(relative(resolve(root), file)));
   const upward: ImportEdge[] = [];
   const unlayered = new Set<string>();
   for (const edge of edges) {
@@ -164,7 +173,7 @@ export function importCensus(root: string, layers: readonly (readonly string[])[
   const byFile = new Map<string, string[]>();
   for (const { from, to } of edges) byFile.set(from, [...(byFile.get(from) ?? []), to]);
   return {
-    folders: folders.size,
+    folders: seen.size,
     folderPairs: [...graph.values()].reduce((sum, row) => sum + row.size, 0),
     crossFolderImports: [...graph.values()].reduce(
       (sum, row) => sum + [...row.values()].reduce((s, n) => s + n, 0),

@@ -146,7 +146,7 @@ export function planAutoscale(
     pools.filter((p) => !foreignMemberPool(p, env)).map((p) => [p.metadata?.name ?? "", p]),
   );
   // Only a pool's own Pods are its supply (and carry its served marks): one that merely carries
-  // the pool label is ignored (lib/pool/pod-ownership.ts).
+  // the pool label is ignored (lib/membership/pod-ownership.ts).
   const podsByPool = new Map<string, V1Pod[]>();
   const owned: V1Pod[] = [];
   for (const pod of pods) {

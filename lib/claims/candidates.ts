@@ -84,7 +84,7 @@ interface Nearest {
  * host holds are skipped; unmarked pods come before marked ones, and a marked pod (markedAt, epoch
  * ms) only inside the pool's protection window (claimWindowSeconds, with the pool's Env as
  * `env`); within each group the lowest `rank` (the pod's distance from the host's home,
- * lib/sandboxes/claim-home.ts), or at random among pods without one.
+ * lib/claims/claim-home.ts), or at random among pods without one.
  */
 export function pickIdle(
   pool: SandboxPool,

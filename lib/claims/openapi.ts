@@ -10,7 +10,7 @@ const str = { type: "string" };
 const int = { type: "integer" };
 const map = { type: "object", additionalProperties: str };
 
-/** SANDBOX is the response shape of every call that returns a sandbox (lib/sandboxes/view.ts). */
+/** SANDBOX is the response shape of every call that returns a sandbox (lib/claims/sandbox-view.ts). */
 const SANDBOX = {
   type: "object",
   required: ["sandboxId", "namespace", "pool", "pod", "phase", "images", "metadata"],

@@ -1,5 +1,5 @@
 // The CustomResourceDefinitions of agents.navix.sh/v1alpha1, built from the valibot schemas in
-// lib/api. infra/crds/generate.ts writes them to crds/*.yaml; other code may also install
+// lib/crd. infra/crds/generate.ts writes them to crds/*.yaml; other code may also install
 // them directly (e.g. tests against a throwaway apiserver).
 import type * as v from "valibot";
 import { GROUP, KIND, RESOURCE, VERSION } from "./keys.ts";

@@ -61,7 +61,7 @@ export const SCALING_GROUP_LABEL = "agentbox.navix.sh/scaling-group";
 export const POD_REVISION_LABEL = "agentbox.navix.sh/pod-revision";
 /**
  * CLAIMED_BY_LABEL (this project's own key) names the host whose create claimed a Pod (a label-safe
- * form of its instance id, lib/sandboxes/claimed-by.ts), from the claim until the release. It
+ * form of its instance id, lib/claims/claimed-by.ts), from the claim until the release. It
  * exists so each host's watch of the pods its waiting creates claimed (PoolPodWatch, ADR 0037)
  * selects only its own claims: without it every host decoded every pod event of every host's
  * sandboxes. A claim by a host without an instance id (the Worker) writes none.

@@ -1,6 +1,6 @@
 // Turns a valibot schema into a Kubernetes *structural* OpenAPI v3 schema for a CRD.
 //
-// The valibot schemas in lib/api are the single source of truth. @valibot/to-json-schema does
+// The valibot schemas in lib/crd are the single source of truth. @valibot/to-json-schema does
 // the conversion (target openapi-3.0, errors thrown, nothing by reference), then normalise()
 // walks the result and applies these rules:
 //

@@ -1,7 +1,7 @@
 // Which pods may carry a route. The sandbox-id label says nothing by itself: anyone who may create
 // a pod in any namespace can put a victim's id on it, and the router hands a route's pod the
 // sandbox's traffic and envd token. A route comes only from a pod a SandboxPool controls (the
-// controlling ownerReference renderPod writes, as lib/pool/pod-ownership.ts reads it for claims)
+// controlling ownerReference renderPod writes, as lib/membership/pod-ownership.ts reads it for claims)
 // and only once the router has read that pool, in the pod's namespace, with that uid: a reference
 // is easy to forge, a pool's uid in the namespace is not.
 import type { V1Pod } from "@kubernetes/client-node";

@@ -14,7 +14,7 @@ export const ENVD_PORT = 49983;
 
 /**
  * PostStartHookAction is one hook. EnvdInit POSTs envd's /init on the pod with the claim's env
- * vars (sealed: see lib/sandboxes/sealing.ts) and the sandbox's access token.
+ * vars (sealed: see lib/claims/sealing.ts) and the sandbox's access token.
  */
 export const PostStartHookAction = v.variant("type", [
   v.object({

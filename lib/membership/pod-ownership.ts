@@ -24,7 +24,7 @@ export function poolOwnerReference(pool: SandboxPool): V1OwnerReference {
 
 /**
  * poolControllerOf is the Pod's controlling ownerReference when it names a SandboxPool of our
- * group (whatever its version, as lib/env/ownership.ts reads Env owners), else undefined.
+ * group (whatever its version, as lib/membership/env-ownership.ts reads Env owners), else undefined.
  */
 export function poolControllerOf(pod: V1Pod): V1OwnerReference | undefined {
   const ref = pod.metadata?.ownerReferences?.find((r) => r.controller === true);

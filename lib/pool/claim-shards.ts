@@ -3,7 +3,7 @@
 // selector see the same first pods. Each create therefore lists a random group of shards, sized
 // so that the whole group fits in one page; creates then spread over the whole pool. A selector
 // only finds candidates: labels are anyone's to set, so the pods listed are filtered to those the
-// pool owns (orderCandidates, lib/pool/pod-ownership.ts) before any is claimed.
+// pool owns (orderCandidates, lib/membership/pod-ownership.ts) before any is claimed.
 import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, SANDBOX_POOL_LABEL } from "../crd/keys.ts";
 
 /**

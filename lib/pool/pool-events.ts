@@ -86,7 +86,7 @@ export function phaseTransitionEvent(
 
 /**
  * foreignPodEvent is the Warning about a Pod that carries the pool's label without the pool
- * controlling it (lib/pool/pod-ownership.ts): whoever made it, the pool ignores it.
+ * controlling it (lib/membership/pod-ownership.ts): whoever made it, the pool ignores it.
  */
 export function foreignPodEvent(pod: { name: string; uid: string }, poolUid: string): PoolEventIntent {
   return {

@@ -11,7 +11,7 @@ import {
 import { poolObject } from "../integration/support/steps.ts";
 import { type FaultCluster, faultCluster } from "./support/fault-cluster.ts";
 
-// The production host (hosts/node/main.ts) with its sandbox router on, its tick every second and
+// The production host (hosts/node/in-cluster.ts) with its sandbox router on, its tick every second and
 // its default idle-release mode (the router's traffic is its activity source). Each sandbox serves
 // an app of the test's own on its pod IP; the test reaches it THROUGH the router (header routing)
 // and holds streams open. What must hold: an open stream is activity however long nothing moves,

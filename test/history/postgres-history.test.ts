@@ -3,7 +3,7 @@ import { Registry } from "prom-client";
 import { describe, expect, inject, it } from "vitest";
 import { openHistory } from "../../hosts/node/open-history.ts";
 import type { PostgresHistoryStore } from "../../hosts/node/postgres-history.ts";
-import { startReconcilerThread } from "../../hosts/node/reconciler-worker.ts";
+import { startReconcilerThread } from "../../hosts/node/reconciler-child.ts";
 import { freePorts } from "../../infra/cluster/ports.ts";
 import { toPostgres } from "../../lib/history/postgres-sql.ts";
 import { selectQuery } from "../../lib/history/sql.ts";

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { httpActivitySource } from "../../functions/activity-source.ts";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import type { StepDeps } from "../../functions/deps.ts";
-import { reconcilePool } from "../../functions/reconcile-pool.ts";
+import { reconcilePool } from "../../functions/runs/reconcile-pool.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
 import { isReady, phaseOf, poolTest, reconcileUntil } from "./support/steps.ts";
 

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
-import { reconcileEnv } from "../../functions/reconcile-env.ts";
+import { reconcileEnv } from "../../functions/runs/reconcile-env.ts";
 import { LAST_SANDBOX_CREATE_TIME_ANNOTATION } from "../../lib/crd/keys.ts";
 import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";

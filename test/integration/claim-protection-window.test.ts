@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSandbox } from "../../functions/api/create-sandbox.ts";
-import { reconcileEnv } from "../../functions/reconcile-env.ts";
+import { reconcileEnv } from "../../functions/runs/reconcile-env.ts";
 import { SCALE_DOWN_PROTECTED_ANNOTATION } from "../../lib/crd/keys.ts";
 import { mapOps } from "../../lib/kube/json-patch.ts";
 import { rfc3339 } from "../../lib/util/time.ts";

@@ -2,7 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import type { StepDeps } from "../../functions/deps.ts";
-import { reconcilePool } from "../../functions/reconcile-pool.ts";
+import { reconcilePool } from "../../functions/runs/reconcile-pool.ts";
 import { LAST_ACTIVE_ANNOTATION, SANDBOX_ID_LABEL } from "../../lib/crd/keys.ts";
 import { parseExposition, sampleOf } from "../../lib/metrics/parse-exposition.ts";
 import { httpsRequest } from "./support/http.ts";

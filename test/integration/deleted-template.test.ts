@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
-import { reconcilePool } from "../../functions/reconcile-pool.ts";
-import { tick } from "../../functions/tick.ts";
+import { reconcilePool } from "../../functions/runs/reconcile-pool.ts";
+import { tick } from "../../functions/runs/tick.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
 import { ENVS, envObject, TEMPLATES, templateObject } from "./support/envs.ts";
 import { inProcessApi, postCreate, tenantKey } from "./support/in-process-api.ts";

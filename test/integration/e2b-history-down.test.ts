@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_E2B_SETTINGS } from "../../hosts/app.ts";
 import { PostgresHistoryStore } from "../../hosts/node/postgres-history.ts";
-import { e2bRoutes } from "../../webhooks/e2b.ts";
+import { e2bRoutes } from "../../http/e2b.ts";
 import { inProcessApi, tenantKey } from "./support/in-process-api.ts";
 import { createDatabase, type PostgresServer, startPostgres } from "./support/postgres.ts";
 import { phaseOf, poolTest, withPostStart } from "./support/steps.ts";

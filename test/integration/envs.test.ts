@@ -2,10 +2,10 @@ import { randomBytes } from "node:crypto";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
-import { reconcileEnv } from "../../functions/reconcile-env.ts";
-import { reconcilePool } from "../../functions/reconcile-pool.ts";
-import { readCluster } from "../../functions/snapshot.ts";
-import { tick } from "../../functions/tick.ts";
+import { reconcileEnv } from "../../functions/runs/reconcile-env.ts";
+import { reconcilePool } from "../../functions/runs/reconcile-pool.ts";
+import { tick } from "../../functions/runs/tick.ts";
+import { readCluster } from "../../functions/steps/snapshot.ts";
 import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import {

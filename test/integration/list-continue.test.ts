@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { beforeAll, describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import { DEFAULT_E2B_SETTINGS } from "../../hosts/app.ts";
-import { e2bRoutes } from "../../webhooks/e2b.ts";
+import { e2bRoutes } from "../../http/e2b.ts";
 import { inProcessApi, tenantKey } from "./support/in-process-api.ts";
 import { poolTest, withPostStart } from "./support/steps.ts";
 

@@ -2,8 +2,8 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import type { StepDeps } from "../../functions/deps.ts";
-import { reconcilePod, runPodSteps } from "../../functions/reconcile-pod.ts";
-import { reconcilePool } from "../../functions/reconcile-pool.ts";
+import { reconcilePod, runPodSteps } from "../../functions/runs/reconcile-pod.ts";
+import { reconcilePool } from "../../functions/runs/reconcile-pool.ts";
 import { kube, recordingClient, watchPodUntil } from "./support/kube.ts";
 import { isReady, phaseOf, poolTest, reconcileUntil } from "./support/steps.ts";
 

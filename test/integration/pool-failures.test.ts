@@ -1,8 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
-import { reconcilePool } from "../../functions/reconcile-pool.ts";
 import { releaseSandbox } from "../../functions/release-sandbox.ts";
+import { reconcilePool } from "../../functions/runs/reconcile-pool.ts";
 import { kube } from "./support/kube.ts";
 import { isReady, POOLS, phaseOf, poolObject, poolTest, reconcileUntil, testDeps } from "./support/steps.ts";
 

@@ -1,8 +1,8 @@
 import { EventsV1Api } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
-import { reconcilePool } from "../../functions/reconcile-pool.ts";
 import { releaseSandbox } from "../../functions/release-sandbox.ts";
+import { reconcilePool } from "../../functions/runs/reconcile-pool.ts";
 import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import { ApiServerUnreachable } from "../../lib/kube/errors.ts";

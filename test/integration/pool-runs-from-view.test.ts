@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
 import type { StepDeps } from "../../functions/deps.ts";
-import { RECONCILE, reconcilePool } from "../../functions/reconcile-pool.ts";
+import { RECONCILE, reconcilePool } from "../../functions/runs/reconcile-pool.ts";
 import { PoolPodsView } from "../../functions/views/pool-pods-view.ts";
 import { nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
 import { PoolRunVersions } from "../../lib/triggers/pool-run-versions.ts";

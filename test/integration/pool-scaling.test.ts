@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
-import { reconcilePool } from "../../functions/reconcile-pool.ts";
+import { reconcilePool } from "../../functions/runs/reconcile-pool.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { kube, until } from "./support/kube.ts";
 import { isReady, live, POOLS, phaseOf, poolObject, poolTest, reconcileUntil } from "./support/steps.ts";

@@ -193,7 +193,7 @@ describe("kwok's stages against the real node", () => {
     ).toEqual([]);
 
     // A pool without an idle image restarts the container on its own image, spelled with the
-    // digest it runs (lib/sandbox/image-reference.ts restartReference): `repo:tag@sha256:…`.
+    // digest it runs (lib/lifecycle/image-reference.ts restartReference): `repo:tag@sha256:…`.
     const pinned = (where: "real" | "kwok") =>
       `${REAL_IMAGES.idle}@${main(reset[where].pod)?.imageID?.split("@")[1]}`;
     const restarted = await pair(

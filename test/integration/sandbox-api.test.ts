@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LOSSES_BEFORE_FRESH_LOOK } from "../../functions/api/claim-from.ts";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import { teamSandboxes } from "../../functions/api/team-usage.ts";
-import { reconcilePool } from "../../functions/reconcile-pool.ts";
+import { reconcilePool } from "../../functions/runs/reconcile-pool.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
 import { isReady, POOLS, phaseOf, poolObject, reconcileUntil, testDeps } from "./support/steps.ts";

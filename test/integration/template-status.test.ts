@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
-import { reconcilePool } from "../../functions/reconcile-pool.ts";
-import { reconcileTemplate } from "../../functions/reconcile-template.ts";
+import { reconcilePool } from "../../functions/runs/reconcile-pool.ts";
+import { reconcileTemplate } from "../../functions/runs/reconcile-template.ts";
 import type { SandboxTemplate } from "../../lib/crd/sandbox-template.ts";
 import { TEMPLATES, templateObject } from "./support/envs.ts";
 import { kube } from "./support/kube.ts";

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { type TickReport, tick } from "../../functions/tick.ts";
+import { type TickReport, tick } from "../../functions/runs/tick.ts";
 import { PoolPodsView } from "../../functions/views/pool-pods-view.ts";
 import { nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
 import { kube, until } from "./support/kube.ts";

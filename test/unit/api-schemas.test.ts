@@ -1,4 +1,4 @@
-// The valibot schemas of lib/api as runtime validators: parse applies exactly the seed's
+// The valibot schemas of lib/crd as runtime validators: parse applies exactly the seed's
 // defaults, drops unknown fields, and rejects bad input with Kubernetes-style field paths.
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";

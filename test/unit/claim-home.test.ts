@@ -7,7 +7,7 @@ import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { poolOwnerReference } from "../../lib/membership/pod-ownership.ts";
 import { mulberry32 } from "../support/seeded-random.ts";
 
-// Which idle pod each host's creates take first (lib/sandboxes/claim-home.ts): the nearest its
+// Which idle pod each host's creates take first (lib/claims/claim-home.ts): the nearest its
 // home on a ring of pod names, so hosts that see each other's claims only a moment late rarely
 // race for one pod.
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { claimedByValue } from "../../lib/claims/claimed-by.ts";
 import { isLabelValue } from "../../lib/kube/label-value.ts";
 
-// The claimed-by label's value (lib/sandboxes/claimed-by.ts): a host's instance id as it is when
+// The claimed-by label's value (lib/claims/claimed-by.ts): a host's instance id as it is when
 // a label may hold it, else a short stable hash, and no label for a host without an id.
 
 describe("claimedByValue", () => {

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { request } from "node:http";
 import { KubeConfig } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { startDataPlaneThread } from "../../hosts/node/data-plane/data-plane-worker.ts";
+import { startDataPlaneThread } from "../../hosts/node/data-plane/router-child.ts";
 import { alive } from "../../infra/cluster/processes.ts";
 import type { Log } from "../../lib/util/log.ts";
 import { nowhere, until } from "../integration/support/kube.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { envRuns, poolsSpecWritten } from "../../functions/env-triggers.ts";
-import type { ActionOutcome } from "../../functions/execute.ts";
+import { envRuns, poolsSpecWritten } from "../../functions/runs/env-triggers.ts";
+import type { ActionOutcome } from "../../functions/steps/execute.ts";
 import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
 
 const outcome = (

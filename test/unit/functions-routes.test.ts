@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { StepDeps } from "../../functions/deps.ts";
-import { reconcileEnv } from "../../functions/reconcile-env.ts";
-import { Misconfigured, NotFound, StepRefused } from "../../functions/step.ts";
+import { reconcileEnv } from "../../functions/runs/reconcile-env.ts";
+import { Misconfigured, NotFound, StepRefused } from "../../functions/steps/step.ts";
+import { functionsRoutes } from "../../http/functions.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
-import { functionsRoutes } from "../../webhooks/functions.ts";
 
 // The manual triggers' HTTP answers, on plain runners: what a refused step, a missing setting and a
 // bad query look like to an operator.

@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import type { StepDeps } from "../../functions/deps.ts";
-import { idleRelease } from "../../functions/idle-release.ts";
+import { idleRelease } from "../../functions/steps/idle-release.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import { planIdleRelease } from "../../lib/reconcile/idle-release.ts";

@@ -67,3 +67,13 @@ describe("importCensus", () => {
     expect(flat.upward).toEqual([{ from: "top/t.ts", to: "domain/d.ts" }]);
   });
 });
+
+describe("the top of the tree", () => {
+  it("imports downward only: lib, then functions, webhooks, http, hosts", () => {
+    const top = [["lib"], ["functions"], ["webhooks"], ["http"], ["hosts"]];
+    const census = importCensus(join(LIB, ".."), top, top.flat());
+    expect(census.unlayered).toEqual([]);
+    expect(census.upward.map((e) => `${e.from} -> ${e.to}`)).toEqual([]);
+    expect(census.folderLoops).toEqual([]);
+  });
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PoolRunner } from "../../functions/pool-runner.ts";
+import { PoolRunner } from "../../functions/runs/pool-runner.ts";
 import { consoleLog } from "../../lib/util/log.ts";
 
 describe("PoolRunner", () => {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { startReconcilerThread } from "../../hosts/node/reconciler-worker.ts";
+import { startReconcilerThread } from "../../hosts/node/reconciler-child.ts";
 import { createMetrics } from "../../lib/metrics/metrics.ts";
 import type { Log } from "../../lib/util/log.ts";
 import { nowhere, until } from "../integration/support/kube.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { StepDeps } from "../../functions/deps.ts";
-import { tick } from "../../functions/tick.ts";
+import { tick } from "../../functions/runs/tick.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeRequest } from "../../lib/kube/transport.ts";
 

@@ -42,7 +42,7 @@ export interface FaultOptions {
 /**
  * FaultCluster is a control plane of one fault test file's own (faults stop and kill its
  * processes, which must not touch the shared integration cluster), with the production host
- * entry point (`npm run serve`: hosts/node/main.ts) running against it as a child process, and
+ * entry point (`npm run serve`: hosts/node/in-cluster.ts) running against it as a child process, and
  * further hosts beside it on request. Each host has an instance ID of its own (`faults-<port>`),
  * as each pod of a Deployment has its name.
  */
@@ -141,7 +141,7 @@ export async function faultCluster(
     const url = `https://127.0.0.1:${port}`;
     const child = spawn(
       process.execPath,
-      [new URL("../../../hosts/node/main.ts", import.meta.url).pathname],
+      [new URL("../../../hosts/node/in-cluster.ts", import.meta.url).pathname],
       {
         env: {
           ...hostEnv,

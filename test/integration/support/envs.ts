@@ -1,6 +1,6 @@
 import type { CoreV1Api } from "@kubernetes/client-node";
 import type { StepDeps } from "../../../functions/deps.ts";
-import { tick } from "../../../functions/tick.ts";
+import { tick } from "../../../functions/runs/tick.ts";
 import { httpsRequest } from "./http.ts";
 import { kube } from "./kube.ts";
 import { runUntil } from "./steps.ts";

@@ -3,9 +3,9 @@ import { createApiKey } from "../../../functions/api/create-api-key.ts";
 import type { ApiDeps } from "../../../functions/api/deps.ts";
 import type { StepDeps } from "../../../functions/deps.ts";
 import { nodeKubeTransport, nodeKubeWatch } from "../../../hosts/node/kube-transport.ts";
+import { sandboxRoutes } from "../../../http/sandboxes.ts";
 import { KubeClient } from "../../../lib/kube/client.ts";
 import type { KubeRequest } from "../../../lib/kube/transport.ts";
-import { sandboxRoutes } from "../../../webhooks/sandboxes.ts";
 import { kube } from "./kube.ts";
 
 /**

@@ -2,7 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, inject } from "vitest";
 import type { StepDeps } from "../../../functions/deps.ts";
-import { reconcilePool } from "../../../functions/reconcile-pool.ts";
+import { reconcilePool } from "../../../functions/runs/reconcile-pool.ts";
 import { nodeKubeTransport } from "../../../hosts/node/kube-transport.ts";
 import { SqliteHistoryStore } from "../../../hosts/node/sqlite-history.ts";
 import { importSealKeys } from "../../../lib/claims/sealing.ts";
