@@ -3,7 +3,7 @@ import { orderCandidates } from "../../lib/claims/candidates.ts";
 import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { idleSelector, selectorsAfterFirst, shardOrder } from "../../lib/pool/claim-shards.ts";
-import { UNSUITABLE } from "../views/idle-dispatch.ts";
+import { UNSUITABLE } from "../cache/idle-dispatch.ts";
 import type { ApiDeps } from "./deps.ts";
 import { listCandidates, type TargetReads } from "./resolve-pool.ts";
 

@@ -1,6 +1,6 @@
 import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
-import { type Claim, IdleDispatch } from "../views/idle-dispatch.ts";
+import { type Claim, IdleDispatch } from "../cache/idle-dispatch.ts";
 import { CreateStamps } from "./create-stamps.ts";
 import type { ApiDeps } from "./deps.ts";
 

@@ -6,8 +6,8 @@ import { handBackStartPatch } from "../../lib/lifecycle/hand-back-start.ts";
 import { sandboxPhaseOf } from "../../lib/lifecycle/phase-label.ts";
 import { hasPendingHooks } from "../../lib/lifecycle/post-start-hooks.ts";
 import { latestOnly } from "../../lib/util/latest-only.ts";
+import { followPod } from "../cache/follow-pod.ts";
 import { runPodSteps } from "../runs/reconcile-pod.ts";
-import { followPod } from "../views/follow-pod.ts";
 import type { ApiDeps } from "./deps.ts";
 
 /**

@@ -1,4 +1,5 @@
 import { Cron } from "croner";
+import { PoolPodsView } from "../../functions/cache/pool-pods-view.ts";
 import type { StepDeps } from "../../functions/deps.ts";
 import { envsToRun, poolsSpecWritten } from "../../functions/runs/env-triggers.ts";
 import { PoolRunner } from "../../functions/runs/pool-runner.ts";
@@ -8,7 +9,6 @@ import { type PoolReport, RECONCILE, reconcilePool } from "../../functions/runs/
 import { reconcileTemplate } from "../../functions/runs/reconcile-template.ts";
 import { type MemberRefreshReport, refreshMember } from "../../functions/runs/refresh-member.ts";
 import { tick } from "../../functions/runs/tick.ts";
-import { PoolPodsView } from "../../functions/views/pool-pods-view.ts";
 import type { EnvSnapshot } from "../../lib/env/plan-env.ts";
 import type { KubeWatchTransport } from "../../lib/kube/transport.ts";
 import type { EnvAuditTargets, PodKey, PodTarget, PoolKey } from "../../lib/triggers/audit-targets.ts";

@@ -79,7 +79,7 @@ interface Nearest {
 
 /**
  * pickIdle chooses the pod a create of `pool` takes from a host's feed of idle pods
- * (functions/views/idle-feed.ts): the same rule as orderCandidates over pods already known to be in
+ * (functions/cache/idle-feed.ts): the same rule as orderCandidates over pods already known to be in
  * a claimable state, by name. Pods the pool does not own (ownedBy) and pods another create of the
  * host holds are skipped; unmarked pods come before marked ones, and a marked pod (markedAt, epoch
  * ms) only inside the pool's protection window (claimWindowSeconds, with the pool's Env as

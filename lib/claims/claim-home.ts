@@ -1,4 +1,4 @@
-// Hosts sharing a pool each keep a feed of its idle pods (functions/views/idle-feed.ts) that lags
+// Hosts sharing a pool each keep a feed of its idle pods (functions/cache/idle-feed.ts) that lags
 // the others' claims by a watch event. Picked at random, a host's next pod is as likely as any to
 // be one another host claimed a moment ago, and that claim patch loses. Each host therefore
 // prefers the idle pods nearest its own home on a ring of pod names: while pods are plentiful the

@@ -48,6 +48,12 @@ export interface Metrics {
   apiserverDuration: Histogram<"verb" | "resource">;
   apiserverConflicts: Counter<"verb" | "resource" | "transition">;
   auditEvents: Counter<never>;
+  /** informers are the watch-fed caches' instruments (functions/cache/informer.ts), by cache name. */
+  informers: {
+    events: Counter<"informer" | "type">;
+    lists: Counter<"informer" | "cause">;
+    watches: Counter<"informer" | "end">;
+  };
   auditLag: Histogram<never>;
   tickDuration: Histogram<never>;
   tickLastSuccess: Gauge<never>;
@@ -165,6 +171,23 @@ export function createMetrics(registry: Registry): Metrics {
       ["verb", "resource", "transition"],
     ),
     auditEvents: counter("agentbox_audit_events_total", "Audit events received from the apiserver."),
+    informers: {
+      events: counter(
+        "agentbox_informer_events_total",
+        "Watch events the host's watch-fed caches received, by cache and event type (BOOKMARK included).",
+        ["informer", "type"],
+      ),
+      lists: counter(
+        "agentbox_informer_lists_total",
+        "Lists the watch-fed caches made, by cache and cause (start, gone: 410, failed, asked).",
+        ["informer", "cause"],
+      ),
+      watches: counter(
+        "agentbox_informer_watches_total",
+        "Watches the watch-fed caches opened, by cache and how each ended (ended, gone, failed, stopped).",
+        ["informer", "end"],
+      ),
+    },
     auditLag: histogram(
       "agentbox_audit_lag_seconds",
       "From an audited request's completion (its stageTimestamp) to its batch reaching this host.",

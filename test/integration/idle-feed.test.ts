@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { IdleFeed } from "../../functions/views/idle-feed.ts";
+import { IdleFeed } from "../../functions/cache/idle-feed.ts";
 import { nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
 import { NextReads } from "../../lib/util/shared-read.ts";
 import { inProcessApi, postCreate, tenantKey } from "./support/in-process-api.ts";

@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, it } from "vitest";
-import { PoolPodWatch } from "../../functions/views/pool-pod-watch.ts";
+import { PoolPodWatch } from "../../functions/cache/pool-pod-watch.ts";
 import { nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
 import type { KubeRequest, KubeWatchTransport } from "../../lib/kube/transport.ts";
 import { inProcessApi, postCreate, tenantKey } from "./support/in-process-api.ts";

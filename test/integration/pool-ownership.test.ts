@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
 import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { IdleDispatch } from "../../functions/cache/idle-dispatch.ts";
+import { IdleFeed } from "../../functions/cache/idle-feed.ts";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
 import { reconcilePod } from "../../functions/runs/reconcile-pod.ts";
 import { reconcilePool } from "../../functions/runs/reconcile-pool.ts";
 import { tick } from "../../functions/runs/tick.ts";
-import { IdleDispatch } from "../../functions/views/idle-dispatch.ts";
-import { IdleFeed } from "../../functions/views/idle-feed.ts";
 import { nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { CLAIM_SHARD_LABEL } from "../../lib/pool/claim-shards.ts";

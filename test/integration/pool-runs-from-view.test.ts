@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
+import { PoolPodsView } from "../../functions/cache/pool-pods-view.ts";
 import type { StepDeps } from "../../functions/deps.ts";
 import { RECONCILE, reconcilePool } from "../../functions/runs/reconcile-pool.ts";
-import { PoolPodsView } from "../../functions/views/pool-pods-view.ts";
 import { nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
 import { PoolRunVersions } from "../../lib/triggers/pool-run-versions.ts";
 import { kube, recordingClient } from "./support/kube.ts";

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { PendingGauge } from "../../functions/api/pending-gauge.ts";
 import { TeamHolds, teamSandboxes } from "../../functions/api/team-usage.ts";
-import { IdleDispatch } from "../../functions/views/idle-dispatch.ts";
+import { IdleDispatch } from "../../functions/cache/idle-dispatch.ts";
 import { nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { inProcessApi, postCreate, tenantKey } from "./support/in-process-api.ts";

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
+import { PoolPodsView } from "../../functions/cache/pool-pods-view.ts";
 import { type TickReport, tick } from "../../functions/runs/tick.ts";
-import { PoolPodsView } from "../../functions/views/pool-pods-view.ts";
 import { nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
 import { kube, until } from "./support/kube.ts";
 import { isReady, live, phaseOf, poolTest, runUntil } from "./support/steps.ts";

@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it, vi } from "vitest";
-import { IdleDispatch, UNSUITABLE } from "../../functions/views/idle-dispatch.ts";
+import { IdleDispatch, UNSUITABLE } from "../../functions/cache/idle-dispatch.ts";
 import { SCALE_DOWN_PROTECTED_ANNOTATION } from "../../lib/crd/keys.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { KubeError } from "../../lib/kube/errors.ts";

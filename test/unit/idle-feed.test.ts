@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { IdleFeed } from "../../functions/views/idle-feed.ts";
+import { IdleFeed } from "../../functions/cache/idle-feed.ts";
 import { homeDistance, ringPoint } from "../../lib/claims/claim-home.ts";
 import { SCALE_DOWN_PROTECTED_ANNOTATION } from "../../lib/crd/keys.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";

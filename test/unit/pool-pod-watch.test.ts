@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { PoolPodWatch } from "../../functions/views/pool-pod-watch.ts";
+import { PoolPodWatch } from "../../functions/cache/pool-pod-watch.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeRequest, WatchEvent } from "../../lib/kube/transport.ts";
 

@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it, vi } from "vitest";
-import { PoolPodsView } from "../../functions/views/pool-pods-view.ts";
+import { PoolPodsView } from "../../functions/cache/pool-pods-view.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeRequest, WatchEvent } from "../../lib/kube/transport.ts";
 

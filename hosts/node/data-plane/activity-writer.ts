@@ -9,7 +9,7 @@
 // meanwhile (label gone or changed) or deleted fails the test and is dropped, a last-active
 // another host moved is compared again at the next flush, from the watch's newer view.
 import pLimit from "p-limit";
-import type { ViewDeps } from "../../../functions/views/view-deps.ts";
+import type { ViewDeps } from "../../../functions/cache/cache-deps.ts";
 import { LAST_ACTIVE_ANNOTATION, SANDBOX_ID_LABEL } from "../../../lib/crd/keys.ts";
 import { type ActivityWrite, planActivityWrites } from "../../../lib/data-plane/activity-writes.ts";
 import { isConflict, isNotFound } from "../../../lib/kube/errors.ts";

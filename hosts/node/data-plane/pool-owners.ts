@@ -4,7 +4,7 @@
 // router trusts a reference only when the pool of that name and uid is really in the pod's
 // namespace, and a pool costs one read per OWNER_TRUST_MS however many sandboxes it holds.
 import pLimit from "p-limit";
-import type { ViewDeps } from "../../../functions/views/view-deps.ts";
+import type { ViewDeps } from "../../../functions/cache/cache-deps.ts";
 import {
   type OwnerVerdict,
   ownerConfirmed,

@@ -7,8 +7,8 @@
 // is gone, replaced or no longer that sandbox's. Misses (unknown ids) read the apiserver within a
 // fixed budget per host (spendMiss), whatever clients send.
 import type { V1Pod } from "@kubernetes/client-node";
-import { paceReopen, pause, watchPodsFrom } from "../../../functions/views/pod-watch.ts";
-import type { ViewDeps } from "../../../functions/views/view-deps.ts";
+import type { ViewDeps } from "../../../functions/cache/cache-deps.ts";
+import { paceReopen, pause, watchPodsFrom } from "../../../functions/cache/pod-watch.ts";
 import { SANDBOX_ID_LABEL } from "../../../lib/crd/keys.ts";
 import { fullBudget, type MissBudget, spendMiss } from "../../../lib/data-plane/miss-budget.ts";
 import type { PodRoute } from "../../../lib/data-plane/pod-route.ts";

@@ -3,9 +3,9 @@ import { CLAIMED_BY_LABEL, SANDBOX_POOL_LABEL } from "../../lib/crd/keys.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
 import { resourceVersionOf } from "../../lib/kube/resource-version.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
+import type { ViewDeps } from "./cache-deps.ts";
 import { type Seen, watchOnePod } from "./follow-pod.ts";
 import { paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
-import type { ViewDeps } from "./view-deps.ts";
 
 /** Follower is one waiting create: the pod it follows and the newest version it was handed. */
 interface Follower {

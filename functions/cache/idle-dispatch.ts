@@ -6,8 +6,8 @@ import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { KubeError } from "../../lib/kube/errors.ts";
 import { ownedBy } from "../../lib/membership/pod-ownership.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
+import type { ViewDeps } from "./cache-deps.ts";
 import { IDLE_WATCH_SECONDS } from "./pod-watch.ts";
-import type { ViewDeps } from "./view-deps.ts";
 
 /**
  * UNSUITABLE is what a waiter's claim answers for a pod it cannot use (its request does not fit the

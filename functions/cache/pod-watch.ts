@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { WatchEvent } from "../../lib/kube/transport.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
-import type { ViewDeps } from "./view-deps.ts";
+import type { ViewDeps } from "./cache-deps.ts";
 
 /** IDLE_WATCH_SECONDS is how long one pod watch lasts before it is reopened (timeoutSeconds). */
 export const IDLE_WATCH_SECONDS = 120;

@@ -1,8 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { orMissing } from "../../lib/kube/errors.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
+import type { ViewDeps } from "./cache-deps.ts";
 import { paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
-import type { ViewDeps } from "./view-deps.ts";
 
 /**
  * Seen takes each newer version of a followed pod (undefined: the pod is gone) and returns true

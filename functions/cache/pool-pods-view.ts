@@ -2,8 +2,8 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { SANDBOX_POOL_LABEL } from "../../lib/crd/keys.ts";
 import { reachedVersion, resourceVersionOf } from "../../lib/kube/resource-version.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
+import type { ViewDeps } from "./cache-deps.ts";
 import { type PodChange, paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
-import type { ViewDeps } from "./view-deps.ts";
 
 /** LIST_PAGE is the page size of the view's list of every pool pod. */
 const LIST_PAGE = 500;

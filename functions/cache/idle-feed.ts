@@ -7,8 +7,8 @@ import { idleSelector } from "../../lib/pool/claim-shards.ts";
 import { claimableState, podFacts } from "../../lib/pool/pod-facts.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
 import { waitAtMost } from "../../lib/util/with-timeout.ts";
+import type { ViewDeps } from "./cache-deps.ts";
 import { IDLE_WATCH_SECONDS, paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
-import type { ViewDeps } from "./view-deps.ts";
 
 /** Feed is one pool's idle pods as this process's list and watch of them last said. */
 interface Feed {
