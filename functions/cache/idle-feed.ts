@@ -5,15 +5,15 @@ import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { idleSelector } from "../../lib/pool/claim-shards.ts";
 import { claimableState, podFacts } from "../../lib/pool/pod-facts.ts";
-import { retryDelay } from "../../lib/util/backoff.ts";
 import { waitAtMost } from "../../lib/util/with-timeout.ts";
 import type { ViewDeps } from "./cache-deps.ts";
-import { IDLE_WATCH_SECONDS, paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
+import { Informer, type InformerDeps, WATCH_SECONDS } from "./informer.ts";
 
-/** Feed is one pool's idle pods as this process's list and watch of them last said. */
+/** IdleFeedDeps: the client, a watch transport, a log, and the host's metrics when it keeps them. */
+export type IdleFeedDeps = Pick<ViewDeps, "kube" | "watch" | "log"> & Pick<InformerDeps, "metrics">;
+
+/** Feed is one pool's idle pods as its informer (one list and watch of them) last said. */
 interface Feed {
-  namespace: string;
-  pool: string;
   /**
    * idle holds the idle pods in a claimable state by name, with when a scale-down marked them (if
    * it did); whose they are is asked at take (pickIdle), against the pool the create read.
@@ -21,13 +21,8 @@ interface Feed {
   idle: Map<string, { pod: V1Pod; markedAt?: number; rank?: number }>;
   /** held names the pods one of this process's creates is claiming now. */
   held: Set<string>;
-  synced: boolean;
-  /** firstList settles when the feed's first list is in (or the feed closed before it was). */
-  firstList: Promise<void>;
-  listedFirst: () => void;
-  resumeFrom?: string;
   usedAt: number;
-  controller: AbortController;
+  informer: Informer<V1Pod>;
 }
 
 /** IdleFeedOptions: how long a feed nobody asks for stays open (default 60 s), and the host's home. */
@@ -47,9 +42,6 @@ export interface IdleFeedOptions {
  */
 export const FIRST_LIST_WAIT_MS = 1000;
 
-/** LIST_PAGE is the page size of the feed's list of a pool's idle pods. */
-const LIST_PAGE = 500;
-
 /** KEPT_RANK ranks a pod whose claim was kept behind every pod at its distance from home (at most 2^31). */
 const KEPT_RANK = 2 ** 32;
 
@@ -65,15 +57,16 @@ export type Settle = (result: "won" | "lost" | "kept") => void;
  * hosts sharing the pool rarely race either. It is a hint, never the truth: every claim is still a patch
  * preconditioned on the version taken (another host may win it), a lost claim drops that version,
  * and a create answers "none" only from a consistent list (claimFrom). A feed closes when no
- * create asked for it for lingerMs. See ADR 0024.
+ * create asked for it for lingerMs. Each feed subscribes to an Informer of its own (which keeps no
+ * store: the feed's idle pods are what take needs). See ADR 0024.
  */
 export class IdleFeed {
   private readonly feeds = new Map<string, Feed>();
-  private readonly deps: Pick<ViewDeps, "kube" | "watch" | "log">;
+  private readonly deps: IdleFeedDeps;
   private readonly lingerMs: number;
   private readonly home: number | undefined;
 
-  constructor(deps: Pick<ViewDeps, "kube" | "watch" | "log">, options: IdleFeedOptions = {}) {
+  constructor(deps: IdleFeedDeps, options: IdleFeedOptions = {}) {
     this.deps = deps;
     this.lingerMs = options.lingerMs ?? 60_000;
     this.home = options.home === undefined ? undefined : ringPoint(options.home);
@@ -84,29 +77,12 @@ export class IdleFeed {
    * opens it (until then the create lists as before).
    */
   ready(namespace: string, pool: string): boolean {
-    const key = `${namespace}/${pool}`;
-    const open = this.feeds.get(key);
+    const open = this.feeds.get(`${namespace}/${pool}`);
     if (open) {
       open.usedAt = Date.now();
-      return open.synced;
+      return open.informer.synced;
     }
-    let listedFirst = () => {};
-    const firstList = new Promise<void>((resolve) => {
-      listedFirst = resolve;
-    });
-    const feed: Feed = {
-      namespace,
-      pool,
-      idle: new Map(),
-      held: new Set(),
-      synced: false,
-      firstList,
-      listedFirst,
-      usedAt: Date.now(),
-      controller: new AbortController(),
-    };
-    this.feeds.set(key, feed);
-    this.run(feed).catch((e: unknown) => this.deps.log.warn({ err: String(e) }, "idle feed stopped"));
+    this.open(namespace, pool);
     return false;
   }
 
@@ -117,10 +93,10 @@ export class IdleFeed {
    */
   async settled(namespace: string, pool: string, waitMs = FIRST_LIST_WAIT_MS): Promise<boolean> {
     const feed = this.feeds.get(`${namespace}/${pool}`);
-    if (!feed || feed.synced) return this.ready(namespace, pool);
+    if (!feed || feed.informer.synced) return this.ready(namespace, pool);
     feed.usedAt = Date.now();
-    await waitAtMost(feed.firstList, waitMs);
-    return feed.synced;
+    await waitAtMost(feed.informer.firstSync, waitMs);
+    return feed.informer.synced;
   }
 
   /**
@@ -136,7 +112,7 @@ export class IdleFeed {
     env?: SandboxEnv,
   ): { pod: V1Pod; settle: Settle } | undefined {
     const feed = this.feeds.get(`${pool.metadata?.namespace ?? ""}/${pool.metadata?.name ?? ""}`);
-    if (!feed?.synced) return undefined;
+    if (!feed?.informer.synced) return undefined;
     const name = pickIdle(pool, feed.idle, feed.held, now.getTime(), env, random);
     const entry = name === undefined ? undefined : feed.idle.get(name);
     if (name === undefined || !entry) return undefined;
@@ -157,10 +133,7 @@ export class IdleFeed {
 
   /** close stops every feed (the host is shutting down). */
   close(): void {
-    for (const feed of this.feeds.values()) {
-      feed.controller.abort();
-      feed.listedFirst();
-    }
+    for (const feed of this.feeds.values()) feed.informer.close();
     this.feeds.clear();
   }
 
@@ -187,69 +160,54 @@ export class IdleFeed {
     );
   }
 
-  /** list reads the pool's idle pods from the watch cache, page by page, and marks the feed synced. */
-  private async list(feed: Feed): Promise<void> {
-    const fresh: Feed["idle"] = new Map();
-    let next: string | undefined;
-    let version = "";
-    do {
-      const page = await this.deps.kube.listPods(feed.namespace, idleSelector(feed.pool), {
-        limit: LIST_PAGE,
-        cached: true,
-        ...(next ? { continue: next } : {}),
-      });
-      for (const pod of page.items) this.put(fresh, pod);
-      version ||= page.resourceVersion;
-      next = page.continue;
-    } while (next);
-    feed.idle = fresh;
-    feed.resumeFrom = version;
-    feed.synced = true;
-    feed.listedFirst();
-  }
-
-  /** run lists the pool's idle pods, then watches them from that list's version, until closed. */
-  private async run(feed: Feed): Promise<void> {
-    const { signal } = feed.controller;
-    let quick = 0;
-    while (!signal.aborted) {
-      if (Date.now() - feed.usedAt > this.lingerMs) break;
-      try {
-        if (!feed.synced) await this.list(feed);
-      } catch (e) {
-        this.deps.log.debug({ pool: feed.pool, err: String(e) }, "idle feed could not list; trying again");
-        feed.listedFirst(); // creates waiting for it list for themselves until a list succeeds
-        await pause(retryDelay(quick++), signal);
-        continue;
-      }
-      const opened = Date.now();
-      const end = await watchPodsFrom(
-        this.deps,
-        {
-          namespace: feed.namespace,
-          selector: { labelSelector: idleSelector(feed.pool) },
-          cursor: feed,
-          // Short enough that a feed nobody asks for closes soon after its linger.
-          timeoutSeconds: Math.min(IDLE_WATCH_SECONDS, Math.ceil(this.lingerMs / 1000)),
-          // The watch cannot go on from its version (410 Gone): stop offering what it said; list again.
-          onGone: () => {
-            feed.synced = false;
-          },
-        },
-        // A claimed pod leaves by name: its event is never parsed (most of an extra host's share).
-        (change) => {
-          if (change.deleted) feed.idle.delete(change.name);
-          else this.put(feed.idle, change.pod);
+  /**
+   * open starts a pool's feed: an informer of its idle pods (listed from the watch cache) whose
+   * watches are short enough that a feed nobody asks for closes soon after its linger; it then
+   * leaves the feeds. A 410 Gone stops the feed offering what the watch said until it has listed
+   * again (the informer is out of step); a failed watch resumes.
+   */
+  private open(namespace: string, pool: string): void {
+    const key = `${namespace}/${pool}`;
+    const selector = idleSelector(pool);
+    const state = { idle: new Map() as Feed["idle"], held: new Set<string>(), usedAt: Date.now() };
+    const informer = new Informer<V1Pod>(
+      this.deps,
+      {
+        name: "idle feed",
+        path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
+        selector: { labelSelector: selector },
+        list: (page) => this.deps.kube.listPods(namespace, selector, { ...page, cached: true }),
+        timeoutSeconds: Math.min(WATCH_SECONDS, Math.ceil(this.lingerMs / 1000)),
+      },
+      {
+        keep: false,
+        reopen: () => {
+          if (Date.now() - state.usedAt <= this.lingerMs) return true;
+          if (this.feeds.get(key) === state) this.feeds.delete(key);
           return false;
         },
-        signal,
-        "idle feed's watch failed; resuming",
-      );
-      quick = await paceReopen(quick, opened, end === "failed", signal);
-    }
-    feed.controller.abort();
-    feed.listedFirst();
-    if (this.feeds.get(`${feed.namespace}/${feed.pool}`) === feed)
-      this.feeds.delete(`${feed.namespace}/${feed.pool}`);
+      },
+    );
+    const feed: Feed = Object.assign(state, { informer });
+    informer.subscribe({
+      listed: (pods) => {
+        const fresh: Feed["idle"] = new Map();
+        for (const pod of pods) this.put(fresh, pod);
+        feed.idle = fresh;
+      },
+      // A claimed pod leaves by name: its event is never parsed (most of an extra host's share).
+      // One whose event cannot be read leaves too: the feed no longer knows its state.
+      changed: (change) => {
+        if (change.deleted) feed.idle.delete(change.name);
+        else
+          try {
+            this.put(feed.idle, change.object);
+          } catch (e) {
+            feed.idle.delete(change.name);
+            this.deps.log.warn({ pod: change.name, err: String(e) }, "idle feed got an event it cannot read");
+          }
+      },
+    });
+    this.feeds.set(key, feed);
   }
 }

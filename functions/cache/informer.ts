@@ -305,6 +305,8 @@ export class Informer<T> {
     this.count("events", event.type, "type");
     if (event.type === "ERROR") {
       state.end = "gone";
+      // Out of step the moment the apiserver says so, not once the watch has closed.
+      this.isSynced = false;
       return true;
     }
     for (const subscriber of this.subscribers) subscriber.heard?.();
@@ -362,6 +364,9 @@ export class Informer<T> {
     const { signal } = this.controller;
     let quick = 0;
     let cause = this.options.from === undefined ? "start" : "";
+    // With no list first, the watch opens on the next microtask: the subscribers added right
+    // after the constructor hear its first events even from a transport that answers at once.
+    if (cause === "") await Promise.resolve();
     while (!signal.aborted) {
       if (this.options.reopen && !this.options.reopen()) break;
       if (cause || this.asked) {
@@ -378,6 +383,8 @@ export class Informer<T> {
           continue;
         }
       }
+      // A subscriber may close the informer on what the list said (a followed pod is done).
+      if (signal.aborted) break;
       const opened = Date.now();
       const end = await this.watchOnce(signal);
       if (signal.aborted) break;

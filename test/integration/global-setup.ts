@@ -19,6 +19,8 @@ export interface TestCluster {
   name: string;
   kubeconfig: string;
   server: string;
+  /** etcdUrl is the cluster's etcd (plain HTTP on loopback): a test may compact it to provoke 410 Gone. */
+  etcdUrl: string;
   adminToken: string;
   caCert: string;
   webhookCert: string;
@@ -139,6 +141,7 @@ export default async function setup(project: TestProject) {
     name: state.name,
     kubeconfig: state.kubeconfig,
     server: state.server,
+    etcdUrl: `http://127.0.0.1:${state.ports.etcdClient}`,
     adminToken: readFileSync(join(state.dir, "admin-token"), "utf8").trim(),
     caCert: state.caCert,
     webhookCert: state.webhookCert,

@@ -168,6 +168,24 @@ describe("IdleFeed", () => {
     feed.close();
   });
 
+  it("a pod whose event cannot be read leaves the feed, and the watch goes on", async () => {
+    const { feed, watches, push, lists } = await readyFeed([idlePod("a"), idlePod("b")]);
+    const unreadable: WatchEvent = {
+      type: "MODIFIED",
+      meta: { name: "a", namespace: "ns", resourceVersion: "3" },
+      get object(): unknown {
+        throw new Error("a watch event that is not JSON");
+      },
+    };
+    expect(watches.at(-1)?.onEvent(unreadable)).toBe(false);
+    expect(feed.take(pool, now, first)?.pod.metadata?.name).toBe("b");
+    expect(feed.take(pool, now, first)).toBeUndefined();
+    push("MODIFIED", idlePod("a", "4")); // a later event says it is idle again
+    expect(feed.take(pool, now, first)?.pod.metadata?.resourceVersion).toBe("4");
+    expect([watches.length, lists()]).toEqual([1, 1]);
+    feed.close();
+  });
+
   it("a member pool's marked pods are offered for its Env group's protection window (issue #26)", async () => {
     const member = asMember(pool, "default");
     const env = envOf(autoscalingGroup({ down: { protectionWindowSeconds: 60 } }));

@@ -1,8 +1,10 @@
 import type { V1Pod } from "@kubernetes/client-node";
+import { Registry } from "prom-client";
 import { describe, expect, it, vi } from "vitest";
 import { PoolPodsView } from "../../functions/cache/pool-pods-view.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeRequest, WatchEvent } from "../../lib/kube/transport.ts";
+import { createMetrics } from "../../lib/metrics/metrics.ts";
 
 // The view's bookkeeping over a scripted list and watch: when it is in step, what a watch event, a
 // 410 or a failed watch does to what it holds. (Against the apiserver, through the tick:
@@ -193,6 +195,19 @@ describe("PoolPodsView", () => {
     s.push("MODIFIED", pod("a", "102"));
     await vi.waitFor(() => expect(names(view.snapshot())).toEqual(["a"]), { timeout: 5000 });
     expect(s.lists).toHaveLength(2);
+    view.close();
+  });
+
+  it("counts its lists and events in the host's metrics, under the cache's name", async () => {
+    const s = scripted([pod("a", "90")]);
+    const metrics = createMetrics(new Registry());
+    const view = new PoolPodsView({ kube: s.kube, watch: s.watch, log: quiet, metrics });
+    await settle();
+    s.push("MODIFIED", pod("a", "101"));
+    const lists = (await metrics.informers.lists.get()).values;
+    const events = (await metrics.informers.events.get()).values;
+    expect(lists).toEqual([{ labels: { informer: "pool pods", cause: "start" }, value: 1 }]);
+    expect(events).toEqual([{ labels: { informer: "pool pods", type: "MODIFIED" }, value: 1 }]);
     view.close();
   });
 });
