@@ -24,7 +24,7 @@ const state = await up({
 });
 try {
   const { host } = await benchHost(state, { tickSeconds: 0, auditTriggers: false });
-  const deps = host.api;
+  const deps = host.deps;
   const admin = adminClient(state);
   const api = httpsClient(`https://127.0.0.1:${state.hostPort}`, readFileSync(state.caCert), {});
   const post = async (path: string, body: unknown, headers: Record<string, string> = {}, send = admin) =>

@@ -42,7 +42,7 @@ process.on("message", async (m: HostRequest) => {
   try {
     if (m.op === "key") {
       const key = await createApiKey(
-        { kube: host.api.kube, apiKeys: host.api.apiKeys, now: () => new Date() },
+        { kube: host.deps.kube, apiKeys: host.deps.apiKeys, now: () => new Date() },
         { team: m.team, user: m.user },
       );
       send({ id: m.id, key });

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { Agent, request } from "node:https";
 import { join } from "node:path";
 import { KubeConfig, type V1Pod } from "@kubernetes/client-node";
-import type { StepDeps } from "../functions/deps.ts";
+import type { HostDeps } from "../functions/host-deps.ts";
 import { tick } from "../functions/runs/tick.ts";
 import { type HostConfig, startHost } from "../hosts/node/host.ts";
 import { installCrds, registerWebhooks } from "../infra/cluster/install.ts";
@@ -335,7 +335,7 @@ export async function createPools(
  * nothing (every status reflects them), logging progress; it fails after 200 ticks.
  */
 export async function tickUntilSettled(
-  deps: StepDeps,
+  deps: HostDeps,
   kc: KubeConfig,
   ns: string,
   pods: number,

@@ -3,7 +3,9 @@
 // each) and measures the tick with the Env step beside the same tick with the Env step off,
 // interleaved so both see the same machine. Figures: wall time, API requests and writes per tick
 // at rest. Raw samples go to stdout as one JSON line (and to $BENCH_OUT when set).
+
 import { writeFileSync } from "node:fs";
+import type { HostDeps } from "../functions/host-deps.ts";
 import { tick } from "../functions/runs/tick.ts";
 import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
@@ -29,10 +31,9 @@ try {
   const { kc, host } = await benchHost(state, { clusterId: "local" });
   const ns = "bench";
   await benchNamespace(kc, ns);
-  const { clusterId: _, ...poolsOnly } = host.deps;
-  const withEnvs = { ...host.deps, clusterId: "local" };
-  const once = (deps: typeof poolsOnly) =>
-    tick(deps, { namespace: ns, periodMs: 0, jitter: 0, concurrency: 16 });
+  const poolsOnly: HostDeps = { ...host.deps, clusterId: undefined };
+  const withEnvs: HostDeps = { ...host.deps, clusterId: "local" };
+  const once = (deps: HostDeps) => tick(deps, { namespace: ns, periodMs: 0, jitter: 0, concurrency: 16 });
 
   log(`creating ${ENVS} pools x ${REPLICAS} pods`);
   await createPools(kc, ns, ENVS, REPLICAS);

@@ -9,19 +9,18 @@ import { parseArgs } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node";
 import { createApiKey } from "../functions/api/create-api-key.ts";
 import { listApiKeys, revokeApiKey } from "../functions/api/manage-api-keys.ts";
-import type { StepDeps } from "../functions/deps.ts";
+import { hostDeps } from "../functions/host-deps.ts";
 import { type EnvReport, reconcileEnv } from "../functions/runs/reconcile-env.ts";
 import { type PoolReport, RECONCILE, reconcilePool, STEP_NAMES } from "../functions/runs/reconcile-pool.ts";
 import { type MemberRefreshReport, refreshMember } from "../functions/runs/refresh-member.ts";
 import type { ActionOutcome } from "../functions/steps/execute.ts";
 import { Misconfigured, NotFound, StepRefused } from "../functions/steps/step.ts";
 import { readPostgresHistory } from "../hosts/node/history-settings.ts";
-import { nodeKubeTransport } from "../hosts/node/kube-transport.ts";
+import { nodeKubeTransport, nodeKubeWatch } from "../hosts/node/kube-transport.ts";
 import { openHistory } from "../hosts/node/open-history.ts";
 import { readState } from "../infra/cluster/state.ts";
 import { decodeKeyEntry, encodeKeyEntry } from "../lib/claims/api-keys.ts";
 import { KubeClient } from "../lib/kube/client.ts";
-import { referenceDigestResolver } from "../lib/lifecycle/digest-resolver.ts";
 import { ENV_USAGE, envCommand } from "./env-commands.ts";
 import { SANDBOX_COMMANDS, SANDBOX_USAGE, sandboxCommand } from "./sandbox-commands.ts";
 
@@ -126,16 +125,15 @@ async function main(): Promise<number> {
     { historyPath, ...(database.value ? { historyDatabase: database.value } : {}) },
     log,
   );
-  const deps: StepDeps = {
+  const deps = hostDeps({
     kube: new KubeClient(nodeKubeTransport(kc)),
+    watch: nodeKubeWatch(kc),
     history: history.store,
-    now: () => new Date(),
     log,
-    digests: referenceDigestResolver,
     reporter: { controller: "agents.navix.sh/agentbox-cli", instance: "cli" },
     // The local cluster (npm start) is segment "local"; anywhere else the ID must be said.
     ...(clusterId ? { clusterId } : {}),
-  };
+  });
   try {
     const [, ns = "", name = ""] = match;
     if (command === "reconcile-env") return printEnvReport(await reconcileEnv(deps, ns, name));

@@ -3,7 +3,7 @@ import { SANDBOX_ID_LABEL } from "../lib/crd/keys.ts";
 import { isConflict, isNotFound, KubeError } from "../lib/kube/errors.ts";
 import { type ClaimOptions, claimIntent } from "../lib/lifecycle/claim-intent.ts";
 import { toJsonPatch } from "../lib/lifecycle/intent-patch.ts";
-import type { StepDeps } from "./deps.ts";
+import type { HostDeps } from "./host-deps.ts";
 
 /** ClaimResult is the claimed pod, or why this pod could not be claimed (try another). */
 export type ClaimResult =
@@ -17,7 +17,7 @@ export type ClaimResult =
  * idle, bad options) writes nothing. A claim that got no clear answer (a timeout, a 5xx) is
  * checked with one read: if it landed, it is ours.
  */
-export async function claimSandbox(deps: StepDeps, pod: V1Pod, options: ClaimOptions): Promise<ClaimResult> {
+export async function claimSandbox(deps: HostDeps, pod: V1Pod, options: ClaimOptions): Promise<ClaimResult> {
   const intent = claimIntent(pod, options, deps.now());
   if (!intent.ok) return { ok: false, reason: "refused", detail: intent.reason };
   try {
@@ -40,7 +40,7 @@ export async function claimSandbox(deps: StepDeps, pod: V1Pod, options: ClaimOpt
 
 /** landedAnyway re-reads the pod after a claim that got no clear answer: the pod if the claim landed. */
 async function landedAnyway(
-  deps: StepDeps,
+  deps: HostDeps,
   pod: V1Pod,
   sandboxId: string,
   error: unknown,

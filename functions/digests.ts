@@ -2,11 +2,11 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { targetImagesOf } from "../lib/lifecycle/completion.ts";
 import { resolveDigests } from "../lib/lifecycle/digest-resolver.ts";
 import { readInplaceState } from "../lib/lifecycle/inplace-state.ts";
-import type { StepDeps } from "./deps.ts";
+import type { HostDeps } from "./host-deps.ts";
 
 /** targetDigests resolves the digests of every image the pods' in-flight updates target. */
 export async function targetDigests(
-  deps: StepDeps,
+  deps: HostDeps,
   pods: readonly V1Pod[],
 ): Promise<ReadonlyMap<string, string>> {
   const images = new Set<string>();

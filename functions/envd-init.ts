@@ -3,7 +3,7 @@ import { envdAccessToken, unseal } from "../lib/claims/sealing.ts";
 import { SANDBOX_ID_LABEL } from "../lib/crd/keys.ts";
 import type { PostStartHookAction } from "../lib/lifecycle/post-start-hooks.ts";
 import type { HookRun } from "../lib/reconcile/post-start-hooks.ts";
-import type { PostStartDeps } from "./deps.ts";
+import type { PostStartDeps } from "./host-deps.ts";
 
 /** sleep waits between attempts (a hook run is bounded: at most the listed delays). */
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

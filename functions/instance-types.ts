@@ -10,12 +10,19 @@ import {
 } from "../lib/env/instance-types.ts";
 import type { EnvSnapshot } from "../lib/env/plan-env.ts";
 import { orMissing } from "../lib/kube/errors.ts";
-import type { StepDeps } from "./deps.ts";
+import type { HostDeps } from "./host-deps.ts";
 
 /** catalogRef is where this host's catalog lives (DEFAULT_INSTANCE_TYPES unless configured). */
-export function catalogRef(deps: Pick<StepDeps, "instanceTypes">): ConfigMapRef {
+export function catalogRef(deps: Partial<Pick<HostDeps, "instanceTypes">>): ConfigMapRef {
   return deps.instanceTypes ?? DEFAULT_INSTANCE_TYPES;
 }
+
+/**
+ * CatalogDeps is what reading the catalog needs; the catalog's ConfigMap, the shared read and the
+ * once-only warnings are optional, so the webhook (unshared) and the CLI (defaults) read it too.
+ */
+export type CatalogDeps = Pick<HostDeps, "kube" | "log"> &
+  Partial<Pick<HostDeps, "instanceTypes" | "catalogReads" | "noticed">>;
 
 /**
  * readInstanceTypes reads the instance type catalog from etcd (a catalog changed a moment ago is
@@ -24,9 +31,7 @@ export function catalogRef(deps: Pick<StepDeps, "instanceTypes">): ConfigMapRef 
  * (no catalog: members keep their own resources); any other failure rejects, so the caller decides
  * nothing from a catalog it could not read. Invalid entries are logged once per process.
  */
-export async function readInstanceTypes(
-  deps: Pick<StepDeps, "kube" | "instanceTypes" | "catalogReads" | "log" | "noticed">,
-): Promise<InstanceTypeCatalog | undefined> {
+export async function readInstanceTypes(deps: CatalogDeps): Promise<InstanceTypeCatalog | undefined> {
   const ref = catalogRef(deps);
   const read = async () => {
     const map = await orMissing(deps.kube.getConfigMap(ref.namespace, ref.name));

@@ -4,7 +4,7 @@ import { isConflict, isNotFound } from "../lib/kube/errors.ts";
 import { toJsonPatch } from "../lib/lifecycle/intent-patch.ts";
 import { type ReleaseOptions, releaseIntent } from "../lib/lifecycle/release-intent.ts";
 import { podReset } from "../lib/pool/render-pod.ts";
-import type { StepDeps } from "./deps.ts";
+import type { HostDeps } from "./host-deps.ts";
 
 export type ReleaseResult =
   | { ok: true; pod: V1Pod }
@@ -18,7 +18,7 @@ export type ReleaseResult =
  * next run).
  */
 export async function releaseSandbox(
-  deps: StepDeps,
+  deps: HostDeps,
   pool: SandboxPool,
   pod: V1Pod,
   options: Omit<ReleaseOptions, "idleImages" | "replace" | "revision">,

@@ -1,7 +1,7 @@
 import type { V1Secret } from "@kubernetes/client-node";
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
-import type { ApiDeps } from "../functions/api/deps.ts";
+import type { HostDeps } from "../functions/host-deps.ts";
 import { admissionCatalog } from "../functions/instance-types.ts";
 import { consoleRoutes } from "../http/console.ts";
 import { e2bRoutes } from "../http/e2b.ts";
@@ -29,7 +29,7 @@ export interface AppDeps {
   /** readTemplate lets the defaulting webhook copy a pool's template at creation. */
   readTemplate?: (name: string) => Promise<SandboxTemplate | undefined>;
   /** api enables the sandbox REST API under /v1, and E2B's API under /e2b. */
-  api?: ApiDeps;
+  api?: HostDeps;
   /** e2b is what the E2B API reports of every sandbox (envd version; its domain is sandboxDomain). */
   e2b?: E2bSettings;
   /**

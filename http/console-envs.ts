@@ -1,10 +1,10 @@
 import type { Context, Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { ApiDeps } from "../functions/api/deps.ts";
 import { listTargets } from "../functions/api/list-targets.ts";
 import { EnvEditRefused, editEnv } from "../functions/envs/edit-env.ts";
 import { readEnvOverview, readEnvTimeline } from "../functions/envs/read-env.ts";
+import type { HostDeps } from "../functions/host-deps.ts";
 import { refreshMember } from "../functions/runs/refresh-member.ts";
 import type { Tenant } from "../lib/claims/api-keys.ts";
 import { type EnvPageState, envMissingView, envPageView, envPath } from "../lib/console/env-pages.ts";
@@ -39,7 +39,7 @@ const editorOf = (t: Tenant) =>
  * apiserver (editEnv; admission checks it) and answers with a redirect to the page saying what
  * changed (in a one-time cookie), or the page with the refusal at its status (400, 403, 404, 409, 422).
  */
-export function consoleEnvRoutes(app: Hono<Vars>, api: ApiDeps, show: Show): void {
+export function consoleEnvRoutes(app: Hono<Vars>, api: HostDeps, show: Show): void {
   const visible = async (tenant: Tenant, key: string) =>
     tenant.admin ||
     (await listTargets(api, tenant)).envs.some((e) => `${e.metadata?.namespace}/${e.metadata?.name}` === key);

@@ -5,10 +5,10 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { html } from "hono/html";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
-import type { ApiDeps } from "../functions/api/deps.ts";
 import { listTargets } from "../functions/api/list-targets.ts";
 import { ConsoleSessions, SESSION_READ_GAP_MS } from "../functions/console/console-sessions.ts";
 import { loadConsole } from "../functions/console/load-console.ts";
+import type { HostDeps } from "../functions/host-deps.ts";
 import type { Tenant } from "../lib/claims/api-keys.ts";
 import { historyScope } from "../lib/claims/history-scope.ts";
 import { HistoryQuery } from "../lib/claims/schemas.ts";
@@ -37,7 +37,7 @@ export const CONSOLE_BODY_LIMIT = 64 * 1024;
 
 /** ConsoleDeps are the API's deps (the console reads as the API does) and the admin token. */
 export interface ConsoleDeps {
-  api: ApiDeps;
+  api: HostDeps;
   adminToken: string;
   /** poolSamples are the host's samples of its pools' gauges (the Node host's); none: no charts. */
   poolSamples?: Pick<PoolSamples, "window">;

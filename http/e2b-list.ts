@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { Hono } from "hono";
-import type { ApiDeps } from "../functions/api/deps.ts";
 import { ContinueRejected, listSandboxes } from "../functions/api/list-sandboxes.ts";
+import type { HostDeps } from "../functions/host-deps.ts";
 import type { Tenant } from "../lib/claims/api-keys.ts";
 import type { SandboxView } from "../lib/claims/sandbox-view.ts";
 import { parseWith } from "../lib/crd/parse-with.ts";
@@ -39,7 +39,7 @@ const podKey = (namespace: string | undefined, name: string | undefined) =>
  * reads up to ten pages to fill its own, so a page is short only when matches are sparse. A
  * nextToken the apiserver refuses (garbled, expired) is a 400 naming it.
  */
-export function e2bListRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
+export function e2bListRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEnv> {
   const app = new Hono<E2bEnv>();
   const readMetadata = (text: string | undefined) => {
     if (text === undefined) return {};

@@ -4,11 +4,11 @@ import { bodyLimit } from "hono/body-limit";
 import { authenticate } from "../functions/api/authenticate.ts";
 import { createSandbox } from "../functions/api/create-sandbox.ts";
 import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
-import type { ApiDeps } from "../functions/api/deps.ts";
 import { findSandbox } from "../functions/api/find-sandbox.ts";
 import { ownerToken } from "../functions/api/sandbox-access.ts";
 import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
+import type { HostDeps } from "../functions/host-deps.ts";
 import { bearerOrApiKey, type Tenant } from "../lib/claims/api-keys.ts";
 import { tooManySandboxes } from "../lib/claims/errors.ts";
 import { type SandboxView, sandboxView, whyNotRunning } from "../lib/claims/sandbox-view.ts";
@@ -68,7 +68,7 @@ async function parseBody<T>(c: C, schema: Parameters<typeof parseWith>[0]): Prom
  * An admin key gets, retimes, connects to and kills any tenant's sandbox, but envdAccessToken is
  * in the answers to the sandbox's owner only (ownerToken); `domain` is never null (e2bDomain).
  */
-export function e2bRoutes(deps: ApiDeps, settings: E2bSettings): Hono<E2bEnv> {
+export function e2bRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEnv> {
   const app = new Hono<E2bEnv>();
   app.use(
     "*",

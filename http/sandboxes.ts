@@ -5,7 +5,6 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { authenticate } from "../functions/api/authenticate.ts";
 import { createSandbox } from "../functions/api/create-sandbox.ts";
 import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
-import type { ApiDeps } from "../functions/api/deps.ts";
 import { getSandbox } from "../functions/api/get-sandbox.ts";
 import { ContinueRejected, listSandboxes } from "../functions/api/list-sandboxes.ts";
 import { listTargets } from "../functions/api/list-targets.ts";
@@ -14,6 +13,7 @@ import { readTarget } from "../functions/api/resolve-pool.ts";
 import { viewWithAccess } from "../functions/api/sandbox-access.ts";
 import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
+import type { HostDeps } from "../functions/host-deps.ts";
 import { ActivityRequest } from "../lib/claims/activity.ts";
 import { bearerOrApiKey, type Tenant } from "../lib/claims/api-keys.ts";
 import {
@@ -80,7 +80,7 @@ export interface SandboxAddressing {
  * another tenant's sandbox is a 404 like one that does not exist. A sandbox's GET and create also
  * say how it is reached (its URLs under `addressing.domain`; envd's token to its owner).
  */
-export function sandboxRoutes(deps: ApiDeps, addressing: SandboxAddressing = {}): Hono<Env> {
+export function sandboxRoutes(deps: HostDeps, addressing: SandboxAddressing = {}): Hono<Env> {
   const app = new Hono<Env>();
   // Server-Timing on every answer; a create also says how long its key check, target reads and
   // claim took, so a slow create can be taken apart from the client's side.

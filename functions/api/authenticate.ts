@@ -1,7 +1,7 @@
 import type { V1Secret } from "@kubernetes/client-node";
 import { decodeStoredKeyEntry, hashApiKey, type Tenant } from "../../lib/claims/api-keys.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
-import type { ApiDeps } from "./deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 
 /**
  * KEY_READ_SHARE_MS: how long one read of the keys Secret serves a host's key checks (the shared
@@ -17,7 +17,7 @@ export const KEY_READ_SHARE_MS = 1000;
  */
 export const KEY_MISS_GAP_MS = 250;
 
-type KeyDeps = Pick<ApiDeps, "kube" | "apiKeys" | "hashKey" | "keyReads" | "keyCacheReads">;
+type KeyDeps = Pick<HostDeps, "kube" | "apiKeys" | "hashKey" | "keyReads" | "keyCacheReads">;
 
 /**
  * authenticate maps a presented API key to its tenant by looking its SHA-256 up in the keys

@@ -4,7 +4,7 @@ import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { idleSelector, selectorsAfterFirst, shardOrder } from "../../lib/pool/claim-shards.ts";
 import { UNSUITABLE } from "../cache/idle-dispatch.ts";
-import type { ApiDeps } from "./deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 import { listCandidates, type TargetReads } from "./resolve-pool.ts";
 
 /**
@@ -63,7 +63,7 @@ export interface ClaimFromResult {
  * for scale-down may still be claimed, as it says when the pool deletes it (orderCandidates).
  */
 export async function claimFrom(
-  deps: ApiDeps,
+  deps: HostDeps,
   pool: SandboxPool,
   claim: Claim,
   deadline: number,
@@ -102,7 +102,7 @@ export async function claimFrom(
     );
   // What this host last saw of the pool afresh: drained, by a read that started at or after `t`.
   const drainedSince = (t: number) => {
-    const looked = deps.freshLooks?.latest(key);
+    const looked = deps.freshLooks.latest(key);
     return looked !== undefined && looked.value.length === 0 && looked.at >= t;
   };
   // Found drained a moment ago: start with a fresh look, not with the cache's stale candidates.
@@ -125,7 +125,7 @@ export async function claimFrom(
   if (feed) {
     pages.length = 0;
     for (let taken = feed.take(pool, deps.now(), deps.random, env); taken; ) {
-      if (deps.stopping?.aborted) {
+      if (deps.stopping.aborted) {
         taken.settle("kept");
         return { tried, stopping: true };
       }
@@ -153,7 +153,7 @@ export async function claimFrom(
     const candidates = cached ? orderCandidates(pool, await cached(), now, env, deps.random) : await fresh();
     if (!cached && candidates.length === 0) return { tried };
     for (const pod of candidates) {
-      if (deps.stopping?.aborted) return { tried, stopping: true };
+      if (deps.stopping.aborted) return { tried, stopping: true };
       if (deps.now().getTime() >= deadline) return { tried, contended: true };
       // Another create of this host found the pool drained since this page was listed: its pods
       // are gone, so look afresh (with it) rather than lose races for them.

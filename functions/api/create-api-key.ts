@@ -1,14 +1,14 @@
 import { encodeKeyEntry, generateApiKey, hashApiKey, type Tenant } from "../../lib/claims/api-keys.ts";
 import { isAlreadyExists, isConflict } from "../../lib/kube/errors.ts";
 import { escapePointer } from "../../lib/kube/json-patch.ts";
-import type { ApiDeps } from "./deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 
 /**
  * createApiKey mints a key for tenant and stores only its SHA-256 (with the tenant) in the keys
  * Secret, creating the Secret when missing; the key itself is returned once and never stored.
  */
 export async function createApiKey(
-  deps: Pick<ApiDeps, "kube" | "apiKeys" | "now">,
+  deps: Pick<HostDeps, "kube" | "apiKeys" | "now">,
   tenant: Tenant,
 ): Promise<string> {
   const { namespace, name } = deps.apiKeys;

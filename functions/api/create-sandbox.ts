@@ -10,15 +10,14 @@ import { seal } from "../../lib/claims/sealing.ts";
 import { limitFor } from "../../lib/claims/team-limits.ts";
 import { waitSeconds } from "../../lib/claims/wait-seconds.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
-import { claimHooks, ENVD_PORT } from "../../lib/lifecycle/post-start-hooks.ts";
+import { claimHooks } from "../../lib/lifecycle/post-start-hooks.ts";
 import { newSandboxId } from "../../lib/lifecycle/sandbox-ids.ts";
 import { SERVED_MARK_ANNOTATION } from "../../lib/pool/pending-requests.ts";
 import { UNSUITABLE } from "../cache/idle-dispatch.ts";
 import { claimSandbox } from "../claim-sandbox.ts";
+import type { HostDeps } from "../host-deps.ts";
 import { type Claim, claimFrom } from "./claim-from.ts";
-import type { ApiDeps } from "./deps.ts";
 import { readTarget, resolvePool, type TargetReads } from "./resolve-pool.ts";
-import { TeamHolds } from "./team-usage.ts";
 import { recordDemand, waitForIdle } from "./wait-for-idle.ts";
 
 /**
@@ -64,7 +63,7 @@ export interface ClaimExtras {
  * have env vars at all: they need a sealing key.
  */
 async function hookPlan(
-  deps: ApiDeps,
+  deps: HostDeps,
   sandboxId: string,
   req: CreateSandboxRequest,
 ): Promise<((pool: SandboxPool, pod?: V1Pod) => ReturnType<typeof claimHooks>) | string> {
@@ -75,7 +74,7 @@ async function hookPlan(
   const sealedEnvVars = hasEnv && keys ? await seal(keys, sandboxId, JSON.stringify(envVars)) : undefined;
   const input = {
     sealing: keys !== undefined,
-    port: deps.envdPort ?? ENVD_PORT,
+    port: deps.envdPort,
     ...(sealedEnvVars ? { sealedEnvVars } : {}),
   };
   return (pool, pod) => claimHooks(pool, input, pod);
@@ -92,7 +91,7 @@ async function hookPlan(
  * not-configured) and a claimed one counted by pool.
  */
 export async function createSandbox(
-  deps: ApiDeps,
+  deps: HostDeps,
   tenant: Tenant,
   req: CreateSandboxRequest,
   extras: ClaimExtras = {},
@@ -114,7 +113,7 @@ export async function createSandbox(
 
 /** claimOrWhy is createSandbox's work: the claimed sandbox, or why there is none. */
 async function claimOrWhy(
-  deps: ApiDeps,
+  deps: HostDeps,
   tenant: Tenant,
   req: CreateSandboxRequest,
   extras: ClaimExtras,
@@ -147,7 +146,7 @@ async function claimOrWhy(
     return { ok: false, reason: "unknown", what: "instanceType", name, choices, message };
   }
   const limit = limitFor(deps.teamLimits, tenant.team);
-  const holds = limit === undefined ? undefined : (deps.teamHolds ?? new TeamHolds(deps));
+  const holds = limit === undefined ? undefined : deps.teamHolds;
   const held = holds ? await holds.held(tenant.team) : 0;
   const limited = (count: number): CreateOutcome => ({
     ok: false,
@@ -235,19 +234,19 @@ async function claimOrWhy(
     // A team at its limit (with its creates already waiting here) is no demand: the pool does not
     // grow for a create that would be refused at its claim.
     const counted = holds ? holds.demand(tenant.team, limit, await holds.held(tenant.team)) : () => {};
-    const ticket = counted ? (deps.pending?.enter(grow) ?? 0) : 0;
+    const ticket = counted ? deps.pending.enter(grow) : 0;
     const giveUp = new AbortController();
     // A stopping host ends its waits (ADR 0029); a claim under way still counts.
     const stop = () => giveUp.abort();
-    if (deps.stopping?.aborted) stop();
-    else deps.stopping?.addEventListener("abort", stop, { once: true });
+    if (deps.stopping.aborted) stop();
+    else deps.stopping.addEventListener("abort", stop, { once: true });
     const won = await waitForIdle(
       deps,
       plan.watch,
       req.waitTimeout * 1000,
       async (candidate, pool) => {
         // The claim names the mark that counted this create, so the autoscaler stops counting it.
-        const mark = counted ? deps.pending?.servedMark(grow, ticket) : undefined;
+        const mark = counted ? deps.pending.servedMark(grow, ticket) : undefined;
         const pod = await claimIn(pool, mark ? { [SERVED_MARK_ANNOTATION]: mark } : {})(candidate);
         if (limitedAt !== undefined) giveUp.abort();
         return pod && pod !== UNSUITABLE ? { pod, pool } : pod;
@@ -255,15 +254,15 @@ async function claimOrWhy(
       giveUp.signal,
       plan.env,
     ).finally(() => {
-      deps.stopping?.removeEventListener("abort", stop);
+      deps.stopping.removeEventListener("abort", stop);
       if (!counted) return;
       counted();
-      deps.pending?.leave(grow);
+      deps.pending.leave(grow);
     });
     if (limitedAt !== undefined) return limited(limitedAt);
     const outcome = won && served(won.pod, won.pool);
     if (outcome) return outcome;
-    if (deps.stopping?.aborted)
+    if (deps.stopping.aborted)
       return { ok: false, reason: "exhausted", where: plan.where, tried, stopping: true };
   }
   return { ok: false, reason: "exhausted", where: plan.where, tried };

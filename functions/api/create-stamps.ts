@@ -4,7 +4,7 @@ import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { isConflict } from "../../lib/kube/errors.ts";
 import { escapePointer } from "../../lib/kube/json-patch.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
-import type { StepDeps } from "../deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 
 /**
  * CreateStamps writes a pool's last-sandbox-create-time (the autoscaler's "someone wanted a
@@ -17,11 +17,11 @@ import type { StepDeps } from "../deps.ts";
 export class CreateStamps {
   private readonly written = new Map<string, Date>();
   private readonly inflight = new Set<Promise<void>>();
-  private readonly deps: Pick<StepDeps, "kube" | "log">;
+  private readonly deps: Pick<HostDeps, "kube" | "log">;
   /** tally counts this process's stamp writes: landed, lost to another's (raced), failed. */
   readonly tally = { written: 0, raced: 0, failed: 0 };
 
-  constructor(deps: Pick<StepDeps, "kube" | "log">) {
+  constructor(deps: Pick<HostDeps, "kube" | "log">) {
     this.deps = deps;
   }
 

@@ -2,8 +2,8 @@ import type { Tenant } from "../../lib/claims/api-keys.ts";
 import { SANDBOX_PHASE, SANDBOX_POOL_LABEL } from "../../lib/crd/keys.ts";
 import { sandboxPhaseOf } from "../../lib/lifecycle/phase-label.ts";
 import { isLegalTransition } from "../../lib/lifecycle/transitions.ts";
+import type { HostDeps } from "../host-deps.ts";
 import { releaseSandbox } from "../release-sandbox.ts";
-import type { ApiDeps } from "./deps.ts";
 import { findSandbox } from "./find-sandbox.ts";
 
 export type DeleteOutcome = "released" | "already-released" | "not-found";
@@ -16,7 +16,7 @@ export type DeleteOutcome = "released" | "already-released" | "not-found";
  * A release that loses a race re-reads the pod from etcd and decides again (a few times), since
  * the caller asked for exactly this.
  */
-export async function deleteSandbox(deps: ApiDeps, tenant: Tenant, id: string): Promise<DeleteOutcome> {
+export async function deleteSandbox(deps: HostDeps, tenant: Tenant, id: string): Promise<DeleteOutcome> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const pod = await findSandbox(deps, tenant, id, attempt > 0);
     if (!pod) return attempt === 0 ? "not-found" : "already-released";
@@ -29,7 +29,7 @@ export async function deleteSandbox(deps: ApiDeps, tenant: Tenant, id: string): 
     );
     const result = await releaseSandbox(deps, pool, pod, { stopReason: "Released" });
     if (result.ok) {
-      deps.onReleased?.(id);
+      deps.onReleased(id);
       deps.metrics?.deletes.inc({
         namespace: pod.metadata?.namespace ?? "",
         pool: pod.metadata?.labels?.[SANDBOX_POOL_LABEL] ?? "",

@@ -3,7 +3,7 @@ import type { Tenant } from "../../lib/claims/api-keys.ts";
 import { ownedBy } from "../../lib/claims/tenant-scope.ts";
 import { SANDBOX_ID_LABEL } from "../../lib/crd/keys.ts";
 import { isSandboxId } from "../../lib/lifecycle/sandbox-ids.ts";
-import type { ApiDeps } from "./deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 
 /** SandboxLookup is what lookupSandbox found, and whether the read that found it was the cache's. */
 export interface SandboxLookup {
@@ -22,7 +22,7 @@ export interface SandboxLookup {
  * exist (its owner labels never change, so etcd is not asked again).
  */
 export async function lookupSandbox(
-  deps: ApiDeps,
+  deps: HostDeps,
   tenant: Tenant,
   id: string,
   fresh = false,
@@ -38,7 +38,7 @@ export async function lookupSandbox(
 
 /** findSandbox is lookupSandbox's pod: the tenant's sandbox id, undefined when it has none. */
 export async function findSandbox(
-  deps: ApiDeps,
+  deps: HostDeps,
   tenant: Tenant,
   id: string,
   fresh = false,

@@ -1,6 +1,6 @@
 import type { Tenant } from "../../lib/claims/api-keys.ts";
 import { type SandboxAccess, type SandboxView, sandboxView } from "../../lib/claims/sandbox-view.ts";
-import type { ApiDeps } from "./deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 import { findSandbox } from "./find-sandbox.ts";
 import { viewWithAccess } from "./sandbox-access.ts";
 import { withSandboxEvents } from "./sandbox-events.ts";
@@ -15,7 +15,7 @@ import { withSandboxEvents } from "./sandbox-events.ts";
  * sealing key as the E2B answers do (none without a key).
  */
 export async function getSandbox(
-  deps: ApiDeps,
+  deps: HostDeps,
   tenant: Tenant,
   id: string,
   domain?: string,

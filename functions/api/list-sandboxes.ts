@@ -9,7 +9,7 @@ import {
   USER_LABEL,
 } from "../../lib/crd/keys.ts";
 import { isContinueRejected } from "../../lib/kube/errors.ts";
-import type { ApiDeps } from "./deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 
 export interface ListFilter {
   pool?: string;
@@ -46,7 +46,7 @@ export class ContinueRejected extends Error {
  * apiserver refuses throws ContinueRejected.
  */
 export async function listSandboxes(
-  deps: ApiDeps,
+  deps: HostDeps,
   tenant: Tenant,
   filter: ListFilter,
 ): Promise<{ sandboxes: SandboxView[]; pods: V1Pod[]; continue?: string }> {

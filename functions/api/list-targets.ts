@@ -3,7 +3,7 @@ import { usableEnvNames, usablePoolNames, visibleTemplateNames } from "../../lib
 import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import type { SandboxTemplate } from "../../lib/crd/sandbox-template.ts";
-import type { ApiDeps } from "./deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 
 /** Targets are what a tenant may claim from (pools, Envs) and the templates it can see. */
 export interface Targets {
@@ -19,7 +19,7 @@ const key = (o: SandboxPool | SandboxEnv) => `${o.metadata?.namespace ?? ""}/${o
  * the tenant may use, as a create decides it (pool-choice.ts; an admin: everything), sorted by
  * namespace/name. The console and GET /v1/pools|envs show these.
  */
-export async function listTargets(deps: ApiDeps, tenant: Tenant): Promise<Targets> {
+export async function listTargets(deps: HostDeps, tenant: Tenant): Promise<Targets> {
   const cached = { cached: true };
   const [pools, envs, templates] = await Promise.all([
     deps.kube.listPools(undefined, cached),

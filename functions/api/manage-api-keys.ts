@@ -7,9 +7,9 @@ import {
 } from "../../lib/claims/api-keys.ts";
 import { isConflict, isNotFound } from "../../lib/kube/errors.ts";
 import { escapePointer } from "../../lib/kube/json-patch.ts";
-import type { ApiDeps } from "./deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 
-type KeyDeps = Pick<ApiDeps, "kube" | "apiKeys">;
+type KeyDeps = Pick<HostDeps, "kube" | "apiKeys">;
 
 /** listApiKeys lists the stored keys (IDs and tenants, never anything usable), oldest first. */
 export async function listApiKeys(deps: KeyDeps): Promise<KeyListing[]> {

@@ -8,7 +8,7 @@ import {
   servedMark,
   shouldPublish,
 } from "../../lib/pool/pending-requests.ts";
-import type { StepDeps } from "../deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 
 /** hostKey turns a host's instance name into its annotation key (name part: ≤ 63 of [a-z0-9-_.]). */
 export function hostKey(instance: string): string {
@@ -39,9 +39,9 @@ export class PendingGauge {
   private readonly chains = new Map<string, Promise<void>>();
   private readonly key: string;
   private closed = false;
-  private readonly deps: Pick<StepDeps, "kube" | "now" | "log">;
+  private readonly deps: Pick<HostDeps, "kube" | "now" | "log">;
 
-  constructor(deps: Pick<StepDeps, "kube" | "now" | "log">, instance: string) {
+  constructor(deps: Pick<HostDeps, "kube" | "now" | "log">, instance: string) {
     this.deps = deps;
     this.key = hostKey(instance);
   }

@@ -7,7 +7,7 @@ import { LAST_ACTIVE_ANNOTATION, SANDBOX_ID_LABEL } from "../../lib/crd/keys.ts"
 import { isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
 import { escapePointer } from "../../lib/kube/json-patch.ts";
 import { shouldRecordActivity } from "../../lib/lifecycle/activity-throttle.ts";
-import type { ApiDeps } from "./deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 
 export interface ActivityOutcome {
   recorded: number;
@@ -28,7 +28,7 @@ export const ACTIVITY_CONCURRENCY = 8;
  * once more if it still runs that sandbox; a second lost race is left to the next report.
  */
 export async function recordActivity(
-  deps: ApiDeps,
+  deps: HostDeps,
   tenant: Tenant,
   report: ActivityRequest,
 ): Promise<ActivityOutcome> {
@@ -78,7 +78,7 @@ const idOf = (pod: V1Pod) => pod.metadata?.labels?.[SANDBOX_ID_LABEL] ?? "";
  * more.
  */
 async function record(
-  deps: ApiDeps,
+  deps: HostDeps,
   pod: V1Pod,
   time: string,
   reread?: () => Promise<V1Pod | undefined>,

@@ -14,7 +14,7 @@ import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import type { SandboxTemplate } from "../../lib/crd/sandbox-template.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
 import { CANDIDATES_PER_LIST, shardGroupSelector, shardOrder } from "../../lib/pool/claim-shards.ts";
-import type { ApiDeps } from "./deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 
 /** Target is what a create names: one pool, one Env, or a template. */
 export interface Target {
@@ -58,7 +58,7 @@ export interface TargetReads {
  * claimed since is refused by the claim's resourceVersion test, so a stale answer costs a retry,
  * never a double claim.
  */
-export async function listCandidates(deps: ApiDeps, namespace: string, selector: string): Promise<V1Pod[]> {
+export async function listCandidates(deps: HostDeps, namespace: string, selector: string): Promise<V1Pod[]> {
   return (await deps.kube.listPods(namespace, selector, { limit: CANDIDATES_PER_LIST, cached: true })).items;
 }
 
@@ -83,7 +83,7 @@ async function cachedThenFresh<T>(
  * anonymous create costs no quorum read and no list, whatever it names.
  */
 export async function readTarget(
-  deps: ApiDeps,
+  deps: HostDeps,
   target: Target,
   known: Promise<boolean> = Promise.resolve(true),
 ): Promise<TargetReads> {
@@ -146,7 +146,7 @@ export async function readTarget(
  * true); undefined for a standalone pool, an Env not found, or an anonymous caller.
  */
 async function memberEnvOf(
-  deps: ApiDeps,
+  deps: HostDeps,
   pool: SandboxPool,
   listed: readonly SandboxEnv[],
   known: Promise<boolean>,
@@ -169,7 +169,7 @@ function knownList<T>(known: Promise<boolean>, list: () => Promise<{ items: T[] 
 }
 
 /** readEnvTarget reads an Env target: the Env, its template and the pools of its namespace. */
-async function readEnvTarget(deps: ApiDeps, ref: string, known: Promise<boolean>): Promise<TargetReads> {
+async function readEnvTarget(deps: HostDeps, ref: string, known: Promise<boolean>): Promise<TargetReads> {
   const [namespace = "", name = ""] = ref.split("/");
   const [env, pools] = await Promise.all([
     cachedThenFresh((o) => deps.kube.getEnv(namespace, name, o), known),
@@ -191,7 +191,7 @@ async function readEnvTarget(deps: ApiDeps, ref: string, known: Promise<boolean>
  * known (see readTarget).
  */
 export async function resolvePool(
-  deps: ApiDeps,
+  deps: HostDeps,
   tenant: Tenant,
   target: Target,
   reads: Promise<TargetReads> = readTarget(deps, target),

@@ -6,7 +6,7 @@ import {
   withAccess,
 } from "../../lib/claims/sandbox-view.ts";
 import { envdAccessToken } from "../../lib/claims/sealing.ts";
-import type { ApiDeps } from "./deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 
 /**
  * ownerToken is sandbox `view`'s envd access token for `tenant`, when it is the sandbox's owner
@@ -15,7 +15,7 @@ import type { ApiDeps } from "./deps.ts";
  * token, which runs commands and reads files inside it, goes to its owner only.
  */
 export async function ownerToken(
-  deps: Pick<ApiDeps, "postStart">,
+  deps: Pick<HostDeps, "postStart">,
   tenant: Tenant,
   view: SandboxView,
 ): Promise<string | undefined> {
@@ -28,7 +28,7 @@ export async function ownerToken(
  * view with `access`, its URLs under `domain` and, to its owner, the envd token (withAccess).
  */
 export async function viewWithAccess(
-  deps: Pick<ApiDeps, "postStart">,
+  deps: Pick<HostDeps, "postStart">,
   tenant: Tenant,
   view: SandboxView,
   domain: string | undefined,

@@ -2,7 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { sandboxWarningEvents, warningEventSelector } from "../../lib/claims/sandbox-events.ts";
 import type { SandboxView } from "../../lib/claims/sandbox-view.ts";
 import type { PodDiagnosticEvent } from "../../lib/lifecycle/diagnostics.ts";
-import type { ApiDeps } from "./deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 
 /**
  * withSandboxEvents gives a sandbox with a diagnosis (starting, failed) its pod's Warning events
@@ -11,7 +11,7 @@ import type { ApiDeps } from "./deps.ts";
  * diagnosis without them rather than failing the caller.
  */
 export async function withSandboxEvents(
-  deps: ApiDeps,
+  deps: HostDeps,
   pod: V1Pod,
   view: SandboxView,
 ): Promise<{ view: SandboxView; events: PodDiagnosticEvent[] }> {

@@ -3,7 +3,7 @@ import type { Tenant } from "../../lib/claims/api-keys.ts";
 import { type SandboxView, sandboxView } from "../../lib/claims/sandbox-view.ts";
 import { type TimeoutChange, timeoutPatch } from "../../lib/claims/timeouts.ts";
 import { isConflict } from "../../lib/kube/errors.ts";
-import type { ApiDeps } from "./deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 import { lookupSandbox } from "./find-sandbox.ts";
 
 /**
@@ -17,7 +17,7 @@ import { lookupSandbox } from "./find-sandbox.ts";
  * that is already stopping).
  */
 export async function setSandboxTimeouts(
-  deps: ApiDeps,
+  deps: HostDeps,
   tenant: Tenant,
   id: string,
   change: TimeoutChange,

@@ -2,7 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { countsAsDemand, type OwnClaim, teamHeld } from "../../lib/claims/team-limits.ts";
 import { SANDBOX_PHASE, SANDBOX_PHASE_LABEL, TEAM_LABEL } from "../../lib/crd/keys.ts";
 import { SharedReads } from "../../lib/util/shared-read.ts";
-import type { ApiDeps } from "./deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 
 /**
  * teamPods lists the sandboxes a team holds (its pods starting or running and not being deleted,
@@ -10,7 +10,7 @@ import type { ApiDeps } from "./deps.ts";
  * against draining shared pools, so a list a moment old is good enough; TeamHolds adds what this
  * host claimed since.
  */
-export async function teamPods(deps: Pick<ApiDeps, "kube">, team: string): Promise<string[]> {
+export async function teamPods(deps: Pick<HostDeps, "kube">, team: string): Promise<string[]> {
   const selector = `${TEAM_LABEL}=${team},${SANDBOX_PHASE_LABEL} in (${SANDBOX_PHASE.STARTING},${SANDBOX_PHASE.RUNNING})`;
   const pods = (await deps.kube.listPods(undefined, selector, { cached: true })).items;
   // A pod being deleted serves its team no longer.
@@ -20,7 +20,7 @@ export async function teamPods(deps: Pick<ApiDeps, "kube">, team: string): Promi
 const podKey = (pod: V1Pod) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
 
 /** teamSandboxes counts the sandboxes a team holds (teamPods). */
-export async function teamSandboxes(deps: Pick<ApiDeps, "kube">, team: string): Promise<number> {
+export async function teamSandboxes(deps: Pick<HostDeps, "kube">, team: string): Promise<number> {
   return (await teamPods(deps, team)).length;
 }
 
@@ -46,10 +46,10 @@ export class TeamHolds {
   private readonly reads: SharedReads<{ at: number; pods: Set<string> }>;
   private readonly own = new Map<string, Set<OwnClaim>>();
   private readonly waiting = new Map<string, number>();
-  private readonly deps: Pick<ApiDeps, "kube">;
+  private readonly deps: Pick<HostDeps, "kube">;
   private readonly now: () => number;
 
-  constructor(deps: Pick<ApiDeps, "kube">, now: () => number = Date.now) {
+  constructor(deps: Pick<HostDeps, "kube">, now: () => number = Date.now) {
     this.deps = deps;
     this.now = now;
     this.reads = new SharedReads(HELD_SHARE_MS, now);

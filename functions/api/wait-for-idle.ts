@@ -1,15 +1,14 @@
 import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
-import { type Claim, IdleDispatch } from "../cache/idle-dispatch.ts";
-import { CreateStamps } from "./create-stamps.ts";
-import type { ApiDeps } from "./deps.ts";
+import type { Claim } from "../cache/idle-dispatch.ts";
+import type { HostDeps } from "../host-deps.ts";
 
 /**
  * recordDemand stamps the pool's last-sandbox-create-time for a create, through the host's
  * throttle (deps.stamps) when it has one, else checked against the stored stamp only.
  */
-export function recordDemand(deps: ApiDeps, pool: SandboxPool, now: Date): void {
-  (deps.stamps ?? new CreateStamps(deps)).stamp(pool, now);
+export function recordDemand(deps: HostDeps, pool: SandboxPool, now: Date): void {
+  deps.stamps.stamp(pool, now);
 }
 
 /**
@@ -21,12 +20,12 @@ export function recordDemand(deps: ApiDeps, pool: SandboxPool, now: Date): void 
  * process: a waiter that times out leaves no trace.
  */
 export function waitForIdle<T>(
-  deps: ApiDeps,
+  deps: HostDeps,
   pools: readonly SandboxPool[],
   timeoutMs: number,
   claim: Claim<T>,
   signal?: AbortSignal,
   env?: SandboxEnv,
 ): Promise<T | undefined> {
-  return (deps.idle ?? new IdleDispatch(deps)).wait(pools, timeoutMs, claim, signal, env);
+  return deps.idle.wait(pools, timeoutMs, claim, signal, env);
 }

@@ -7,8 +7,8 @@ import { sandboxPhaseOf } from "../../lib/lifecycle/phase-label.ts";
 import { hasPendingHooks } from "../../lib/lifecycle/post-start-hooks.ts";
 import { latestOnly } from "../../lib/util/latest-only.ts";
 import { followPod } from "../cache/follow-pod.ts";
+import type { HostDeps } from "../host-deps.ts";
 import { runPodSteps } from "../runs/reconcile-pod.ts";
-import type { ApiDeps } from "./deps.ts";
 
 /**
  * WaitTimeline says where a wait went, in ms from its start: when the watch delivered the version
@@ -47,7 +47,7 @@ export type WaitOutcome = (
  * then complete it, instead of leaving it until the waiter-until of a create that is gone.
  */
 export async function waitForRunning(
-  deps: ApiDeps,
+  deps: HostDeps,
   claimed: V1Pod,
   pool: SandboxPool,
   timeoutMs: number,
@@ -99,8 +99,8 @@ export async function waitForRunning(
     stopped = true;
     controller.abort();
   };
-  if (deps.stopping?.aborted) stop();
-  else deps.stopping?.addEventListener("abort", stop, { once: true });
+  if (deps.stopping.aborted) stop();
+  else deps.stopping.addEventListener("abort", stop, { once: true });
   try {
     if (!outcome && !controller.signal.aborted)
       await followPod(
@@ -115,7 +115,7 @@ export async function waitForRunning(
   } finally {
     clearTimeout(timer);
     clearTimeout(retry);
-    deps.stopping?.removeEventListener("abort", stop);
+    deps.stopping.removeEventListener("abort", stop);
   }
   if (!outcome && stopped) await handBackStart(deps, last ?? claimed);
   const timeline = { ...(kubeletMs === undefined ? {} : { kubeletMs }), endMs: performance.now() - t0 };
@@ -129,7 +129,7 @@ export async function waitForRunning(
  * (completed and released, claimed again, deleted) needs nothing; a write that fails otherwise is
  * logged, and the start is then completed once its waiter-until passes (ADR 0022).
  */
-async function handBackStart(deps: ApiDeps, pod: V1Pod): Promise<void> {
+async function handBackStart(deps: HostDeps, pod: V1Pod): Promise<void> {
   const patch = handBackStartPatch(pod);
   if (!patch) return;
   const where = `${pod.metadata?.namespace}/${pod.metadata?.name}`;

@@ -1,8 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { orMissing } from "../../lib/kube/errors.ts";
-import { retryDelay } from "../../lib/util/backoff.ts";
-import type { ViewDeps } from "./cache-deps.ts";
-import { paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
+import type { CacheDeps } from "./cache-deps.ts";
+import { Informer } from "./informer.ts";
 
 /**
  * Seen takes each newer version of a followed pod (undefined: the pod is gone) and returns true
@@ -16,7 +15,7 @@ export type Seen = (pod: V1Pod | undefined) => boolean;
  * else through a watch of its own (the Worker, one request per isolate).
  */
 export function followPod(
-  deps: Pick<ViewDeps, "kube" | "watch" | "log" | "pods">,
+  deps: Pick<CacheDeps, "kube" | "watch" | "log" | "pods">,
   from: V1Pod,
   seen: Seen,
   signal: AbortSignal,
@@ -25,52 +24,53 @@ export function followPod(
 }
 
 /**
- * watchOnePod follows one pod on a watch of its own, resumed from the last version seen when the
- * apiserver ends it; when the watch cannot go on from there (410 Gone) or fails, it starts over
- * from a read. A read that fails too (an outage) is tried again after a growing pause.
+ * watchOnePod follows one pod on a watch of its own (an informer of that one pod, from `from`'s
+ * version), resumed from the last version seen when the apiserver ends it; when the watch cannot
+ * go on from there (410 Gone) or fails, it starts over from a read of the pod, which is the
+ * informer's list: seen is handed what it says (undefined: gone, which ends the follow) and the
+ * watch resumes from its version. A read that fails too (an outage) is tried again after a
+ * growing pause.
  */
-export async function watchOnePod(
-  deps: Pick<ViewDeps, "kube" | "watch" | "log">,
+export function watchOnePod(
+  deps: Pick<CacheDeps, "kube" | "watch" | "log">,
   from: V1Pod,
   seen: Seen,
   signal: AbortSignal,
 ): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
   const namespace = from.metadata?.namespace ?? "";
   const name = from.metadata?.name ?? "";
-  // The version the next watch resumes from: the last event's, bookmarks included.
-  const cursor = { resumeFrom: from.metadata?.resourceVersion };
-  let reread = false;
-  let quick = 0;
-  while (!signal.aborted) {
-    if (reread) {
-      const read = await orMissing<V1Pod>(deps.kube.getPod(namespace, name)).then(
-        (pod) => ({ ok: true as const, pod }),
-        (err: unknown) => ({ ok: false as const, err }),
-      );
-      if (!read.ok) {
-        deps.log.debug(
-          { pod: `${namespace}/${name}`, err: String(read.err) },
-          "waiter could not read its pod",
-        );
-        await pause(retryDelay(quick++), signal);
-        continue;
-      }
-      reread = false;
-      if (seen(read.pod) || !read.pod) return;
-      cursor.resumeFrom = read.pod.metadata?.resourceVersion;
-    }
-    const opened = Date.now();
-    const end = await watchPodsFrom(
-      deps,
-      { namespace, selector: { fieldSelector: `metadata.name=${name}` }, cursor },
-      ({ pod, deleted }) => seen(deleted ? undefined : pod),
-      signal,
-      "waiter's watch failed; reading again",
-    );
-    if (end === "stopped" || signal.aborted) return;
-    // A watch that cannot go on from its version (410 Gone), or failed, starts over from a read;
-    // any that failed or ended at once is paced first.
-    if (end === "gone" || end === "failed") reread = true;
-    quick = await paceReopen(quick, opened, end === "failed", signal);
-  }
+  const informer = new Informer<V1Pod>(
+    { watch: deps.watch, log: deps.log },
+    {
+      name: "followed pod",
+      path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
+      selector: { fieldSelector: `metadata.name=${name}` },
+      list: async () => {
+        const pod = await orMissing<V1Pod>(deps.kube.getPod(namespace, name));
+        return { items: pod ? [pod] : [], resourceVersion: pod?.metadata?.resourceVersion ?? "" };
+      },
+    },
+    { from: from.metadata?.resourceVersion, keep: false, relistAfterFailure: true },
+  );
+  return new Promise<void>((resolve) => {
+    let done = false;
+    const finish = () => {
+      done = true;
+      unsubscribe();
+      informer.close();
+      signal.removeEventListener("abort", finish);
+      resolve();
+    };
+    const unsubscribe = informer.subscribe({
+      changed: (change) => {
+        if (!done && seen(change.deleted ? undefined : change.object)) finish();
+      },
+      // A pod the read no longer finds stays gone for this sandbox.
+      listed: ([pod]) => {
+        if (!done && (seen(pod) || !pod)) finish();
+      },
+    });
+    signal.addEventListener("abort", finish, { once: true });
+  });
 }

@@ -5,9 +5,8 @@ import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { KubeError } from "../../lib/kube/errors.ts";
 import { ownedBy } from "../../lib/membership/pod-ownership.ts";
-import { retryDelay } from "../../lib/util/backoff.ts";
-import type { ViewDeps } from "./cache-deps.ts";
-import { IDLE_WATCH_SECONDS } from "./pod-watch.ts";
+import type { CacheDeps } from "./cache-deps.ts";
+import { Informer } from "./informer.ts";
 
 /**
  * UNSUITABLE is what a waiter's claim answers for a pod it cannot use (its request does not fit the
@@ -52,7 +51,9 @@ interface Stream {
   inflight: Set<string>;
   /** retry is the timer that dispatches again once a failed pod may be tried again, and when. */
   retry?: { due: number; timer: ReturnType<typeof setTimeout> } | undefined;
-  controller: AbortController;
+  /** informer watches the pools' idle pods (replay: every watch starts from the current state). */
+  informer: Informer<V1Pod> | undefined;
+  closed: boolean;
 }
 
 /** CLAIM_RETRY_MS: how long a pod whose claim failed (not lost: failed) waits before the next try. */
@@ -84,9 +85,9 @@ function idleSelector(names: readonly string[]): string {
  */
 export class IdleDispatch {
   private readonly streams = new Map<string, Stream>();
-  private readonly deps: Pick<ViewDeps, "watch" | "now" | "random" | "log">;
+  private readonly deps: Pick<CacheDeps, "watch" | "now" | "random" | "log" | "metrics">;
 
-  constructor(deps: Pick<ViewDeps, "watch" | "now" | "random" | "log">) {
+  constructor(deps: Pick<CacheDeps, "watch" | "now" | "random" | "log" | "metrics">) {
     this.deps = deps;
   }
 
@@ -148,52 +149,40 @@ export class IdleDispatch {
       waiters: [],
       candidates: new Map(),
       inflight: new Set(),
-      controller: new AbortController(),
+      informer: undefined,
+      closed: false,
     };
     this.streams.set(key, stream);
-    this.follow(stream).catch((e: unknown) => this.deps.log.warn({ err: String(e) }, "idle watch stopped"));
+    this.follow(stream);
     return stream;
   }
 
   private close(stream: Stream): void {
-    stream.controller.abort();
+    stream.closed = true;
+    stream.informer?.close();
     clearTimeout(stream.retry?.timer);
     for (const [key, s] of this.streams) if (s === stream) this.streams.delete(key);
   }
 
-  /** follow keeps the stream's watch open while it has waiters, reopening it with a growing delay. */
-  private async follow(stream: Stream): Promise<void> {
-    const { signal } = stream.controller;
-    for (let attempt = 0; !signal.aborted; attempt++) {
-      // A reopened watch lists the idle pods again (ADDED), so forget what the last one said.
-      stream.candidates.clear();
-      const opened = Date.now();
-      await this.deps
-        .watch(
-          {
-            method: "GET",
-            path: `/api/v1/namespaces/${encodeURIComponent(stream.namespace)}/pods`,
-            // The apiserver ends it after a while (the transport gives up on one that outlives
-            // that: a stopped apiserver, a dead connection), so a stream with waiters always on it
-            // is still renewed.
-            query: {
-              labelSelector: idleSelector([...stream.pools.keys()]),
-              timeoutSeconds: String(IDLE_WATCH_SECONDS),
-            },
-          },
-          (event) => {
-            this.onEvent(stream, event.type, event.object as V1Pod);
-            return false;
-          },
-          signal,
-        )
-        .catch((e: unknown) => {
-          if (!signal.aborted) this.deps.log.debug({ err: String(e) }, "idle watch failed; reopening");
-        });
-      if (Date.now() - opened > 10_000) attempt = 0;
-      const delay = retryDelay(attempt);
-      if (!signal.aborted) await new Promise((r) => setTimeout(r, delay));
-    }
+  /**
+   * follow keeps a watch of the stream's idle pods open while it has waiters: an Informer that
+   * opens each watch with no version, so each starts with the idle pods there are now (ADDED) and
+   * the stream forgets what the last one said; renewed after WATCH_SECONDS (the transport gives up
+   * on one that outlives that: a stopped apiserver, a dead connection).
+   */
+  private follow(stream: Stream): void {
+    const path = `/api/v1/namespaces/${encodeURIComponent(stream.namespace)}/pods`;
+    stream.informer = new Informer<V1Pod>(
+      this.deps,
+      { name: "idle dispatch", path, selector: { labelSelector: idleSelector([...stream.pools.keys()]) } },
+      { replay: true, keep: false },
+      {
+        listed: () => {
+          stream.candidates.clear();
+        },
+        changed: (change) => this.onEvent(stream, change.deleted ? "DELETED" : "ADDED", change.object),
+      },
+    );
   }
 
   private onEvent(stream: Stream, type: string, pod: V1Pod): void {
@@ -271,7 +260,7 @@ export class IdleDispatch {
    */
   private retryLater(stream: Stream, ms: number): void {
     const due = Date.now() + ms;
-    if (stream.controller.signal.aborted || (stream.retry && stream.retry.due <= due)) return;
+    if (stream.closed || (stream.retry && stream.retry.due <= due)) return;
     clearTimeout(stream.retry?.timer);
     stream.retry = {
       due,

@@ -6,11 +6,11 @@ import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { idleSelector } from "../../lib/pool/claim-shards.ts";
 import { claimableState, podFacts } from "../../lib/pool/pod-facts.ts";
 import { waitAtMost } from "../../lib/util/with-timeout.ts";
-import type { ViewDeps } from "./cache-deps.ts";
+import type { CacheDeps } from "./cache-deps.ts";
 import { Informer, type InformerDeps, WATCH_SECONDS } from "./informer.ts";
 
 /** IdleFeedDeps: the client, a watch transport, a log, and the host's metrics when it keeps them. */
-export type IdleFeedDeps = Pick<ViewDeps, "kube" | "watch" | "log"> & Pick<InformerDeps, "metrics">;
+export type IdleFeedDeps = Pick<CacheDeps, "kube" | "watch" | "log"> & Pick<InformerDeps, "metrics">;
 
 /** Feed is one pool's idle pods as its informer (one list and watch of them) last said. */
 interface Feed {

@@ -40,7 +40,8 @@ export interface InformerSource<T> {
   /** path is the collection's path (e.g. /api/v1/namespaces/ns/pods). */
   path: string;
   selector: { labelSelector: string } | { fieldSelector: string };
-  list: ListPage<T>;
+  /** list reads the selection; an informer with `replay` never lists. */
+  list?: ListPage<T>;
   /** timeoutSeconds ends each watch (WATCH_SECONDS by default). */
   timeoutSeconds?: number;
 }
@@ -57,6 +58,13 @@ export interface InformerOptions {
    * selection; subscribers hear `outOfStep("gone")` and read what they need themselves.
    */
   onlyVersion?: boolean;
+  /**
+   * replay opens every watch with no version, so the apiserver sends every selected object as
+   * ADDED first (a list inside the watch), and never lists apart: subscribers hear an empty
+   * `listed` before each watch, to forget what the last one said. For a short-lived cache whose
+   * selection is small (a create's wait for idle pods), where a separate list costs more.
+   */
+  replay?: boolean;
   /** relistAfterFailure: a failed watch lists again instead of resuming (it may have been down a while). */
   relistAfterFailure?: boolean;
   /** keep holds each object's last change, so a subscriber that comes late is handed them (default true). */
@@ -146,7 +154,16 @@ export class Informer<T> {
   private readonly source: InformerSource<T>;
   private readonly options: InformerOptions;
 
-  constructor(deps: InformerDeps, source: InformerSource<T>, options: InformerOptions = {}) {
+  /**
+   * The informer starts at once. `first` is subscribed before anything runs: with no list first
+   * (`from`, `replay`) its watch then opens within this call, and the subscriber hears every event.
+   */
+  constructor(
+    deps: InformerDeps,
+    source: InformerSource<T>,
+    options: InformerOptions = {},
+    first?: Subscriber<T>,
+  ) {
     this.deps = deps;
     this.source = source;
     this.options = options;
@@ -155,7 +172,8 @@ export class Informer<T> {
       this.isSynced = true;
       this.markSynced();
     }
-    this.run().catch((e: unknown) =>
+    if (first) this.subscribers.add(first);
+    this.run(first !== undefined).catch((e: unknown) =>
       this.deps.log.warn({ informer: source.name, err: String(e) }, "informer stopped"),
     );
   }
@@ -265,11 +283,13 @@ export class Informer<T> {
   /** list reads the selection page by page (one item with onlyVersion) and hands it to every subscriber. */
   private async list(cause: string): Promise<void> {
     this.count("lists", cause, "cause");
+    const list = this.source.list;
+    if (!list) throw new Error(`informer ${this.source.name} has no list`);
     const items: T[] = [];
     let next: string | undefined;
     let version = "";
     do {
-      const page = await this.source.list({
+      const page = await list({
         limit: this.options.onlyVersion ? 1 : LIST_PAGE,
         ...(next ? { continue: next } : {}),
       });
@@ -353,6 +373,20 @@ export class Informer<T> {
     return state.end;
   }
 
+  /**
+   * replayed readies a watch with no version: the subscribers forget what the last one said. It
+   * returns a promise only when one of them does (so a replaying informer's first watch opens
+   * within its constructor).
+   */
+  private replayed(): Promise<void> | undefined {
+    this.cursor = undefined;
+    this.store.clear();
+    const pending = [...this.subscribers].map((s) => s.listed?.([], "")).filter((r) => r instanceof Promise);
+    this.isSynced = true;
+    this.markSynced();
+    return pending.length ? Promise.all(pending).then(() => {}) : undefined;
+  }
+
   /** outOfStep marks the informer out of step and tells the subscribers. */
   private outOfStep(why: "gone" | "failed"): void {
     this.isSynced = false;
@@ -360,13 +394,13 @@ export class Informer<T> {
   }
 
   /** run lists (unless it follows from a version), then watches; 410 and asked relists list again. */
-  private async run(): Promise<void> {
+  private async run(subscribed: boolean): Promise<void> {
     const { signal } = this.controller;
     let quick = 0;
-    let cause = this.options.from === undefined ? "start" : "";
+    let cause = this.options.from === undefined && !this.options.replay ? "start" : "";
     // With no list first, the watch opens on the next microtask: the subscribers added right
     // after the constructor hear its first events even from a transport that answers at once.
-    if (cause === "") await Promise.resolve();
+    if (cause === "" && !subscribed) await Promise.resolve();
     while (!signal.aborted) {
       if (this.options.reopen && !this.options.reopen()) break;
       if (cause || this.asked) {
@@ -383,12 +417,15 @@ export class Informer<T> {
           continue;
         }
       }
+      const replaying = this.options.replay ? this.replayed() : undefined;
+      if (replaying) await replaying;
       // A subscriber may close the informer on what the list said (a followed pod is done).
       if (signal.aborted) break;
       const opened = Date.now();
       const end = await this.watchOnce(signal);
       if (signal.aborted) break;
-      if (end === "gone") {
+      if (end === "gone" && this.options.replay) this.outOfStep("gone");
+      else if (end === "gone") {
         cause = "gone";
         this.outOfStep("gone");
       } else if (end === "failed" && this.options.relistAfterFailure) {

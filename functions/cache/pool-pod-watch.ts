@@ -3,9 +3,9 @@ import { CLAIMED_BY_LABEL, SANDBOX_POOL_LABEL } from "../../lib/crd/keys.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
 import { resourceVersionOf } from "../../lib/kube/resource-version.ts";
 import { retryDelay } from "../../lib/util/backoff.ts";
-import type { ViewDeps } from "./cache-deps.ts";
+import type { CacheDeps } from "./cache-deps.ts";
 import { type Seen, watchOnePod } from "./follow-pod.ts";
-import { paceReopen, pause, watchPodsFrom } from "./pod-watch.ts";
+import { type Change, Informer, pause } from "./informer.ts";
 
 /** Follower is one waiting create: the pod it follows and the newest version it was handed. */
 interface Follower {
@@ -25,11 +25,10 @@ interface Kept {
   left: boolean;
 }
 
-/** Stream is one watch of a pool's pods, shared by this process's followers of them. */
+/** Stream is one watch of a pool's pods (an informer), shared by this process's followers of them. */
 interface Stream {
   key: string;
   namespace: string;
-  pool: string;
   followers: Map<string, Set<Follower>>;
   /**
    * recent holds the newest version (undefined: deleted) of each pod the watch reported, in the
@@ -43,9 +42,10 @@ interface Stream {
    * over after a 410). A follower whose claim is older reads its pod once.
    */
   covered: bigint | undefined;
-  /** resumeFrom: the version the next watch resumes from (the last event's, bookmarks included). */
-  resumeFrom: string | undefined;
-  controller: AbortController;
+  /** informer is the stream's watch: from the first follower's version, listing only after a 410. */
+  informer: Informer<V1Pod>;
+  /** reads stops the followers' reads when the stream closes. */
+  reads: AbortController;
   linger?: ReturnType<typeof setTimeout>;
 }
 
@@ -74,7 +74,9 @@ export interface PoolPodWatchOptions {
  * holds is this process's open requests and what its watch reported, never a source of truth:
  * versions are ordered by resourceVersion (comparable since Kubernetes 1.35), each follower is
  * handed only versions newer than the last it had, and any gap (a 410, a follower whose claim
- * predates the watch) is closed by reading the pod. See ADR 0023.
+ * predates the watch) is closed by reading the pod. See ADR 0023. Each stream is an Informer
+ * that starts at its first follower's version with no list and keeps nothing itself: after a 410
+ * it lists one item only to learn where to start over.
  *
  * With claimedBy, each stream selects the pool's pods this host's claims carry (ADR 0037). A pod
  * that stops matching (released, deleted) comes as DELETED either way, so a follower is then
@@ -83,13 +85,13 @@ export interface PoolPodWatchOptions {
  */
 export class PoolPodWatch {
   private readonly streams = new Map<string, Stream>();
-  private readonly deps: Pick<ViewDeps, "kube" | "watch" | "log">;
+  private readonly deps: Pick<CacheDeps, "kube" | "watch" | "log">;
   private readonly lingerMs: number;
   private readonly keepMs: number;
   /** claimedBy is the label value this host's claims write, so its streams see them (options). */
   readonly claimedBy: string | undefined;
 
-  constructor(deps: Pick<ViewDeps, "kube" | "watch" | "log">, options: PoolPodWatchOptions = {}) {
+  constructor(deps: Pick<CacheDeps, "kube" | "watch" | "log">, options: PoolPodWatchOptions = {}) {
     this.deps = deps;
     this.lingerMs = options.lingerMs ?? 10_000;
     this.keepMs = options.keepMs ?? 10_000;
@@ -98,10 +100,7 @@ export class PoolPodWatch {
 
   /** close stops every stream (the host is shutting down: no create is left to follow a pod). */
   close(): void {
-    for (const stream of this.streams.values()) {
-      clearTimeout(stream.linger);
-      stream.controller.abort();
-    }
+    for (const stream of this.streams.values()) this.stop(stream);
     this.streams.clear();
   }
 
@@ -178,7 +177,7 @@ export class PoolPodWatch {
 
   /** readNow reads a follower's pod (retried while reads fail) and hands it over. */
   private async readNow(stream: Stream, follower: Follower): Promise<void> {
-    const { signal } = stream.controller;
+    const { signal } = stream.reads;
     for (let attempt = 0; !signal.aborted && !follower.done; attempt++) {
       try {
         const pod = await orMissing<V1Pod>(this.deps.kube.getPod(stream.namespace, follower.name));
@@ -194,23 +193,50 @@ export class PoolPodWatch {
     }
   }
 
+  /** streamFor is the pool's open stream, or a new one whose watch starts at `version` (covering `at`). */
   private streamFor(namespace: string, pool: string, version: string, at: bigint): Stream {
     const key = `${namespace}/${pool}`;
     const open = this.streams.get(key);
     if (open) return open;
+    const selector = this.selector(pool);
+    const informer = new Informer<V1Pod>(
+      { watch: this.deps.watch, log: this.deps.log },
+      {
+        name: "pool pod watch",
+        path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
+        selector: { labelSelector: selector },
+        // After a 410: one item, only to learn the version to start over from.
+        list: (page) => this.deps.kube.listPods(namespace, selector, page),
+      },
+      { from: version, keep: false, onlyVersion: true },
+    );
     const stream: Stream = {
       key,
       namespace,
-      pool,
       followers: new Map(),
       recent: new Map(),
       covered: at,
-      resumeFrom: version,
-      controller: new AbortController(),
+      informer,
+      reads: new AbortController(),
     };
+    informer.subscribe({
+      changed: (change) => this.onChange(stream, change),
+      // The watch cannot go on from its version (410 Gone): what it covered is unknown until the
+      // informer has listed where to start over.
+      outOfStep: () => {
+        stream.covered = undefined;
+      },
+      listed: (_none, listVersion) => this.startOver(stream, listVersion),
+    });
     this.streams.set(key, stream);
-    this.run(stream).catch((e: unknown) => this.deps.log.warn({ err: String(e) }, "pool pod watch stopped"));
     return stream;
+  }
+
+  /** stop closes a stream's watch and its followers' reads. */
+  private stop(stream: Stream): void {
+    clearTimeout(stream.linger);
+    stream.informer.close();
+    stream.reads.abort();
   }
 
   /** idle closes a stream with no follower after lingerMs, unless one comes first. */
@@ -218,56 +244,34 @@ export class PoolPodWatch {
     clearTimeout(stream.linger);
     stream.linger = setTimeout(() => {
       if (stream.followers.size > 0) return;
-      stream.controller.abort();
+      this.stop(stream);
       if (this.streams.get(stream.key) === stream) this.streams.delete(stream.key);
     }, this.lingerMs);
   }
 
-  /** run keeps the stream's watch open, resumed from the last version seen, until it is closed. */
-  private async run(stream: Stream): Promise<void> {
-    const { signal } = stream.controller;
-    let quick = 0;
-    while (!signal.aborted) {
-      const opened = Date.now();
-      const end = await watchPodsFrom(
-        this.deps,
-        {
-          namespace: stream.namespace,
-          selector: { labelSelector: this.selector(stream) },
-          cursor: stream,
-        },
-        ({ pod, deleted }) => {
-          this.onEvent(stream, pod, deleted);
-          return false;
-        },
-        signal,
-        "pool pod watch failed; resuming",
-      );
-      if (signal.aborted) return;
-      // The watch cannot go on from its version (410 Gone): start over from now, and read the
-      // followers' pods, whose versions in between the stream will never see.
-      if (end === "gone") await this.startOver(stream);
-      quick = await paceReopen(quick, opened, end === "failed", signal);
-    }
-  }
-
-  private onEvent(stream: Stream, pod: V1Pod, deleted: boolean): void {
-    const name = pod.metadata?.name ?? "";
-    const at = resourceVersionOf(pod.metadata?.resourceVersion);
+  /** onChange keeps what the watch said of a pod and hands it to the pod's followers. */
+  private onChange(stream: Stream, change: Change<V1Pod>): void {
+    const at = resourceVersionOf(change.version);
     if (at === undefined) return;
     const now = Date.now();
     // A stream of this host's claims also says DELETED of a pod that only stopped matching.
-    const kept: Kept = { at, pod: deleted ? undefined : pod, came: now, left: deleted && !!this.claimedBy };
+    const kept: Kept = {
+      at,
+      pod: change.deleted ? undefined : change.object,
+      came: now,
+      left: change.deleted && !!this.claimedBy,
+    };
+    const { name } = change;
     stream.recent.delete(name);
     stream.recent.set(name, kept);
     this.forget(stream, now);
     for (const follower of [...(stream.followers.get(name) ?? [])]) this.deliver(stream, follower, kept);
   }
 
-  /** selector selects a stream's pods: the pool's, and with claimedBy only this host's claims. */
-  private selector(stream: Stream): string {
-    const pool = `${SANDBOX_POOL_LABEL}=${stream.pool}`;
-    return this.claimedBy === undefined ? pool : `${pool},${CLAIMED_BY_LABEL}=${this.claimedBy}`;
+  /** selector selects a pool's pods, and with claimedBy only this host's claims. */
+  private selector(pool: string): string {
+    const pods = `${SANDBOX_POOL_LABEL}=${pool}`;
+    return this.claimedBy === undefined ? pods : `${pods},${CLAIMED_BY_LABEL}=${this.claimedBy}`;
   }
 
   /**
@@ -282,22 +286,13 @@ export class PoolPodWatch {
     }
   }
 
-  /** startOver resumes the stream from the current version and reads every follower's pod. */
-  private async startOver(stream: Stream): Promise<void> {
-    const { signal } = stream.controller;
-    stream.covered = undefined;
-    for (let attempt = 0; !signal.aborted; attempt++) {
-      try {
-        const list = await this.deps.kube.listPods(stream.namespace, this.selector(stream), { limit: 1 });
-        stream.resumeFrom = list.resourceVersion;
-        stream.covered = resourceVersionOf(list.resourceVersion) ?? 0n;
-        stream.recent.clear();
-        for (const set of stream.followers.values()) for (const f of set) this.read(stream, f);
-        return;
-      } catch (e) {
-        this.deps.log.debug({ err: String(e) }, "pool pod watch could not start over");
-        await pause(retryDelay(attempt), signal);
-      }
-    }
+  /**
+   * startOver follows the informer's list after a 410: the stream now covers what comes after the
+   * list's version, and every follower's pod is read (its versions in between were never seen).
+   */
+  private startOver(stream: Stream, version: string): void {
+    stream.covered = resourceVersionOf(version) ?? 0n;
+    stream.recent.clear();
+    for (const set of stream.followers.values()) for (const f of set) this.read(stream, f);
   }
 }

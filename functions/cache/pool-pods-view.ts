@@ -1,10 +1,10 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { SANDBOX_POOL_LABEL } from "../../lib/crd/keys.ts";
-import type { ViewDeps } from "./cache-deps.ts";
+import type { CacheDeps } from "./cache-deps.ts";
 import { type Change, Informer, type InformerDeps } from "./informer.ts";
 
 /** PoolPodsViewDeps: the client, a watch transport, a log, and the host's metrics when it keeps them. */
-export type PoolPodsViewDeps = Pick<ViewDeps, "kube" | "watch" | "log"> & Pick<InformerDeps, "metrics">;
+export type PoolPodsViewDeps = Pick<CacheDeps, "kube" | "watch" | "log"> & Pick<InformerDeps, "metrics">;
 
 /**
  * PoolPodsView keeps every pool pod (label SANDBOX_POOL_LABEL) of one namespace, or of the

@@ -15,7 +15,7 @@ import {
 import { isAlreadyExists, isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
 import type { PacedRead } from "../../lib/util/paced-read.ts";
 import { KEY_READ_SHARE_MS, tenantOfKeyHash } from "../api/authenticate.ts";
-import type { ApiDeps } from "../api/deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 
 /** CONSOLE_SESSIONS_SECRET names the Secret, next to the API keys, that holds the console's sessions. */
 export const CONSOLE_SESSIONS_SECRET = "agentbox-console-sessions";
@@ -31,7 +31,7 @@ const WRITE_ATTEMPTS = 10;
 
 /** SessionDeps are what the sessions need: the API's (kube, clock, key checks), the admin token, the host's paced reads. */
 export interface SessionDeps {
-  api: ApiDeps;
+  api: HostDeps;
   adminToken: string;
   /** reads paces this host's etcd reads of the sessions Secret (SESSION_READ_GAP_MS; one per host or isolate). */
   reads: PacedRead<V1Secret | undefined>;

@@ -7,10 +7,10 @@ import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import type { SandboxTemplate } from "../../lib/crd/sandbox-template.ts";
 import { type HistoryPage, type HistoryQuery, HistoryUnavailable } from "../../lib/history/store.ts";
 import type { PodDiagnosticEvent } from "../../lib/lifecycle/diagnostics.ts";
-import type { ApiDeps } from "../api/deps.ts";
 import { listSandboxes } from "../api/list-sandboxes.ts";
 import { listTargets } from "../api/list-targets.ts";
 import { withSandboxEvents } from "../api/sandbox-events.ts";
+import type { HostDeps } from "../host-deps.ts";
 
 /** ConsoleData is what one console page shows a tenant: only what that tenant may see. */
 export interface ConsoleData {
@@ -43,7 +43,7 @@ const EVENT_READS = 8;
  * pod's events from an earlier sandbox never explain the one it serves now.
  */
 export async function loadConsole(
-  deps: ApiDeps,
+  deps: HostDeps,
   tenant: Tenant,
   history: HistoryQuery,
 ): Promise<ConsoleData> {

@@ -3,10 +3,10 @@ import { planEnvEdit } from "../../lib/env/env-edit.ts";
 import { apiserverRejection, type EnvEditRejection, rejection } from "../../lib/env/env-edit-rejection.ts";
 import type { EnvEdit } from "../../lib/env/env-edit-request.ts";
 import { isConflict, KubeError, orMissing } from "../../lib/kube/errors.ts";
-import type { StepDeps } from "../deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 
 /** EnvEditDeps is what an edit needs: a client with the caller's rights, the clock, a log, who writes Events. */
-export type EnvEditDeps = Pick<StepDeps, "kube" | "now" | "log" | "reporter">;
+export type EnvEditDeps = Pick<HostDeps, "kube" | "now" | "log" | "reporter">;
 
 /** EnvEditResult says what an edit did: `changed` false when the Env already was so. */
 export interface EnvEditResult {

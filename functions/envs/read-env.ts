@@ -1,11 +1,12 @@
 import { type EnvOverview, envOverview } from "../../lib/env/env-overview.ts";
 import { envTimeline, type TimelineEntry } from "../../lib/env/env-timeline.ts";
-import type { StepDeps } from "../deps.ts";
+import type { HostDeps } from "../host-deps.ts";
+import type { CatalogDeps } from "../instance-types.ts";
 import { withCatalog } from "../instance-types.ts";
 import { readEnvSnapshot } from "../steps/env-snapshot.ts";
 
 /** EnvReadDeps is what reading an Env's page needs (the catalog's settings when it names a type). */
-export type EnvReadDeps = Pick<StepDeps, "kube" | "log" | "instanceTypes" | "catalogReads" | "noticed">;
+export type EnvReadDeps = CatalogDeps;
 
 /**
  * readEnvOverview reads one Env as its run would (readEnvSnapshot, the catalog when it names an
@@ -30,7 +31,7 @@ export async function readEnvOverview(
  * names to read for (the overview's).
  */
 export async function readEnvTimeline(
-  deps: Pick<StepDeps, "kube">,
+  deps: Pick<HostDeps, "kube">,
   namespace: string,
   name: string,
   members: readonly string[],

@@ -2,7 +2,7 @@ import { type GroupChange, planAutoscale } from "../../lib/autoscale/plan-autosc
 import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import type { EnvSnapshot } from "../../lib/env/plan-env.ts";
-import type { StepDeps } from "../deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 import { type ActionOutcome, executeOne } from "../steps/execute.ts";
 
 /** AutoscaleReport says what one autoscaler run did, and the Env to go on from. */
@@ -22,7 +22,7 @@ export interface AutoscaleReport {
  * Env write to a racing run writes nothing more, so a scale step is never taken twice.
  */
 export async function autoscaleEnv(
-  deps: StepDeps,
+  deps: HostDeps,
   snap: EnvSnapshot,
   clusterId: string,
 ): Promise<AutoscaleReport> {

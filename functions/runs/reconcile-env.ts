@@ -1,6 +1,6 @@
 import { planAutoscale } from "../../lib/autoscale/plan-autoscale.ts";
 import { type EnvSnapshot, planEnv } from "../../lib/env/plan-env.ts";
-import type { StepDeps } from "../deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 import { withCatalog } from "../instance-types.ts";
 import { readEnvSnapshot } from "../steps/env-snapshot.ts";
 import { type ActionOutcome, execute } from "../steps/execute.ts";
@@ -15,7 +15,7 @@ export interface EnvReport {
 }
 
 /** clusterIdOf is the host's local cluster ID, or the configuration error that says it is missing. */
-export function clusterIdOf(deps: StepDeps): string {
+export function clusterIdOf(deps: HostDeps): string {
   if (!deps.clusterId)
     throw new Misconfigured(
       "no local cluster ID is configured (AGENTBOX_CLUSTER_ID on the Node host, CLUSTER_ID on the Worker): the Env step materialises only the Env segment of its own cluster, so it does not run without one; the pool steps still run",
@@ -33,7 +33,7 @@ export function clusterIdOf(deps: StepDeps): string {
  * catalog (withCatalog: the tick's, else read).
  */
 export async function reconcileEnv(
-  deps: StepDeps,
+  deps: HostDeps,
   namespace: string,
   name: string,
   snapshot?: EnvSnapshot,
@@ -66,7 +66,7 @@ export async function reconcileEnv(
 }
 
 /** plansMoreThanStatus: the autoscaler or the Env step would write something besides the Env status. */
-function plansMoreThanStatus(snap: EnvSnapshot, clusterId: string, now: Date, deps: StepDeps): boolean {
+function plansMoreThanStatus(snap: EnvSnapshot, clusterId: string, now: Date, deps: HostDeps): boolean {
   const scale = planAutoscale(snap, clusterId, now, deps.autoscale);
   if (scale.envWrite || scale.poolWrites.length > 0) return true;
   return planEnv(snap, clusterId, now).some((a) => a.target.kind === "SandboxPool");

@@ -6,7 +6,7 @@ import { hasPendingHooks } from "../../lib/lifecycle/post-start-hooks.ts";
 import { orphanedFrom, ownedBy } from "../../lib/membership/pod-ownership.ts";
 import { planFinalizeDeleted } from "../../lib/reconcile/finalize-deleted.ts";
 import type { PodTarget } from "../../lib/triggers/audit-targets.ts";
-import type { StepDeps } from "../deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 import { completeStarting } from "../steps/complete-starting.ts";
 import { completeStopping } from "../steps/complete-stopping.ts";
 import { execute } from "../steps/execute.ts";
@@ -43,7 +43,7 @@ export const POD_STEPS: readonly Step[] = [
  * being deleted: its record stored, then our finalizer removed (finalizeOrphan).
  */
 export async function reconcilePod(
-  deps: StepDeps,
+  deps: HostDeps,
   namespace: string,
   poolName: string,
   podName: string,
@@ -75,7 +75,7 @@ export async function reconcilePod(
  * does for a pool's own pods: a claimed pod's record first (idempotent by sandbox ID), then the
  * removal of our finalizer, tested against the version read.
  */
-async function finalizeOrphan(deps: StepDeps, report: PoolReport, pod: V1Pod): Promise<PoolReport> {
+async function finalizeOrphan(deps: HostDeps, report: PoolReport, pod: V1Pod): Promise<PoolReport> {
   const outcomes = await execute(deps, planFinalizeDeleted([pod], deps.now()));
   return outcomes.length ? { ...report, steps: [{ step: "finalize-deleted", outcomes }] } : report;
 }
@@ -84,7 +84,7 @@ async function finalizeOrphan(deps: StepDeps, report: PoolReport, pod: V1Pod): P
  * plansNothing says whether the per-pod steps would leave this version of the pod alone. A pod
  * with hooks still to run counts as work: planning the hooks step runs them.
  */
-async function plansNothing(deps: StepDeps, pool: SandboxPool, pod: V1Pod): Promise<boolean> {
+async function plansNothing(deps: HostDeps, pool: SandboxPool, pod: V1Pod): Promise<boolean> {
   if (hasPendingHooks(pod)) return false;
   for (const step of POD_STEPS) if ((await step.plan(deps, { pool, pods: [pod] })).length > 0) return false;
   return true;
@@ -99,7 +99,7 @@ async function plansNothing(deps: StepDeps, pool: SandboxPool, pod: V1Pod): Prom
  * conflict, never a transition made twice.
  */
 export async function runPodSteps(
-  deps: StepDeps,
+  deps: HostDeps,
   pool: SandboxPool,
   pod: V1Pod,
   asWaiter = false,

@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { poolGauges, setPoolGauges } from "../../lib/metrics/pool-gauges.ts";
-import type { StepDeps } from "../deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 import { completeStarting } from "../steps/complete-starting.ts";
 import { completeStopping } from "../steps/complete-stopping.ts";
 import { copyTemplate } from "../steps/copy-template.ts";
@@ -61,7 +61,7 @@ export interface PoolReport {
  * write that an earlier step made stale fails its test and is re-planned on the next trigger.
  */
 export async function reconcilePool(
-  deps: StepDeps,
+  deps: HostDeps,
   namespace: string,
   name: string,
   only = RECONCILE,

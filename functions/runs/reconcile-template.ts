@@ -2,7 +2,7 @@ import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import type { SandboxTemplate } from "../../lib/crd/sandbox-template.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
 import { planTemplateStatus } from "../../lib/template/template-status.ts";
-import type { StepDeps } from "../deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 import { type ActionOutcome, execute } from "../steps/execute.ts";
 
 /** TemplateSnapshot is what a template's run decides from: the template and the cluster's pools. */
@@ -29,7 +29,7 @@ export interface TemplateReport {
  * another (a second host) leaves it to that one.
  */
 export async function reconcileTemplate(
-  deps: StepDeps,
+  deps: HostDeps,
   name: string,
   snapshot?: TemplateSnapshot,
 ): Promise<TemplateReport> {

@@ -1,5 +1,5 @@
 import { planMemberRefresh } from "../../lib/env/refresh-member.ts";
-import type { StepDeps } from "../deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 import { withCatalog } from "../instance-types.ts";
 import { readEnvSnapshot } from "../steps/env-snapshot.ts";
 import { type ActionOutcome, execute } from "../steps/execute.ts";
@@ -22,7 +22,7 @@ export interface MemberRefreshReport {
  * throws NotFound, a refusal StepRefused with the reason.
  */
 export async function refreshMember(
-  deps: StepDeps,
+  deps: HostDeps,
   namespace: string,
   env: string,
   member: string,

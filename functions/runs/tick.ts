@@ -4,7 +4,7 @@ import { planAdoption } from "../../lib/env/adoption.ts";
 import type { EnvSnapshot } from "../../lib/env/plan-env.ts";
 import { partitionPods } from "../../lib/membership/pod-ownership.ts";
 import { planFinalizeDeleted } from "../../lib/reconcile/finalize-deleted.ts";
-import type { StepDeps } from "../deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 import { readInstanceTypes } from "../instance-types.ts";
 import { execute } from "../steps/execute.ts";
 import { type PoolSnapshot, readCluster } from "../steps/snapshot.ts";
@@ -74,7 +74,7 @@ export interface TickReport {
  * trigger in Workers) prevents overlapping ticks. Without a local cluster ID the Envs are
  * skipped (the report says why) and the pools still run.
  */
-export async function tick(deps: StepDeps, opts: TickOptions): Promise<TickReport> {
+export async function tick(deps: HostDeps, opts: TickOptions): Promise<TickReport> {
   const started = Date.now();
   const before = { ...deps.kube.requests };
   const random = opts.random ?? Math.random;

@@ -4,7 +4,7 @@ import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import type { Action } from "../../lib/kube/action.ts";
 import { isAlreadyExists, isConflict, isNotFound } from "../../lib/kube/errors.ts";
-import type { StepDeps } from "../deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 
 /** ActionOutcome is what became of one planned action. */
 export interface ActionOutcome {
@@ -23,7 +23,7 @@ export interface ActionOutcome {
  * a lost create race is not an error: someone else acted first, and the next trigger re-reads
  * and re-plans. Nothing is retried here.
  */
-export async function execute(deps: StepDeps, actions: readonly Action[]): Promise<ActionOutcome[]> {
+export async function execute(deps: HostDeps, actions: readonly Action[]): Promise<ActionOutcome[]> {
   const outcomes: ActionOutcome[] = [];
   for (const action of actions) outcomes.push((await executeOne(deps, action)).outcome);
   return outcomes;
@@ -34,7 +34,7 @@ export async function execute(deps: StepDeps, actions: readonly Action[]): Promi
  * answered a successful write with (a step that writes again in the same run starts from it).
  */
 export async function executeOne(
-  deps: StepDeps,
+  deps: HostDeps,
   action: Action,
 ): Promise<{ outcome: ActionOutcome; written?: unknown }> {
   const { kind, namespace, name } = action.target;
@@ -82,7 +82,7 @@ export async function executeOne(
   return outcome.result === "done" && written !== undefined ? { outcome, written } : { outcome };
 }
 
-async function write(deps: StepDeps, action: Action): Promise<unknown> {
+async function write(deps: HostDeps, action: Action): Promise<unknown> {
   const { namespace, name, kind } = action.target;
   const { kube } = deps;
   const w = action.write;

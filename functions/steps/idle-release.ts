@@ -24,8 +24,8 @@ export const idleRelease: Step = {
     if (mode === "off") return [];
     if (mode === "reported") {
       const kept = reportedOnly(pods, deps.now());
-      if (kept.unreported > 0 && !deps.noticed?.has("idle-release:unreported")) {
-        deps.noticed?.add("idle-release:unreported");
+      if (kept.unreported > 0 && !deps.noticed.has("idle-release:unreported")) {
+        deps.noticed.add("idle-release:unreported");
         deps.log.warn(
           { pool: `${pool.metadata?.namespace}/${pool.metadata?.name}`, sandboxes: kept.unreported },
           'idle-release: sandboxes past their idle timeout have no reported activity, so they are not released (idle-release mode "reported": report activity with POST /v1/activity, configure a pulled activity source, or choose "since-start")',

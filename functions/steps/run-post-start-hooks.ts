@@ -2,12 +2,12 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { hasPendingHooks, readHooks } from "../../lib/lifecycle/post-start-hooks.ts";
 import { lazyPodReset } from "../../lib/pool/render-pod.ts";
 import { type HookRun, planHookOutcome } from "../../lib/reconcile/post-start-hooks.ts";
-import type { StepDeps } from "../deps.ts";
 import { envdInit } from "../envd-init.ts";
+import type { HostDeps } from "../host-deps.ts";
 import type { Step } from "./step.ts";
 
 /** runHooks runs one pod's hooks in order, stopping at the first failure. */
-async function runHooks(deps: StepDeps, pod: V1Pod): Promise<HookRun> {
+async function runHooks(deps: HostDeps, pod: V1Pod): Promise<HookRun> {
   const read = readHooks(pod);
   if (!read.ok) return { ok: false, error: read.reason };
   if (!deps.postStart)

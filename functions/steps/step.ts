@@ -1,5 +1,5 @@
 import type { Action } from "../../lib/kube/action.ts";
-import type { StepDeps } from "../deps.ts";
+import type { HostDeps } from "../host-deps.ts";
 import type { ActionOutcome } from "./execute.ts";
 import type { PoolSnapshot } from "./snapshot.ts";
 
@@ -16,7 +16,7 @@ export interface StepResult {
  */
 export interface Step {
   name: string;
-  plan: (deps: StepDeps, snapshot: PoolSnapshot, earlier?: readonly StepResult[]) => Promise<Action[]>;
+  plan: (deps: HostDeps, snapshot: PoolSnapshot, earlier?: readonly StepResult[]) => Promise<Action[]>;
 }
 
 /**

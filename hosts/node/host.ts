@@ -1,16 +1,9 @@
+import { hostname } from "node:os";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { AggregatorRegistry, collectDefaultMetrics, Registry } from "prom-client";
 import type { ActivitySourceConfig } from "../../functions/activity-source.ts";
-import { KEY_MISS_GAP_MS, KEY_READ_SHARE_MS } from "../../functions/api/authenticate.ts";
-import { CreateStamps } from "../../functions/api/create-stamps.ts";
-import type { ApiDeps } from "../../functions/api/deps.ts";
-import { PendingGauge } from "../../functions/api/pending-gauge.ts";
-import { TeamHolds } from "../../functions/api/team-usage.ts";
-import { IdleDispatch } from "../../functions/cache/idle-dispatch.ts";
-import { IdleFeed } from "../../functions/cache/idle-feed.ts";
-import { PoolPodWatch } from "../../functions/cache/pool-pod-watch.ts";
 import { SESSION_READ_GAP_MS } from "../../functions/console/console-sessions.ts";
-import type { StepDeps } from "../../functions/deps.ts";
+import type { HostDeps } from "../../functions/host-deps.ts";
 import { STEP_NAMES } from "../../functions/runs/reconcile-pool.ts";
 import type { DecideOptions } from "../../lib/autoscale/group-decision.ts";
 import { claimedByValue } from "../../lib/claims/claimed-by.ts";
@@ -25,7 +18,6 @@ import type { IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { auditEnvTargets, auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
 import type { Log } from "../../lib/util/log.ts";
 import { PacedRead } from "../../lib/util/paced-read.ts";
-import { NextReads, SharedRead } from "../../lib/util/shared-read.ts";
 import { withTimeout } from "../../lib/util/with-timeout.ts";
 import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
@@ -33,14 +25,13 @@ import { type DataPlaneThread, startRouter } from "./data-plane/router-child.ts"
 import type { DataPlaneSettings } from "./data-plane/settings.ts";
 import { type DrainSettings, drain } from "./drain.ts";
 import { sha256Hex } from "./hash-key.ts";
-import { nodeKubeWatch } from "./kube-transport.ts";
+import { nodeHostDeps } from "./node-host-deps.ts";
 import { openHistory } from "./open-history.ts";
 import { startPoolSampler } from "./pool-sampler.ts";
 import type { PostgresHistorySettings } from "./postgres-history.ts";
 import type { Reconciler } from "./reconciler.ts";
 import { startReconcilerThread } from "./reconciler-child.ts";
 import { serveHttps } from "./serve.ts";
-import { nodeStepDeps } from "./step-deps.ts";
 
 export interface HostConfig {
   kubeconfig: KubeConfig;
@@ -117,9 +108,8 @@ const THREAD_METRICS_MS = 2000;
 const CLOSE_DRAIN: DrainSettings = { settleMs: 0, graceMs: 2000 };
 
 export interface Host {
-  /** deps are the steps' dependencies in the host's own thread (the API's waiting creates use them). */
-  deps: StepDeps;
-  api: ApiDeps;
+  /** deps are the host's own thread's dependencies: the API's, and the steps its waiting creates drive. */
+  deps: HostDeps;
   /** reconciler runs every other step, in its own thread (ADR 0013). */
   reconciler: Reconciler;
   /** dataPlane is the sandbox router (in a thread of its own), when configured. */
@@ -154,45 +144,33 @@ export async function startHost(config: HostConfig): Promise<Host> {
   // This thread's metrics; the reconciler thread keeps its own, merged into /metrics per scrape.
   const metrics = createMetrics(new Registry());
   collectDefaultMetrics({ register: metrics.registry });
-  const deps = await nodeStepDeps(
-    config.kubeconfig,
-    history.store,
-    config.log,
-    { ...hooks, ...(config.clusterId ? { clusterId: config.clusterId } : {}) },
-    metrics,
-  );
-  const watch = nodeKubeWatch(
-    config.kubeconfig,
-    config.kubeTimeouts?.read ? { headerTimeoutMs: config.kubeTimeouts.read } : {},
-  );
   // The shutdown's two signals: readiness (/readyz), and the end of its grace for waiting creates.
   // A host with a router is ready only once the router listens: the API listens first (the
   // router's watch may take a while), and traffic sent to the router's Service before must not
   // be refused.
   let ready = !config.dataPlane;
   const stopping = new AbortController();
-  const api: ApiDeps = {
-    ...deps,
-    apiKeys: config.apiKeys ?? { namespace: "agentbox-system", name: "agentbox-api-keys" },
-    random: Math.random,
-    pending: new PendingGauge(deps, deps.reporter.instance),
-    stamps: new CreateStamps(deps),
-    idle: new IdleDispatch({ ...deps, random: Math.random, watch }),
-    // Each host's claims carry its instance id; its watch of them selects only those (ADR 0037).
-    pods: new PoolPodWatch({ ...deps, watch }, { claimedBy: claimedByValue(deps.reporter.instance) }),
-    // Each host takes the idle pods nearest its instance id first: hosts rarely race for one pod.
-    idleFeed: new IdleFeed({ ...deps, watch }, { home: deps.reporter.instance }),
-    ...(config.envdPort ? { envdPort: config.envdPort } : {}),
-    ...(config.teamLimits ? { teamLimits: config.teamLimits, teamHolds: new TeamHolds(deps) } : {}),
-    hashKey: sha256Hex,
-    keyReads: new PacedRead(KEY_MISS_GAP_MS, () => Date.now()),
-    keyCacheReads: new SharedRead(KEY_READ_SHARE_MS, () => Date.now()),
-    freshLooks: new NextReads(() => Date.now()),
-    watch,
-    stopping: stopping.signal,
-    // A release through this host's API drops the route at once (dataPlane is set below).
-    onReleased: (id) => dataPlane?.forget(id),
-  };
+  const instance = config.instanceId ?? hostname();
+  const deps = await nodeHostDeps(
+    config.kubeconfig,
+    history.store,
+    config.log,
+    { ...hooks, ...(config.clusterId ? { clusterId: config.clusterId } : {}) },
+    metrics,
+    undefined,
+    {
+      ...(config.apiKeys ? { apiKeys: config.apiKeys } : {}),
+      ...(config.envdPort ? { envdPort: config.envdPort } : {}),
+      ...(config.teamLimits ? { teamLimits: config.teamLimits } : {}),
+      // Each host takes the idle pods nearest its instance id first (hosts rarely race for one
+      // pod), and its claims carry that id, which its watch of them selects (ADR 0037).
+      watchFed: { home: instance, claimedBy: claimedByValue(instance) },
+      hashKey: sha256Hex,
+      stopping: stopping.signal,
+      // A release through this host's API drops the route at once (dataPlane is set below).
+      onReleased: (id) => dataPlane?.forget(id),
+    },
+  );
   let dataPlane: DataPlaneThread | undefined;
   const reconciler = await startReconcilerThread(
     {
@@ -257,7 +235,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
       });
     },
     readTemplate: (name) => orMissing(deps.kube.getTemplate(name)),
-    api,
+    api: deps,
     ...(config.sandboxDomain ? { sandboxDomain: config.sandboxDomain } : {}),
     functions: {
       steps: STEP_NAMES,
@@ -320,11 +298,11 @@ export async function startHost(config: HostConfig): Promise<Host> {
       );
       // The router served sandbox traffic through the drain; it goes once the API has.
       await dataPlane?.close();
-      api.pods?.close();
-      api.idleFeed?.close();
-      api.pending?.close();
-      await api.pending?.flushed();
-      await api.stamps?.flushed();
+      deps.pods?.close();
+      deps.idleFeed?.close();
+      deps.pending.close();
+      await deps.pending.flushed();
+      await deps.stamps.flushed();
       await reconciler.close();
       await history.close();
     })();
@@ -332,7 +310,6 @@ export async function startHost(config: HostConfig): Promise<Host> {
   };
   return {
     deps,
-    api,
     reconciler,
     ...(dataPlane ? { dataPlane } : {}),
     shutdown,

@@ -9,10 +9,10 @@ import type { PullActivity } from "../../functions/activity-source.ts";
 import { createMetrics } from "../../lib/metrics/metrics.ts";
 import { answer, hostCalls, ready, threadLog } from "./child-port.ts";
 import { nodeKubeWatch } from "./kube-transport.ts";
+import { nodeHostDeps } from "./node-host-deps.ts";
 import { openHistory } from "./open-history.ts";
 import { startReconciler } from "./reconciler.ts";
 import type { ReconcilerThreadSettings, ToReconciler } from "./reconciler-child.ts";
-import { nodeStepDeps } from "./step-deps.ts";
 import type { HostAnswer } from "./supervised-child.ts";
 
 const port = parentPort;
@@ -40,7 +40,7 @@ const history = await openHistory(settings, log);
 // This thread's metrics: the host's thread asks for them on every scrape and merges them with its own.
 const metrics = createMetrics(new Registry());
 const reconciler = startReconciler(
-  await nodeStepDeps(
+  await nodeHostDeps(
     kubeconfig,
     history.store,
     log,

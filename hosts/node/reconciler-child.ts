@@ -3,9 +3,9 @@ import type { EnvReport } from "../../functions/runs/reconcile-env.ts";
 import type { PoolReport } from "../../functions/runs/reconcile-pool.ts";
 import type { MemberRefreshReport } from "../../functions/runs/refresh-member.ts";
 import type { Log } from "../../lib/util/log.ts";
+import type { StepSettings } from "./node-host-deps.ts";
 import type { PostgresHistorySettings } from "./postgres-history.ts";
 import type { AuditWork, Reconciler, ReconcilerOptions } from "./reconciler.ts";
-import type { StepSettings } from "./step-deps.ts";
 import { superviseThread } from "./supervised-child.ts";
 
 /** ReconcilerThreadSettings start the reconciler's thread; they cross threads, so plain data only. */

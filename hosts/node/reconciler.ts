@@ -1,6 +1,6 @@
 import { Cron } from "croner";
 import { PoolPodsView } from "../../functions/cache/pool-pods-view.ts";
-import type { StepDeps } from "../../functions/deps.ts";
+import type { HostDeps } from "../../functions/host-deps.ts";
 import { envsToRun, poolsSpecWritten } from "../../functions/runs/env-triggers.ts";
 import { PoolRunner } from "../../functions/runs/pool-runner.ts";
 import { type EnvReport, reconcileEnv } from "../../functions/runs/reconcile-env.ts";
@@ -71,7 +71,7 @@ export interface ReconcilerOptions {
  * pool's audit-triggered run, once the view has passed the versions the events reported (ADR 0039).
  */
 export function startReconciler(
-  deps: StepDeps,
+  deps: HostDeps,
   options: ReconcilerOptions,
   watch?: KubeWatchTransport,
 ): Reconciler {

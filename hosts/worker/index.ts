@@ -9,10 +9,7 @@ import {
   httpActivitySource,
   sharePulls,
 } from "../../functions/activity-source.ts";
-import { CreateStamps } from "../../functions/api/create-stamps.ts";
-import type { ApiDeps } from "../../functions/api/deps.ts";
-import { PendingGauge } from "../../functions/api/pending-gauge.ts";
-import { postStartDeps, type StepDeps } from "../../functions/deps.ts";
+import { type HostDeps, hostDeps, postStartDeps } from "../../functions/host-deps.ts";
 import { envsToRun } from "../../functions/runs/env-triggers.ts";
 import { reconcileEnv } from "../../functions/runs/reconcile-env.ts";
 import { reconcilePod } from "../../functions/runs/reconcile-pod.ts";
@@ -24,7 +21,6 @@ import { parseTeamLimits, type TeamLimits } from "../../lib/claims/team-limits.t
 import { KubeClient } from "../../lib/kube/client.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
 import { fetchKubeTransport, fetchKubeWatch } from "../../lib/kube/fetch-transport.ts";
-import { referenceDigestResolver } from "../../lib/lifecycle/digest-resolver.ts";
 import { EXPOSITION_CONTENT_TYPE, poolExposition } from "../../lib/metrics/pool-exposition.ts";
 import { auditEnvTargets, auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
 import { consoleLog, type Log } from "../../lib/util/log.ts";
@@ -44,7 +40,7 @@ interface WorkerContext {
  * invocation the client and the marks, per isolate (isolateOf) the history store, the shared
  * reads of the keys Secret and the sealing keys.
  */
-async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): Promise<ApiDeps> {
+async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): Promise<HostDeps> {
   const isolate = isolateOf(env.HISTORY as unknown as D1Like);
   // An [[mtls_certificates]] binding (KUBE_MTLS) presents a client certificate; else global fetch.
   const mtls = env.KUBE_MTLS;
@@ -56,18 +52,16 @@ async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): 
       : (i: RequestInfo | URL, r?: RequestInit) => fetch(i, r),
   };
 
-  const deps: StepDeps = {
+  return hostDeps({
     kube: new KubeClient(fetchKubeTransport(kube)),
+    watch: fetchKubeWatch(kube),
     history: isolate.history,
-    now: () => new Date(),
     log,
-    digests: referenceDigestResolver,
     reporter: { controller: "agents.navix.sh/agentbox-functions", instance: "cloudflare-worker" },
     ...(config.CLUSTER_ID ? { clusterId: config.CLUSTER_ID } : {}),
     ...(config.ADOPT_POOLS ? { adoptPools: true } : {}),
     ...(config.IDLE_RELEASE ? { idleRelease: config.IDLE_RELEASE } : {}),
     instanceTypes: config.INSTANCE_TYPES,
-    noticed: new Set<string>(),
     // One pull per invocation at most, shared by the pools it reconciles (see sharePulls).
     ...(config.ACTIVITY_SOURCE_URL
       ? {
@@ -86,21 +80,15 @@ async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): 
           postStart: postStartDeps(await isolate.sealKeys(config.SEALING_KEY), (i, r) => fetch(i, r)),
         }
       : {}),
-  };
-  return {
-    ...deps,
-    apiKeys: { namespace: "agentbox-system", name: "agentbox-api-keys" },
-    random: Math.random,
     // Per request, its own mark: a request is the unit that waits here, so the marks of
     // concurrent requests (in one isolate or many) add up instead of overwriting each other.
-    pending: new PendingGauge(deps, `worker-${crypto.randomUUID().slice(0, 12)}`),
-    stamps: new CreateStamps(deps),
+    pendingInstance: `worker-${crypto.randomUUID().slice(0, 12)}`,
     ...(config.ENVD_PORT ? { envdPort: config.ENVD_PORT } : {}),
     ...teamLimitsOf(config),
+    // The isolate's shared reads of the keys Secret outlive this request's deps.
     keyReads: isolate.keyReads,
     keyCacheReads: isolate.keyCacheReads,
-    watch: fetchKubeWatch(kube),
-  };
+  });
 }
 
 /** teamLimitsOf is the Worker's team caps (readWorkerEnv has refused bad ones already). */

@@ -25,8 +25,8 @@ export const PROXY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0
 export type PortClass = "envd" | "other" | "none";
 
 /**
- * Metrics are the host's instruments. Each is optional to its users (StepDeps.metrics,
- * ApiDeps.metrics): code paths observe when a registry was handed in, and tests without one
+ * Metrics are the host's instruments. Each is optional to its users (HostDeps.metrics,
+ * HostDeps.metrics): code paths observe when a registry was handed in, and tests without one
  * run the same code.
  */
 export interface Metrics {

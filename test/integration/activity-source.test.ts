@@ -5,7 +5,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { httpActivitySource } from "../../functions/activity-source.ts";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
-import type { StepDeps } from "../../functions/deps.ts";
+import type { HostDeps } from "../../functions/host-deps.ts";
 import { reconcilePool } from "../../functions/runs/reconcile-pool.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
 import { isReady, phaseOf, poolTest, reconcileUntil } from "./support/steps.ts";
@@ -44,7 +44,7 @@ let sourceUrl = "";
 let refusedUrl = "";
 
 /** withSource runs the steps pulling url, capturing warnings. */
-function withSource(url: string): StepDeps & { warnings: string[] } {
+function withSource(url: string): HostDeps & { warnings: string[] } {
   const warnings: string[] = [];
   return {
     ...deps,

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { inProcessApi, postCreate, tenantKey } from "./support/in-process-api.ts";
 import { phaseOf, poolTest } from "./support/steps.ts";
 
-// A create that reaches its claims after its host's shutdown grace ended (ApiDeps.stopping, ADR
+// A create that reaches its claims after its host's shutdown grace ended (HostDeps.stopping, ADR
 // 0029: its request came in before the listener closed, the key check took its time): it claims
 // nothing and answers a clean 503 to retry on another host. A claim made then would be cut with
 // the connection a moment later, or handed back at once by a create that waits: a sandbox its

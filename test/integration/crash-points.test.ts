@@ -1,8 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
-import type { StepDeps } from "../../functions/deps.ts";
 import { targetDigests } from "../../functions/digests.ts";
+import type { HostDeps } from "../../functions/host-deps.ts";
 import { releaseSandbox } from "../../functions/release-sandbox.ts";
 import { reconcileEnv } from "../../functions/runs/reconcile-env.ts";
 import { reconcilePool } from "../../functions/runs/reconcile-pool.ts";
@@ -107,7 +107,7 @@ const history: HistoryStore = {
   get: (id) => t.deps.history.get(id),
   query: (q) => t.deps.history.query(q),
 };
-const deps: StepDeps = { ...t.deps, kube: new KubeClient(point.transport), history };
+const deps: HostDeps = { ...t.deps, kube: new KubeClient(point.transport), history };
 
 const POOL = "crash";
 const AGENT = "registry.local/sandbox/agent:1";
@@ -160,7 +160,7 @@ async function prepare(round: number, replicas: number): Promise<string[]> {
  * as `<pool>-<round>-<i>` with the agent image, or `options`' fields; returns the pods and IDs.
  */
 async function claimAllIdle(
-  stepDeps: StepDeps,
+  stepDeps: HostDeps,
   pool: string,
   round: number,
   options: { containerImages?: Record<string, string>; idleTimeoutSeconds?: number } = {},
@@ -217,7 +217,7 @@ describe("a run crashed after its k-th write, for every k", () => {
   it("an idle release crashed at any write still releases each sandbox once, as IdleTimeout", async () => {
     const IDLE = "idle-crash";
     // Idle since the start counts: no activity report is needed for a sandbox to be idle.
-    const idleDeps: StepDeps = { ...deps, idleRelease: "since-start" };
+    const idleDeps: HostDeps = { ...deps, idleRelease: "since-start" };
     await t.createPool(IDLE, SANDBOXES);
     const crashedAt: number[] = [];
     try {
@@ -420,7 +420,7 @@ describe("a run crashed after its k-th write, for every k", () => {
     });
     const race = interposer(point.transport);
     // The timeout's run: its clock 40 s past the startup timeout, its writes interposed.
-    const late: StepDeps = {
+    const late: HostDeps = {
       ...deps,
       kube: new KubeClient(race.transport),
       now: () => new Date(Date.now() + 60_000),

@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
-import type { StepDeps } from "../../functions/deps.ts";
+import type { HostDeps } from "../../functions/host-deps.ts";
 import { reconcilePool } from "../../functions/runs/reconcile-pool.ts";
 import { LAST_ACTIVE_ANNOTATION, SANDBOX_ID_LABEL } from "../../lib/crd/keys.ts";
 import { parseExposition, sampleOf } from "../../lib/metrics/parse-exposition.ts";
@@ -29,7 +29,7 @@ afterAll(() => {
 });
 
 /** otherHost is a host without this traffic: pulled mode, its own router idle. */
-const otherHost = (): StepDeps => ({ ...t.deps, idleRelease: "pulled", pullActivity: async () => new Map() });
+const otherHost = (): HostDeps => ({ ...t.deps, idleRelease: "pulled", pullActivity: async () => new Map() });
 
 async function api(method: string, path: string, key: string, body?: unknown) {
   return httpsRequest(`https://127.0.0.1:${cluster.hostPort}/v1${path}`, cluster.caCert, {

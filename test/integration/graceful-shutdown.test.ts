@@ -9,7 +9,7 @@ import { inProcessApi, postCreate, tenantKey } from "./support/in-process-api.ts
 import { kube, until } from "./support/kube.ts";
 import { phaseOf, poolTest, reconcileUntil, withPostStart } from "./support/steps.ts";
 
-// Creates that wait for their sandbox when their host's shutdown grace ends (ApiDeps.stopping,
+// Creates that wait for their sandbox when their host's shutdown grace ends (HostDeps.stopping,
 // ADR 0029), against the real apiserver: a native create hands the start back (its pod's
 // waiter-until removed, so a reconcile run completes it) and answers 503 ShuttingDown with the
 // sandbox; an E2B create, whose caller never learns the ID, releases it and answers 503 with

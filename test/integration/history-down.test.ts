@@ -1,8 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { StepDeps } from "../../functions/deps.ts";
 import { targetDigests } from "../../functions/digests.ts";
+import type { HostDeps } from "../../functions/host-deps.ts";
 import { reconcilePool } from "../../functions/runs/reconcile-pool.ts";
 import { PostgresHistoryStore } from "../../hosts/node/postgres-history.ts";
 import { consoleRoutes } from "../../http/console.ts";
@@ -23,7 +23,7 @@ const TEAM = "history-down";
 const ADMIN_TOKEN = "history-down-admin-token-0123456789";
 let server: PostgresServer;
 let history: PostgresHistoryStore;
-let deps: StepDeps;
+let deps: HostDeps;
 let api: ReturnType<typeof inProcessApi>;
 let ui: Hono;
 let key = "";

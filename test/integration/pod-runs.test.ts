@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
-import type { StepDeps } from "../../functions/deps.ts";
+import type { HostDeps } from "../../functions/host-deps.ts";
 import { reconcilePod, runPodSteps } from "../../functions/runs/reconcile-pod.ts";
 import { reconcilePool } from "../../functions/runs/reconcile-pool.ts";
 import { kube, recordingClient, watchPodUntil } from "./support/kube.ts";
@@ -13,7 +13,7 @@ import { isReady, phaseOf, poolTest, reconcileUntil } from "./support/steps.ts";
 const { kc } = kube();
 const t = poolTest("podrun");
 const requests: string[] = [];
-const deps: StepDeps = { ...t.deps, kube: recordingClient(requests) };
+const deps: HostDeps = { ...t.deps, kube: recordingClient(requests) };
 const POOL = "reported";
 
 /** claimOne makes a pool of one idle pod and claims it as `sandboxId` (with `waiterUntil`, if given). */

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { PoolPodsView } from "../../functions/cache/pool-pods-view.ts";
-import type { StepDeps } from "../../functions/deps.ts";
+import type { HostDeps } from "../../functions/host-deps.ts";
 import { RECONCILE, reconcilePool } from "../../functions/runs/reconcile-pool.ts";
 import { nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
 import { PoolRunVersions } from "../../lib/triggers/pool-run-versions.ts";
@@ -15,7 +15,7 @@ import { poolTest } from "./support/steps.ts";
 const { kc } = kube();
 const t = poolTest("runview");
 const requests: string[] = [];
-const deps: StepDeps = { ...t.deps, kube: recordingClient(requests) };
+const deps: HostDeps = { ...t.deps, kube: recordingClient(requests) };
 let view: PoolPodsView | undefined;
 afterAll(() => view?.close());
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { StepDeps } from "../../functions/deps.ts";
+import type { HostDeps } from "../../functions/host-deps.ts";
 import { reconcileEnv } from "../../functions/runs/reconcile-env.ts";
 import { Misconfigured, NotFound, StepRefused } from "../../functions/steps/step.ts";
 import { functionsRoutes } from "../../http/functions.ts";
@@ -122,7 +122,7 @@ describe("the Env step without a cluster ID", () => {
       }),
       log: quiet,
       now: () => new Date(),
-    } as unknown as StepDeps;
+    } as unknown as HostDeps;
     await expect(reconcileEnv(deps, "ns", "e")).rejects.toThrow(
       /AGENTBOX_CLUSTER_ID on the Node host, CLUSTER_ID on the Worker/,
     );

@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import type { StepDeps } from "../../functions/deps.ts";
+import { type HostDeps, hostDeps } from "../../functions/host-deps.ts";
 import { idleRelease } from "../../functions/steps/idle-release.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
@@ -180,9 +180,12 @@ describe("the idle-release step", () => {
     },
   } as SandboxPool;
 
-  function deps(pullActivity?: StepDeps["pullActivity"]) {
+  function deps(pullActivity?: HostDeps["pullActivity"]) {
     const warnings: string[] = [];
-    const d: StepDeps = {
+    const d: HostDeps = hostDeps({
+      watch: async () => {
+        throw new Error("planning must not watch");
+      },
       kube: new KubeClient(async () => {
         throw new Error("planning must not call the API server");
       }),
@@ -201,7 +204,7 @@ describe("the idle-release step", () => {
       digests: { resolve: async () => undefined },
       reporter: { controller: "c", instance: "i" },
       ...(pullActivity ? { pullActivity } : {}),
-    };
+    });
     return { d, warnings };
   }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { ApiDeps } from "../../functions/api/deps.ts";
 import { ContinueRejected, listSandboxes } from "../../functions/api/list-sandboxes.ts";
+import type { HostDeps } from "../../functions/host-deps.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import { KubeError } from "../../lib/kube/errors.ts";
 
@@ -13,7 +13,7 @@ function answering(status: number, body: object) {
   return {
     kube: new KubeClient(async () => ({ status, body: JSON.stringify(body) })),
     now: () => new Date("2026-11-21T12:00:00Z"),
-  } as unknown as ApiDeps;
+  } as unknown as HostDeps;
 }
 
 const tenant = { team: "t", user: "u" };

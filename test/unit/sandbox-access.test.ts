@@ -98,7 +98,7 @@ describe("ownerToken and viewWithAccess", () => {
   });
 
   it("give none without the sealing key", async () => {
-    expect(await ownerToken({}, owner, view)).toBeUndefined();
-    expect(await viewWithAccess({}, owner, view, undefined)).toEqual(view);
+    expect(await ownerToken({ postStart: undefined }, owner, view)).toBeUndefined();
+    expect(await viewWithAccess({ postStart: undefined }, owner, view, undefined)).toEqual(view);
   });
 });

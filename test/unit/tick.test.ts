@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { StepDeps } from "../../functions/deps.ts";
+import { type HostDeps, hostDeps } from "../../functions/host-deps.ts";
 import { tick } from "../../functions/runs/tick.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeRequest } from "../../lib/kube/transport.ts";
@@ -8,7 +8,7 @@ import type { KubeRequest } from "../../lib/kube/transport.ts";
 // calls it makes (pools, pods, Envs: none here, so no templates or Secrets are listed); what
 // reconciling does against Kubernetes is tested in test/integration.
 
-function depsWithPools(n: number): StepDeps {
+function depsWithPools(n: number): HostDeps {
   const transport = async (req: KubeRequest) => {
     const items =
       req.path === "/apis/agents.navix.sh/v1alpha1/sandboxpools"
@@ -28,10 +28,13 @@ function depsWithPools(n: number): StepDeps {
 }
 
 /** depsOver are step deps whose apiserver is `transport`, with a quiet log and a fixed clock. */
-function depsOver(transport: (req: KubeRequest) => Promise<{ status: number; body: string }>): StepDeps {
+function depsOver(transport: (req: KubeRequest) => Promise<{ status: number; body: string }>): HostDeps {
   const quiet = { debug() {}, info() {}, warn() {}, error() {} };
-  return {
+  return hostDeps({
     kube: new KubeClient(transport),
+    watch: async () => {
+      throw new Error("a tick does not watch");
+    },
     history: {
       put: async () => "inserted",
       get: async () => undefined,
@@ -41,7 +44,7 @@ function depsOver(transport: (req: KubeRequest) => Promise<{ status: number; bod
     log: quiet,
     digests: { resolve: async () => undefined },
     reporter: { controller: "c", instance: "i" },
-  };
+  });
 }
 
 describe("tick", () => {
@@ -100,7 +103,7 @@ describe("tick", () => {
 const BASE = "/apis/agents.navix.sh/v1alpha1";
 
 /** depsWithTemplate lists one pool naming template "python", and that template; `sent` records the requests. */
-function depsWithTemplate(sent: KubeRequest[]): StepDeps {
+function depsWithTemplate(sent: KubeRequest[]): HostDeps {
   const transport = async (req: KubeRequest) => {
     sent.push(req);
     const items = req.path.endsWith("/sandboxpools")
@@ -150,7 +153,7 @@ describe("tick: template status", () => {
 
 describe("tick: pods from the view", () => {
   /** depsWithOnePool lists pool "ns/p" and one pod of it (when pods are listed); `sent` records the paths. */
-  function depsWithOnePool(sent: string[]): StepDeps {
+  function depsWithOnePool(sent: string[]): HostDeps {
     return depsOver(async (req) => {
       sent.push(req.path);
       const items =
@@ -181,7 +184,7 @@ describe("tick: pods from the view", () => {
     };
   }
   const podsRun = async (
-    deps: StepDeps,
+    deps: HostDeps,
     all: () => ReturnType<typeof podOf>[] | undefined,
     of: () => ReturnType<typeof podOf>[] | undefined = all,
   ) => {

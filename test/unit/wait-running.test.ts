@@ -3,8 +3,8 @@
 // apiserver).
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import type { ApiDeps } from "../../functions/api/deps.ts";
 import { waitForRunning } from "../../functions/api/wait-running.ts";
+import { hostDeps } from "../../functions/host-deps.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeRequest, WatchEvent } from "../../lib/kube/transport.ts";
@@ -25,7 +25,12 @@ function depsWith(watches: WatchEvent[][], current: V1Pod) {
   const watched: KubeRequest[] = [];
   const read: string[] = [];
   const quiet = { debug() {}, info() {}, warn() {}, error() {} };
-  const deps = {
+  const deps = hostDeps({
+    history: {
+      put: async () => "inserted",
+      get: async () => undefined,
+      query: async () => ({ records: [] }),
+    },
     kube: new KubeClient(async (req) => {
       read.push(`${req.method} ${req.path}`);
       return { status: 200, body: JSON.stringify(current) };
@@ -38,7 +43,7 @@ function depsWith(watches: WatchEvent[][], current: V1Pod) {
       watched.push(req);
       for (const e of watches.shift() ?? []) if (onEvent(e)) return;
     },
-  } as unknown as ApiDeps;
+  });
   return { deps, watched, read };
 }
 

@@ -9,7 +9,7 @@
 // meanwhile (label gone or changed) or deleted fails the test and is dropped, a last-active
 // another host moved is compared again at the next flush, from the watch's newer view.
 import pLimit from "p-limit";
-import type { ViewDeps } from "../../../functions/cache/cache-deps.ts";
+import type { CacheDeps } from "../../../functions/cache/cache-deps.ts";
 import { LAST_ACTIVE_ANNOTATION, SANDBOX_ID_LABEL } from "../../../lib/crd/keys.ts";
 import { type ActivityWrite, planActivityWrites } from "../../../lib/data-plane/activity-writes.ts";
 import { isConflict, isNotFound } from "../../../lib/kube/errors.ts";
@@ -31,11 +31,11 @@ export class ActivityWriter {
   private inFlight: Promise<number> | undefined;
   private readonly limit = pLimit(WRITE_CONCURRENCY);
 
-  private readonly deps: Pick<ViewDeps, "kube" | "log">;
+  private readonly deps: Pick<CacheDeps, "kube" | "log">;
   private readonly routes: RouteTable;
   private readonly traffic: Traffic;
 
-  constructor(deps: Pick<ViewDeps, "kube" | "log">, routes: RouteTable, traffic: Traffic) {
+  constructor(deps: Pick<CacheDeps, "kube" | "log">, routes: RouteTable, traffic: Traffic) {
     this.deps = deps;
     this.routes = routes;
     this.traffic = traffic;

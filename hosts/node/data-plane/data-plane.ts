@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import { createSecureServer, type Http2SecureServer, type Http2Session } from "node:http2";
 import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import type { ViewDeps } from "../../../functions/cache/cache-deps.ts";
+import type { CacheDeps } from "../../../functions/cache/cache-deps.ts";
 import { importSealKeys } from "../../../lib/claims/sealing.ts";
 import { dataPlaneError } from "../../../lib/data-plane/route.ts";
 import type { Metrics } from "../../../lib/metrics/metrics.ts";
@@ -107,7 +107,7 @@ async function closeListener(l: Listener): Promise<void> {
  * for a young-generation collection (young-collections.ts), when it may.
  */
 export async function startDataPlane(
-  deps: Pick<ViewDeps, "kube" | "watch" | "log"> & { metrics?: Metrics | undefined },
+  deps: Pick<CacheDeps, "kube" | "watch" | "log"> & { metrics?: Metrics | undefined },
   config: DataPlaneConfig,
   log: Log,
   collect?: Collect,

@@ -4,7 +4,7 @@
 // router trusts a reference only when the pool of that name and uid is really in the pod's
 // namespace, and a pool costs one read per OWNER_TRUST_MS however many sandboxes it holds.
 import pLimit from "p-limit";
-import type { ViewDeps } from "../../../functions/cache/cache-deps.ts";
+import type { CacheDeps } from "../../../functions/cache/cache-deps.ts";
 import {
   type OwnerVerdict,
   ownerConfirmed,
@@ -25,10 +25,10 @@ export class PoolOwners {
   private readonly verdicts = new Map<string, OwnerVerdict>();
   private readonly reads = new Map<string, Promise<boolean | undefined>>();
   private readonly limit = pLimit(READS);
-  private readonly deps: Pick<ViewDeps, "kube" | "log">;
+  private readonly deps: Pick<CacheDeps, "kube" | "log">;
   private readonly now: () => number;
 
-  constructor(deps: Pick<ViewDeps, "kube" | "log">, now: () => number = Date.now) {
+  constructor(deps: Pick<CacheDeps, "kube" | "log">, now: () => number = Date.now) {
     this.deps = deps;
     this.now = now;
   }

@@ -1,27 +1,23 @@
-// The router's view of where sandboxes run: one list-then-watch of every pod carrying a sandbox id
-// (or one namespace's, for a namespace-scoped host), held in HeldRoutes. What it holds is a hint
-// like every watch-fed view, but a conservative one: only Running sandboxes with a pod IP, in a
-// pod a real pool controls, have a route, keyed by sandbox id (held-routes.ts says how). A route
-// is used only while what the table knows of it is recent (routeTrusted): when the watch has been
-// silent or failing longer than that, its pod is read again before use and dropped for good if it
-// is gone, replaced or no longer that sandbox's. Misses (unknown ids) read the apiserver within a
-// fixed budget per host (spendMiss), whatever clients send.
+// The router's view of where sandboxes run: one informer (functions/cache/informer.ts) of every pod
+// carrying a sandbox id (or one namespace's, for a namespace-scoped host), held in HeldRoutes. What
+// it holds is a hint like every watch-fed view, but a conservative one: only Running sandboxes with
+// a pod IP, in a pod a real pool controls, have a route, keyed by sandbox id (held-routes.ts says
+// how). A route is used only while what the table knows of it is recent (routeTrusted): when the
+// watch has been silent or failing longer than that, its pod is read again before use and dropped
+// for good if it is gone, replaced or no longer that sandbox's. Misses (unknown ids) read the
+// apiserver within a fixed budget per host (spendMiss), whatever clients send.
 import type { V1Pod } from "@kubernetes/client-node";
-import type { ViewDeps } from "../../../functions/cache/cache-deps.ts";
-import { paceReopen, pause, watchPodsFrom } from "../../../functions/cache/pod-watch.ts";
+import type { CacheDeps } from "../../../functions/cache/cache-deps.ts";
+import { type Change, Informer, WATCH_SECONDS } from "../../../functions/cache/informer.ts";
 import { SANDBOX_ID_LABEL } from "../../../lib/crd/keys.ts";
 import { fullBudget, type MissBudget, spendMiss } from "../../../lib/data-plane/miss-budget.ts";
 import type { PodRoute } from "../../../lib/data-plane/pod-route.ts";
 import { recheckKeeps, routeTrusted } from "../../../lib/data-plane/route-freshness.ts";
 import { orMissing } from "../../../lib/kube/errors.ts";
-import type { KubeWatchTransport } from "../../../lib/kube/transport.ts";
-import { retryDelay } from "../../../lib/util/backoff.ts";
+import type { Metrics } from "../../../lib/metrics/metrics.ts";
 import { withTimeout } from "../../../lib/util/with-timeout.ts";
 import { HeldRoutes } from "./held-routes.ts";
 import { PoolOwners } from "./pool-owners.ts";
-
-/** LIST_PAGE: pods per page of the (re)list that starts the watch. */
-const LIST_PAGE = 500;
 
 /** LOOKUP_MS bounds the read a miss or a re-check makes; MISS_KEEP_MS: a miss answered from memory. */
 const LOOKUP_MS = 3_000;
@@ -29,6 +25,17 @@ const MISS_KEEP_MS = 1_000;
 
 /** MAX_LOOKUPS: misses (and, apart, re-checks) read at once; more are answered without a read. */
 const MAX_LOOKUPS = 8;
+
+/**
+ * EXPIRE_MS: forgotten ids are let go (HeldRoutes.expireForgotten) at most this often, as events
+ * are heard: about once a watch, as when the table ran its own watch loop.
+ */
+const EXPIRE_MS = WATCH_SECONDS * 1000;
+
+/** RouteTableDeps: the client and watch the routes are read with, a log, and the metrics when kept. */
+export type RouteTableDeps = Pick<CacheDeps, "kube" | "watch" | "log"> & {
+  metrics?: Pick<Metrics, "informers"> | undefined;
+};
 
 /** RouteTableOptions scope the watch. */
 export interface RouteTableOptions {
@@ -41,21 +48,24 @@ export interface RouteTableOptions {
 }
 
 /**
- * RouteTable maps sandbox id → PodRoute from one watch. `route` answers from memory (a route not
- * recently confirmed is none); `lookup` reads what memory cannot answer; `synced` resolves once
- * the first list is in; `forget` drops a sandbox this host released.
+ * RouteTable maps sandbox id → PodRoute from one informer. `route` answers from memory (a route
+ * not recently confirmed is none); `lookup` reads what memory cannot answer; `synced` resolves
+ * once the first list is in; `forget` drops a sandbox this host released.
  */
 export class RouteTable {
   private readonly held: HeldRoutes;
   /** heardAt: the last list or watch event (bookmarks too): the table was current then (ms). */
   private heardAt = Number.NEGATIVE_INFINITY;
+  /** expiredAt: when forgotten ids were last let go (ms). */
+  private expiredAt = Number.NEGATIVE_INFINITY;
   /** lookups and re-checks under way by sandbox id, and recent misses (answered from memory until). */
   private readonly lookups = new Map<string, Promise<PodRoute | undefined>>();
   private readonly rechecks = new Map<string, Promise<PodRoute | undefined>>();
   private readonly misses = new Map<string, number>();
   private budget: MissBudget;
-  private readonly controller = new AbortController();
-  private readonly cursor: { resumeFrom?: string | undefined } = {};
+  /** informer lists and watches the pods from start until close. */
+  private informer: Informer<V1Pod> | undefined;
+  private closed = false;
   private markSynced: () => void = () => {};
   /** synced resolves once the first list has been read (requests before it wait for it). */
   readonly synced = new Promise<void>((resolve) => {
@@ -63,11 +73,11 @@ export class RouteTable {
   });
   private isSynced = false;
 
-  private readonly deps: Pick<ViewDeps, "kube" | "watch" | "log">;
+  private readonly deps: RouteTableDeps;
   private readonly options: RouteTableOptions;
   private readonly now: () => number;
 
-  constructor(deps: Pick<ViewDeps, "kube" | "watch" | "log">, options: RouteTableOptions = {}) {
+  constructor(deps: RouteTableDeps, options: RouteTableOptions = {}) {
     this.deps = deps;
     this.options = options;
     this.now = options.now ?? Date.now;
@@ -75,16 +85,40 @@ export class RouteTable {
     this.held = new HeldRoutes(new PoolOwners(deps, this.now), this.now, options.onDrop);
   }
 
-  /** start lists and watches in the background until close. */
+  /** start lists and watches in the background (an informer of the selected pods) until close. */
   start(): void {
-    this.run().catch((e: unknown) =>
-      this.deps.log.error({ err: String(e) }, "data plane route watch stopped"),
+    if (this.closed || this.informer) return;
+    const { namespace } = this.options;
+    const { kube, watch, log, metrics } = this.deps;
+    this.informer = new Informer<V1Pod>(
+      { watch, log, ...(metrics ? { metrics } : {}) },
+      {
+        name: "routes",
+        path:
+          namespace === undefined
+            ? "/api/v1/pods"
+            : `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
+        selector: { labelSelector: SANDBOX_ID_LABEL },
+        // A consistent list, as every read of the table's: a route comes from what the apiserver holds.
+        list: (page) =>
+          kube.listPods(namespace, SANDBOX_ID_LABEL, page).catch((e: unknown) => {
+            log.warn({ err: String(e) }, "data plane route list failed; retrying");
+            throw e;
+          }),
+      },
+      { keep: false },
     );
+    this.informer.subscribe({
+      listed: (pods) => this.listed(pods),
+      changed: (change) => this.changed(change),
+      heard: () => this.heard(),
+    });
   }
 
   /** close stops the watch and drops every route. */
   close(): void {
-    this.controller.abort();
+    this.closed = true;
+    this.informer?.close();
     this.held.clear();
   }
 
@@ -209,82 +243,43 @@ export class RouteTable {
     this.held.forget(sandboxId);
   }
 
-  /** relist reads every selected pod (paged) and replaces the table with what it says. */
-  private async relist(): Promise<void> {
+  /**
+   * listed replaces the table with a full list: the pools the pods name are read first, then each
+   * pod is applied and the routes of ids (and what is kept of pods) it did not see go.
+   */
+  private async listed(pods: readonly V1Pod[]): Promise<void> {
+    await this.held.checkOwners(pods);
+    if (this.closed) return;
     const seen = new Set<string>();
-    const pods = new Set<string>();
-    let page: { continue?: string } = {};
-    let version = "";
-    do {
-      const list = await this.deps.kube.listPods(this.options.namespace, SANDBOX_ID_LABEL, {
-        limit: LIST_PAGE,
-        ...page,
-      });
-      version = list.resourceVersion;
-      await this.held.checkOwners(list.items);
-      for (const pod of list.items) {
-        this.held.apply(pod, false);
-        pods.add(pod.metadata?.uid ?? "");
-        const id = pod.metadata?.labels?.[SANDBOX_ID_LABEL];
-        if (id) seen.add(id);
-      }
-      page = list.continue ? { continue: list.continue } : {};
-    } while (page.continue);
-    this.held.sweep(seen, pods);
-    this.cursor.resumeFrom = version;
+    const uids = new Set<string>();
+    for (const pod of pods) {
+      this.held.apply(pod, false);
+      uids.add(pod.metadata?.uid ?? "");
+      const id = pod.metadata?.labels?.[SANDBOX_ID_LABEL];
+      if (id) seen.add(id);
+    }
+    this.held.sweep(seen, uids);
     this.heardAt = this.now();
+    this.expiredAt = this.heardAt;
     if (!this.isSynced) {
       this.isSynced = true;
       this.markSynced();
     }
   }
 
-  /** heard is the watch transport, noting when each event (bookmarks too) arrives: the table is current then. */
-  private readonly heard: KubeWatchTransport = (req, onEvent, signal) =>
-    this.deps.watch(
-      req,
-      (event) => {
-        if (event.type !== "ERROR") this.heardAt = this.now();
-        return onEvent(event);
-      },
-      signal,
-    );
+  /** changed applies one watch event's pod (deleted: gone, or out of the selection). */
+  private changed(change: Change<V1Pod>): void {
+    if (!this.closed) this.held.apply(change.object, change.deleted);
+  }
 
-  /** run lists, then watches from the list's version; a 410 lists again; quick ends are paced. */
-  private async run(): Promise<void> {
-    const { signal } = this.controller;
-    let quick = 0;
-    let listed = false;
-    while (!signal.aborted) {
-      if (!listed) {
-        try {
-          await this.relist();
-          listed = true;
-        } catch (e) {
-          this.deps.log.warn({ err: String(e) }, "data plane route list failed; retrying");
-          await pause(retryDelay(quick++), signal);
-          continue;
-        }
-      }
-      const opened = Date.now();
-      const end = await watchPodsFrom(
-        { ...this.deps, watch: this.heard },
-        {
-          namespace: this.options.namespace,
-          selector: { labelSelector: SANDBOX_ID_LABEL },
-          cursor: this.cursor,
-        },
-        ({ pod, deleted }) => {
-          this.held.apply(pod, deleted);
-          return false;
-        },
-        signal,
-        "data plane route watch failed; resuming",
-      );
-      if (signal.aborted) return;
-      if (end === "gone") listed = false;
-      this.held.expireForgotten();
-      quick = await paceReopen(quick, opened, end === "failed", signal);
-    }
+  /**
+   * heard notes each watch event (bookmarks too): the table is current now. Forgotten ids the
+   * watch has not mentioned for long are let go here, at most every EXPIRE_MS.
+   */
+  private heard(): void {
+    this.heardAt = this.now();
+    if (this.heardAt - this.expiredAt < EXPIRE_MS) return;
+    this.expiredAt = this.heardAt;
+    this.held.expireForgotten();
   }
 }

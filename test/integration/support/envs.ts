@@ -1,5 +1,5 @@
 import type { CoreV1Api } from "@kubernetes/client-node";
-import type { StepDeps } from "../../../functions/deps.ts";
+import type { HostDeps } from "../../../functions/host-deps.ts";
 import { tick } from "../../../functions/runs/tick.ts";
 import { httpsRequest } from "./http.ts";
 import { kube } from "./kube.ts";
@@ -75,7 +75,7 @@ export async function createTemplateAndEnv(
  * until the condition holds (see runUntil).
  */
 export function tickUntil<T>(
-  deps: StepDeps,
+  deps: HostDeps,
   namespace: string,
   what: string,
   check: () => Promise<T | undefined | false>,

@@ -1,7 +1,6 @@
 import { Hono } from "hono";
 import { createApiKey } from "../../../functions/api/create-api-key.ts";
-import type { ApiDeps } from "../../../functions/api/deps.ts";
-import type { StepDeps } from "../../../functions/deps.ts";
+import type { HostDeps } from "../../../functions/host-deps.ts";
 import { nodeKubeTransport, nodeKubeWatch } from "../../../hosts/node/kube-transport.ts";
 import { sandboxRoutes } from "../../../http/sandboxes.ts";
 import { KubeClient } from "../../../lib/kube/client.ts";
@@ -15,12 +14,12 @@ import { kube } from "./kube.ts";
  * may set `hooks.after`: it runs after each answer, before the caller sees it (to make a real
  * write land between a handler's read and its write).
  */
-export function inProcessApi(base: StepDeps, extra: Partial<ApiDeps> = {}) {
+export function inProcessApi(base: HostDeps, extra: Partial<HostDeps> = {}) {
   const { kc, cluster } = kube();
   const sent: KubeRequest[] = [];
   const real = nodeKubeTransport(kc);
   const hooks: { after?: (req: KubeRequest) => Promise<void> } = {};
-  const deps: ApiDeps = {
+  const deps: HostDeps = {
     ...base,
     kube: new KubeClient(async (req) => {
       sent.push(req);
@@ -40,7 +39,7 @@ export function inProcessApi(base: StepDeps, extra: Partial<ApiDeps> = {}) {
 }
 
 /** tenantKey mints an API key of `team` (a user "u") for in-process calls, making the keys' namespace first if needed. */
-export async function tenantKey(deps: ApiDeps, team: string): Promise<string> {
+export async function tenantKey(deps: HostDeps, team: string): Promise<string> {
   await kube()
     .core.createNamespace({ body: { metadata: { name: deps.apiKeys.namespace } } })
     .catch(() => {});

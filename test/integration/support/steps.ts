@@ -1,14 +1,13 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, inject } from "vitest";
-import type { StepDeps } from "../../../functions/deps.ts";
+import { type HostDeps, hostDeps } from "../../../functions/host-deps.ts";
 import { reconcilePool } from "../../../functions/runs/reconcile-pool.ts";
-import { nodeKubeTransport } from "../../../hosts/node/kube-transport.ts";
+import { nodeKubeTransport, nodeKubeWatch } from "../../../hosts/node/kube-transport.ts";
 import { SqliteHistoryStore } from "../../../hosts/node/sqlite-history.ts";
 import { importSealKeys } from "../../../lib/claims/sealing.ts";
 import type { SandboxPool } from "../../../lib/crd/sandbox-pool.ts";
 import { KubeClient } from "../../../lib/kube/client.ts";
-import { referenceDigestResolver } from "../../../lib/lifecycle/digest-resolver.ts";
 import { createMetrics } from "../../../lib/metrics/metrics.ts";
 import type { Log } from "../../../lib/util/log.ts";
 import { kube, newNamespace } from "./kube.ts";
@@ -29,16 +28,16 @@ const sealKeys = sealingKey ? await importSealKeys(sealingKey) : undefined;
  * windows instead of waiting for them (the decisions only know time through `now`). It runs
  * post-start hooks as the test host does (its sealing key, the envd stand-in, its deadline).
  */
-export function testDeps(): StepDeps & { history: SqliteHistoryStore; clock: { offsetMs: number } } {
+export function testDeps(): HostDeps & { history: SqliteHistoryStore; clock: { offsetMs: number } } {
   const { kc } = kube();
   const clock = { offsetMs: 0 };
-  return {
-    clock,
+  const history = new SqliteHistoryStore(":memory:");
+  const deps = hostDeps({
     kube: new KubeClient(nodeKubeTransport(kc)),
-    history: new SqliteHistoryStore(":memory:"),
+    watch: nodeKubeWatch(kc),
+    history,
     now: () => new Date(Date.now() + clock.offsetMs),
     log: process.env.AGENTBOX_TEST_LOG ? consoleLogger() : quiet,
-    digests: referenceDigestResolver,
     reporter: { controller: "agentbox-functions/test", instance: `test-${process.pid}` },
     clusterId: "local",
     // Its own registry: a test can read what the steps it ran observed.
@@ -54,14 +53,15 @@ export function testDeps(): StepDeps & { history: SqliteHistoryStore; clock: { o
           },
         }
       : {}),
-  };
+  });
+  return { ...deps, history, clock };
 }
 
 /**
  * withPostStart gives any step deps the test host's way of running post-start hooks: its
  * sealing key, the fake envd, its deadline, one quick retry (testDeps have it already).
  */
-export async function withPostStart<T extends StepDeps>(deps: T): Promise<T> {
+export async function withPostStart<T extends HostDeps>(deps: T): Promise<T> {
   const { cluster } = kube();
   deps.postStart = {
     keys: await importSealKeys(cluster.sealingKey),
@@ -103,7 +103,7 @@ export async function runUntil<T>(
 
 /** reconcileUntil runs one pool's reconcile until the condition holds (see runUntil). */
 export function reconcileUntil<T>(
-  deps: StepDeps,
+  deps: HostDeps,
   namespace: string,
   pool: string,
   what: string,

@@ -8,26 +8,18 @@ import {
   type PullActivity,
   sharePulls,
 } from "../../functions/activity-source.ts";
-import { postStartDeps, type StepDeps } from "../../functions/deps.ts";
+import { type HostDeps, type HostParts, hostDeps, postStartDeps } from "../../functions/host-deps.ts";
 import type { DecideOptions } from "../../lib/autoscale/group-decision.ts";
 import { importSealKeys } from "../../lib/claims/sealing.ts";
 import type { ConfigMapRef } from "../../lib/env/instance-types.ts";
 import type { HistoryStore } from "../../lib/history/store.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeTimeouts } from "../../lib/kube/transport.ts";
-import { referenceDigestResolver } from "../../lib/lifecycle/digest-resolver.ts";
 import { meteredTransport } from "../../lib/metrics/metered-transport.ts";
 import type { Metrics } from "../../lib/metrics/metrics.ts";
 import type { IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import type { Log } from "../../lib/util/log.ts";
-import { SharedRead, SharedReads } from "../../lib/util/shared-read.ts";
-import { nodeKubeTransport } from "./kube-transport.ts";
-
-/** POOL_READ_SHARE_MS: how long one watch-cache read of a pool serves this thread's pod runs (ADR 0020). */
-const POOL_READ_SHARE_MS = 500;
-
-/** CATALOG_READ_SHARE_MS: how long one read of the instance type catalog serves this thread's Env runs. */
-const CATALOG_READ_SHARE_MS = 1000;
+import { nodeKubeTransport, nodeKubeWatch } from "./kube-transport.ts";
 
 /** StepSettings are the Node host's settings the reconcile steps depend on. */
 export interface StepSettings {
@@ -57,19 +49,29 @@ export interface StepSettings {
 }
 
 /**
- * nodeStepDeps is what the steps touch in the Node host, built the same way in each thread that
- * runs them (the API's thread for waiting creates, the reconciler's for everything else), with
- * that thread's metrics when given (its apiserver requests are counted too). Idle release pulls
- * the configured activity source and `hostActivity` (the host's router), both when both are set.
+ * NodeHostExtras are what only the API's thread of the Node host adds: its watch-fed caches'
+ * identity (watchFed), the shutdown's signal, the router's hook, the API's settings.
  */
-export async function nodeStepDeps(
+export type NodeHostExtras = Pick<
+  HostParts,
+  "watchFed" | "stopping" | "onReleased" | "teamLimits" | "envdPort" | "apiKeys" | "hashKey"
+>;
+
+/**
+ * nodeHostDeps is the Node host's HostDeps, built the same way in each thread that runs steps
+ * (the API's thread for waiting creates, the reconciler's for everything else), with that
+ * thread's metrics when given (its apiserver requests are counted too). Idle release pulls the
+ * configured activity source and `hostActivity` (the host's router), both when both are set.
+ */
+export async function nodeHostDeps(
   kubeconfig: KubeConfig,
   history: HistoryStore,
   log: Log,
   settings: StepSettings,
   metrics?: Metrics,
   hostActivity?: PullActivity,
-): Promise<StepDeps> {
+  extras: NodeHostExtras = {},
+): Promise<HostDeps> {
   const pulls = [
     ...(settings.activitySource ? [httpActivitySource(settings.activitySource)] : []),
     ...(hostActivity ? [hostActivity] : []),
@@ -78,13 +80,16 @@ export async function nodeStepDeps(
     kubeconfig,
     settings.kubeTimeouts ? { timeouts: settings.kubeTimeouts } : {},
   );
-  return {
+  return hostDeps({
+    ...extras,
     kube: new KubeClient(metrics ? meteredTransport(transport, metrics) : transport),
+    watch: nodeKubeWatch(
+      kubeconfig,
+      settings.kubeTimeouts?.read ? { headerTimeoutMs: settings.kubeTimeouts.read } : {},
+    ),
     ...(metrics ? { metrics } : {}),
     history,
-    now: () => new Date(),
     log,
-    digests: referenceDigestResolver,
     reporter: {
       controller: "agents.navix.sh/agentbox-functions",
       instance: settings.instanceId ?? hostname(),
@@ -98,14 +103,11 @@ export async function nodeStepDeps(
           ),
         }
       : {}),
-    noticed: new Set<string>(),
-    poolReads: new SharedReads(POOL_READ_SHARE_MS, () => Date.now()),
     ...(settings.instanceTypes ? { instanceTypes: settings.instanceTypes } : {}),
-    catalogReads: new SharedRead(CATALOG_READ_SHARE_MS, () => Date.now()),
     ...(settings.idleRelease ? { idleRelease: settings.idleRelease } : {}),
     ...(settings.clusterId ? { clusterId: settings.clusterId } : {}),
     ...(settings.adoptPools ? { adoptPools: true } : {}),
     ...(settings.autoscale ? { autoscale: settings.autoscale } : {}),
     ...(pulls.length ? { pullActivity: sharePulls(mergePulls(pulls), ACTIVITY_REUSE_MS) } : {}),
-  };
+  });
 }
