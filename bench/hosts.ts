@@ -1,10 +1,10 @@
 // `npm run bench:hosts` (issue #25): bursts of BURST creates with `wait` through 1, 2 … HOSTS
-// hosts in one run, each host a process of its own over one cluster, the creates spread over the
-// hosts in turn. ROUNDS rounds, each configuration once per round, the order rotated so each goes
-// first once. Before each burst the configuration's hosts run (host 0 always; peers forked, each
-// then warmed by WARM creates, or closed), each makes one create and releases it (its idle feed is
-// open, as host 0's is), and the pool of POOL pods is back to all idle and Ready; after it every
-// sandbox is released. Per burst:
+// hosts in one run (or only the numbers of hosts CONFIGS names, e.g. CONFIGS=1,3,5), each host a
+// process of its own over one cluster, the creates spread over the hosts in turn. ROUNDS rounds,
+// each configuration once per round, the order rotated so each goes first once. Before each burst
+// the configuration's hosts run (host 0 always; peers forked, each then warmed by WARM creates, or
+// closed), each makes one create and releases it (its idle feed is open, as host 0's is), and the
+// pool of POOL pods is back to all idle and Ready; after it every sandbox is released. Per burst:
 // Running/s, lost claims (the hosts' own conflict counters) and CPU per sandbox of every process
 // (from /proc), with the machine's load and what other work took from it. See docs/benchmarks.md.
 import { readFileSync } from "node:fs";
@@ -12,6 +12,7 @@ import { down } from "../infra/cluster/down.ts";
 import { up } from "../infra/cluster/up.ts";
 import { SANDBOX_POOL_LABEL } from "../lib/crd/keys.ts";
 import { requestCounts, requestTable } from "./apiserver-evidence.ts";
+import { hostConfigs } from "./hosts-against-one.ts";
 import {
   forkPeer,
   type HostCounters,
@@ -41,6 +42,11 @@ const setting = (key: string, fallback: number) => Number(process.env[key] ?? fa
 const BURST = setting("BURST", 1000);
 const POOL = setting("POOL", BURST);
 const HOSTS = setting("HOSTS", 3);
+/**
+ * CONFIGS: the numbers of hosts measured, e.g. "1,3,5" (default 1 … HOSTS). Ratios are taken
+ * against the one-host burst of the same round, so a list without 1 gives none.
+ */
+const CONFIGS = hostConfigs(process.env.CONFIGS, HOSTS);
 const ROUNDS = setting("ROUNDS", 3);
 /**
  * SOCKETS: the client's connections in a burst, shared evenly by the hosts (256 as bench:claims's
@@ -73,7 +79,7 @@ const json = JSON.stringify;
 const used = (a: Record<string, number>, b: Record<string, number>) =>
   Object.fromEntries(growth(new Map(Object.entries(a)), new Map(Object.entries(b))));
 
-const settings = { BURST, POOL, HOSTS, ROUNDS, SOCKETS, WARM, REST: REST_S, PULL_DELAY_MS, PACE };
+const settings = { BURST, POOL, HOSTS, CONFIGS, ROUNDS, SOCKETS, WARM, REST: REST_S, PULL_DELAY_MS, PACE };
 console.log(`# npm run bench:hosts ${json(settings)}\n`);
 console.log(`machine at start: load average ${loadAverage()}`);
 const state = await up({ name, nodes: 3, pullDelayMs: PULL_DELAY_MS, backoffDelayMs: 1000, log });
@@ -201,9 +207,8 @@ try {
   log(`waiting for ${POOL} idle pods`);
   console.log(`pool of ${POOL} idle and Ready after ${(await settle()).toFixed(1)} s`);
   const records: BurstRecord[] = [];
-  const configs = Array.from({ length: HOSTS }, (_, i) => i + 1);
   for (let round = 1; round <= ROUNDS; round++) {
-    const order = configs.map((_, i) => configs[(i + round - 1) % configs.length] as number);
+    const order = CONFIGS.map((_, i) => CONFIGS[(i + round - 1) % CONFIGS.length] as number);
     for (const [position, k] of order.entries()) {
       await resize(k);
       // One create and release through each host: its idle feed is open, as a serving host's is.
