@@ -27,7 +27,7 @@ import { PoolPodWatch } from "./cache/pool-pod-watch.ts";
 const POOL_READ_SHARE_MS = 500;
 
 /** CATALOG_READ_SHARE_MS: how long one read of the instance type catalog serves a host's Env runs. */
-const CATALOG_READ_SHARE_MS = 1000;
+export const CATALOG_READ_SHARE_MS = 1000;
 
 /** DEFAULT_API_KEYS is the Secret holding the hashed API keys unless the host says otherwise. */
 export const DEFAULT_API_KEYS = { namespace: "agentbox-system", name: "agentbox-api-keys" } as const;

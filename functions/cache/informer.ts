@@ -380,6 +380,7 @@ export class Informer<T> {
    */
   private replayed(): Promise<void> | undefined {
     this.cursor = undefined;
+    this.asked = false;
     this.store.clear();
     const pending = [...this.subscribers].map((s) => s.listed?.([], "")).filter((r) => r instanceof Promise);
     this.isSynced = true;
@@ -403,7 +404,8 @@ export class Informer<T> {
     if (cause === "" && !subscribed) await Promise.resolve();
     while (!signal.aborted) {
       if (this.options.reopen && !this.options.reopen()) break;
-      if (cause || this.asked) {
+      // A replaying informer lists inside each watch: a 410 or a relist asked just reopens it.
+      if (!this.options.replay && (cause || this.asked)) {
         try {
           await this.list(cause || "asked");
           cause = "";
