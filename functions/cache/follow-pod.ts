@@ -15,7 +15,7 @@ export type Seen = (pod: V1Pod | undefined) => boolean;
  * else through a watch of its own (the Worker, one request per isolate).
  */
 export function followPod(
-  deps: Pick<CacheDeps, "kube" | "watch" | "log" | "pods">,
+  deps: Pick<CacheDeps, "kube" | "watch" | "log" | "metrics" | "pods">,
   from: V1Pod,
   seen: Seen,
   signal: AbortSignal,
@@ -32,7 +32,7 @@ export function followPod(
  * growing pause.
  */
 export function watchOnePod(
-  deps: Pick<CacheDeps, "kube" | "watch" | "log">,
+  deps: Pick<CacheDeps, "kube" | "watch" | "log" | "metrics">,
   from: V1Pod,
   seen: Seen,
   signal: AbortSignal,
@@ -41,7 +41,7 @@ export function watchOnePod(
   const namespace = from.metadata?.namespace ?? "";
   const name = from.metadata?.name ?? "";
   const informer = new Informer<V1Pod>(
-    { watch: deps.watch, log: deps.log },
+    { watch: deps.watch, log: deps.log, metrics: deps.metrics },
     {
       name: "followed pod",
       path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,

@@ -173,9 +173,12 @@ export class Informer<T> {
       this.markSynced();
     }
     if (first) this.subscribers.add(first);
-    this.run(first !== undefined).catch((e: unknown) =>
-      this.deps.log.warn({ informer: source.name, err: String(e) }, "informer stopped"),
-    );
+    if (!source.list && !options.replay)
+      throw new Error(`informer ${source.name} needs a list: only a replaying informer has none`);
+    // An informer whose loop died is closed, so nobody waits on it (caughtUp, a feed's first list).
+    this.run(first !== undefined)
+      .catch((e: unknown) => this.deps.log.warn({ informer: source.name, err: String(e) }, "informer stopped"))
+      .finally(() => this.close());
   }
 
   /** name is the source's. */
@@ -297,6 +300,8 @@ export class Informer<T> {
       version ||= page.resourceVersion;
       next = this.options.onlyVersion ? undefined : page.continue;
     } while (next);
+    // Closed while it listed: nobody hears a list of a closed informer, nor may it say it is in step.
+    if (this.closed) return;
     this.store.clear();
     if (this.options.keep !== false && !this.options.onlyVersion)
       for (const object of items) {
@@ -338,7 +343,14 @@ export class Informer<T> {
         this.store.delete(key);
         if (!change.deleted) this.store.set(key, change);
       }
-      for (const subscriber of [...this.subscribers]) subscriber.changed(change);
+      for (const subscriber of [...this.subscribers]) {
+        try {
+          subscriber.changed(change);
+        } catch (e) {
+          // The cursor is past this event already: only a list can give the subscriber what it missed.
+          this.relist(`a subscriber could not take an event: ${String(e)}`);
+        }
+      }
     }
     if (this.waiters.size > 0) this.passed();
     if (!this.asked) return false;
@@ -369,7 +381,7 @@ export class Informer<T> {
           this.deps.log.debug({ informer: this.source.name, err: String(e) }, "informer's watch failed");
         state.end = "failed";
       });
-    this.count("watches", state.end, "end");
+    this.count("watches", signal.aborted ? "closed" : state.end, "end");
     return state.end;
   }
 

@@ -85,13 +85,13 @@ export interface PoolPodWatchOptions {
  */
 export class PoolPodWatch {
   private readonly streams = new Map<string, Stream>();
-  private readonly deps: Pick<CacheDeps, "kube" | "watch" | "log">;
+  private readonly deps: Pick<CacheDeps, "kube" | "watch" | "log" | "metrics">;
   private readonly lingerMs: number;
   private readonly keepMs: number;
   /** claimedBy is the label value this host's claims write, so its streams see them (options). */
   readonly claimedBy: string | undefined;
 
-  constructor(deps: Pick<CacheDeps, "kube" | "watch" | "log">, options: PoolPodWatchOptions = {}) {
+  constructor(deps: Pick<CacheDeps, "kube" | "watch" | "log" | "metrics">, options: PoolPodWatchOptions = {}) {
     this.deps = deps;
     this.lingerMs = options.lingerMs ?? 10_000;
     this.keepMs = options.keepMs ?? 10_000;
@@ -200,7 +200,7 @@ export class PoolPodWatch {
     if (open) return open;
     const selector = this.selector(pool);
     const informer = new Informer<V1Pod>(
-      { watch: this.deps.watch, log: this.deps.log },
+      { watch: this.deps.watch, log: this.deps.log, metrics: this.deps.metrics },
       {
         name: "pool pod watch",
         path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,

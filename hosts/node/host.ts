@@ -150,7 +150,8 @@ export async function startHost(config: HostConfig): Promise<Host> {
   // be refused.
   let ready = !config.dataPlane;
   const stopping = new AbortController();
-  const instance = config.instanceId ?? hostname();
+  // As nodeHostDeps names the reporter: an empty instance id is none.
+  const instance = config.instanceId || hostname();
   const deps = await nodeHostDeps(
     config.kubeconfig,
     history.store,

@@ -170,6 +170,8 @@ export function importCensus(
     if (lb === undefined) unlayered.add(b);
     if (la !== undefined && lb !== undefined && lb >= la) upward.push(edge);
   }
+  // A folder with no import across folders is still a folder of the tree: the list must name it.
+  for (const folder of seen) if (!layerOf.has(folder)) unlayered.add(folder);
   const byFile = new Map<string, string[]>();
   for (const { from, to } of edges) byFile.set(from, [...(byFile.get(from) ?? []), to]);
   return {

@@ -46,12 +46,13 @@ describe("importCensus", () => {
   write("domain/e.ts", 'export const e = () => import("../top/t.ts");\n');
   write("top/t.ts", 'import { d } from "../domain/d.ts";\nimport "../stray/s.ts";\nexport const t = d;\n');
   write("stray/s.ts", "export {};\n");
+  write("lonely/l.ts", "export const l = 1;\n");
 
-  it("reports an upward import (dynamic ones too), the folder loop it makes and an unlayered folder", () => {
+  it("reports an upward import (dynamic ones too), the folder loop it makes and unlayered folders (one that imports nothing too)", () => {
     const census = importCensus(root, [["base"], ["domain"], ["top"]]);
     expect(census.upward).toEqual([{ from: "domain/e.ts", to: "top/t.ts" }]);
     expect(census.folderLoops).toEqual([["domain", "top"]]);
-    expect(census.unlayered).toEqual(["stray"]);
+    expect(census.unlayered).toEqual(["lonely", "stray"]);
     expect(census.crossFolderImports).toBe(4);
     expect(census.folderPairs).toBe(4);
   });
