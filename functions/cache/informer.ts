@@ -177,7 +177,9 @@ export class Informer<T> {
       throw new Error(`informer ${source.name} needs a list: only a replaying informer has none`);
     // An informer whose loop died is closed, so nobody waits on it (caughtUp, a feed's first list).
     this.run(first !== undefined)
-      .catch((e: unknown) => this.deps.log.warn({ informer: source.name, err: String(e) }, "informer stopped"))
+      .catch((e: unknown) =>
+        this.deps.log.warn({ informer: source.name, err: String(e) }, "informer stopped"),
+      )
       .finally(() => this.close());
   }
 

@@ -91,7 +91,10 @@ export class PoolPodWatch {
   /** claimedBy is the label value this host's claims write, so its streams see them (options). */
   readonly claimedBy: string | undefined;
 
-  constructor(deps: Pick<CacheDeps, "kube" | "watch" | "log" | "metrics">, options: PoolPodWatchOptions = {}) {
+  constructor(
+    deps: Pick<CacheDeps, "kube" | "watch" | "log" | "metrics">,
+    options: PoolPodWatchOptions = {},
+  ) {
     this.deps = deps;
     this.lingerMs = options.lingerMs ?? 10_000;
     this.keepMs = options.keepMs ?? 10_000;
