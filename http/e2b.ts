@@ -34,6 +34,10 @@ import { HistoryUnavailable } from "../lib/history/store.ts";
 import { isApiServerTrouble } from "../lib/kube/errors.ts";
 import { fail } from "./e2b-fail.ts";
 import { e2bListRoutes } from "./e2b-list.ts";
+import { e2bLogsRoutes } from "./e2b-logs.ts";
+import { e2bMetricsRoutes } from "./e2b-metrics.ts";
+import { e2bNetworkRoutes } from "./e2b-network.ts";
+import { e2bTemplatesRoutes } from "./e2b-templates.ts";
 
 export type E2bEnv = { Variables: { tenant: Tenant } };
 
@@ -161,6 +165,11 @@ export function e2bRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEnv> {
   app.post("/v2/sandboxes", create(NewSandboxV2));
   app.post("/sandboxes", create(NewSandbox));
   app.route("/", e2bListRoutes(deps, settings));
+  // Before `/sandboxes/:id`: `GET /sandboxes/metrics` is a route of its own, not a sandbox id.
+  app.route("/", e2bMetricsRoutes(deps, settings));
+  app.route("/", e2bLogsRoutes(deps, settings));
+  app.route("/", e2bNetworkRoutes(deps, settings));
+  app.route("/", e2bTemplatesRoutes(deps, settings));
 
   app.get("/sandboxes/:id", async (c) => {
     const found = await find(c, c.req.param("id"));
@@ -213,10 +222,6 @@ export function e2bRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEnv> {
   app.post("/sandboxes/:id/resume", notImplemented("resume", "resuming a sandbox"));
   app.post("/sandboxes/:id/snapshots", notImplemented("snapshot", "snapshots"));
   app.post("/sandboxes/:id/fork", notImplemented("fork", "forking a sandbox"));
-  app.put("/sandboxes/:id/network", notImplemented("network", "network rules"));
-  app.get("/sandboxes/:id/metrics", notImplemented("metrics", "sandbox metrics"));
-  app.get("/sandboxes/:id/logs", notImplemented("logs", "sandbox logs"));
-  app.get("/v2/sandboxes/:id/logs", notImplemented("logs", "sandbox logs"));
   // E2B's shape for everything under /e2b, errors included (a mounted app's notFound is not used).
   app.all("*", (c) => fail(c, 404, `no route for ${c.req.method} ${c.req.path}`));
   app.onError((err, c) => {

@@ -1,7 +1,6 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { endTime, setMetric, startTime, type TimingVariables, timing } from "hono/timing";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { endTime, setMetric, startTime, timing } from "hono/timing";
 import { authenticate } from "../functions/api/authenticate.ts";
 import { createSandbox } from "../functions/api/create-sandbox.ts";
 import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
@@ -15,7 +14,7 @@ import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
 import type { HostDeps } from "../functions/host-deps.ts";
 import { ActivityRequest } from "../lib/claims/activity.ts";
-import { bearerOrApiKey, type Tenant } from "../lib/claims/api-keys.ts";
+import { bearerOrApiKey } from "../lib/claims/api-keys.ts";
 import {
   badRequest,
   notConfigured,
@@ -47,13 +46,13 @@ import { waitSeconds } from "../lib/claims/wait-seconds.ts";
 import { type ApiIssue, parseWith } from "../lib/crd/parse-with.ts";
 import { HistoryUnavailable } from "../lib/history/store.ts";
 import { settled } from "../lib/util/settled.ts";
+import { type NativeEnv, send } from "./native.ts";
+import { sandboxLogsRoutes } from "./sandbox-logs.ts";
+import { sandboxMetricsRoutes } from "./sandbox-metrics.ts";
+import { sandboxNetworkRoutes } from "./sandbox-network.ts";
+import { templatesRoutes } from "./templates.ts";
 
-type Env = { Variables: { tenant: Tenant } & TimingVariables };
-
-const send = (
-  c: { json: (b: unknown, s: ContentfulStatusCode) => Response },
-  e: { status: number; body: unknown },
-) => c.json(e.body, e.status as ContentfulStatusCode);
+type Env = NativeEnv;
 
 /** readJson reads a JSON body, or says why it is not one. */
 async function readJson(req: Request): Promise<{ ok: true; value: unknown } | { ok: false }> {
@@ -231,6 +230,11 @@ export function sandboxRoutes(deps: HostDeps, addressing: SandboxAddressing = {}
   app.get("/envs", async (c) =>
     c.json({ envs: (await listTargets(deps, c.get("tenant"))).envs.map(envSummary) }),
   );
+
+  app.route("/", sandboxMetricsRoutes(deps));
+  app.route("/", sandboxLogsRoutes(deps));
+  app.route("/", sandboxNetworkRoutes(deps));
+  app.route("/", templatesRoutes(deps));
 
   app.get("/sandboxes/:id", async (c) => {
     const view = await getSandbox(deps, c.get("tenant"), c.req.param("id"), addressing.domain);
