@@ -1,15 +1,17 @@
-// The sandbox commands of the CLI: get pools|envs|sandboxes, create, delete, history. They speak
-// to a host's /v1 API with an API key, as any client would, so they see what that key may see.
+// The sandbox commands of the CLI: get pools|envs|templates|sandboxes, create, delete, history.
+// They speak to a host's /v1 API with an API key, as any client would, so they see what that key
+// may see.
 import { parseArgs } from "node:util";
 import { httpsRequest } from "../infra/cluster/http.ts";
 import { readState } from "../infra/cluster/state.ts";
 import type { SandboxView } from "../lib/claims/sandbox-view.ts";
 import type { EnvSummary, PoolSummary } from "../lib/claims/target-summaries.ts";
+import type { TemplateSummary } from "../lib/claims/template-summaries.ts";
 import { age, apiErrorText, table } from "../lib/cli/table.ts";
 
 export const SANDBOX_COMMANDS = new Set(["get", "create", "delete", "history"]);
 
-export const SANDBOX_USAGE = `       agentbox get pools|envs|sandboxes [-o json] [CONNECTION]
+export const SANDBOX_USAGE = `       agentbox get pools|envs|templates|sandboxes [-o json] [CONNECTION]
        agentbox create --pool NS/NAME | --env NS/NAME | --template NAME [--wait] [--wait-timeout S] [--timeout S] [-o json] [CONNECTION]
        agentbox delete <SANDBOX-ID> [CONNECTION]
        agentbox history [--namespace NS] [--pool NAME] [--limit N] [-o json] [CONNECTION]
@@ -117,7 +119,10 @@ export async function sandboxCommand(argv: string[]): Promise<number> {
     }
     return res.body ? (JSON.parse(res.body) as unknown) : {};
   };
-  if (command === "get" && (what === "pools" || what === "envs" || what === "sandboxes")) {
+  if (
+    command === "get" &&
+    (what === "pools" || what === "envs" || what === "templates" || what === "sandboxes")
+  ) {
     const got = (await call("GET", `/${what}`)) as Record<string, unknown[]> | undefined;
     if (!got) return 1;
     if (what === "pools")
@@ -143,6 +148,20 @@ export async function sandboxCommand(argv: string[]): Promise<number> {
             String(e.idle),
             String(e.running),
             e.members.map((m) => `${m.name}:${m.state}`).join(",") || "-",
+          ]),
+        ),
+      );
+    else if (what === "templates")
+      print(got.templates, () =>
+        table(
+          ["template", "ready", "cpu", "memory", "pools", "envs"],
+          (got.templates as TemplateSummary[]).map((t) => [
+            t.name,
+            t.ready ? "yes" : `no: ${t.why ?? ""}`,
+            String(t.resources?.limits?.cpu ?? t.resources?.requests?.cpu ?? "-"),
+            String(t.resources?.limits?.memory ?? t.resources?.requests?.memory ?? "-"),
+            t.pools.join(",") || "-",
+            t.envs.join(",") || "-",
           ]),
         ),
       );

@@ -11,6 +11,7 @@ import type { KubeWatchTransport } from "../lib/kube/transport.ts";
 import { type DigestResolver, referenceDigestResolver } from "../lib/lifecycle/digest-resolver.ts";
 import type { Metrics } from "../lib/metrics/metrics.ts";
 import type { IdleReleaseMode } from "../lib/reconcile/idle-release.ts";
+import type { UsageStore } from "../lib/usage/store.ts";
 import type { Log } from "../lib/util/log.ts";
 import { PacedRead } from "../lib/util/paced-read.ts";
 import { NextReads, SharedRead, SharedReads } from "../lib/util/shared-read.ts";
@@ -66,6 +67,8 @@ export interface HostDeps {
   /** watch streams watch requests (the caches; a create waiting for its sandbox to run). */
   watch: KubeWatchTransport;
   history: HistoryStore;
+  /** usage keeps sandboxes' resource-use samples, in the history's database; undefined: none kept. */
+  usage: UsageStore | undefined;
   digests: DigestResolver;
 
   // This host.
@@ -143,6 +146,7 @@ export interface HostParts {
   kube: KubeClient;
   watch: KubeWatchTransport;
   history: HistoryStore;
+  usage?: UsageStore;
   log: Log;
   reporter: { controller: string; instance: string };
   now?: () => Date;
@@ -184,6 +188,7 @@ export function hostDeps(parts: HostParts): HostDeps {
   return {
     ...base,
     history: parts.history,
+    usage: parts.usage,
     digests: parts.digests ?? referenceDigestResolver,
     reporter: parts.reporter,
     noticed: new Set<string>(),

@@ -28,6 +28,7 @@ import { parseWith } from "../lib/crd/parse-with.ts";
 import { HistoryUnavailable, type HistoryQuery as StoreQuery } from "../lib/history/store.ts";
 import { PacedRead } from "../lib/util/paced-read.ts";
 import { consoleEnvRoutes } from "./console-envs.ts";
+import { consoleSandboxRoutes } from "./console-sandbox.ts";
 
 /** CONSOLE_COOKIE holds the session ID (never a credential): HttpOnly, Secure, SameSite=Strict, under /ui. */
 export const CONSOLE_COOKIE = "agentbox_console";
@@ -173,6 +174,8 @@ export function consoleRoutes(deps: ConsoleDeps): Hono<Env> {
   });
   // The Env page and its edits (issue #26, section 3).
   consoleEnvRoutes(app, deps.api, show);
+  // The sandbox page: its details and its CPU and memory over its life (issue #38).
+  consoleSandboxRoutes(app, deps.api, show);
   return app;
 }
 

@@ -7,6 +7,7 @@ import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
 import { findSandbox } from "../functions/api/find-sandbox.ts";
 import { ownerToken } from "../functions/api/sandbox-access.ts";
 import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
+import { ownerTrafficToken } from "../functions/api/traffic-access.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
 import type { HostDeps } from "../functions/host-deps.ts";
 import { bearerOrApiKey, type Tenant } from "../lib/claims/api-keys.ts";
@@ -38,6 +39,7 @@ import { e2bLogsRoutes } from "./e2b-logs.ts";
 import { e2bMetricsRoutes } from "./e2b-metrics.ts";
 import { e2bNetworkRoutes } from "./e2b-network.ts";
 import { e2bTemplatesRoutes } from "./e2b-templates.ts";
+import { notImplemented as unsupported } from "./e2b-unsupported.ts";
 
 export type E2bEnv = { Variables: { tenant: Tenant } };
 
@@ -92,6 +94,9 @@ export function e2bRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEnv> {
   });
   /** token is the envd token an answer carries: for the sandbox's owner, none for an admin (ownerToken). */
   const token = (c: C, view: SandboxView) => ownerToken(deps, c.get("tenant"), view);
+  /** traffic is a private sandbox's traffic token, for its owner only (ownerTrafficToken). */
+  const traffic = (c: C, pod: V1Pod, view: SandboxView) =>
+    ownerTrafficToken(deps, c.get("tenant"), pod, view);
   /** find finds the tenant's sandbox as E2B sees it (starting or running), with its view. */
   const find = async (
     c: C,
@@ -126,6 +131,11 @@ export function e2bRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEnv> {
       if (outcome.reason === "not-configured") return fail(c, 501, outcome.message);
       if (outcome.reason === "limited")
         return fail(c, 429, tooManySandboxes(outcome.team, outcome.held, outcome.limit).body.error.message);
+      if (outcome.reason === "egress") {
+        // Fail closed: no policy, no sandbox (nothing was claimed).
+        if (outcome.retry) c.header("Retry-After", "1");
+        return fail(c, outcome.retry ? 503 : 500, outcome.message);
+      }
       c.header("Retry-After", "1");
       return fail(
         c,
@@ -137,7 +147,10 @@ export function e2bRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEnv> {
     const waited = await waitForRunning(deps, outcome.pod, outcome.pool, seconds * 1000);
     const view = waited.pod && sandboxView(waited.pod, deps.now());
     if (waited.ok && waited.pod && view)
-      return c.json(e2bSandbox(waited.pod, view, settings, await token(c, view)), 201);
+      return c.json(
+        e2bSandbox(waited.pod, view, settings, await token(c, view), await traffic(c, waited.pod, view)),
+        201,
+      );
     // A failed E2B create leaves nothing behind: the caller never got the id to release it.
     await deleteSandbox(deps, c.get("tenant"), outcome.sandbox.sandboxId);
     if (!waited.ok && waited.reason === "stopping") {
@@ -174,7 +187,15 @@ export function e2bRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEnv> {
   app.get("/sandboxes/:id", async (c) => {
     const found = await find(c, c.req.param("id"));
     if (!found) return notFound(c, c.req.param("id"));
-    return c.json(e2bDetail(found.pod, found.view, settings, await token(c, found.view)));
+    return c.json(
+      e2bDetail(
+        found.pod,
+        found.view,
+        settings,
+        await token(c, found.view),
+        await traffic(c, found.pod, found.view),
+      ),
+    );
   });
 
   app.delete("/sandboxes/:id", async (c) => {
@@ -203,21 +224,28 @@ export function e2bRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEnv> {
     if (req instanceof Response) return req;
     const found = await retime(c, { lifetime: { seconds: req.timeout, mode: "extend" } });
     if (!found) return notFound(c, c.req.param("id") ?? "");
-    return c.json(e2bSandbox(found.pod, found.view, settings, await token(c, found.view)), 200);
+    return c.json(
+      e2bSandbox(
+        found.pod,
+        found.view,
+        settings,
+        await token(c, found.view),
+        await traffic(c, found.pod, found.view),
+      ),
+      200,
+    );
   };
   app.post("/sandboxes/:id/connect", connect(ConnectSandbox));
   app.post("/v2/sandboxes/:id/connect", connect(ConnectSandboxV2));
 
   // What a warm pool of pods cannot do (yet): E2B's shape, 501.
   // Counted by operation (agentbox_e2b_unsupported_total), so operators see what callers miss.
-  const notImplemented = (operation: string, what: string) => (c: C) => {
-    deps.metrics?.e2bUnsupported.inc({ operation });
-    return fail(
-      c,
-      501,
+  const notImplemented = (operation: string, what: string) =>
+    unsupported(
+      deps,
+      operation,
       `${what} is not supported by this control plane (agentbox pools run sandboxes in place; they cannot pause)`,
     );
-  };
   app.post("/sandboxes/:id/pause", notImplemented("pause", "pausing a sandbox"));
   app.post("/sandboxes/:id/resume", notImplemented("resume", "resuming a sandbox"));
   app.post("/sandboxes/:id/snapshots", notImplemented("snapshot", "snapshots"));

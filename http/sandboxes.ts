@@ -11,6 +11,7 @@ import { recordActivity } from "../functions/api/record-activity.ts";
 import { readTarget } from "../functions/api/resolve-pool.ts";
 import { viewWithAccess } from "../functions/api/sandbox-access.ts";
 import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
+import { withTrafficToken } from "../functions/api/traffic-access.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
 import type { HostDeps } from "../functions/host-deps.ts";
 import { ActivityRequest } from "../lib/claims/activity.ts";
@@ -148,7 +149,11 @@ export function sandboxRoutes(deps: HostDeps, addressing: SandboxAddressing = {}
     endTime(c, "create");
     if (took.target !== undefined) setMetric(c, "target", took.target);
     // The answer says how the sandbox is reached, as its GET does (its creator is its owner).
-    const claimed = (view: SandboxView) => viewWithAccess(deps, tenant, view, addressing.domain);
+    const claimed = async (view: SandboxView) => {
+      const answer = await viewWithAccess(deps, tenant, view, addressing.domain);
+      // A private sandbox's traffic token (network.allowPublicTraffic false), to its owner.
+      return outcome.ok ? withTrafficToken(deps, tenant, outcome.pod, view, answer) : answer;
+    };
     if (outcome.ok && !req.value.wait) return c.json(await claimed(outcome.sandbox), 201);
     if (outcome.ok) {
       const seconds = waitSeconds(outcome.pool, req.value);
@@ -188,6 +193,11 @@ export function sandboxRoutes(deps: HostDeps, addressing: SandboxAddressing = {}
     if (outcome.reason === "not-configured") return send(c, notConfigured(outcome.message));
     if (outcome.reason === "limited")
       return send(c, tooManySandboxes(outcome.team, outcome.held, outcome.limit));
+    if (outcome.reason === "egress") {
+      // Fail closed: no policy, no sandbox (nothing was claimed).
+      if (outcome.retry) c.header("Retry-After", "1");
+      return send(c, unavailable(outcome.message));
+    }
     c.header("Retry-After", "1");
     return send(
       c,

@@ -10,11 +10,13 @@ import { seal } from "../../lib/claims/sealing.ts";
 import { limitFor } from "../../lib/claims/team-limits.ts";
 import { waitSeconds } from "../../lib/claims/wait-seconds.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import { isPrivateTraffic, networkMarks } from "../../lib/egress/network.ts";
 import { claimHooks } from "../../lib/lifecycle/post-start-hooks.ts";
 import { newSandboxId } from "../../lib/lifecycle/sandbox-ids.ts";
 import { SERVED_MARK_ANNOTATION } from "../../lib/pool/pending-requests.ts";
 import { UNSUITABLE } from "../cache/idle-dispatch.ts";
 import { claimSandbox } from "../claim-sandbox.ts";
+import { fenceFirst } from "../egress/fence-first.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { type Claim, claimFrom } from "./claim-from.ts";
 import { readTarget, resolvePool, type TargetReads } from "./resolve-pool.ts";
@@ -48,7 +50,9 @@ export type CreateOutcome =
       /** stopping: the host's shutdown ended the claims, or the wait for an idle pod (deps.stopping). */
       stopping?: boolean;
     }
-  | { ok: false; reason: "limited"; team: string; held: number; limit: number };
+  | { ok: false; reason: "limited"; team: string; held: number; limit: number }
+  /** egress: the sandbox's NetworkPolicy could not be written, so nothing was claimed (fail closed). */
+  | { ok: false; reason: "egress"; message: string; retry: boolean };
 
 /** ClaimExtras are what the E2B API adds to a create: annotations, and its wait for Running. */
 export interface ClaimExtras {
@@ -162,108 +166,133 @@ async function claimOrWhy(
   const sampleImages = requestedImages(sample, req);
   if (typeof sampleImages === "string") return { ok: false, reason: "invalid", message: sampleImages };
   const sandboxId = newSandboxId();
+  const marks = networkMarks(req.network);
   const hooksOf = await hookPlan(deps, sandboxId, req);
   if (typeof hooksOf === "string") return { ok: false, reason: "invalid", message: hooksOf };
   const sampleHooks = hooksOf(sample);
   if (!sampleHooks.ok) return { ok: false, reason: "invalid", message: sampleHooks.message };
-  // The team's count when a claim found it at its limit (every claim checks again: a create that
-  // waited claims long after the check above, and this host's creates claim at once).
-  let limitedAt: number | undefined;
-  const claimIn =
-    (pool: SandboxPool, annotations: Readonly<Record<string, string>> = {}): Claim =>
-    async (pod) => {
-      const images = requestedImages(pool, req);
-      if (typeof images === "string") return UNSUITABLE;
-      // The hooks are the pod's: an Env's members, and a pool's pods made before its template
-      // changed, may differ in whether they run envd.
-      const planned = hooksOf(pool, pod);
-      if (!planned.ok) return UNSUITABLE;
-      const hooks = planned.hooks;
-      // A create that will wait for Running says so on the pod: it completes the start itself.
-      const waits = req.wait ? waitSeconds(pool, req) : extras.waitSeconds?.(pool);
-      const claim = () =>
-        claimSandbox(deps, pod, {
-          sandboxId,
-          // The host's watch of its waiting creates' pods selects its own claims (ADR 0037).
-          ...(deps.pods?.claimedBy ? { claimedBy: deps.pods.claimedBy } : {}),
-          containerImages: images,
-          team: tenant.team,
-          user: tenant.user,
-          ...(req.metadata ? { metadata: req.metadata } : {}),
-          ...(hooks.length > 0 ? { postStartHooks: hooks } : {}),
-          ...(extras.annotations || Object.keys(annotations).length > 0
-            ? { annotations: { ...extras.annotations, ...annotations } }
-            : {}),
-          ...(waits ? { waiterUntil: new Date(deps.now().getTime() + waits * 1000) } : {}),
-          ...claimTimeouts(pool, req),
-          ...(req.timeout ? { lifetimeSeconds: req.timeout } : {}),
-        });
-      const checked =
-        holds && limit !== undefined
-          ? await holds.claim(tenant.team, limit, claim, (r) => (r.ok ? r.pod : undefined))
-          : { ok: true as const, value: await claim() };
-      if (!checked.ok) {
-        // The pod stays for others (UNSUITABLE for this create); the create ends 429.
-        limitedAt = checked.held;
-        return UNSUITABLE;
-      }
-      return checked.value.ok ? checked.value.pod : undefined;
+  if (isPrivateTraffic(req.network) && !deps.postStart?.keys)
+    return {
+      ok: false,
+      reason: "invalid",
+      message:
+        "private traffic (allowPublicTraffic: false) needs a sealing key on the control plane (AGENTBOX_SEALING_KEY)",
     };
-  const served = (pod: V1Pod, pool: SandboxPool): CreateOutcome | undefined => {
-    recordDemand(deps, pool, deps.now());
-    const view = sandboxView(pod, deps.now());
-    return view ? { ok: true, sandbox: view, pod, pool } : undefined;
+  /** claimPhase claims a pod for sandboxId, now or after a wait: the sandbox, or why there is none. */
+  const claimPhase = async (): Promise<CreateOutcome> => {
+    // The team's count when a claim found it at its limit (every claim checks again: a create that
+    // waited claims long after the check above, and this host's creates claim at once).
+    let limitedAt: number | undefined;
+    const claimIn =
+      (pool: SandboxPool, annotations: Readonly<Record<string, string>> = {}): Claim =>
+      async (pod) => {
+        const images = requestedImages(pool, req);
+        if (typeof images === "string") return UNSUITABLE;
+        // The hooks are the pod's: an Env's members, and a pool's pods made before its template
+        // changed, may differ in whether they run envd.
+        const planned = hooksOf(pool, pod);
+        if (!planned.ok) return UNSUITABLE;
+        const hooks = planned.hooks;
+        // A create that will wait for Running says so on the pod: it completes the start itself.
+        const waits = req.wait ? waitSeconds(pool, req) : extras.waitSeconds?.(pool);
+        const claim = () =>
+          claimSandbox(deps, pod, {
+            sandboxId,
+            // The host's watch of its waiting creates' pods selects its own claims (ADR 0037).
+            ...(deps.pods?.claimedBy ? { claimedBy: deps.pods.claimedBy } : {}),
+            containerImages: images,
+            team: tenant.team,
+            user: tenant.user,
+            ...(req.metadata ? { metadata: req.metadata } : {}),
+            ...(hooks.length > 0 ? { postStartHooks: hooks } : {}),
+            ...(extras.annotations || Object.keys(annotations).length > 0
+              ? { annotations: { ...extras.annotations, ...annotations } }
+              : {}),
+            ...(waits ? { waiterUntil: new Date(deps.now().getTime() + waits * 1000) } : {}),
+            // The egress label, the network settings, private traffic: one write with the claim.
+            marks,
+            ...claimTimeouts(pool, req),
+            ...(req.timeout ? { lifetimeSeconds: req.timeout } : {}),
+          });
+        const checked =
+          holds && limit !== undefined
+            ? await holds.claim(tenant.team, limit, claim, (r) => (r.ok ? r.pod : undefined))
+            : { ok: true as const, value: await claim() };
+        if (!checked.ok) {
+          // The pod stays for others (UNSUITABLE for this create); the create ends 429.
+          limitedAt = checked.held;
+          return UNSUITABLE;
+        }
+        return checked.value.ok ? checked.value.pod : undefined;
+      };
+    const served = (pod: V1Pod, pool: SandboxPool): CreateOutcome | undefined => {
+      recordDemand(deps, pool, deps.now());
+      const view = sandboxView(pod, deps.now());
+      return view ? { ok: true, sandbox: view, pod, pool } : undefined;
+    };
+    const first = "pool" in resolved ? await targetReads : undefined;
+    let tried = 0;
+    const deadline = deps.now().getTime() + CLAIM_DEADLINE_MS;
+    for (const pool of plan.tryNow) {
+      const got = await claimFrom(deps, pool, claimIn(pool), deadline, first, plan.env);
+      tried += got.tried;
+      if (limitedAt !== undefined) return limited(limitedAt);
+      const outcome = got.pod && served(got.pod, pool);
+      if (outcome) return outcome;
+      if (got.stopping) return { ok: false, reason: "exhausted", where: plan.where, tried, stopping: true };
+      if (got.contended) return { ok: false, reason: "exhausted", where: plan.where, tried, contended: true };
+    }
+    // No idle pod now: say so to the autoscaler, then, when the caller is willing to wait, watch
+    // for a pod that becomes idle and race for it.
+    const grow = plan.grow ?? sample;
+    recordDemand(deps, grow, deps.now());
+    if (req.waitTimeout) {
+      // A team at its limit (with its creates already waiting here) is no demand: the pool does not
+      // grow for a create that would be refused at its claim.
+      const counted = holds ? holds.demand(tenant.team, limit, await holds.held(tenant.team)) : () => {};
+      const ticket = counted ? deps.pending.enter(grow) : 0;
+      const giveUp = new AbortController();
+      // A stopping host ends its waits (ADR 0029); a claim under way still counts.
+      const stop = () => giveUp.abort();
+      if (deps.stopping.aborted) stop();
+      else deps.stopping.addEventListener("abort", stop, { once: true });
+      const won = await waitForIdle(
+        deps,
+        plan.watch,
+        req.waitTimeout * 1000,
+        async (candidate, pool) => {
+          // The claim names the mark that counted this create, so the autoscaler stops counting it.
+          const mark = counted ? deps.pending.servedMark(grow, ticket) : undefined;
+          const pod = await claimIn(pool, mark ? { [SERVED_MARK_ANNOTATION]: mark } : {})(candidate);
+          if (limitedAt !== undefined) giveUp.abort();
+          return pod && pod !== UNSUITABLE ? { pod, pool } : pod;
+        },
+        giveUp.signal,
+        plan.env,
+      ).finally(() => {
+        deps.stopping.removeEventListener("abort", stop);
+        if (!counted) return;
+        counted();
+        deps.pending.leave(grow);
+      });
+      if (limitedAt !== undefined) return limited(limitedAt);
+      const outcome = won && served(won.pod, won.pool);
+      if (outcome) return outcome;
+      if (deps.stopping.aborted)
+        return { ok: false, reason: "exhausted", where: plan.where, tried, stopping: true };
+    }
+    return { ok: false, reason: "exhausted", where: plan.where, tried };
   };
-  const first = "pool" in resolved ? await targetReads : undefined;
-  let tried = 0;
-  const deadline = deps.now().getTime() + CLAIM_DEADLINE_MS;
-  for (const pool of plan.tryNow) {
-    const got = await claimFrom(deps, pool, claimIn(pool), deadline, first, plan.env);
-    tried += got.tried;
-    if (limitedAt !== undefined) return limited(limitedAt);
-    const outcome = got.pod && served(got.pod, pool);
-    if (outcome) return outcome;
-    if (got.stopping) return { ok: false, reason: "exhausted", where: plan.where, tried, stopping: true };
-    if (got.contended) return { ok: false, reason: "exhausted", where: plan.where, tried, contended: true };
+  // Egress rules: the sandbox's policy is written before any claim (fail closed), in every
+  // namespace the create may claim in; a create that claims nothing takes it away again.
+  const fence = await fenceFirst(deps, [...plan.tryNow, ...plan.watch], sandboxId, req.network);
+  if (!fence.ok) return { ok: false, reason: "egress", message: fence.message, retry: fence.retry };
+  try {
+    const outcome = await claimPhase();
+    if (!outcome.ok) await fence.undo();
+    return outcome;
+  } catch (e) {
+    await fence.undo();
+    throw e;
   }
-  // No idle pod now: say so to the autoscaler, then, when the caller is willing to wait, watch
-  // for a pod that becomes idle and race for it.
-  const grow = plan.grow ?? sample;
-  recordDemand(deps, grow, deps.now());
-  if (req.waitTimeout) {
-    // A team at its limit (with its creates already waiting here) is no demand: the pool does not
-    // grow for a create that would be refused at its claim.
-    const counted = holds ? holds.demand(tenant.team, limit, await holds.held(tenant.team)) : () => {};
-    const ticket = counted ? deps.pending.enter(grow) : 0;
-    const giveUp = new AbortController();
-    // A stopping host ends its waits (ADR 0029); a claim under way still counts.
-    const stop = () => giveUp.abort();
-    if (deps.stopping.aborted) stop();
-    else deps.stopping.addEventListener("abort", stop, { once: true });
-    const won = await waitForIdle(
-      deps,
-      plan.watch,
-      req.waitTimeout * 1000,
-      async (candidate, pool) => {
-        // The claim names the mark that counted this create, so the autoscaler stops counting it.
-        const mark = counted ? deps.pending.servedMark(grow, ticket) : undefined;
-        const pod = await claimIn(pool, mark ? { [SERVED_MARK_ANNOTATION]: mark } : {})(candidate);
-        if (limitedAt !== undefined) giveUp.abort();
-        return pod && pod !== UNSUITABLE ? { pod, pool } : pod;
-      },
-      giveUp.signal,
-      plan.env,
-    ).finally(() => {
-      deps.stopping.removeEventListener("abort", stop);
-      if (!counted) return;
-      counted();
-      deps.pending.leave(grow);
-    });
-    if (limitedAt !== undefined) return limited(limitedAt);
-    const outcome = won && served(won.pod, won.pool);
-    if (outcome) return outcome;
-    if (deps.stopping.aborted)
-      return { ok: false, reason: "exhausted", where: plan.where, tried, stopping: true };
-  }
-  return { ok: false, reason: "exhausted", where: plan.where, tried };
 }

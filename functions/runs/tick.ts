@@ -4,6 +4,7 @@ import { planAdoption } from "../../lib/env/adoption.ts";
 import type { EnvSnapshot } from "../../lib/env/plan-env.ts";
 import { partitionPods } from "../../lib/membership/pod-ownership.ts";
 import { planFinalizeDeleted } from "../../lib/reconcile/finalize-deleted.ts";
+import { sweepEgressPolicies } from "../egress/sweep-policies.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { readInstanceTypes } from "../instance-types.ts";
 import { execute } from "../steps/execute.ts";
@@ -144,11 +145,17 @@ export async function tick(deps: HostDeps, opts: TickOptions): Promise<TickRepor
         count(await execute(deps, planFinalizeDeleted(cluster.orphans, deps.now()))),
       )
     : Promise.resolve();
+  // Sandbox egress policies no pod is fenced by any more (a create that never claimed, a replaced
+  // pod): the pods just read spare the live ones a read (sweepEgressPolicies).
+  const knownPods = viewed ?? [...cluster.pools.values()].flatMap((s) => s.pods);
+  const egress = spread("egress policies", async () => {
+    writes += (await sweepEgressPolicies(deps, opts.namespace, knownPods)).deleted.length;
+  });
   if (deps.adoptPools && deps.clusterId) {
     const adoptions = planAdoption(allPools, cluster.allEnvs, deps.clusterId);
     if (adoptions.length) count(await execute(deps, adoptions));
   }
-  await Promise.all([...pools, ...envs, ...templateRuns, orphans]);
+  await Promise.all([...pools, ...envs, ...templateRuns, orphans, egress]);
   const requests = Object.entries(deps.kube.requests).reduce(
     (sum, [method, n]) => sum + n - (before[method as keyof typeof before] ?? 0),
     0,

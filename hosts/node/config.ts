@@ -66,6 +66,8 @@ export const HOST_ENV = v.object({
   AGENTBOX_TICK_CONCURRENCY: v.optional(v.pipe(Seconds, v.integer(), v.minValue(1)), "8"),
   // How often the console's pool charts sample the pool gauges (0: no charts).
   AGENTBOX_CONSOLE_SAMPLE_SECONDS: v.optional(v.pipe(Seconds, v.maxValue(3600)), "30"),
+  // How often the sandboxes' resource use is sampled from the kubelets (0: never; the metrics endpoints then show none).
+  AGENTBOX_USAGE_SAMPLE_SECONDS: v.optional(v.pipe(Seconds, v.maxValue(3600)), "10"),
   AGENTBOX_SEALING_KEY: v.optional(v.pipe(v.string(), v.minLength(32, "must be at least 32 characters"))),
   AGENTBOX_SEALING_KEY_FILE: v.optional(v.string()),
   AGENTBOX_ENVD_PORT: v.optional(Port, "49983"),
@@ -135,6 +137,8 @@ export interface HostEnv {
   tickConcurrency: number;
   /** consoleSampleSeconds: how often the console's pool charts sample the pool gauges (AGENTBOX_CONSOLE_SAMPLE_SECONDS). */
   consoleSampleSeconds: number;
+  /** usageSampleSeconds: how often the sandboxes' resource use is sampled (AGENTBOX_USAGE_SAMPLE_SECONDS). */
+  usageSampleSeconds: number;
   /** sealingKey seals claims' env vars and derives envd tokens; optional (see HostConfig). */
   sealingKey?: string;
   envdPort: number;
@@ -273,6 +277,7 @@ export function readHostEnv(
       tickSeconds: e.AGENTBOX_TICK_SECONDS,
       tickConcurrency: e.AGENTBOX_TICK_CONCURRENCY,
       consoleSampleSeconds: e.AGENTBOX_CONSOLE_SAMPLE_SECONDS,
+      usageSampleSeconds: e.AGENTBOX_USAGE_SAMPLE_SECONDS,
       ...(sealingKey ? { sealingKey } : {}),
       envdPort: e.AGENTBOX_ENVD_PORT,
       ...(domain?.ok ? { sandboxDomain: domain.domain } : {}),

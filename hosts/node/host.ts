@@ -95,6 +95,8 @@ export interface HostConfig {
   onAuditEvents?: (list: AuditEventList) => void;
   /** consoleSampleSeconds: how often the console's pool charts sample the pool gauges (30; 0: never). */
   consoleSampleSeconds?: number;
+  /** usageSampleSeconds: how often the reconciler samples the sandboxes' resource use (10; 0: never). */
+  usageSampleSeconds?: number;
   /** metricsToken is the bearer token /metrics asks for (default: the admin token). */
   metricsToken?: string;
   /** dataPlane runs the sandbox router (hosts/node/data-plane/) on these listeners; none when unset. */
@@ -160,6 +162,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
     metrics,
     undefined,
     {
+      usage: history.usage,
       ...(config.apiKeys ? { apiKeys: config.apiKeys } : {}),
       ...(config.envdPort ? { envdPort: config.envdPort } : {}),
       ...(config.teamLimits ? { teamLimits: config.teamLimits } : {}),
@@ -182,6 +185,7 @@ export async function startHost(config: HostConfig): Promise<Host> {
       ...(config.historyDatabase ? { historyDatabase: config.historyDatabase } : {}),
       tickSeconds: config.tickSeconds,
       tickConcurrency: config.tickConcurrency,
+      usageSampleSeconds: config.usageSampleSeconds ?? 10,
       ...(config.clusterId ? { clusterId: config.clusterId } : {}),
       ...(config.adoptPools ? { adoptPools: true } : {}),
       ...(config.autoscale ? { autoscale: config.autoscale } : {}),

@@ -28,6 +28,7 @@ const host = await startHost({
   tickSeconds: c.tickSeconds,
   tickConcurrency: c.tickConcurrency,
   consoleSampleSeconds: c.consoleSampleSeconds,
+  usageSampleSeconds: c.usageSampleSeconds,
   ...(c.sealingKey ? { sealingKey: c.sealingKey } : {}),
   envdPort: c.envdPort,
   ...(c.sandboxDomain ? { sandboxDomain: c.sandboxDomain } : {}),

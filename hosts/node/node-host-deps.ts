@@ -50,11 +50,12 @@ export interface StepSettings {
 
 /**
  * NodeHostExtras are what only the API's thread of the Node host adds: its watch-fed caches'
- * identity (watchFed), the shutdown's signal, the router's hook, the API's settings.
+ * identity (watchFed), the shutdown's signal, the router's hook, the API's settings; and what
+ * each thread opened besides its history (usage: openHistory's usage store).
  */
 export type NodeHostExtras = Pick<
   HostParts,
-  "watchFed" | "stopping" | "onReleased" | "teamLimits" | "envdPort" | "apiKeys" | "hashKey"
+  "watchFed" | "stopping" | "onReleased" | "teamLimits" | "envdPort" | "apiKeys" | "hashKey" | "usage"
 >;
 
 /**

@@ -1,8 +1,10 @@
 import type { HistoryStore } from "../../lib/history/store.ts";
 import { HistoryUnavailable } from "../../lib/history/store.ts";
+import type { UsageStore } from "../../lib/usage/store.ts";
 import type { Log } from "../../lib/util/log.ts";
 import { type PostgresHistorySettings, PostgresHistoryStore } from "./postgres-history.ts";
-import { SqliteHistoryStore } from "./sqlite-history.ts";
+import { postgresUsage } from "./postgres-usage.ts";
+import { openSqlite } from "./sqlite-usage.ts";
 
 /** HistorySource says where a thread's history is: PostgreSQL when historyDatabase is set, else SQLite. */
 export interface HistorySource {
@@ -10,9 +12,11 @@ export interface HistorySource {
   historyDatabase?: PostgresHistorySettings;
 }
 
-/** OpenedHistory is a thread's store and how to close it. */
+/** OpenedHistory is a thread's store, the usage store in the same database, and how to close both. */
 export interface OpenedHistory {
   store: HistoryStore;
+  /** usage keeps the sandboxes' resource-use samples in the history's database. */
+  usage: UsageStore;
   close(): Promise<void>;
 }
 
@@ -24,8 +28,8 @@ export interface OpenedHistory {
  */
 export async function openHistory(source: HistorySource, log: Log): Promise<OpenedHistory> {
   if (!source.historyDatabase) {
-    const store = new SqliteHistoryStore(source.historyPath);
-    return { store, close: async () => store.close() };
+    const sqlite = openSqlite(source.historyPath);
+    return { store: sqlite.history, usage: sqlite.usage, close: async () => sqlite.close() };
   }
   const store = new PostgresHistoryStore(source.historyDatabase, log);
   try {
@@ -41,5 +45,5 @@ export async function openHistory(source: HistorySource, log: Log): Promise<Open
     }
     log.warn({ err: e.message }, "history database unavailable at start; migrating when it is back");
   }
-  return { store, close: () => store.close() };
+  return { store, usage: postgresUsage(store), close: () => store.close() };
 }

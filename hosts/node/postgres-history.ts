@@ -17,6 +17,7 @@ import {
   type HistoryStore,
   HistoryUnavailable,
 } from "../../lib/history/store.ts";
+import type { RunStatements } from "../../lib/usage/sql-store.ts";
 import type { Log } from "../../lib/util/log.ts";
 import { type MigrateResult, migrate } from "./postgres-migrate.ts";
 
@@ -121,6 +122,16 @@ export class PostgresHistoryStore implements HistoryStore {
       throw unavailable(e);
     }
   }
+
+  /**
+   * runStatements runs other stores' statements (the usage store's, hosts/node/postgres-usage.ts)
+   * on this store's pool, one after the other, migrated first and their errors mapped alike.
+   */
+  readonly runStatements: RunStatements = async (statements) => {
+    const out: Record<string, unknown>[][] = [];
+    for (const s of statements) out.push((await this.run(s.sql, s.params)).rows);
+    return out;
+  };
 
   async put(record: SandboxRecord): Promise<"inserted" | "exists"> {
     const res = await this.run(INSERT, insertParams(record));

@@ -47,6 +47,7 @@ const reconciler = startReconciler(
     settings,
     metrics,
     settings.hostActivity ? pullFromHost : undefined,
+    { usage: history.usage },
   ),
   settings,
   // The tick's view of the pool pods (ADR 0035).

@@ -9,6 +9,7 @@ import { type PoolReport, RECONCILE, reconcilePool } from "../../functions/runs/
 import { reconcileTemplate } from "../../functions/runs/reconcile-template.ts";
 import { type MemberRefreshReport, refreshMember } from "../../functions/runs/refresh-member.ts";
 import { tick } from "../../functions/runs/tick.ts";
+import { UsageSampler } from "../../functions/usage/usage-sampler.ts";
 import type { EnvSnapshot } from "../../lib/env/plan-env.ts";
 import type { KubeWatchTransport } from "../../lib/kube/transport.ts";
 import type { EnvAuditTargets, PodKey, PodTarget, PoolKey } from "../../lib/triggers/audit-targets.ts";
@@ -55,6 +56,11 @@ export interface ReconcilerOptions {
   /** Tick period in seconds; 0 turns the tick off (audit events and manual triggers only). */
   tickSeconds: number;
   tickConcurrency: number;
+  /**
+   * usageSampleSeconds: how often the sandboxes' resource use is sampled into the usage store
+   * (UsageSampler; AGENTBOX_USAGE_SAMPLE_SECONDS, default 10); 0 or unset: never.
+   */
+  usageSampleSeconds?: number;
   /**
    * auditNamespacePrefix limits the Envs audit events may run to namespaces with this prefix, and
    * the templates (cluster-scoped) whose status they may write to names with it.
@@ -166,6 +172,25 @@ export function startReconciler(
           if (report) deps.log.debug({ ...report }, "tick");
         })
       : undefined;
+  // The sandboxes' resource use, on its own period (not the tick's: the tick may be off), from
+  // the tick's view of the pool pods when there is one.
+  const usageSeconds = options.usageSampleSeconds ?? 0;
+  const sampler =
+    usageSeconds > 0 && deps.usage
+      ? new UsageSampler(deps, {
+          periodSeconds: usageSeconds,
+          ...(view ? { pods: () => view.snapshot() } : {}),
+        })
+      : undefined;
+  const usageCron = sampler
+    ? new Cron("* * * * * *", { interval: usageSeconds, protect: true }, async () => {
+        const report = await sampler.sample().catch((err: unknown) => {
+          deps.log.warn({ err: String(err) }, "usage sampling failed");
+          return undefined;
+        });
+        if (report) deps.log.debug({ ...report }, "usage sample");
+      })
+    : undefined;
   const auditEnvs = async (targets: EnvAuditTargets) => {
     const clusterId = deps.clusterId;
     if (!clusterId) return;
@@ -198,6 +223,7 @@ export function startReconciler(
     idle,
     close: async () => {
       cron?.stop();
+      usageCron?.stop();
       view?.close();
       await idle();
     },

@@ -10,15 +10,20 @@ import {
 } from "../../lib/history/sql.ts";
 import type { HistoryPage, HistoryQuery, HistoryStore } from "../../lib/history/store.ts";
 
-/** D1Like is the slice of Cloudflare's D1Database binding the store uses. */
+/** D1Statement is a bound statement of D1Like. */
+export interface D1Statement {
+  run(): Promise<{ meta: { changes?: number } }>;
+  first<T = Record<string, unknown>>(): Promise<T | null>;
+  all<T = Record<string, unknown>>(): Promise<{ results: T[] }>;
+}
+
+/** D1Like is the slice of Cloudflare's D1Database binding the stores use. */
 export interface D1Like {
   prepare(sql: string): {
-    bind(...values: unknown[]): {
-      run(): Promise<{ meta: { changes?: number } }>;
-      first<T = Record<string, unknown>>(): Promise<T | null>;
-      all<T = Record<string, unknown>>(): Promise<{ results: T[] }>;
-    };
+    bind(...values: unknown[]): D1Statement;
   };
+  /** batch runs bound statements in order in one transaction, in one round trip (the usage store). */
+  batch<T = Record<string, unknown>>(statements: D1Statement[]): Promise<{ results: T[] }[]>;
 }
 
 /** MIGRATE is what to run when the table is missing (README, Deploying to Cloudflare). */
@@ -66,13 +71,12 @@ export class D1HistoryStore implements HistoryStore {
   }
 }
 
-/** migrated names the missing migration when D1 has no history table. */
-function migrated<T>(statement: Promise<T>): Promise<T> {
+/** migrated names the missing migration when D1 has no history table (or `table`, another store's). */
+export function migrated<T>(statement: Promise<T>, table = "sandbox_history"): Promise<T> {
   return statement.catch((e: unknown) => {
-    if (/no such table: sandbox_history/.test(String(e)))
-      throw new Error(
-        `the D1 history database has no sandbox_history table: apply its migrations (${MIGRATE})`,
-      );
+    const missing = /no such table: (\w+)/.exec(String(e))?.[1];
+    if (missing?.startsWith(table))
+      throw new Error(`the D1 history database has no ${missing} table: apply its migrations (${MIGRATE})`);
     throw e;
   });
 }

@@ -17,6 +17,7 @@ import { reconcilePool, STEP_NAMES } from "../../functions/runs/reconcile-pool.t
 import { reconcileTemplate } from "../../functions/runs/reconcile-template.ts";
 import { refreshMember } from "../../functions/runs/refresh-member.ts";
 import { tick } from "../../functions/runs/tick.ts";
+import { UsageSampler } from "../../functions/usage/usage-sampler.ts";
 import { parseTeamLimits, type TeamLimits } from "../../lib/claims/team-limits.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
@@ -56,6 +57,7 @@ async function workerDeps(config: WorkerConfig, env: WorkerBindings, log: Log): 
     kube: new KubeClient(fetchKubeTransport(kube)),
     watch: fetchKubeWatch(kube),
     history: isolate.history,
+    usage: isolate.usage,
     log,
     reporter: { controller: "agents.navix.sh/agentbox-functions", instance: "cloudflare-worker" },
     ...(config.CLUSTER_ID ? { clusterId: config.CLUSTER_ID } : {}),
@@ -180,8 +182,16 @@ export default {
     }
     const deps = await workerDeps(config.value, env, log);
     const spacingMs = config.value.TICK_SPACING_SECONDS * 1000;
+    // The sandboxes' resource use, once a pass (a sampling that fails is logged, never the invocation's failure).
+    const usage = new UsageSampler(deps, {
+      periodSeconds: config.value.TICK_SPACING_SECONDS,
+      ...(config.value.TICK_NAMESPACE ? { namespace: config.value.TICK_NAMESPACE } : {}),
+    });
     for (let pass = 0; pass < config.value.TICK_PASSES; pass++) {
       if (pass > 0) await new Promise((r) => setTimeout(r, spacingMs));
+      const sampled = usage.sample().catch((err: unknown) => {
+        log.warn({ pass, err: String(err) }, "usage sampling failed");
+      });
       try {
         const report = await tick(deps, {
           periodMs: spacingMs,
@@ -197,6 +207,8 @@ export default {
       } catch (e) {
         log.error({ pass, err: String(e) }, "tick failed");
         throw e;
+      } finally {
+        await sampled;
       }
     }
   },

@@ -5,9 +5,10 @@ import { importSealKeys, type SealKeys } from "../../lib/claims/sealing.ts";
 import { PacedRead } from "../../lib/util/paced-read.ts";
 import { SharedRead } from "../../lib/util/shared-read.ts";
 import { D1HistoryStore, type D1Like } from "./d1-history.ts";
+import { D1UsageStore } from "./d1-usage.ts";
 
 /**
- * Isolate is what a Worker isolate builds once and its requests share: the D1 history store, the
+ * Isolate is what a Worker isolate builds once and its requests share: the D1 history and usage stores, the
  * key check's shared reads of the keys Secret (so a burst of requests costs the apiserver one read
  * per interval per isolate, as the Node host's requests share theirs), the console's paced reads
  * of its sessions Secret, and the sealing keys derived from the secret. Nothing in it is a source
@@ -15,6 +16,8 @@ import { D1HistoryStore, type D1Like } from "./d1-history.ts";
  */
 export interface Isolate {
   history: D1HistoryStore;
+  /** usage keeps the sandboxes' resource-use samples in the same D1 database. */
+  usage: D1UsageStore;
   keyReads: PacedRead<V1Secret | undefined>;
   keyCacheReads: SharedRead<V1Secret | undefined>;
   /** consoleSessionReads paces the console's reads of its sessions Secret. */
@@ -35,6 +38,7 @@ export function isolateOf(db: D1Like): Isolate {
   let sealed: { secret: string; keys: Promise<SealKeys> } | undefined;
   const isolate: Isolate = {
     history: new D1HistoryStore(db),
+    usage: new D1UsageStore(db),
     keyReads: new PacedRead(KEY_MISS_GAP_MS, () => Date.now()),
     keyCacheReads: new SharedRead(KEY_READ_SHARE_MS, () => Date.now()),
     consoleSessionReads: new PacedRead(SESSION_READ_GAP_MS, () => Date.now()),

@@ -8,6 +8,13 @@ import { stringify } from "yaml";
 import { ensureBinaries, ensureNodeBinaries } from "./binaries.ts";
 import { writeCallbackConfigs, writeKubeconfig, writeKwokConfig } from "./configs.ts";
 import { httpsGet } from "./http.ts";
+import {
+  appendKwokUsage,
+  type KwokMetrics,
+  kwokMetricsArgs,
+  ownAddress,
+  resourceMetricsAnnotation,
+} from "./kwok-metrics.ts";
 import { createPki } from "./pki.ts";
 import { freePorts } from "./ports.ts";
 import { isOurs, type Started, startDetached, waitWhileRunning } from "./processes.ts";
@@ -134,6 +141,14 @@ async function startOnce(
   const callbacks = writeCallbackConfigs(dir, auditWebhookUrl, pki.caCert, callbackToken);
   const kwokConfig = join(dir, "kwok.yaml");
   writeKwokConfig(kwokConfig, KWOK_STAGES, opts.pullDelayMs, opts.backoffDelayMs);
+  // kwok's simulated resource metrics, read through the node proxy at an address of this machine
+  // the apiserver may proxy to (infra/cluster/kwok-metrics.ts); none on a machine without one.
+  const kwokAddress = ownAddress();
+  const kwokMetrics: KwokMetrics | undefined = kwokAddress
+    ? { address: kwokAddress, port: (await freePorts(1))[0]! }
+    : undefined;
+  if (kwokMetrics) appendKwokUsage(kwokConfig);
+  else opts.log("no non-loopback IPv4 address here: kwok nodes get no resource metrics");
   const schedulerConfig = join(dir, "scheduler.yaml");
   writeFileSync(
     schedulerConfig,
@@ -263,7 +278,8 @@ async function startOnce(
     "--manage-all-nodes=false",
     "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
     "--cidr=127.32.0.0/16",
-    "--node-ip=10.240.0.1",
+    `--node-ip=${kwokMetrics?.address ?? "10.240.0.1"}`,
+    ...(kwokMetrics ? kwokMetricsArgs(kwokMetrics) : []),
     "--node-lease-duration-seconds=40",
   ]);
 
@@ -275,7 +291,11 @@ async function startOnce(
       body: {
         metadata: {
           name,
-          annotations: { "kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0" },
+          annotations: {
+            "kwok.x-k8s.io/node": "fake",
+            "node.alpha.kubernetes.io/ttl": "0",
+            ...(kwokMetrics ? resourceMetricsAnnotation(name, kwokMetrics) : {}),
+          },
           labels: { "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", type: "kwok" },
         },
         spec: {},

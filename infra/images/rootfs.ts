@@ -14,7 +14,7 @@ import type { TarEntry } from "./tar.ts";
 /** WEB_PORT is the port the web image serves its page on. */
 export const WEB_PORT = 8080;
 /** IMAGE_NAMES are the images built here, each tagged IMAGE_TAG under `agentbox/`. */
-export const IMAGE_NAMES = ["pause", "idle", "sandbox-a", "sandbox-b", "web"] as const;
+export const IMAGE_NAMES = ["pause", "idle", "sandbox-a", "sandbox-b", "web", "chatty"] as const;
 export type ImageName = (typeof IMAGE_NAMES)[number];
 export const IMAGE_TAG = "1";
 
@@ -123,9 +123,35 @@ export function runtimeLayer(inputs: RuntimeInputs): TarEntry[] {
   ];
 }
 
-/** topLayer: the image's marker, and for web its page. */
+/** CHATTY_LOG_DIR is where the chatty image's talker appends its runtime log (a runtime's logDir). */
+export const CHATTY_LOG_DIR = "/tmp/agentbox-runtime";
+
+/**
+ * CHATTER_SCRIPT talks, for the logs API's tests: every second a numbered line on the container's
+ * log, every third a JSON warn line too, and a JSON line with its time appended to
+ * CHATTY_LOG_DIR/runtime.log; each line names this container's start (`boot`, a random id), so a
+ * test tells one container's lines from another's.
+ */
+const CHATTER_SCRIPT = `#!/bin/sh
+# agentbox-chatter: a line a second on stdout and in ${CHATTY_LOG_DIR}/runtime.log, naming this start.
+boot=$(cat /proc/sys/kernel/random/uuid 2>/dev/null || echo "$$")
+mkdir -p ${CHATTY_LOG_DIR}
+n=0
+while :; do
+  n=$((n + 1))
+  echo "tick $n boot=$boot"
+  [ $((n % 3)) -eq 0 ] && printf '{"level":"warn","msg":"tock %s","boot":"%s"}\\n' "$n" "$boot"
+  printf '{"time":"%s","msg":"runtime %s","boot":"%s"}\\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$n" "$boot" \\
+    >>${CHATTY_LOG_DIR}/runtime.log
+  sleep 1
+done
+`;
+
+/** topLayer: the image's marker, for web its page, for chatty its talker. */
 export function topLayer(name: ImageName): TarEntry[] {
   const entries = [dir("etc"), file("etc/agentbox-image", text(`${name}\n`))];
+  if (name === "chatty")
+    entries.push(dir("sbin"), file("sbin/agentbox-chatter", text(CHATTER_SCRIPT), 0o755));
   if (name === "web")
     entries.push(
       dir("srv"),
@@ -168,14 +194,16 @@ export function runOf(name: ImageName): RunSpec {
       `AGENTBOX_IMAGE=${name}`,
     ],
     entrypoint:
-      name === "web"
-        ? [
-            "/sbin/agentbox-init",
-            "/bin/sh",
-            "-c",
-            `httpd -f -p ${WEB_PORT} -h /srv/www & exec ${envd.join(" ")}`,
-          ]
-        : ["/sbin/agentbox-init", ...envd],
+      name === "chatty"
+        ? ["/sbin/agentbox-init", "/bin/sh", "-c", `/sbin/agentbox-chatter & exec ${envd.join(" ")}`]
+        : name === "web"
+          ? [
+              "/sbin/agentbox-init",
+              "/bin/sh",
+              "-c",
+              `httpd -f -p ${WEB_PORT} -h /srv/www & exec ${envd.join(" ")}`,
+            ]
+          : ["/sbin/agentbox-init", ...envd],
     workingDir: "/home/user",
     exposedPorts: name === "web" ? [ENVD_PORT, WEB_PORT] : [ENVD_PORT],
     labels,

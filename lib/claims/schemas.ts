@@ -4,6 +4,7 @@
 // ignore unknown parameters (cache busters, tracing). Numbers in bodies are seconds.
 import * as v from "valibot";
 import { SANDBOX_PHASE } from "../crd/keys.ts";
+import { EgressList } from "../egress/schemas.ts";
 import { isLabelValue } from "../kube/label-value.ts";
 import { rfc3339 } from "../util/time.ts";
 import { isMetadataFilterError, parseMetadataFilter } from "./sandbox-view.ts";
@@ -77,6 +78,27 @@ const maxEntries = (n: number) =>
   v.check((r: Record<string, string>) => Object.keys(r).length <= n, `must have at most ${n} entries`);
 
 /**
+ * NetworkUpdateRequest is the body of `PUT /v1/sandboxes/{id}/network`: the sandbox's egress rules
+ * (CIDR blocks and IPs; allowOut wins over denyOut; allowInternetAccess false denies all of the
+ * internet), replacing the current ones: an omitted field is cleared, `{}` returns the sandbox to
+ * its namespace's default egress.
+ */
+export const NetworkUpdateRequest = body({
+  allowOut: v.optional(EgressList("allowOut")),
+  denyOut: v.optional(EgressList("denyOut")),
+  allowInternetAccess: v.optional(v.boolean("must be true or false")),
+});
+export type NetworkUpdateRequest = v.InferOutput<typeof NetworkUpdateRequest>;
+
+/** SandboxNetworkRequest is a create's `network`: the egress rules, and allowPublicTraffic (false: its ports need its traffic token). */
+const SandboxNetworkRequest = body({
+  allowOut: v.optional(EgressList("allowOut")),
+  denyOut: v.optional(EgressList("denyOut")),
+  allowInternetAccess: v.optional(v.boolean("must be true or false")),
+  allowPublicTraffic: v.optional(v.boolean("must be true or false")),
+});
+
+/**
  * CreateSandboxRequest is the body of `POST /v1/sandboxes`: a pool (`namespace/name`), an Env
  * (`namespace/name`; a member is chosen) or a template (an Env built on that SandboxTemplate,
  * else a pool created from it), exactly one of them; optionally
@@ -84,7 +106,8 @@ const maxEntries = (n: number) =>
  * variables, caller metadata, timeouts in seconds (idleTimeout 0 = none; timeout is the
  * lifetime: the sandbox is released that long after the claim, however active), whether to wait
  * (at most waitTimeout seconds) until the sandbox runs, and the instance shape (instanceType,
- * optionally multiplier) of the Env member to serve it.
+ * optionally multiplier) of the Env member to serve it, and its network rules (`network`: its
+ * NetworkPolicy is written before the claim; lib/egress).
  */
 export const CreateSandboxRequest = v.pipe(
   body({
@@ -155,6 +178,7 @@ export const CreateSandboxRequest = v.pipe(
         v.maxValue(1024, "must be at most 1024"),
       ),
     ),
+    network: v.optional(SandboxNetworkRequest),
   }),
   v.partialCheck(
     [["instanceType"], ["multiplier"]],

@@ -97,3 +97,14 @@ export async function envdAccessToken(keys: SealKeys, sandboxId: string): Promis
   const mac = await crypto.subtle.sign("HMAC", keys.token, utf8.encode(`envd:${sandboxId}`));
   return base64url(new Uint8Array(mac));
 }
+
+/**
+ * trafficAccessToken is a private sandbox's traffic token (E2B's `e2b-traffic-access-token`, asked
+ * on every port but envd's when allowPublicTraffic is false): HMAC-SHA-256 of its id under its own
+ * label, `traffic:`, so it never equals the envd token and neither reveals the other. Derived, like
+ * the envd token, by whoever holds the key (the API's answers, the router), never stored.
+ */
+export async function trafficAccessToken(keys: SealKeys, sandboxId: string): Promise<string> {
+  const mac = await crypto.subtle.sign("HMAC", keys.token, utf8.encode(`traffic:${sandboxId}`));
+  return base64url(new Uint8Array(mac));
+}

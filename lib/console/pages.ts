@@ -103,7 +103,7 @@ export function sandboxesView(
     const events = warnings.get(s.sandboxId) ?? [];
     const releasable = s.phase === "running" || s.phase === "starting";
     return html`<tr data-sandbox="${s.sandboxId}">
-      <td><code>${s.sandboxId}</code><div class="muted">${s.team ?? ""}/${s.user ?? ""}</div></td>
+      <td><a href="/ui/sandboxes/${s.sandboxId}"><code>${s.sandboxId}</code></a><div class="muted">${s.team ?? ""}/${s.user ?? ""}</div></td>
       <td>${s.namespace}/${s.pool}</td>
       <td>${phase(s.phase)}</td>
       <td>claimed ${ago(s.claimedAt, now)}${s.startedAt ? html`<div class="muted">running since ${ago(s.startedAt, now)}</div>` : ""}${s.endAt ? html`<div class="muted">ends ${s.endAt}</div>` : ""}</td>
@@ -148,7 +148,7 @@ export function historyView(page: HistoryPage, q: HistoryQuery): Html {
       <tr><th>sandbox</th><th>pool</th><th>stop</th><th>failure</th><th>claimed</th><th>started</th><th>ended</th></tr>
       ${page.records.map(
         (r) => html`<tr data-record="${r.sandboxId}">
-          <td><code>${r.sandboxId}</code><div class="muted">${r.team ?? ""}/${r.user ?? ""}</div></td>
+          <td><a href="/ui/sandboxes/${r.sandboxId}"><code>${r.sandboxId}</code></a><div class="muted">${r.team ?? ""}/${r.user ?? ""}</div></td>
           <td>${r.namespace}/${r.poolName}</td>
           <td>${r.stopReason}</td>
           <td>${r.failureReason ?? ""}${r.failureMessage ? html`<div class="muted">${r.failureMessage}</div>` : ""}</td>

@@ -67,6 +67,16 @@ export const POD_REVISION_LABEL = "agentbox.navix.sh/pod-revision";
  * sandboxes. A claim by a host without an instance id (the Worker) writes none.
  */
 export const CLAIMED_BY_LABEL = "agentbox.navix.sh/claimed-by";
+/**
+ * EGRESS_LABEL (this project's own key) is on a claimed pod whose sandbox has egress rules of its
+ * own (E2B's allowOut/denyOut, allowInternetAccess false), value EGRESS_CUSTOM: the namespace's
+ * internet policy selects only pods without it, and the sandbox's NetworkPolicy
+ * (`agentbox-egress-<sandboxId>`) only pods with it. Set in the claim (or a network update, after
+ * the policy is written), removed when the pod returns to idle (after the policy is gone).
+ */
+export const EGRESS_LABEL = "agentbox.navix.sh/egress";
+/** EGRESS_CUSTOM is EGRESS_LABEL's value: the sandbox's own NetworkPolicy decides its egress. */
+export const EGRESS_CUSTOM = "custom";
 /** SYNC_SOURCE_LABEL marks where a resource came from; absent means locally created. */
 export const SYNC_SOURCE_LABEL = "agentbox.io/sync-source";
 /** SYNC_SOURCE_GLOBAL is the SYNC_SOURCE_LABEL value of resources synced by the global key manager. */
@@ -144,6 +154,21 @@ export const SANDBOX_STATUS_DETAIL_ANNOTATION = "agentbox.navix.sh/sandbox-statu
  * that served the sandbox and cannot be restarted in place (ADR 0025). Written with the release.
  */
 export const REPLACE_ON_RESET_ANNOTATION = "agentbox.navix.sh/replace-on-reset";
+
+/**
+ * NETWORK_ANNOTATION (this project's own key) holds a sandbox's network settings as JSON
+ * (allowOut, denyOut, allowInternetAccess, allowPublicTraffic, as the API took them), so its GET
+ * shows them back; written at claim and by a network update, gone when the pod returns to idle.
+ */
+export const NETWORK_ANNOTATION = "agentbox.navix.sh/network";
+/**
+ * TRAFFIC_ANNOTATION (this project's own key) set to TRAFFIC_PRIVATE says the sandbox's ports
+ * other than envd's need its traffic token (E2B's allowPublicTraffic: false): the router reads it
+ * from the route. Written at claim, gone when the pod returns to idle.
+ */
+export const TRAFFIC_ANNOTATION = "agentbox.navix.sh/traffic";
+/** TRAFFIC_PRIVATE is TRAFFIC_ANNOTATION's value for a sandbox whose ports need its traffic token. */
+export const TRAFFIC_PRIVATE = "private";
 
 // ---------------------------------------------------------------------------------------------
 // Annotations on SandboxTemplates and SandboxPools.

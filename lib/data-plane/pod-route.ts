@@ -10,6 +10,8 @@ import {
   LAST_ACTIVE_ANNOTATION,
   SANDBOX_ID_LABEL,
   SANDBOX_PHASE,
+  TRAFFIC_ANNOTATION,
+  TRAFFIC_PRIVATE,
 } from "../crd/keys.ts";
 import { apiPhaseOf, sandboxIdOf } from "../lifecycle/api-phase.ts";
 import { routeOwnerOf } from "./route-owner.ts";
@@ -29,6 +31,8 @@ export interface PodRoute {
   idleTimeoutSeconds?: number;
   /** runsEnvd is false when the pod's template says it runs no envd (ENVD_ANNOTATION `none`). */
   runsEnvd: boolean;
+  /** privateTraffic: the sandbox's ports but envd's need its traffic token (TRAFFIC_ANNOTATION). */
+  privateTraffic?: true;
 }
 
 /**
@@ -57,6 +61,7 @@ export function podRoute(pod: V1Pod): PodRoute | undefined {
     podName: pod.metadata?.name ?? "",
     podUid: pod.metadata?.uid ?? "",
     runsEnvd: annotations[ENVD_ANNOTATION] !== "none",
+    ...(annotations[TRAFFIC_ANNOTATION] === TRAFFIC_PRIVATE ? { privateTraffic: true as const } : {}),
     ...(lastActive ? { lastActive } : {}),
     ...(Number.isFinite(idleTimeout) && idleTimeout > 0 ? { idleTimeoutSeconds: idleTimeout } : {}),
   };

@@ -5,6 +5,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxView } from "../claims/sandbox-view.ts";
 import { SANDBOX_PHASE } from "../crd/keys.ts";
 import { E2B_CLIENT_ID } from "../data-plane/sandbox-host.ts";
+import { networkOf } from "../egress/network.ts";
 import { parseQuantity, quantityMilliValue, quantityValue } from "../lifecycle/quantity.ts";
 
 /** TEMPLATE_ID_ANNOTATION keeps the templateID an E2B create named, to show it back. */
@@ -53,7 +54,7 @@ export function isE2bVisible(view: SandboxView): boolean {
 }
 
 /** resourcesOf reads the main container's limits (else requests): whole CPUs, MiB of memory and disk. */
-function resourcesOf(pod: V1Pod): { cpuCount: number; memoryMB: number; diskSizeMB: number } {
+export function resourcesOf(pod: V1Pod): { cpuCount: number; memoryMB: number; diskSizeMB: number } {
   const c = pod.spec?.containers?.[0]?.resources;
   const pick = (name: string) => {
     const q = parseQuantity(String(c?.limits?.[name] ?? c?.requests?.[name] ?? ""));
@@ -102,24 +103,61 @@ export function e2bDomain(settings: E2bSettings): string {
 const tokenField = (envdAccessToken: string | undefined) => (envdAccessToken ? { envdAccessToken } : {});
 
 /**
- * e2bDetail is E2B's SandboxDetail: the listed fields, the domain and, to the sandbox's owner
- * only (the caller passes undefined for anyone else, an admin included), the envd token.
+ * networkFields are SandboxDetail's `allowInternetAccess` (null when the create did not say) and
+ * `network` (allowOut, denyOut, allowPublicTraffic as they stand; allowInternetAccess false shows
+ * as denyOut 0.0.0.0/0 too, as E2B records it), read from the pod's network annotation.
+ */
+export function networkFields(pod: V1Pod) {
+  const n = networkOf(pod);
+  const denyOut = [...(n.denyOut ?? [])];
+  if (n.allowInternetAccess === false && !denyOut.includes(ALL_TRAFFIC)) denyOut.push(ALL_TRAFFIC);
+  const network = {
+    ...(n.allowOut ? { allowOut: n.allowOut } : {}),
+    ...(denyOut.length > 0 ? { denyOut } : {}),
+    ...(n.allowPublicTraffic !== undefined ? { allowPublicTraffic: n.allowPublicTraffic } : {}),
+  };
+  return {
+    allowInternetAccess: n.allowInternetAccess ?? null,
+    ...(Object.keys(network).length > 0 ? { network } : {}),
+  };
+}
+
+/** ALL_TRAFFIC is E2B's "all traffic" block, what allowInternetAccess false denies. */
+const ALL_TRAFFIC = "0.0.0.0/0";
+
+/** trafficField is a private sandbox's trafficAccessToken, to its owner; null otherwise, as E2B answers. */
+const trafficField = (trafficAccessToken: string | undefined) => ({
+  trafficAccessToken: trafficAccessToken ?? null,
+});
+
+/**
+ * e2bDetail is E2B's SandboxDetail: the listed fields, the network settings, the domain and, to
+ * the sandbox's owner only (the caller passes undefined for anyone else, an admin included), the
+ * envd token and, for a private sandbox, its traffic token.
  */
 export function e2bDetail(
   pod: V1Pod,
   view: SandboxView,
   settings: E2bSettings,
   envdAccessToken: string | undefined,
+  trafficAccessToken?: string,
 ) {
-  return { ...e2bListed(pod, view, settings), ...tokenField(envdAccessToken), domain: e2bDomain(settings) };
+  return {
+    ...e2bListed(pod, view, settings),
+    ...networkFields(pod),
+    ...tokenField(envdAccessToken),
+    ...(trafficAccessToken ? { trafficAccessToken } : {}),
+    domain: e2bDomain(settings),
+  };
 }
 
-/** e2bSandbox is E2B's Sandbox, the answer to create and connect; the envd token as e2bDetail's. */
+/** e2bSandbox is E2B's Sandbox, the answer to create and connect; the tokens as e2bDetail's. */
 export function e2bSandbox(
   pod: V1Pod,
   view: SandboxView,
   settings: E2bSettings,
   envdAccessToken: string | undefined,
+  trafficAccessToken?: string,
 ) {
   return {
     templateID: templateIdOf(pod, view),
@@ -127,7 +165,7 @@ export function e2bSandbox(
     clientID: E2B_CLIENT_ID,
     envdVersion: settings.envdVersion,
     ...tokenField(envdAccessToken),
-    trafficAccessToken: null,
+    ...trafficField(trafficAccessToken),
     domain: e2bDomain(settings),
   };
 }

@@ -40,10 +40,29 @@ function shapeOf(metadata: Readonly<Record<string, string>> | undefined) {
 }
 
 /**
+ * networkOf is the native `network` of an E2B create: its egress lists and allowPublicTraffic, and
+ * `allow_internet_access` (a top-level field in E2B's body) as allowInternetAccess; none when it
+ * asks for nothing.
+ */
+function networkOf(req: NewSandbox) {
+  const n = req.network ?? {};
+  const network = {
+    ...(n.allowOut ? { allowOut: n.allowOut } : {}),
+    ...(n.denyOut ? { denyOut: n.denyOut } : {}),
+    ...(typeof req.allow_internet_access === "boolean"
+      ? { allowInternetAccess: req.allow_internet_access }
+      : {}),
+    ...(typeof n.allowPublicTraffic === "boolean" ? { allowPublicTraffic: n.allowPublicTraffic } : {}),
+  };
+  return Object.keys(network).length > 0 ? { network } : {};
+}
+
+/**
  * nativeCreate turns an E2B create into a /v1 create: a templateID with a "/" names a pool
  * (namespace/name), else a SandboxTemplate (or an Env built on it); `timeout` is the lifetime;
  * the create waits E2B_IDLE_WAIT_SECONDS for an idle pod; metadata's agentbox.instanceType (and
- * agentbox.multiplier) ask for an instance shape (the metadata keeps them). Validation issues name
+ * agentbox.multiplier) ask for an instance shape (the metadata keeps them); `network` and
+ * `allow_internet_access` become the native `network`. Validation issues name
  * templateID where the native request would say pool or template, and the metadata keys.
  */
 export function nativeCreate(
@@ -57,6 +76,7 @@ export function nativeCreate(
     ...(req.metadata ? { metadata: req.metadata } : {}),
     ...(req.envVars ? { envVars: req.envVars } : {}),
     ...shapeOf(req.metadata),
+    ...networkOf(req),
   });
   if (native.ok) return native;
   return {
@@ -65,7 +85,8 @@ export function nativeCreate(
       p
         .replace(/^(pool|template)\b/, "templateID")
         .replace(/^instanceType\b/, `metadata.${INSTANCE_TYPE_KEY}`)
-        .replace(/^multiplier\b/, `metadata.${MULTIPLIER_KEY}`),
+        .replace(/^multiplier\b/, `metadata.${MULTIPLIER_KEY}`)
+        .replace(/^network\.allowInternetAccess\b/, "allow_internet_access"),
     ),
   };
 }

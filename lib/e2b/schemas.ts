@@ -1,9 +1,10 @@
 // E2B's control-plane request shapes (their public OpenAPI spec, as the `e2b` SDK sends them), as
 // valibot schemas. Unknown fields are ignored, as E2B's API does, so newer SDKs keep working; the
-// features a warm pool cannot give (pausing, volumes, network rules, MCP) are refused by name
-// instead of silently dropped.
+// features a warm pool cannot give (pausing, volumes, MCP, domain egress rules) are refused by
+// name instead of silently dropped; network rules take CIDR blocks and IPs (lib/egress).
 import * as v from "valibot";
 import { MAX_ENV_BYTES } from "../claims/schemas.ts";
+import { EgressList } from "../egress/schemas.ts";
 
 const WEEK = 604_800;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -26,7 +27,7 @@ const StringMap = (key: v.GenericSchema<string>, max: number) =>
   );
 
 /** unsupported refuses a feature when it is asked for (present and not null/false/empty). */
-const unsupported = (what: string) =>
+const unsupported = (what: string, hint = "") =>
   v.optional(
     v.pipe(
       v.unknown(),
@@ -34,12 +35,67 @@ const unsupported = (what: string) =>
         (x) =>
           x === null ||
           x === false ||
+          x === "" ||
           (Array.isArray(x) && x.length === 0) ||
           (typeof x === "object" && x !== null && Object.keys(x).length === 0),
-        `${what} is not supported by this control plane`,
+        `${what} is not supported by this control plane${hint}`,
       ),
     ),
   );
+
+/** unsupportedNetwork refuses a network field not built here, saying what egress rules take. */
+const unsupportedNetwork = (what: string) =>
+  unsupported(what, "; egress rules take CIDR blocks and IP addresses in allowOut and denyOut");
+
+/**
+ * Network is E2B's SandboxNetworkConfig on create: egress rules as CIDR blocks and IPs (domain
+ * names, per-domain rules, an egress proxy and a host mask would need an egress proxy: refused by
+ * name), and allowPublicTraffic (false: the sandbox's ports need its traffic token).
+ */
+const Network = v.optional(
+  v.nullable(
+    v.pipe(
+      v.unknown(),
+      v.check(notArray, "must be a JSON object"),
+      v.looseObject(
+        {
+          allowOut: v.optional(v.nullable(EgressList("allowOut"))),
+          denyOut: v.optional(v.nullable(EgressList("denyOut"))),
+          allowPublicTraffic: v.optional(v.nullable(v.boolean("must be true or false"))),
+          maskRequestHost: unsupportedNetwork("maskRequestHost"),
+          egressProxy: unsupportedNetwork("egressProxy"),
+          rules: unsupportedNetwork("rules (per-domain request transforms)"),
+          httpsPorts: unsupportedNetwork("httpsPorts"),
+        },
+        "must be a JSON object",
+      ),
+    ),
+  ),
+);
+
+/**
+ * NetworkUpdate is E2B's SandboxNetworkUpdateConfig (`PUT /sandboxes/{id}/network`): it replaces
+ * the egress rules, an omitted field is cleared; `allow_internet_access` in snake_case, as the SDK
+ * sends it.
+ */
+export const NetworkUpdate = v.optional(
+  v.pipe(
+    v.unknown(),
+    v.check(notArray, "must be a JSON object"),
+    v.looseObject(
+      {
+        allowOut: v.optional(v.nullable(EgressList("allowOut"))),
+        denyOut: v.optional(v.nullable(EgressList("denyOut"))),
+        allow_internet_access: v.optional(v.nullable(v.boolean("must be true or false"))),
+        egressProxy: unsupportedNetwork("egressProxy"),
+        rules: unsupportedNetwork("rules (per-domain request transforms)"),
+      },
+      "must be a JSON object",
+    ),
+  ),
+  {},
+);
+export type NetworkUpdate = v.InferOutput<typeof NetworkUpdate>;
 
 const newSandbox = (defaultTimeout: number) =>
   v.pipe(
@@ -68,15 +124,10 @@ const newSandbox = (defaultTimeout: number) =>
           ),
         ),
         volumeMounts: unsupported("volumeMounts"),
-        network: unsupported("network rules"),
+        network: Network,
         mcp: unsupported("mcp"),
         iam: unsupported("iam"),
-        allow_internet_access: v.optional(
-          v.pipe(
-            v.unknown(),
-            v.check((x) => x !== false, "turning internet access off is not supported"),
-          ),
-        ),
+        allow_internet_access: v.optional(v.nullable(v.boolean("must be true or false"))),
       },
       "must be a JSON object",
     ),

@@ -20,7 +20,9 @@ import { saturatedUntil } from "./saturation.ts";
  * CRD keeps unvalidated: quantities written as JSON numbers (`cpu: 0.5`, valid in a Pod) become
  * strings, as the Env status schema wants them, and anything else is left out.
  */
-function firstContainerResources(spec: { template?: Record<string, unknown> | undefined } | undefined) {
+export function firstContainerResources(
+  spec: { template?: Record<string, unknown> | undefined } | undefined,
+) {
   const podSpec = spec?.template?.spec as { containers?: { resources?: unknown }[] } | undefined;
   const raw = podSpec?.containers?.[0]?.resources;
   if (typeof raw !== "object" || raw === null) return undefined;

@@ -62,6 +62,32 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       'CREATE INDEX sandbox_history_owner_time ON sandbox_history (team, "user", terminated_at DESC, sandbox_id DESC)',
     ],
   },
+  {
+    // The sandboxes' resource-use samples (lib/usage/sql.ts USAGE_SCHEMA, translated as version 1
+    // is): samples keyed (sandbox_id, at), one row per series with its count and newest time.
+    version: 2,
+    name: "sandbox_usage",
+    statements: [
+      `CREATE TABLE sandbox_usage (
+        sandbox_id text COLLATE "C" NOT NULL,
+        at text COLLATE "C" NOT NULL,
+        cpu_count integer NOT NULL,
+        cpu_used_pct double precision NOT NULL,
+        mem_used double precision NOT NULL,
+        mem_total double precision NOT NULL,
+        mem_cache double precision NOT NULL,
+        disk_used double precision NOT NULL,
+        disk_total double precision NOT NULL,
+        PRIMARY KEY (sandbox_id, at)
+      )`,
+      `CREATE TABLE sandbox_usage_series (
+        sandbox_id text COLLATE "C" PRIMARY KEY,
+        samples integer NOT NULL,
+        last_at text COLLATE "C" NOT NULL
+      )`,
+      "CREATE INDEX sandbox_usage_series_last ON sandbox_usage_series (last_at)",
+    ],
+  },
 ];
 
 /** SCHEMA_TABLE records the versions applied to a database, one row each. */

@@ -13,6 +13,9 @@ export type { ReadOptions } from "./read-options.ts";
 
 const POOLS = "/apis/agents.navix.sh/v1alpha1";
 const enc = encodeURIComponent;
+/** netpol is the path of a namespace's NetworkPolicies, or of one of them. */
+const netpol = (namespace: string, name?: string) =>
+  `/apis/networking.k8s.io/v1/namespaces/${enc(namespace)}/networkpolicies${name ? `/${enc(name)}` : ""}`;
 
 /**
  * KubeClient is the small, typed slice of the Kubernetes API the reconcile steps use: the core
@@ -166,6 +169,52 @@ export class KubeClient extends CoreApi {
       `${POOLS}/namespaces/${enc(namespace)}/sandboxenvs/${enc(name)}/status`,
       ops,
       `patch env status ${namespace}/${name}`,
+    );
+  }
+
+  // NetworkPolicies: a sandbox's own egress rules (lib/egress), one per sandbox with a
+  // deterministic name; plain JSON objects, as the apiserver spells them.
+
+  /** getNetworkPolicy reads a NetworkPolicy (a quorum read: a 404 is the proof it is gone). */
+  getNetworkPolicy<T = unknown>(namespace: string, name: string): Promise<T> {
+    return this.call(
+      { method: "GET", path: netpol(namespace, name) },
+      `get networkpolicy ${namespace}/${name}`,
+    );
+  }
+
+  /** listNetworkPolicies lists NetworkPolicies matching labelSelector, in one namespace or all. */
+  listNetworkPolicies<T = unknown>(
+    namespace: string | undefined,
+    labelSelector: string,
+  ): Promise<ObjectList<T>> {
+    const path = namespace ? netpol(namespace) : "/apis/networking.k8s.io/v1/networkpolicies";
+    return this.list(path, { labelSelector }, `list networkpolicies in ${namespace ?? "all namespaces"}`);
+  }
+
+  /** createNetworkPolicy creates one (409 when its name is taken). */
+  createNetworkPolicy<T extends { metadata?: { name?: string } }>(namespace: string, policy: T): Promise<T> {
+    return this.call(
+      { method: "POST", path: netpol(namespace), body: policy },
+      `create networkpolicy ${namespace}/${policy.metadata?.name}`,
+    );
+  }
+
+  /** replaceNetworkPolicy PUTs one; its metadata.resourceVersion is the precondition (409 on a change). */
+  replaceNetworkPolicy<T extends { metadata?: { name?: string } }>(namespace: string, policy: T): Promise<T> {
+    const name = policy.metadata?.name ?? "";
+    return this.call(
+      { method: "PUT", path: netpol(namespace, name), body: policy },
+      `replace networkpolicy ${namespace}/${name}`,
+    );
+  }
+
+  /** deleteNetworkPolicy deletes one, only at the version decided on when preconditions say so. */
+  deleteNetworkPolicy(namespace: string, name: string, preconditions: Preconditions = {}): Promise<void> {
+    return this.deleteExactly(
+      netpol(namespace, name),
+      preconditions,
+      `delete networkpolicy ${namespace}/${name}`,
     );
   }
 

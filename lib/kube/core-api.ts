@@ -1,6 +1,6 @@
 // The core/v1 slice of the API the steps and the sandbox API use: pods, Secrets (the API keys,
 // and pull Secret names as metadata only), Events and one ConfigMap (the instance type catalog).
-import type { CoreV1Event, V1Pod } from "@kubernetes/client-node";
+import type { CoreV1Event, V1Node, V1Pod } from "@kubernetes/client-node";
 import type { JsonPatchOp } from "./json-patch.ts";
 import { KubeBase, type ObjectList, type Preconditions } from "./kube-base.ts";
 import { getFreshness, listFreshness, type ReadOptions } from "./read-options.ts";
@@ -94,6 +94,23 @@ export class CoreApi extends KubeBase {
     );
   }
 
+  /**
+   * readPodLog reads a container's log (`pods/log`), text as the kubelet serves it; `query` holds
+   * its options as strings (container, timestamps, sinceTime, tailLines, limitBytes).
+   */
+  readPodLog(namespace: string, name: string, query: Record<string, string | undefined>): Promise<string> {
+    return this.callText(
+      {
+        method: "GET",
+        path: `/api/v1/namespaces/${enc(namespace)}/pods/${enc(name)}/log`,
+        query,
+        // The apiserver negotiates a serializer for its errors: text/plain alone is a 406.
+        accept: "application/json, */*",
+      },
+      `read the log of pod ${namespace}/${name}`,
+    );
+  }
+
   /** getSecret reads a Secret (data values base64, as stored). */
   getSecret(namespace: string, name: string, opts?: ReadOptions): Promise<SecretObject> {
     return this.call(
@@ -152,6 +169,28 @@ export class CoreApi extends KubeBase {
       `list ${type} secret names`,
     );
     return (list.items ?? []).map((s) => `${s.metadata?.namespace}/${s.metadata?.name}`);
+  }
+
+  /** getNode reads a Node (its allocatable resources and annotations). */
+  getNode(name: string, opts?: ReadOptions): Promise<V1Node> {
+    return this.call(
+      { method: "GET", path: `/api/v1/nodes/${enc(name)}`, query: getFreshness(opts) },
+      `get node ${name}`,
+    );
+  }
+
+  /**
+   * nodeProxy GETs `path` on a node through the apiserver's node proxy (`nodes/proxy`), e.g. the
+   * kubelet's `stats/summary`, and answers the body as text. `node` may name a scheme and port
+   * (`http:kwok-node-0:10247`), as the proxy's path allows; `path`'s slashes are kept.
+   */
+  nodeProxy(node: string, path: string, accept = "application/json"): Promise<string> {
+    const name = enc(node).replaceAll("%3A", ":");
+    const rest = path.split("/").filter(Boolean).map(enc).join("/");
+    return this.callText(
+      { method: "GET", path: `/api/v1/nodes/${name}/proxy/${rest}`, accept },
+      `get ${path} of node ${node} through the node proxy`,
+    );
   }
 
   /** listEvents lists core/v1 Events of a namespace matching a field selector. */

@@ -55,6 +55,17 @@ export class KubeBase {
     return parseBody<T>(res.status, res.body, what);
   }
 
+  /**
+   * callText sends a request whose answer is text, not JSON (a container's log): the body as it
+   * came, or the same KubeError a JSON call throws for a non-2xx status.
+   */
+  protected async callText(req: KubeRequest, what: string): Promise<string> {
+    this.requests[req.method]++;
+    const res = await this.transport(req);
+    if (res.status < 200 || res.status >= 300) throw kubeErrorFrom(res.status, res.body, what);
+    return res.body;
+  }
+
   /** deleteExactly deletes an object only if it still is the version decided on (DeleteOptions). */
   protected async deleteExactly(path: string, preconditions: Preconditions, what: string): Promise<void> {
     await this.call(

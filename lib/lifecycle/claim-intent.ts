@@ -73,6 +73,12 @@ export interface ClaimOptions {
    * so that host's watch of its waiting creates' pods selects this pod (ADR 0037); none when unset.
    */
   claimedBy?: string;
+  /**
+   * marks are control-plane labels and annotations a create adds for the sandbox (its egress label,
+   * network settings, private traffic). Unlike the caller's own they may be reserved keys, but only
+   * those SANDBOX_LABELS and SANDBOX_ANNOTATIONS list, so the return to idle removes them.
+   */
+  marks?: { labels?: Readonly<Record<string, string>>; annotations?: Readonly<Record<string, string>> };
 }
 
 const sortedKeysJson = (keys: Iterable<string>) => JSON.stringify([...keys].sort());
@@ -109,6 +115,13 @@ export function claimIntent(pod: V1Pod, options: ClaimOptions, now: Date): Inten
   const callerAnnotations = options.annotations ?? {};
   const reserved = [...Object.keys(callerLabels), ...Object.keys(callerAnnotations)].filter(isReservedKey);
   if (reserved.length > 0) return fail(`reserved keys cannot be set by the caller: ${reserved.join(", ")}`);
+  const markLabels = options.marks?.labels ?? {};
+  const markAnnotations = options.marks?.annotations ?? {};
+  const unlisted = [
+    ...Object.keys(markLabels).filter((k) => !SANDBOX_LABELS.includes(k)),
+    ...Object.keys(markAnnotations).filter((k) => !SANDBOX_ANNOTATIONS.includes(k)),
+  ];
+  if (unlisted.length > 0) return fail(`marks the return to idle would not remove: ${unlisted.join(", ")}`);
   // A container that served an earlier sandbox is restarted, even on the image asked for.
   const swap = planImageSwap(pod, options.containerImages, {
     restart: servedContainers(pod),
@@ -128,6 +141,7 @@ export function claimIntent(pod: V1Pod, options: ClaimOptions, now: Date): Inten
   const at = rfc3339(now);
   const setLabels: Record<string, string> = {
     ...callerLabels,
+    ...markLabels,
     [SANDBOX_ID_LABEL]: id,
     [MANAGED_BY_LABEL]: MANAGED_BY_SANDBOX_API_SERVER,
     ...(options.team ? { [TEAM_LABEL]: options.team } : {}),
@@ -158,6 +172,7 @@ export function claimIntent(pod: V1Pod, options: ClaimOptions, now: Date): Inten
   const hooks = options.postStartHooks ?? [];
   const setAnnotations: Record<string, string> = {
     ...callerAnnotations,
+    ...markAnnotations,
     [SANDBOX_ID_ANNOTATION]: id,
     [CLAIMED_AT_ANNOTATION]: at,
     ...(idleTimeout ? { [IDLE_TIMEOUT_ANNOTATION]: idleTimeout } : {}),

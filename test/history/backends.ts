@@ -4,9 +4,13 @@ import { join } from "node:path";
 import { Miniflare } from "miniflare";
 import { inject } from "vitest";
 import { PostgresHistoryStore } from "../../hosts/node/postgres-history.ts";
+import { postgresUsage } from "../../hosts/node/postgres-usage.ts";
 import { SqliteHistoryStore } from "../../hosts/node/sqlite-history.ts";
+import { SqliteUsageStore } from "../../hosts/node/sqlite-usage.ts";
 import { D1HistoryStore, type D1Like } from "../../hosts/worker/d1-history.ts";
+import { D1UsageStore } from "../../hosts/worker/d1-usage.ts";
 import type { HistoryStore } from "../../lib/history/store.ts";
+import type { UsageStore } from "../../lib/usage/store.ts";
 import type { Log } from "../../lib/util/log.ts";
 import { migrationStatements } from "../integration/support/d1-migrations.ts";
 import { createDatabase } from "../integration/support/postgres.ts";
@@ -16,6 +20,8 @@ export const quiet: Log = { debug() {}, info() {}, warn() {}, error() {} };
 /** Database is one empty history database: open() gives another store on it (its own connection or pool, as another host has). */
 export interface Database {
   open(): HistoryStore;
+  /** openUsage gives a usage store on it, keeping at most `cap` samples per sandbox (the default's). */
+  openUsage(cap?: number): UsageStore;
   close(): Promise<void>;
 }
 
@@ -36,10 +42,15 @@ const sqlite: Backend = {
   name: "SQLite",
   fresh: async () => {
     const path = join(mkdtempSync(join(tmpdir(), "history-")), "history.sqlite");
-    const opened: SqliteHistoryStore[] = [];
+    const opened: (SqliteHistoryStore | SqliteUsageStore)[] = [];
     return {
       open: () => {
         const store = new SqliteHistoryStore(path);
+        opened.push(store);
+        return store;
+      },
+      openUsage: (cap) => {
+        const store = new SqliteUsageStore(path, cap);
         opened.push(store);
         return store;
       },
@@ -64,13 +75,15 @@ export async function freshPostgres(poolSize = 4): Promise<Database & { url: str
     "TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C'",
   );
   const opened: PostgresHistoryStore[] = [];
+  const open = () => {
+    const store = new PostgresHistoryStore({ url, sslmode: "disable", poolSize, timeoutMs: 10_000 }, quiet);
+    opened.push(store);
+    return store;
+  };
   return {
     url,
-    open: () => {
-      const store = new PostgresHistoryStore({ url, sslmode: "disable", poolSize, timeoutMs: 10_000 }, quiet);
-      opened.push(store);
-      return store;
-    },
+    open,
+    openUsage: (cap) => postgresUsage(open(), cap),
     close: async () => {
       await Promise.all(opened.map((s) => s.close()));
     },
@@ -96,8 +109,17 @@ function d1(): Backend {
         await db.batch(migrationStatements().map((s) => db.prepare(s)));
       }
       const db = await mf.getD1Database("HISTORY");
-      await db.prepare("DELETE FROM sandbox_history").run();
-      return { open: () => new D1HistoryStore(db as unknown as D1Like), close: async () => {} };
+      await db.batch(
+        ["sandbox_history", "sandbox_usage", "sandbox_usage_series"].map((t) =>
+          db.prepare(`DELETE FROM ${t}`),
+        ),
+      );
+      const d1 = db as unknown as D1Like;
+      return {
+        open: () => new D1HistoryStore(d1),
+        openUsage: (cap) => new D1UsageStore(d1, cap),
+        close: async () => {},
+      };
     },
     dispose: async () => {
       await mf?.dispose();

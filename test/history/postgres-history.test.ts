@@ -5,7 +5,7 @@ import { openHistory } from "../../hosts/node/open-history.ts";
 import type { PostgresHistoryStore } from "../../hosts/node/postgres-history.ts";
 import { startReconcilerThread } from "../../hosts/node/reconciler-child.ts";
 import { freePorts } from "../../infra/cluster/ports.ts";
-import { toPostgres } from "../../lib/history/postgres-sql.ts";
+import { POSTGRES_MIGRATIONS, toPostgres } from "../../lib/history/postgres-sql.ts";
 import { selectQuery } from "../../lib/history/sql.ts";
 import { HistoryUnavailable } from "../../lib/history/store.ts";
 import { createMetrics } from "../../lib/metrics/metrics.ts";
@@ -123,7 +123,9 @@ describe("the PostgreSQL history store", () => {
     );
     await thread.close();
     expect(logged).toContain("history database schema ready");
-    expect((await schemaOf(url)).versions).toEqual([{ version: 1, name: "sandbox_history" }]);
+    expect((await schemaOf(url)).versions).toEqual(
+      POSTGRES_MIGRATIONS.map(({ version, name }) => ({ version, name })),
+    );
   });
 
   it("starts while its database is down, then migrates and writes once it is back", async () => {
@@ -145,6 +147,8 @@ describe("the PostgreSQL history store", () => {
     await expect(opened.store.get(record(1).sandboxId)).rejects.toBeInstanceOf(HistoryUnavailable);
     await server.start();
     expect(await opened.store.put(record(1))).toBe("exists");
-    expect((await schemaOf(url)).versions).toEqual([{ version: 1, name: "sandbox_history" }]);
+    expect((await schemaOf(url)).versions).toEqual(
+      POSTGRES_MIGRATIONS.map(({ version, name }) => ({ version, name })),
+    );
   });
 });

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { type Migration, POSTGRES_MIGRATIONS } from "../../lib/history/postgres-sql.ts";
 import { SCHEMA } from "../../lib/history/sql.ts";
 import { HistoryUnavailable } from "../../lib/history/store.ts";
+import { USAGE_SCHEMA } from "../../lib/usage/sql.ts";
 import { closeAfterEach, emptyDatabase, schemaOf, store } from "./postgres-support.ts";
 import { record } from "./records.ts";
 
@@ -11,12 +12,18 @@ import { record } from "./records.ts";
 
 closeAfterEach();
 
+/** VERSIONS are the schema's versions, as a migrated database lists them. */
+const VERSIONS = [
+  { version: 1, name: "sandbox_history" },
+  { version: 2, name: "sandbox_usage" },
+];
+
 describe("the PostgreSQL history's migrations", () => {
   it("bring an empty database to the latest version: SQLite's table and indexes, bytewise text", async () => {
     const url = await emptyDatabase();
-    expect(await store(url).migrate()).toEqual({ from: 0, to: 1, applied: [1], ahead: false });
+    expect(await store(url).migrate()).toEqual({ from: 0, to: 2, applied: [1, 2], ahead: false });
     const schema = await schemaOf(url);
-    expect(schema.versions).toEqual([{ version: 1, name: "sandbox_history" }]);
+    expect(schema.versions).toEqual(VERSIONS);
     expect(schema.indexes.map((i) => i.indexname)).toEqual([
       "agentbox_history_schema_pkey",
       "sandbox_history_namespace_time",
@@ -26,49 +33,74 @@ describe("the PostgreSQL history's migrations", () => {
       "sandbox_history_team_time",
       "sandbox_history_time",
       "sandbox_history_user_time",
+      "sandbox_usage_pkey",
+      "sandbox_usage_series_last",
+      "sandbox_usage_series_pkey",
     ]);
-    const text = schema.columns.filter((c) => c.table_name === "sandbox_history" && c.data_type === "text");
+    const text = schema.columns.filter((c) => c.table_name.startsWith("sandbox_") && c.data_type === "text");
+    expect(text.length).toBeGreaterThan(15);
     expect(text.map((c) => c.collation_name)).toEqual(text.map(() => "C"));
     // A second start finds nothing to do.
-    expect(await store(url).migrate()).toEqual({ from: 1, to: 1, applied: [], ahead: false });
+    expect(await store(url).migrate()).toEqual({ from: 2, to: 2, applied: [], ahead: false });
   });
 
-  it("begin with SQLite's SCHEMA translated: the same columns, nullability and indexes", async () => {
-    const url = await emptyDatabase();
-    await store(url, {}, POSTGRES_MIGRATIONS.slice(0, 1)).migrate();
-    const { columns, indexes } = await schemaOf(url);
-    const sqlite = new DatabaseSync(":memory:");
-    for (const s of SCHEMA) sqlite.exec(s);
-    const TYPES: Record<string, string> = { TEXT: "text", INTEGER: "integer", REAL: "double precision" };
-    const want = sqlite
-      .prepare("PRAGMA table_info(sandbox_history)")
-      .all()
-      .map((c) => ({ name: c.name, type: TYPES[String(c.type)], nullable: !c.notnull && !c.pk }));
-    // The column list of each index, quotes and the schema name aside.
-    const keys = (sql: string) =>
-      sql.replace(/"/g, "").replace(/^.* ON (public\.)?sandbox_history (USING btree )?/, "");
-    const wantIndexes = sqlite
-      .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
-      .all()
-      .map((i) => ({ name: i.name, keys: keys(String(i.sql)) }));
-    sqlite.close();
-    expect(
-      columns
-        .filter((c) => c.table_name === "sandbox_history")
-        .map((c) => ({ name: c.column_name, type: c.data_type, nullable: c.is_nullable === "YES" })),
-    ).toEqual(want);
-    expect(
-      indexes
-        .filter((i) => /^sandbox_history_(?!pkey)/.test(i.indexname))
-        .map((i) => ({ name: i.indexname, keys: keys(i.indexdef) })),
-    ).toEqual(wantIndexes);
-  });
+  it.each([
+    { tables: ["sandbox_history"], versions: 1, sqliteSchema: SCHEMA },
+    { tables: ["sandbox_usage", "sandbox_usage_series"], versions: 2, sqliteSchema: USAGE_SCHEMA },
+  ])(
+    "translate SQLite's schema of $tables: the same columns, nullability and indexes",
+    async ({ tables, versions, sqliteSchema }) => {
+      const url = await emptyDatabase();
+      await store(url, {}, POSTGRES_MIGRATIONS.slice(0, versions)).migrate();
+      const { columns, indexes } = await schemaOf(url);
+      const sqlite = new DatabaseSync(":memory:");
+      for (const s of sqliteSchema) sqlite.exec(s);
+      const TYPES: Record<string, string> = { TEXT: "text", INTEGER: "integer", REAL: "double precision" };
+      const want = tables.flatMap((t) =>
+        sqlite
+          .prepare(`PRAGMA table_info(${t})`)
+          .all()
+          .map((c) => ({
+            table: t,
+            name: c.name,
+            type: TYPES[String(c.type)],
+            nullable: !c.notnull && !c.pk,
+          })),
+      );
+      // The column list of each index, quotes and the schema name aside.
+      const keys = (sql: string) =>
+        sql.replace(/"/g, "").replace(/^.* ON (public\.)?\w+ (USING btree )?/, "");
+      const wantIndexes = sqlite
+        .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
+        .all()
+        .map((i) => ({ name: i.name, keys: keys(String(i.sql)) }));
+      sqlite.close();
+      expect(want.length).toBeGreaterThan(0);
+      expect(
+        columns
+          .filter((c) => tables.includes(c.table_name))
+          .map((c) => ({
+            table: c.table_name,
+            name: c.column_name,
+            type: c.data_type,
+            nullable: c.is_nullable === "YES",
+          })),
+      ).toEqual(want);
+      expect(
+        indexes
+          .filter(
+            (i) => tables.some((t) => i.indexname.startsWith(`${t}_`)) && !i.indexname.endsWith("_pkey"),
+          )
+          .map((i) => ({ name: i.indexname, keys: keys(i.indexdef) })),
+      ).toEqual(wantIndexes);
+    },
+  );
 
   it("apply each version once when several hosts start at once", async () => {
     const url = await emptyDatabase();
     const results = await Promise.all(Array.from({ length: 5 }, () => store(url).migrate()));
-    expect(results.map((r) => r.applied).sort()).toEqual([[], [], [], [], [1]]);
-    expect((await schemaOf(url)).versions).toEqual([{ version: 1, name: "sandbox_history" }]);
+    expect(results.map((r) => r.applied).sort()).toEqual([[], [], [], [], [1, 2]]);
+    expect((await schemaOf(url)).versions).toEqual(VERSIONS);
   });
 
   it("bring a database of every earlier version to the latest, keeping its records", async () => {

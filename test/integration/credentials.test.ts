@@ -12,12 +12,14 @@ import { reconcileEnv } from "../../functions/runs/reconcile-env.ts";
 import { reconcilePool } from "../../functions/runs/reconcile-pool.ts";
 import { reconcileTemplate } from "../../functions/runs/reconcile-template.ts";
 import { tick } from "../../functions/runs/tick.ts";
+import { readNodeFigures } from "../../functions/usage/node-figures.ts";
 import { nodeKubeTransport, nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
 import { consoleRoutes } from "../../http/console.ts";
 import { apply } from "../../infra/cluster/install.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import { createTemplateAndEnv, TEMPLATES } from "./support/envs.ts";
 import { kube, newNamespace } from "./support/kube.ts";
+import { realNode } from "./support/real-node.ts";
 import { poolObject, testDeps } from "./support/steps.ts";
 
 // The steps with the least-privilege RBAC of infra/deploy/base/rbac.yaml, reached through the kinds
@@ -96,6 +98,18 @@ describe("credentials", () => {
     const templated = await reconcileTemplate(deps, template);
     expect(templated.outcomes.map((o) => `${o.op} ${o.result}`)).toEqual(["patch-status done"]);
     await custom.deleteClusterCustomObject({ ...TEMPLATES, name: template });
+  });
+
+  it("the same token reads a node's figures through the node proxy (sandbox metrics' grant)", async () => {
+    const token = await core.createNamespacedServiceAccountToken({
+      name: "agentbox-functions",
+      namespace: "agentbox-system",
+      body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    });
+    const deps = depsWith(kubeconfigWith({ token: token.status?.token ?? "" }));
+    // A refused read (403 on nodes or nodes/proxy) throws; the real node's kubelet answers its summary.
+    const read = await readNodeFigures(deps.kube, realNode().name, new Date().toISOString(), 10_000);
+    expect(read.node.metadata?.name).toBe(realNode().name);
   });
 
   it("the same token keeps console sessions: sign-in, a page, sign-out (the sessions Secret's grant)", async () => {

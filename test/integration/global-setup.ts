@@ -119,6 +119,8 @@ export default async function setup(project: TestProject) {
     tickConcurrency: 4,
     // The console's pool charts sample every second, so its browser test sees a claim at once.
     consoleSampleSeconds: 1,
+    // Sandboxes' resource use every second, so the metrics tests see a series within seconds.
+    usageSampleSeconds: 1,
     sealingKey,
     sandboxDomain: TEST_SANDBOX_DOMAIN,
     envdPort: envd.port,

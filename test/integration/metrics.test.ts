@@ -52,6 +52,15 @@ describe("/metrics", () => {
     expect(created.status).toBe(201);
     const { sandboxId } = JSON.parse(created.body) as { sandboxId: string };
     expect((await api("POST", `/e2b/sandboxes/${sandboxId}/pause`)).status).toBe(501);
+    // Metrics, logs and network rules are served now (issue #38): answered, never counted as unsupported.
+    const served = [
+      await api("GET", `/e2b/sandboxes/${sandboxId}/metrics`),
+      await api("GET", `/e2b/sandboxes/${sandboxId}/logs`),
+      await api("GET", `/e2b/v2/sandboxes/${sandboxId}/logs`),
+      await api("PUT", `/e2b/sandboxes/${sandboxId}/network`, { denyOut: ["192.0.2.0/24"] }),
+    ];
+    expect(served.map((r) => r.status)).not.toContain(501);
+    expect(served.map((r) => r.status)).not.toContain(404);
     expect((await api("DELETE", `/v1/sandboxes/${sandboxId}`)).status).toBe(204);
     await until("the pod back to idle", 60_000, async () => {
       const pods = (await core.listNamespacedPod({ namespace: t.ns })).items;
@@ -82,6 +91,8 @@ describe("/metrics", () => {
     atLeastOne("agentbox_inplace_update_total", { direction: "start" });
     atLeastOne("agentbox_inplace_update_total", { direction: "stop" });
     atLeastOne("agentbox_e2b_unsupported_total", { operation: "pause" });
+    for (const operation of ["metrics", "logs", "network"])
+      expect(sampleOf(s, "agentbox_e2b_unsupported_total", { operation }), operation).toBeUndefined();
     atLeastOne("agentbox_http_requests_total", { method: "POST", route: "/v1/sandboxes", code: "201" });
     atLeastOne("agentbox_http_requests_total", { method: "DELETE", route: "/v1/sandboxes/:id", code: "204" });
     // The API thread's claim and the reconciler thread's writes, in one series.

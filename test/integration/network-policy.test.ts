@@ -2,18 +2,22 @@ import { randomBytes } from "node:crypto";
 import type { CoreV1Api, V1LabelSelector, V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
-import { SANDBOX_POOL_LABEL } from "../../lib/crd/keys.ts";
+import { EGRESS_CUSTOM, EGRESS_LABEL, SANDBOX_POOL_LABEL } from "../../lib/crd/keys.ts";
+import { INTERNAL_RANGES } from "../../lib/egress/policy.ts";
 import { base, hostContainer, one } from "./support/deploy-manifests.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
 import { kustomize } from "./support/kustomize.ts";
 import { type Obj, Samples } from "./support/samples.ts";
 import { isReady, phaseOf, reconcileUntil, testDeps } from "./support/steps.ts";
 
-// Issue #35, point 5: the NetworkPolicy infra/deploy ships for sandbox namespaces, applied to the
-// real apiserver in a namespace holding a pool made from the samples. Its pod selector must pick
-// exactly the pods the pool creates (and nothing else there), its ingress peer the host's pods
-// as the base Deployment labels them, in its namespace; its internet rule must leave out the
-// addresses of the pods and of the apiserver's Service. The samples' pods mount no token.
+// Issue #35, point 5: the NetworkPolicies infra/deploy ships for sandbox namespaces, applied to the
+// real apiserver in a namespace holding a pool made from the samples. The fence's pod selector
+// must pick exactly the pods the pool creates (and nothing else there), its ingress peer the
+// host's pods as the base Deployment labels them, in its namespace; the internet rule (issue #38:
+// a policy of its own) must leave out the addresses of the pods and of the apiserver's Service,
+// select only the pool's pods without the egress label (a sandbox with rules of its own has its
+// own policy, lib/egress), and except exactly what those sandbox policies except. The samples'
+// pods mount no token.
 
 const SANDBOX_NAMESPACE = "infra/deploy/sandbox-namespace";
 const { kc, core, custom } = kube();
@@ -74,20 +78,28 @@ let ns = "";
 let cleanup: () => Promise<void> = async () => {};
 let samples: Samples;
 let policy: NetworkPolicy;
+let internetPolicy: NetworkPolicy;
 
 beforeAll(async () => {
   ({ ns, cleanup } = await newNamespace(core, "fenced"));
   const built = kustomize(SANDBOX_NAMESPACE);
-  expect(built.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(["NetworkPolicy/agentbox-sandboxes"]);
-  // It names no namespace, so it goes wherever it is applied (kubectl apply -n <ns>).
-  expect(built[0]?.metadata.namespace).toBeUndefined();
-  const created = await send({
-    method: "POST",
-    path: `/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies`,
-    body: built[0],
-  });
-  expect(created.status, created.body).toBe(201);
-  policy = JSON.parse(created.body) as NetworkPolicy;
+  expect(built.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
+    "NetworkPolicy/agentbox-sandboxes",
+    "NetworkPolicy/agentbox-sandboxes-internet",
+  ]);
+  const applied: NetworkPolicy[] = [];
+  for (const object of built) {
+    // They name no namespace, so they go wherever they are applied (kubectl apply -n <ns>).
+    expect(object.metadata.namespace).toBeUndefined();
+    const created = await send({
+      method: "POST",
+      path: `/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies`,
+      body: object,
+    });
+    expect(created.status, created.body).toBe(201);
+    applied.push(JSON.parse(created.body) as NetworkPolicy);
+  }
+  [policy, internetPolicy] = applied as [NetworkPolicy, NetworkPolicy];
   samples = new Samples(custom, ns);
   const byKind = samples.byKind();
   await samples.create(byKind.SandboxTemplate as Obj);
@@ -159,8 +171,12 @@ describe("the sandbox namespace's NetworkPolicy", () => {
   });
 
   it("lets out only DNS and the internet: never to a pod or the apiserver's Service", async () => {
-    const [dns, internet, ...more] = policy.spec.egress ?? [];
+    const [dns, ...more] = policy.spec.egress ?? [];
     expect(more).toEqual([]);
+    const [internet, ...others] = internetPolicy.spec.egress ?? [];
+    expect(others).toEqual([]);
+    expect(internetPolicy.spec.policyTypes).toEqual(["Egress"]);
+    expect(internetPolicy.spec.ingress).toBeUndefined();
     expect(dns?.ports?.map((p) => `${p.protocol}/${p.port}`)).toEqual(["UDP/53", "TCP/53"]);
     const dnsNs = await core.listNamespace({
       labelSelector: selectorString(dns?.to?.[0]?.namespaceSelector),
@@ -187,5 +203,44 @@ describe("the sandbox namespace's NetworkPolicy", () => {
         v4?.except?.some((c) => ipv4Within(ip, c)),
         ip,
       ).toBe(true);
+  });
+
+  it("grants the internet only to the pool's pods without the egress label, excepting what sandbox policies except", async () => {
+    const pool = (samples.byKind().SandboxPool as Obj).metadata?.name ?? "";
+    const poolPods = (
+      await core.listNamespacedPod({ namespace: ns, labelSelector: `${SANDBOX_POOL_LABEL}=${pool}` })
+    ).items;
+    expect(poolPods.length).toBeGreaterThan(1);
+    const [fencedPod] = poolPods;
+    const fencedName = fencedPod?.metadata?.name ?? "";
+    // A sandbox with rules of its own carries the egress label (set by its claim).
+    await core.patchNamespacedPod({
+      name: fencedName,
+      namespace: ns,
+      body: [
+        { op: "add", path: `/metadata/labels/${EGRESS_LABEL.replace("/", "~1")}`, value: EGRESS_CUSTOM },
+      ],
+    });
+    const selected = names(
+      (
+        await core.listNamespacedPod({
+          namespace: ns,
+          labelSelector: selectorString(internetPolicy.spec.podSelector),
+        })
+      ).items,
+    );
+    expect(selected).toEqual(names(poolPods).filter((n) => n !== fencedName));
+    // The fence (ingress from the host, DNS) still selects it: policies add up.
+    const fence = names(
+      (
+        await core.listNamespacedPod({
+          namespace: ns,
+          labelSelector: selectorString(policy.spec.podSelector),
+        })
+      ).items,
+    );
+    expect(fence).toContain(fencedName);
+    const excepted = (internetPolicy.spec.egress?.[0]?.to ?? []).flatMap((t) => t.ipBlock?.except ?? []);
+    expect([...excepted].sort()).toEqual([...INTERNAL_RANGES].sort());
   });
 });

@@ -1,14 +1,13 @@
 import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
-import { request } from "node:http";
 import { hostname } from "node:os";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { topLayer } from "../../infra/images/rootfs.ts";
 import { type ConnectProxy, httpsViaProxy, startConnectProxy } from "./support/connect-proxy.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, until } from "./support/kube.ts";
-import { REAL_IMAGES, realNode, realPoolSpec } from "./support/real-node.ts";
+import { REAL_IMAGES, realNode, realPoolSpec, WEB_PAGE } from "./support/real-node.ts";
+import { routerGet } from "./support/router-get.ts";
 import { TEST_SANDBOX_DOMAIN } from "./support/sandbox-domain.ts";
 import { runSdkScript } from "./support/sdk-script.ts";
 import { isReady, phaseOf } from "./support/steps.ts";
@@ -29,11 +28,6 @@ const api = `127.0.0.1:${cluster.hostPort}`;
 const suffix = `.${TEST_SANDBOX_DOMAIN}`;
 const router = `http://127.0.0.1:${cluster.dataPlanePort}`;
 let proxy: ConnectProxy;
-
-/** WEB_PAGE is what busybox httpd serves at / in the web image (infra/images/rootfs.ts). */
-const WEB_PAGE = new TextDecoder().decode(
-  topLayer("web").flatMap((e) => (e.type === "file" && e.path === "srv/www/index.html" ? [e.data] : []))[0],
-);
 
 /** idleOnRealNode waits until the pool's `replicas` pods are idle and Ready. */
 const idleOnRealNode = (t: ReturnType<typeof tenantPool>, replicas: number) =>
@@ -134,26 +128,6 @@ function expectFlow(out: Record<string, unknown>, cgroupDir: string): void {
   expect(statSync(inside).uid).toBe(1000);
 }
 
-/** plainGet sends GET `path` to the router's plain listener with a Host header. */
-function plainGet(host: string, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: "127.0.0.1", port: cluster.dataPlanePort, path, headers: { host }, timeout: 10_000 },
-      (res) => {
-        let body = "";
-        res.setEncoding("utf8");
-        res.on("data", (d: string) => {
-          body += d;
-        });
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on("timeout", () => req.destroy(new Error(`GET ${host}${path} took over 10 s`)));
-    req.on("error", reject);
-    req.end();
-  });
-}
-
 describe("the e2b SDK through the router to envd inside a real container", () => {
   it("runs commands in the container, streams, exits, and moves 1 MiB, by header routing", async () => {
     const { id, pod } = await createSandbox(sdkPool);
@@ -178,10 +152,10 @@ describe("the e2b SDK through the router to envd inside a real container", () =>
     expect(out.host8080).toBe(host);
     expect(WEB_PAGE).toMatch(/agentbox web image/);
     expect(out.local8080).toBe(WEB_PAGE);
-    expect(await plainGet(host, "/")).toEqual({ status: 200, body: WEB_PAGE });
+    expect(await routerGet(cluster.dataPlanePort, host, "/")).toEqual({ status: 200, body: WEB_PAGE });
     const tls = await httpsViaProxy(proxy.url, `https://${host}/`, cluster.caCert);
     expect({ status: tls.status, body: tls.body }).toEqual({ status: 200, body: WEB_PAGE });
     // A port nothing listens on is the router's answer, not the page.
-    expect((await plainGet(`8081-${id}${suffix}`, "/")).status).not.toBe(200);
+    expect((await routerGet(cluster.dataPlanePort, `8081-${id}${suffix}`, "/")).status).not.toBe(200);
   }, 180_000);
 });

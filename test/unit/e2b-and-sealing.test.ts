@@ -58,7 +58,8 @@ describe("E2B request shapes", () => {
     [{ templateID: "base", envVars: { "1X": "v" } }, "envVars"],
     [{ templateID: "base", autoPause: true }, "autoPause"],
     [{ templateID: "base", volumeMounts: [{ name: "v", path: "/v" }] }, "volumeMounts"],
-    [{ templateID: "base", allow_internet_access: false }, "allow_internet_access"],
+    [{ templateID: "base", allow_internet_access: "no" }, "allow_internet_access"],
+    [{ templateID: "base", network: { allowOut: ["example.com"] } }, "network.allowOut"],
     [{ templateID: "base", autoResume: { enabled: true } }, "autoResume"],
     [[1], ""],
   ])("refuses %j naming %s", (input, field) => {

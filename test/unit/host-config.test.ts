@@ -26,6 +26,7 @@ describe("readHostEnv", () => {
         tickSeconds: 10,
         tickConcurrency: 8,
         consoleSampleSeconds: 30,
+        usageSampleSeconds: 10,
         envdPort: 49983,
         adoptPools: false,
         instanceId: hostname(),

@@ -4,6 +4,7 @@ import {
   CLAIMED_AT_ANNOTATION,
   CLAIMED_BY_LABEL,
   CONTAINER_ID_ANNOTATION,
+  EGRESS_LABEL,
   EXIT_CODE_ANNOTATION,
   FAILURE_MESSAGE_ANNOTATION,
   FAILURE_REASON_ANNOTATION,
@@ -212,7 +213,8 @@ describe("claimIntent", () => {
       [CLAIMED_BY_LABEL]: "host-1",
       [SANDBOX_PHASE_LABEL]: "starting",
     });
-    expect(intent.removeLabels).toEqual([]);
+    // A leftover egress label (issue #38) never survives a claim that sets none.
+    expect(intent.removeLabels).toEqual([EGRESS_LABEL]);
     const { [INPLACE_UPDATE_STATE_ANNOTATION]: rawState, ...annotations } = intent.setAnnotations;
     expect(annotations).toEqual({
       "example.com/note": "hi",
@@ -267,7 +269,7 @@ describe("claimIntent", () => {
     ])
       expect(intent.setAnnotations).not.toHaveProperty(key);
     expect(intent.setAnnotations[MANAGED_LABEL_KEYS_ANNOTATION]).toBe("[]");
-    expect(intent.removeLabels).toEqual([TEAM_LABEL, USER_LABEL, CLAIMED_BY_LABEL]);
+    expect(intent.removeLabels).toEqual([TEAM_LABEL, USER_LABEL, CLAIMED_BY_LABEL, EGRESS_LABEL]);
     expect(intent.removeAnnotations).toContain(LAST_ACTIVE_ANNOTATION);
     const patched = apply(pod, toJsonPatch(pod, intent));
     expect(patched.metadata?.labels).not.toHaveProperty(TEAM_LABEL);
@@ -664,6 +666,7 @@ describe("completion intents", () => {
       TEAM_LABEL,
       USER_LABEL,
       CLAIMED_BY_LABEL,
+      EGRESS_LABEL,
       "example.com/tier",
     ]);
     expect(intent.removeAnnotations).toContain(SANDBOX_STATUS_DETAIL_ANNOTATION);

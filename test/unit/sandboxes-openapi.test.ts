@@ -11,7 +11,11 @@ describe("openApiDocument", () => {
       "/history",
       "/sandboxes",
       "/sandboxes/{id}",
+      "/sandboxes/{id}/logs",
+      "/sandboxes/{id}/metrics",
+      "/sandboxes/{id}/network",
       "/sandboxes/{id}/timeout",
+      "/templates",
     ]);
     expect(Object.keys(doc.paths["/sandboxes"] ?? {}).sort()).toEqual(["get", "post"]);
     const create = doc.components.schemas.CreateSandboxRequest?.properties ?? {};
@@ -26,10 +30,16 @@ describe("openApiDocument", () => {
       "startupTimeout",
       "wait",
       "waitTimeout",
+      "network",
     ]) {
       expect(create).toHaveProperty(field);
     }
     expect(doc.components.schemas.TimeoutRequest?.properties).toHaveProperty("timeout");
+    expect(Object.keys(doc.components.schemas.NetworkUpdateRequest?.properties ?? {}).sort()).toEqual([
+      "allowInternetAccess",
+      "allowOut",
+      "denyOut",
+    ]);
     // A create answers how its sandbox is reached, as its GET does.
     expect(JSON.stringify(doc.paths["/sandboxes"]?.post)).toContain(
       '"201":{"description":"claimed","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Sandbox"}}}}',

@@ -21,6 +21,7 @@ function depsWithPools(n: number): HostDeps {
       "/apis/agents.navix.sh/v1alpha1/sandboxpools",
       "/api/v1/pods",
       "/apis/agents.navix.sh/v1alpha1/sandboxenvs",
+      "/apis/networking.k8s.io/v1/networkpolicies",
     ]).toContain(req.path);
     return { status: 200, body: JSON.stringify({ items, metadata: { resourceVersion: "1" } }) };
   };
@@ -77,9 +78,10 @@ describe("tick", () => {
     expect(Math.min(...offsets)).toBe(0);
     expect(Math.max(...offsets)).toBe(1800);
     expect(offsets.every((o) => o >= 0 && o < 2000)).toBe(true);
-    // One list each of pools, sandbox pods and Envs, whatever the number of pools (no Envs and no
-    // pool waiting for a template copy: no list of templates or Secrets).
-    expect(report.requests).toBe(3);
+    // One list each of pools, sandbox pods, Envs and sandbox egress policies (the sweep), whatever
+    // the number of pools (no Envs and no pool waiting for a template copy: no list of templates
+    // or Secrets).
+    expect(report.requests).toBe(4);
   });
 
   it("counts failed pools and carries on", async () => {

@@ -9,6 +9,7 @@ import { KubeClient } from "../../lib/kube/client.ts";
 import { ApiServerUnreachable, isConflict, isNotFound, KubeError } from "../../lib/kube/errors.ts";
 import { fetchKubeTransport, fetchKubeWatch, requestUrl } from "../../lib/kube/fetch-transport.ts";
 import type { WatchEvent } from "../../lib/kube/transport.ts";
+import { USAGE_SCHEMA } from "../../lib/usage/sql.ts";
 import { migrationStatements } from "../integration/support/d1-migrations.ts";
 
 // The Worker's pieces that need no workerd: configuration, the fetch transport's edge cases (fed
@@ -209,7 +210,7 @@ describe("runtime-neutral code and the D1 migration", () => {
     expect(offenders).toEqual([]);
   });
 
-  it("the D1 migrations, applied in order, make the shared history schema", () => {
+  it("the D1 migrations, applied in order, make the shared history and usage schemas", () => {
     const schemaOf = (statements: string[]) => {
       const db = new DatabaseSync(":memory:");
       for (const s of statements) db.exec(s);
@@ -221,7 +222,8 @@ describe("runtime-neutral code and the D1 migration", () => {
     };
     const migrated = schemaOf(migrationStatements());
     expect(migrated.map((o) => o.name)).toContain("sandbox_history_owner_time");
-    expect(migrated).toEqual(schemaOf(SCHEMA));
+    expect(migrated.map((o) => o.name)).toContain("sandbox_usage_series_last");
+    expect(migrated).toEqual(schemaOf([...SCHEMA, ...USAGE_SCHEMA]));
   });
 });
 

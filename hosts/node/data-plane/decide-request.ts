@@ -70,10 +70,21 @@ export async function decideRequest(
   const address = { sandboxId: target.sandboxId, port: target.port };
   const route = await routing.routes.lookup(target.sandboxId);
   const envdToken = route ? await routing.upstreams.tokenFor(target.sandboxId) : undefined;
-  // The token is derived asynchronously: the route may have gone meanwhile.
+  const trafficToken = route?.privateTraffic
+    ? await routing.upstreams.trafficTokenFor(target.sandboxId)
+    : undefined;
+  // The tokens are derived asynchronously: the route may have gone meanwhile.
   const now = routing.routes.route(target.sandboxId);
+  // A private sandbox on a router without the sealing key has no token to compare: its ports other
+  // than envd's are closed (an unguessable token nobody holds), never open.
+  const required = now?.privateTraffic ? (trafficToken ?? `unset:${crypto.randomUUID()}`) : undefined;
   const state = now
-    ? { running: true, runsEnvd: now.runsEnvd, ...(envdToken ? { envdToken } : {}) }
+    ? {
+        running: true,
+        runsEnvd: now.runsEnvd,
+        ...(envdToken ? { envdToken } : {}),
+        ...(required ? { trafficToken: required } : {}),
+      }
     : undefined;
   const decision = decideRoute(
     { method: req.method, target: req.target, headers: req.headers },

@@ -1,19 +1,20 @@
 // What the router keeps per sandbox while it has a route: a keep-alive Agent of its own (never one
 // per pod IP: a pod IP serves the next sandbox after a release, and a kept-alive connection must
-// not carry one sandbox's requests to another's envd) and its envd token, derived once from the
-// sealing key. Both go with the route (drop), so a released sandbox's idle and open connections
+// not carry one sandbox's requests to another's envd) and its envd and traffic tokens, derived
+// once from the sealing key. Both go with the route (drop), so a released sandbox's idle and open connections
 // are closed at once.
 import { Agent } from "node:http";
 import type { Duplex } from "node:stream";
-import { envdAccessToken, type SealKeys } from "../../../lib/claims/sealing.ts";
+import { envdAccessToken, type SealKeys, trafficAccessToken } from "../../../lib/claims/sealing.ts";
 
 /** AGENT_IDLE_MS: a kept-alive upstream connection unused this long is closed. */
 const AGENT_IDLE_MS = 60_000;
 
-/** Upstream is one sandbox's connection pool, token and upgraded (websocket) connections. */
+/** Upstream is one sandbox's connection pool, tokens and upgraded (websocket) connections. */
 interface Upstream {
   agent: Agent;
   token?: Promise<string>;
+  traffic?: Promise<string>;
   upgraded: Set<Duplex>;
 }
 
@@ -50,6 +51,14 @@ export class Upstreams {
     const u = this.upstream(sandboxId);
     u.token ??= envdAccessToken(this.keys, sandboxId);
     return u.token;
+  }
+
+  /** trafficTokenFor is the sandbox's traffic token (a private sandbox's other ports); undefined without a sealing key. */
+  async trafficTokenFor(sandboxId: string): Promise<string | undefined> {
+    if (!this.keys) return undefined;
+    const u = this.upstream(sandboxId);
+    u.traffic ??= trafficAccessToken(this.keys, sandboxId);
+    return u.traffic;
   }
 
   /**

@@ -5,6 +5,7 @@ import { inject } from "vitest";
 import { REAL_NODE_PLACEMENT } from "../../../infra/cluster/real-node/kubelet-config.ts";
 import type { RealNodeState } from "../../../infra/cluster/real-node/real-node.ts";
 import { imageRef } from "../../../infra/images/refs.ts";
+import { topLayer } from "../../../infra/images/rootfs.ts";
 
 /** realNode is the run's real node; a file on it cannot run without one, so this throws. */
 export function realNode(): RealNodeState {
@@ -19,6 +20,8 @@ export const REAL_IMAGES = {
   a: imageRef("sandbox-a"),
   b: imageRef("sandbox-b"),
   web: imageRef("web"),
+  /** chatty: sandbox-a that also prints a line a second and appends to a runtime log file (the logs tests). */
+  chatty: imageRef("chatty"),
 } as const;
 
 /** onRealNode is the pod spec part that puts a pod on the real node (REAL_NODE_PLACEMENT). */
@@ -80,3 +83,8 @@ export function realPoolSpec(replicas: number, o: RealPoolOptions = {}): Record<
     },
   };
 }
+
+/** WEB_PAGE is what busybox httpd serves at / in the web image (infra/images/rootfs.ts). */
+export const WEB_PAGE = new TextDecoder().decode(
+  topLayer("web").flatMap((e) => (e.type === "file" && e.path === "srv/www/index.html" ? [e.data] : []))[0],
+);

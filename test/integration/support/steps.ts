@@ -4,7 +4,8 @@ import { afterAll, beforeAll, inject } from "vitest";
 import { type HostDeps, hostDeps } from "../../../functions/host-deps.ts";
 import { reconcilePool } from "../../../functions/runs/reconcile-pool.ts";
 import { nodeKubeTransport, nodeKubeWatch } from "../../../hosts/node/kube-transport.ts";
-import { SqliteHistoryStore } from "../../../hosts/node/sqlite-history.ts";
+import type { SqliteHistoryStore } from "../../../hosts/node/sqlite-history.ts";
+import { openSqlite, type SqliteUsageStore } from "../../../hosts/node/sqlite-usage.ts";
 import { importSealKeys } from "../../../lib/claims/sealing.ts";
 import type { SandboxPool } from "../../../lib/crd/sandbox-pool.ts";
 import { KubeClient } from "../../../lib/kube/client.ts";
@@ -28,14 +29,20 @@ const sealKeys = sealingKey ? await importSealKeys(sealingKey) : undefined;
  * windows instead of waiting for them (the decisions only know time through `now`). It runs
  * post-start hooks as the test host does (its sealing key, the envd stand-in, its deadline).
  */
-export function testDeps(): HostDeps & { history: SqliteHistoryStore; clock: { offsetMs: number } } {
+export function testDeps(): HostDeps & {
+  history: SqliteHistoryStore;
+  usage: SqliteUsageStore;
+  clock: { offsetMs: number };
+} {
   const { kc } = kube();
   const clock = { offsetMs: 0 };
-  const history = new SqliteHistoryStore(":memory:");
+  // The history and the usage samples in one in-memory database, as the Node host keeps them.
+  const { history, usage } = openSqlite(":memory:");
   const deps = hostDeps({
     kube: new KubeClient(nodeKubeTransport(kc)),
     watch: nodeKubeWatch(kc),
     history,
+    usage,
     now: () => new Date(Date.now() + clock.offsetMs),
     log: process.env.AGENTBOX_TEST_LOG ? consoleLogger() : quiet,
     reporter: { controller: "agentbox-functions/test", instance: `test-${process.pid}` },
@@ -54,7 +61,7 @@ export function testDeps(): HostDeps & { history: SqliteHistoryStore; clock: { o
         }
       : {}),
   });
-  return { ...deps, history, clock };
+  return { ...deps, history, usage, clock };
 }
 
 /**

@@ -1,0 +1,45 @@
+import type { Tenant } from "../../lib/claims/api-keys.ts";
+import { historyScope } from "../../lib/claims/history-scope.ts";
+import { sandboxView } from "../../lib/claims/sandbox-view.ts";
+import type { SandboxPage } from "../../lib/console/sandbox-page.ts";
+import { HistoryUnavailable } from "../../lib/history/store.ts";
+import { isSandboxId } from "../../lib/lifecycle/sandbox-ids.ts";
+import { findSandbox } from "../api/find-sandbox.ts";
+import type { HostDeps } from "../host-deps.ts";
+
+/** down stands for a read whose database cannot answer now; any other error is a fault. */
+const down = (e: unknown): "down" => {
+  if (e instanceof HistoryUnavailable) return "down";
+  throw e;
+};
+
+/**
+ * loadSandboxPage reads what the console's sandbox page shows a tenant: the sandbox while a pod
+ * runs it (findSandbox: another tenant's is not found), else its history record when the tenant
+ * may see it (historyScope's rule: its own team and user; an admin: any), and its resource
+ * samples over its life (UsageStore.range, oldest first). Undefined: no such sandbox for this
+ * tenant, so another tenant's reads exactly like one that never existed. The samples are read
+ * only once the sandbox is known to be the tenant's. No envd token or URL is read: the page
+ * shows none.
+ */
+export async function loadSandboxPage(
+  deps: HostDeps,
+  tenant: Tenant,
+  id: string,
+): Promise<SandboxPage | undefined> {
+  if (!isSandboxId(id)) return undefined;
+  const pod = await findSandbox(deps, tenant, id);
+  const live = pod && sandboxView(pod, deps.now());
+  let record: SandboxPage["record"];
+  if (!live) {
+    const found = await deps.history.get(id).catch(down);
+    // Whose it was cannot be told while the history is down: the page says so, and shows nothing.
+    if (found === "down") return { sandboxId: id, record: "down", samples: "down" };
+    const scope = historyScope(tenant);
+    const visible = scope.team === undefined || (found?.team === scope.team && found?.user === scope.user);
+    if (!found || !visible) return undefined;
+    record = found;
+  }
+  const samples = deps.usage ? await deps.usage.range(id, {}).catch(down) : "none-kept";
+  return { sandboxId: id, ...(live ? { live } : {}), ...(record ? { record } : {}), samples };
+}
