@@ -1,3 +1,4 @@
+import type { V1Pod } from "@kubernetes/client-node";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { endTime, setMetric, startTime, timing } from "hono/timing";
@@ -11,7 +12,6 @@ import { recordActivity } from "../functions/api/record-activity.ts";
 import { readTarget } from "../functions/api/resolve-pool.ts";
 import { viewWithAccess } from "../functions/api/sandbox-access.ts";
 import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
-import { withTrafficToken } from "../functions/api/traffic-access.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
 import type { HostDeps } from "../functions/host-deps.ts";
 import { ActivityRequest } from "../lib/claims/activity.ts";
@@ -26,7 +26,6 @@ import {
   unauthorized,
   unavailable,
 } from "../lib/claims/errors.ts";
-import { historyScope } from "../lib/claims/history-scope.ts";
 import { openApiDocument } from "../lib/claims/openapi.ts";
 import {
   isMetadataFilterError,
@@ -35,18 +34,13 @@ import {
   sandboxView,
   whyNotRunning,
 } from "../lib/claims/sandbox-view.ts";
-import {
-  CreateSandboxRequest,
-  HistoryQuery,
-  ListSandboxesQuery,
-  TimeoutRequest,
-} from "../lib/claims/schemas.ts";
+import { CreateSandboxRequest, ListSandboxesQuery, TimeoutRequest } from "../lib/claims/schemas.ts";
 import { envSummary, poolSummary } from "../lib/claims/target-summaries.ts";
 import { timeoutChange } from "../lib/claims/timeouts.ts";
 import { waitSeconds } from "../lib/claims/wait-seconds.ts";
 import { type ApiIssue, parseWith } from "../lib/crd/parse-with.ts";
-import { HistoryUnavailable } from "../lib/history/store.ts";
 import { settled } from "../lib/util/settled.ts";
+import { historyRoutes } from "./history.ts";
 import { type NativeEnv, send } from "./native.ts";
 import { sandboxLogsRoutes } from "./sandbox-logs.ts";
 import { sandboxMetricsRoutes } from "./sandbox-metrics.ts";
@@ -78,7 +72,9 @@ export interface SandboxAddressing {
  * sandboxRoutes is the native REST API under /v1: every request carries an API key (X-API-Key or
  * Bearer), resolved to a tenant on each call; bodies and queries are validated with field paths;
  * another tenant's sandbox is a 404 like one that does not exist. A sandbox's GET and create also
- * say how it is reached (its URLs under `addressing.domain`; envd's token to its owner).
+ * show its network settings and say how it is reached (its URLs under `addressing.domain`; envd's
+ * token and a private sandbox's traffic token to its owner only). A sandbox's own surfaces
+ * (metrics, logs, network), the templates and the history are modules of their own, mounted here.
  */
 export function sandboxRoutes(deps: HostDeps, addressing: SandboxAddressing = {}): Hono<Env> {
   const app = new Hono<Env>();
@@ -148,13 +144,11 @@ export function sandboxRoutes(deps: HostDeps, addressing: SandboxAddressing = {}
     const outcome = await createSandbox(deps, tenant, req.value, {}, reads);
     endTime(c, "create");
     if (took.target !== undefined) setMetric(c, "target", took.target);
-    // The answer says how the sandbox is reached, as its GET does (its creator is its owner).
-    const claimed = async (view: SandboxView) => {
-      const answer = await viewWithAccess(deps, tenant, view, addressing.domain);
-      // A private sandbox's traffic token (network.allowPublicTraffic false), to its owner.
-      return outcome.ok ? withTrafficToken(deps, tenant, outcome.pod, view, answer) : answer;
-    };
-    if (outcome.ok && !req.value.wait) return c.json(await claimed(outcome.sandbox), 201);
+    // The answer shows its network and says how the sandbox is reached, as its GET does (its
+    // creator is its owner: envd's token and, for private ports, the traffic token).
+    const claimed = (pod: V1Pod, view: SandboxView) =>
+      viewWithAccess(deps, tenant, pod, view, addressing.domain);
+    if (outcome.ok && !req.value.wait) return c.json(await claimed(outcome.pod, outcome.sandbox), 201);
     if (outcome.ok) {
       const seconds = waitSeconds(outcome.pool, req.value);
       const waited = await waitForRunning(deps, outcome.pod, outcome.pool, seconds * 1000);
@@ -163,13 +157,13 @@ export function sandboxRoutes(deps: HostDeps, addressing: SandboxAddressing = {}
       if (kubeletMs !== undefined) setMetric(c, "kubelet", hundredths(kubeletMs));
       setMetric(c, "start", hundredths(endMs - (kubeletMs ?? 0)));
       const view = waited.pod ? sandboxView(waited.pod, deps.now()) : undefined;
-      if (waited.ok && view) return c.json(await claimed(view), 201);
+      if (waited.ok && view) return c.json(await claimed(waited.pod, view), 201);
       if (!waited.ok && waited.reason === "stopping")
         return send(
           c,
           shuttingDown(
             `this host is shutting down: sandbox ${outcome.sandbox.sandboxId} is yours and still starting without this request (GET it on any host, or DELETE it); do not create again`,
-            await claimed(view ?? outcome.sandbox),
+            await (view && waited.pod ? claimed(waited.pod, view) : claimed(outcome.pod, outcome.sandbox)),
           ),
         );
       const why = waited.ok ? "ended" : waited.reason;
@@ -245,6 +239,7 @@ export function sandboxRoutes(deps: HostDeps, addressing: SandboxAddressing = {}
   app.route("/", sandboxLogsRoutes(deps));
   app.route("/", sandboxNetworkRoutes(deps));
   app.route("/", templatesRoutes(deps));
+  app.route("/", historyRoutes(deps));
 
   app.get("/sandboxes/:id", async (c) => {
     const view = await getSandbox(deps, c.get("tenant"), c.req.param("id"), addressing.domain);
@@ -279,26 +274,5 @@ export function sandboxRoutes(deps: HostDeps, addressing: SandboxAddressing = {}
     return c.json(await recordActivity(deps, c.get("tenant"), req.value));
   });
 
-  app.get("/history", async (c) => {
-    const q = parseWith(HistoryQuery, c.req.query());
-    if (!q.ok) return send(c, invalid("query", q.issues));
-    const tenant = c.get("tenant");
-    // Tenants see their own records only; admins may filter by any team or user.
-    const scope = historyScope(tenant);
-    try {
-      return c.json(await deps.history.query({ ...q.value, ...scope }));
-    } catch (e) {
-      if (e instanceof RangeError)
-        return send(c, badRequest("invalid query", [{ path: "after", message: e.message }]));
-      if (e instanceof HistoryUnavailable) {
-        c.header("Retry-After", String(HistoryUnavailable.RETRY_AFTER_SECONDS));
-        return send(
-          c,
-          unavailable("the history cannot be read right now (its database is unavailable); retry later"),
-        );
-      }
-      throw e;
-    }
-  });
   return app;
 }

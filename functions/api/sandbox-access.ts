@@ -1,12 +1,14 @@
+import type { V1Pod } from "@kubernetes/client-node";
 import type { Tenant } from "../../lib/claims/api-keys.ts";
 import {
   isOwnSandbox,
-  type SandboxAccess,
+  type SandboxDetail,
   type SandboxView,
-  withAccess,
+  sandboxDetail,
 } from "../../lib/claims/sandbox-view.ts";
 import { envdAccessToken } from "../../lib/claims/sealing.ts";
 import type { HostDeps } from "../host-deps.ts";
+import { ownerTrafficToken } from "./traffic-access.ts";
 
 /**
  * ownerToken is sandbox `view`'s envd access token for `tenant`, when it is the sandbox's owner
@@ -24,14 +26,22 @@ export async function ownerToken(
 }
 
 /**
- * viewWithAccess is the native answer for a sandbox `tenant` sees (its GET, its create): the
- * view with `access`, its URLs under `domain` and, to its owner, the envd token (withAccess).
+ * viewWithAccess is the native answer for a sandbox `tenant` sees (its GET, its create), read
+ * from its `pod` (sandboxDetail): the view with its network settings and `access`: its URLs under
+ * `domain` and, to its owner only (ownerToken, ownerTrafficToken), envd's token and, when its
+ * ports are private, its traffic token. The create's answer and the GET are where the owner
+ * learns them; an admin key looking at another tenant's sandbox gets neither.
  */
 export async function viewWithAccess(
   deps: Pick<HostDeps, "postStart">,
   tenant: Tenant,
+  pod: V1Pod,
   view: SandboxView,
   domain: string | undefined,
-): Promise<SandboxView & { access?: SandboxAccess }> {
-  return withAccess(view, domain, await ownerToken(deps, tenant, view));
+): Promise<SandboxDetail> {
+  const [envd, traffic] = await Promise.all([
+    ownerToken(deps, tenant, view),
+    ownerTrafficToken(deps, tenant, pod, view),
+  ]);
+  return sandboxDetail(pod, view, domain, { envdAccessToken: envd, trafficAccessToken: traffic });
 }

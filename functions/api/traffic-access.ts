@@ -22,18 +22,3 @@ export async function ownerTrafficToken(
     ? trafficAccessToken(keys, view.sandboxId)
     : undefined;
 }
-
-/**
- * withTrafficToken adds a private sandbox's traffic token to a native answer's `access` (its
- * owner's only, as ownerTrafficToken rules): the create's answer is where its owner learns it.
- */
-export async function withTrafficToken<T extends { access?: object }>(
-  deps: Pick<HostDeps, "postStart">,
-  tenant: Tenant,
-  pod: V1Pod,
-  view: SandboxView,
-  answer: T,
-): Promise<T> {
-  const trafficAccessToken = await ownerTrafficToken(deps, tenant, pod, view);
-  return trafficAccessToken ? { ...answer, access: { ...answer.access, trafficAccessToken } } : answer;
-}

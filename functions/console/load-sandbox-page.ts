@@ -1,5 +1,5 @@
 import type { Tenant } from "../../lib/claims/api-keys.ts";
-import { historyScope } from "../../lib/claims/history-scope.ts";
+import { mayReadRecord } from "../../lib/claims/history-scope.ts";
 import { sandboxView } from "../../lib/claims/sandbox-view.ts";
 import type { SandboxPage } from "../../lib/console/sandbox-page.ts";
 import { HistoryUnavailable } from "../../lib/history/store.ts";
@@ -14,13 +14,14 @@ const down = (e: unknown): "down" => {
 };
 
 /**
- * loadSandboxPage reads what the console's sandbox page shows a tenant: the sandbox while a pod
- * runs it (findSandbox: another tenant's is not found), else its history record when the tenant
- * may see it (historyScope's rule: its own team and user; an admin: any), and its resource
- * samples over its life (UsageStore.range, oldest first). Undefined: no such sandbox for this
- * tenant, so another tenant's reads exactly like one that never existed. The samples are read
- * only once the sandbox is known to be the tenant's. No envd token or URL is read: the page
- * shows none.
+ * loadSandboxPage reads what the console's sandbox page shows a tenant: the sandbox's history
+ * record once it ended, when the tenant may see it (mayReadRecord: its own team and user; an
+ * admin: any), else the sandbox while a pod runs it (findSandbox: another tenant's is not found),
+ * and its resource samples over its life (UsageStore.range, oldest first). The record is read
+ * first: one keyed row, there only once the sandbox ended (the usual page), where findSandbox
+ * on a watch-cache miss lists every pod uncached. Undefined: no such sandbox for this tenant, so
+ * another tenant's reads exactly like one that never existed. The samples are read only once the
+ * sandbox is known to be the tenant's. No envd token or URL is read: the page shows none.
  */
 export async function loadSandboxPage(
   deps: HostDeps,
@@ -28,18 +29,14 @@ export async function loadSandboxPage(
   id: string,
 ): Promise<SandboxPage | undefined> {
   if (!isSandboxId(id)) return undefined;
-  const pod = await findSandbox(deps, tenant, id);
+  const found = await deps.history.get(id).catch(down);
+  if (found && found !== "down" && !mayReadRecord(tenant, found)) return undefined;
+  const record = found === "down" ? undefined : found;
+  const pod = record ? undefined : await findSandbox(deps, tenant, id);
   const live = pod && sandboxView(pod, deps.now());
-  let record: SandboxPage["record"];
-  if (!live) {
-    const found = await deps.history.get(id).catch(down);
-    // Whose it was cannot be told while the history is down: the page says so, and shows nothing.
-    if (found === "down") return { sandboxId: id, record: "down", samples: "down" };
-    const scope = historyScope(tenant);
-    const visible = scope.team === undefined || (found?.team === scope.team && found?.user === scope.user);
-    if (!found || !visible) return undefined;
-    record = found;
-  }
+  // Whose an ended sandbox was cannot be told while the history is down: the page says so, and shows nothing.
+  if (!live && found === "down") return { sandboxId: id, record: "down", samples: "down" };
+  if (!live && !record) return undefined;
   const samples = deps.usage ? await deps.usage.range(id, {}).catch(down) : "none-kept";
   return { sandboxId: id, ...(live ? { live } : {}), ...(record ? { record } : {}), samples };
 }

@@ -3,12 +3,12 @@ import type { Tenant } from "../../lib/claims/api-keys.ts";
 import { isOwnSandbox, type SandboxView, sandboxView } from "../../lib/claims/sandbox-view.ts";
 import { SANDBOX_PHASE } from "../../lib/crd/keys.ts";
 import { KubeError, orMissing } from "../../lib/kube/errors.ts";
+import { claimCuts, ranAtClaim, startedMs } from "../../lib/logs/claim-cut.ts";
 import {
-  CONTAINER_LOG_BYTES,
   type ContainerRead,
-  claimCut,
   containerEntries,
   containerLogQuery,
+  filledLimit,
 } from "../../lib/logs/container-lines.ts";
 import type { LogEntry, LogTime } from "../../lib/logs/log-entry.ts";
 import {
@@ -26,14 +26,16 @@ import type { HostDeps } from "../host-deps.ts";
 import { type EnvdFiles, envdFiles } from "./envd-files.ts";
 
 /**
- * LogTarget is a sandbox whose logs its owner may read: its pod, view, container, and `claim`,
- * the instant its lines start (claimCut: the claim, or the end of its second for a container
- * that ran before it).
+ * LogTarget is a sandbox whose logs its owner may read: its pod, view, container, and the
+ * instants its lines start (claimCuts): `claim` for its LogDir files (the claim, or the end of its
+ * second when the container ran before it), `cut` for its container's log (the same, except that
+ * a container started after the claim is not cut, whatever the node's clock says).
  */
 export interface LogTarget {
   pod: V1Pod;
   view: SandboxView;
   claim: LogTime;
+  cut: LogTime;
   /** container is the sandbox's main container (the pod's first). */
   container: string;
 }
@@ -55,30 +57,36 @@ export async function findLogTarget(
   const claimed = parseTime(view.claimedAt);
   const container = pod.spec?.containers?.[0]?.name;
   if (!claimed || !container) return undefined;
-  const running = pod.status?.containerStatuses?.find((s) => s.name === container)?.state?.running;
-  const started = parseTime(running?.startedAt)?.getTime();
-  return { pod, view, claim: { ms: claimCut(claimed.getTime(), started), ns: 0 }, container };
+  const cuts = claimCuts(claimed.getTime(), startedMs(pod, container), ranAtClaim(pod, container));
+  return { pod, view, claim: { ms: cuts.claim, ns: 0 }, cut: { ms: cuts.container, ns: 0 }, container };
+}
+
+/** ContainerLines are the entries of one read and whether it filled its bytes (its end may be missing). */
+export interface ContainerLines {
+  entries: LogEntry[];
+  truncated: boolean;
 }
 
 /**
  * readContainerEntries reads the sandbox container's lines since its claim through the apiserver
- * (`pods/log`, one bounded read: containerLogQuery). A container not started yet (400) or a pod
- * gone meanwhile (404) has no lines; any other failure rejects.
+ * (`pods/log`, one read bounded by `read`: containerLogQuery). A container not started yet (400)
+ * or a pod gone meanwhile (404) has no lines; any other failure rejects.
  */
 export async function readContainerEntries(
   deps: Pick<HostDeps, "kube">,
   t: LogTarget,
   read: ContainerRead,
-): Promise<LogEntry[]> {
+): Promise<ContainerLines> {
   const { namespace, pod } = t.view;
   const text = await deps.kube
-    .readPodLog(namespace, pod, containerLogQuery(t.container, t.claim.ms, read))
+    .readPodLog(namespace, pod, containerLogQuery(t.container, t.cut.ms, read))
     .catch((e: unknown) => {
       if (e instanceof KubeError && (e.status === 400 || e.status === 404)) return "";
       throw e;
     });
-  const truncated = new TextEncoder().encode(text).length >= CONTAINER_LOG_BYTES;
-  return containerEntries(text, t.claim, truncated, { source: "container", container: t.container });
+  const truncated = filledLimit(text, read.bytes);
+  const fields = { source: "container", container: t.container };
+  return { entries: containerEntries(text, t.cut, truncated, fields), truncated };
 }
 
 /** RuntimeReader reads a sandbox's LogDir files: listing them, then each from where it was left. */

@@ -1,5 +1,6 @@
 import pLimit from "p-limit";
 import type { Tenant } from "../../lib/claims/api-keys.ts";
+import { mayReadRecord } from "../../lib/claims/history-scope.ts";
 import { tenantSelector } from "../../lib/claims/tenant-scope.ts";
 import { SANDBOX_ID_LABEL } from "../../lib/crd/keys.ts";
 import { isSandboxId } from "../../lib/lifecycle/sandbox-ids.ts";
@@ -20,17 +21,19 @@ export type UsageRead =
   | { ok: false; reason: "not-found" | "no-store" };
 
 /**
- * mayRead tells whether the tenant may see sandbox id's series: it may see the sandbox (its pod,
- * as GET /sandboxes/{id} finds it: owner or admin), or, once the sandbox ended, its history
- * record is the tenant's (a series covers the sandbox's whole life, and is read after it too).
- * Another tenant's sandbox is answered exactly like one that does not exist.
+ * mayRead tells whether the tenant may see sandbox id's series: once the sandbox ended, its
+ * history record is the tenant's (mayReadRecord; a series covers the sandbox's whole life, and
+ * is read after it too); while it runs, the tenant may see its pod, as GET /sandboxes/{id} finds
+ * it (owner or admin). The record is read first: one keyed row, there only once the sandbox
+ * ended, which is what most reads of a series are about, whereas findSandbox on a miss of the
+ * watch cache lists every pod of every namespace uncached (an etcd scan per read). Another
+ * tenant's sandbox is answered exactly like one that does not exist.
  */
 async function mayRead(deps: UsageReadDeps, tenant: Tenant, id: string): Promise<boolean> {
   if (!isSandboxId(id)) return false;
-  if (await findSandbox(deps, tenant, id)) return true;
   const record = await deps.history.get(id);
-  if (!record) return false;
-  return tenant.admin || (record.team === tenant.team && record.user === tenant.user);
+  if (record) return mayReadRecord(tenant, record);
+  return (await findSandbox(deps, tenant, id)) !== undefined;
 }
 
 /**
@@ -51,7 +54,8 @@ export async function readUsage(
 }
 
 /**
- * latestUsage answers the latest sample (within LATEST_WINDOW_MS) of each of `ids` that is one of
+ * latestUsage answers the latest sample (within LATEST_WINDOW_MS; one row read newest first per
+ * id, not the window's samples) of each of `ids` that is one of
  * the tenant's sandboxes now (one cached list of its claimed pods, not a read per id), as E2B's
  * `GET /sandboxes/metrics` does for running sandboxes; ids that are not the tenant's, or have no
  * recent sample, are left out. Undefined: this host keeps no store.
@@ -79,7 +83,7 @@ export async function latestUsage(
   await Promise.all(
     [...owned].map((id) =>
       limit(async () => {
-        const last = (await store.range(id, { from })).at(-1);
+        const [last] = await store.range(id, { from, limit: 1, newest: true });
         if (last) out.set(id, last);
       }),
     ),

@@ -3,6 +3,7 @@ import pLimit from "p-limit";
 import { SANDBOX_ID_LABEL, SANDBOX_PHASE, SANDBOX_PHASE_LABEL } from "../../lib/crd/keys.ts";
 import { HistoryUnavailable } from "../../lib/history/store.ts";
 import { nodeCapacity } from "../../lib/usage/capacity.ts";
+import { isResting, type NodeRest, nextRest } from "../../lib/usage/node-rest.ts";
 import { forgetDue, usageForgetBefore } from "../../lib/usage/retention.ts";
 import type { UsageSample } from "../../lib/usage/sample.ts";
 import { type CpuCounter, runKey, sampleTime, sandboxSample } from "../../lib/usage/series.ts";
@@ -40,8 +41,16 @@ export interface UsageSampleReport {
   skipped: string[];
 }
 
-/** MAX_REST_MS: a node that keeps failing is still tried once a minute. */
-const MAX_REST_MS = 60_000;
+/** FORBIDDEN is the failure key of a 403 on a node's reads: the host's role, logged once for all nodes. */
+const FORBIDDEN = "forbidden";
+
+/** FAILURE_MESSAGES are the warnings of the host-wide failures (the others: a node's). */
+const FAILURE_MESSAGES: Record<string, string> = {
+  store: "usage: the usage store cannot take samples",
+  [FORBIDDEN]:
+    "usage: this host's role may not read nodes or nodes/proxy (403): apply the kustomize component " +
+    "infra/deploy/components/sandbox-metrics, or set AGENTBOX_USAGE_SAMPLE_SECONDS=0 to stop sampling",
+};
 
 const isClaimed = (pod: V1Pod) => {
   const labels = pod.metadata?.labels ?? {};
@@ -53,9 +62,9 @@ const isClaimed = (pod: V1Pod) => {
  * UsageSampler takes the samples of every claimed sandbox: one step finds the nodes that host
  * claimed pods, reads each node's figures through the apiserver's node proxy (readNodeFigures:
  * one node failing or slow never holds up the others, and each node's failure is logged once per
- * kind, again only after it recovered; one that keeps failing is read less often, see rest),
- * makes each sandbox's sample from its own container runs
- * (sandboxSample) and puts them in the usage store.
+ * kind, again only after it recovered; one that keeps failing is read less often, see nextRest;
+ * a 403 is logged once for the host, naming the component that grants the reads), makes each
+ * sandbox's sample from its own container runs (sandboxSample) and puts them in the usage store.
  *
  * Every host samples, and that is on purpose: the samples' key is (sandbox, `at` rounded down to
  * the period), so hosts sampling the same moment write one row, and a series has no gap while at
@@ -71,8 +80,8 @@ export class UsageSampler {
   private readonly counters = new Map<string, CpuCounter>();
   /** failing holds each failing node's failure kind (and "store" for the store), logged once. */
   private readonly failing = new Map<string, string>();
-  /** resting holds each failing node's failures in a row and when it is read again (backoff). */
-  private readonly resting = new Map<string, { failures: number; untilMs: number }>();
+  /** resting holds each failing node's failures in a row and when it is read again (nextRest). */
+  private readonly resting = new Map<string, NodeRest>();
 
   private readonly deps: UsageSamplerDeps;
   private readonly options: UsageSamplerOptions;
@@ -105,7 +114,9 @@ export class UsageSampler {
     const byNode = new Map<string, V1Pod[]>();
     for (const pod of pods) {
       const node = pod.spec?.nodeName ?? "";
-      byNode.set(node, [...(byNode.get(node) ?? []), pod]);
+      const onNode = byNode.get(node);
+      if (onNode) onNode.push(pod);
+      else byNode.set(node, [pod]);
     }
     const timeoutMs = options.timeoutMs ?? Math.min(5000, Math.max(1000, options.periodSeconds * 1000));
     const limit = pLimit(Math.max(1, options.concurrency ?? 4));
@@ -116,7 +127,7 @@ export class UsageSampler {
     await Promise.all(
       [...byNode].map(([name, onNode]) =>
         limit(async () => {
-          if ((this.resting.get(name)?.untilMs ?? 0) > now.getTime()) {
+          if (isResting(this.resting.get(name), now.getTime())) {
             skipped.push(name);
             return;
           }
@@ -124,6 +135,7 @@ export class UsageSampler {
             const { node, figures } = await readNodeFigures(deps.kube, name, now.toISOString(), timeoutMs);
             this.resting.delete(name);
             this.recovered(name);
+            this.recovered(FORBIDDEN);
             const capacity = nodeCapacity(node);
             for (const pod of onNode) {
               const sample = sandboxSample({
@@ -140,8 +152,14 @@ export class UsageSampler {
                 seen.set(runKey(f), { at: f.at, cpuCoreSeconds: f.cpuCoreSeconds });
           } catch (e) {
             failed.push(name);
-            this.rest(name, now.getTime());
-            this.failed(name, e instanceof NodeFiguresFailure ? e.kind : "figures", String(e));
+            this.resting.set(
+              name,
+              nextRest(this.resting.get(name), now.getTime(), options.periodSeconds * 1000),
+            );
+            // A 403 is this host's role, not the node: said once for the host, naming the fix.
+            if (e instanceof NodeFiguresFailure && e.status === 403)
+              this.failed(FORBIDDEN, "forbidden", String(e));
+            else this.failed(name, e instanceof NodeFiguresFailure ? e.kind : "figures", String(e));
           }
         }),
       ),
@@ -153,17 +171,6 @@ export class UsageSampler {
     if (forgetDue(now, options.periodSeconds * 1000)) await this.forget(now);
     for (const name of this.resting.keys()) if (!byNode.has(name)) this.resting.delete(name);
     return { nodes: byNode.size, pods: pods.length, samples: samples.length, failed, skipped };
-  }
-
-  /**
-   * rest skips a node that failed for a while, doubling with each failure in a row from one period
-   * up to MAX_REST_MS: a node whose kubelet cannot be reached (down, or one that serves no summary)
-   * costs the apiserver a dial per period otherwise, each held until the transport's timeout.
-   */
-  private rest(name: string, nowMs: number): void {
-    const failures = (this.resting.get(name)?.failures ?? 0) + 1;
-    const ms = Math.min(MAX_REST_MS, this.options.periodSeconds * 1000 * 2 ** (failures - 1));
-    this.resting.set(name, { failures, untilMs: nowMs + ms });
   }
 
   /** put stores the samples; a store that cannot answer now loses this sample (logged once). */
@@ -191,10 +198,8 @@ export class UsageSampler {
   private failed(key: string, kind: string, err: string): void {
     if (this.failing.get(key) === kind) return;
     this.failing.set(key, kind);
-    this.deps.log.warn(
-      { node: key === "store" ? undefined : key, kind, err },
-      key === "store" ? "usage: the usage store cannot take samples" : "usage: cannot read a node's figures",
-    );
+    const node = key === "store" || key === FORBIDDEN ? undefined : key;
+    this.deps.log.warn({ node, kind, err }, FAILURE_MESSAGES[key] ?? "usage: cannot read a node's figures");
   }
 
   private recovered(key: string): void {

@@ -10,7 +10,6 @@ import {
   ConfigMapRefSetting,
   DEFAULT_INSTANCE_TYPES,
 } from "../../lib/env/instance-types.ts";
-import { DEFAULT_KUBE_TIMEOUTS, type KubeTimeouts } from "../../lib/kube/transport.ts";
 import {
   IDLE_RELEASE_MODES,
   type IdleReleaseMode,
@@ -19,17 +18,10 @@ import {
 import { readActivitySource } from "./activity-settings.ts";
 import { type DataPlaneSettings, dataPlaneSettings } from "./data-plane/settings.ts";
 import { DATA_PLANE_ENV } from "./data-plane/settings-env.ts";
-import type { DrainSettings } from "./drain.ts";
 import { readPostgresHistory } from "./history-settings.ts";
 import type { PostgresHistorySettings } from "./postgres-history.ts";
-import { Port, Seconds } from "./setting-values.ts";
-
-/** TimeoutSeconds is a request bound: more than 0, at most 5 minutes. */
-const TimeoutSeconds = v.pipe(
-  Seconds,
-  v.check((n) => n > 0, "must be more than 0"),
-  v.maxValue(300),
-);
+import { Port } from "./setting-values.ts";
+import { TIMING_ENV, type TimingSettings, timingSettings } from "./timing-settings.ts";
 
 /**
  * INSTANCE_ID is what AGENTBOX_INSTANCE_ID may be: a lowercase label value (≤ 63), so the
@@ -62,12 +54,8 @@ export const HOST_ENV = v.object({
     ),
     "/var/lib/agentbox/history.sqlite",
   ),
-  AGENTBOX_TICK_SECONDS: v.optional(Seconds, "10"),
-  AGENTBOX_TICK_CONCURRENCY: v.optional(v.pipe(Seconds, v.integer(), v.minValue(1)), "8"),
-  // How often the console's pool charts sample the pool gauges (0: no charts).
-  AGENTBOX_CONSOLE_SAMPLE_SECONDS: v.optional(v.pipe(Seconds, v.maxValue(3600)), "30"),
-  // How often the sandboxes' resource use is sampled from the kubelets (0: never; the metrics endpoints then show none).
-  AGENTBOX_USAGE_SAMPLE_SECONDS: v.optional(v.pipe(Seconds, v.maxValue(3600)), "10"),
+  // The periods and bounds: ticks, samples, apiserver request timeouts, shutdown.
+  ...TIMING_ENV,
   AGENTBOX_SEALING_KEY: v.optional(v.pipe(v.string(), v.minLength(32, "must be at least 32 characters"))),
   AGENTBOX_SEALING_KEY_FILE: v.optional(v.string()),
   AGENTBOX_ENVD_PORT: v.optional(Port, "49983"),
@@ -110,18 +98,11 @@ export const HOST_ENV = v.object({
   // How many sandboxes a team may hold at once: one cap for all, and team=n overrides.
   AGENTBOX_TEAM_SANDBOX_LIMIT: v.optional(v.string()),
   AGENTBOX_TEAM_SANDBOX_LIMITS: v.optional(v.string()),
-  // How long one apiserver request may take (DEFAULT_KUBE_TIMEOUTS): a read, a list, a write.
-  AGENTBOX_KUBE_READ_TIMEOUT_SECONDS: v.optional(TimeoutSeconds, String(DEFAULT_KUBE_TIMEOUTS.read / 1000)),
-  AGENTBOX_KUBE_LIST_TIMEOUT_SECONDS: v.optional(TimeoutSeconds, String(DEFAULT_KUBE_TIMEOUTS.list / 1000)),
-  AGENTBOX_KUBE_WRITE_TIMEOUT_SECONDS: v.optional(TimeoutSeconds, String(DEFAULT_KUBE_TIMEOUTS.write / 1000)),
-  // How a stopping host drains (ADR 0029): serve on while endpoints drop it, then let requests end.
-  AGENTBOX_SHUTDOWN_SETTLE_SECONDS: v.optional(v.pipe(Seconds, v.maxValue(60)), "5"),
-  AGENTBOX_SHUTDOWN_GRACE_SECONDS: v.optional(v.pipe(Seconds, v.maxValue(600)), "25"),
   LOG_LEVEL: v.optional(v.picklist(["debug", "info", "warn", "error"]), "info"),
 });
 
-/** HostEnv is the validated environment. */
-export interface HostEnv {
+/** HostEnv is the validated environment (its periods and bounds: TimingSettings). */
+export interface HostEnv extends TimingSettings {
   callbackToken: string;
   adminToken: string;
   /** metricsToken opens /metrics only (AGENTBOX_METRICS_TOKEN[_FILE]); unset, the admin token does. */
@@ -133,12 +114,6 @@ export interface HostEnv {
   historyPath: string;
   /** historyDatabase keeps the history in PostgreSQL (AGENTBOX_HISTORY_URL; readPostgresHistory). */
   historyDatabase?: PostgresHistorySettings;
-  tickSeconds: number;
-  tickConcurrency: number;
-  /** consoleSampleSeconds: how often the console's pool charts sample the pool gauges (AGENTBOX_CONSOLE_SAMPLE_SECONDS). */
-  consoleSampleSeconds: number;
-  /** usageSampleSeconds: how often the sandboxes' resource use is sampled (AGENTBOX_USAGE_SAMPLE_SECONDS). */
-  usageSampleSeconds: number;
   /** sealingKey seals claims' env vars and derives envd tokens; optional (see HostConfig). */
   sealingKey?: string;
   envdPort: number;
@@ -162,12 +137,8 @@ export interface HostEnv {
   logLevel: string;
   /** teamLimits cap each team's sandboxes (AGENTBOX_TEAM_SANDBOX_LIMIT[S]); none when unset. */
   teamLimits?: TeamLimits;
-  /** kubeTimeouts bound each apiserver request, in ms (AGENTBOX_KUBE_*_TIMEOUT_SECONDS). */
-  kubeTimeouts: KubeTimeouts;
   /** activitySource is the optional pulled activity source (readActivitySource). */
   activitySource?: ActivitySourceConfig;
-  /** shutdown is how SIGTERM drains the host, in ms (AGENTBOX_SHUTDOWN_SETTLE/GRACE_SECONDS). */
-  shutdown: DrainSettings;
 }
 
 /**
@@ -274,10 +245,7 @@ export function readHostEnv(
       port: e.AGENTBOX_LISTEN_PORT,
       historyPath: e.AGENTBOX_HISTORY_PATH,
       ...(database.value ? { historyDatabase: database.value } : {}),
-      tickSeconds: e.AGENTBOX_TICK_SECONDS,
-      tickConcurrency: e.AGENTBOX_TICK_CONCURRENCY,
-      consoleSampleSeconds: e.AGENTBOX_CONSOLE_SAMPLE_SECONDS,
-      usageSampleSeconds: e.AGENTBOX_USAGE_SAMPLE_SECONDS,
+      ...timingSettings(e),
       ...(sealingKey ? { sealingKey } : {}),
       envdPort: e.AGENTBOX_ENVD_PORT,
       ...(domain?.ok ? { sandboxDomain: domain.domain } : {}),
@@ -289,16 +257,7 @@ export function readHostEnv(
       instanceTypes: e.AGENTBOX_INSTANCE_TYPES,
       logLevel: e.LOG_LEVEL,
       ...(limits.ok && limits.value ? { teamLimits: limits.value } : {}),
-      kubeTimeouts: {
-        read: Math.round(e.AGENTBOX_KUBE_READ_TIMEOUT_SECONDS * 1000),
-        list: Math.round(e.AGENTBOX_KUBE_LIST_TIMEOUT_SECONDS * 1000),
-        write: Math.round(e.AGENTBOX_KUBE_WRITE_TIMEOUT_SECONDS * 1000),
-      },
       ...(activity.value ? { activitySource: activity.value } : {}),
-      shutdown: {
-        settleMs: Math.round(e.AGENTBOX_SHUTDOWN_SETTLE_SECONDS * 1000),
-        graceMs: Math.round(e.AGENTBOX_SHUTDOWN_GRACE_SECONDS * 1000),
-      },
     },
   };
 }

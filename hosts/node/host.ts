@@ -1,107 +1,30 @@
 import { hostname } from "node:os";
-import type { KubeConfig } from "@kubernetes/client-node";
 import { AggregatorRegistry, collectDefaultMetrics, Registry } from "prom-client";
-import type { ActivitySourceConfig } from "../../functions/activity-source.ts";
 import { SESSION_READ_GAP_MS } from "../../functions/console/console-sessions.ts";
 import type { HostDeps } from "../../functions/host-deps.ts";
 import { STEP_NAMES } from "../../functions/runs/reconcile-pool.ts";
-import type { DecideOptions } from "../../lib/autoscale/group-decision.ts";
 import { claimedByValue } from "../../lib/claims/claimed-by.ts";
-import type { TeamLimits } from "../../lib/claims/team-limits.ts";
 import { PoolSamples } from "../../lib/console/pool-samples.ts";
 import { ENVD_PORT } from "../../lib/data-plane/sandbox-host.ts";
-import type { ConfigMapRef } from "../../lib/env/instance-types.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
-import type { KubeTimeouts } from "../../lib/kube/transport.ts";
 import { createMetrics } from "../../lib/metrics/metrics.ts";
-import type { IdleReleaseMode } from "../../lib/reconcile/idle-release.ts";
 import { auditEnvTargets, auditPodTargets, auditTargets } from "../../lib/triggers/audit-targets.ts";
-import type { Log } from "../../lib/util/log.ts";
 import { PacedRead } from "../../lib/util/paced-read.ts";
 import { withTimeout } from "../../lib/util/with-timeout.ts";
-import type { AuditEventList } from "../../webhooks/audit.ts";
 import { createApp } from "../app.ts";
 import { type DataPlaneThread, startRouter } from "./data-plane/router-child.ts";
-import type { DataPlaneSettings } from "./data-plane/settings.ts";
 import { type DrainSettings, drain } from "./drain.ts";
 import { sha256Hex } from "./hash-key.ts";
+import type { HostConfig } from "./host-config.ts";
 import { nodeHostDeps } from "./node-host-deps.ts";
 import { openHistory } from "./open-history.ts";
 import { startPoolSampler } from "./pool-sampler.ts";
-import type { PostgresHistorySettings } from "./postgres-history.ts";
 import type { Reconciler } from "./reconciler.ts";
 import { startReconcilerThread } from "./reconciler-child.ts";
 import { serveHttps } from "./serve.ts";
 
-export interface HostConfig {
-  kubeconfig: KubeConfig;
-  /** Token the apiserver presents to /admission and /audit. */
-  callbackToken: string;
-  /** Token operators present to /functions. */
-  adminToken: string;
-  historyPath: string;
-  /** historyDatabase keeps the history in PostgreSQL instead of historyPath (AGENTBOX_HISTORY_URL). */
-  historyDatabase?: PostgresHistorySettings;
-  listen: { host: string; port: number; certFile: string; keyFile: string };
-  /** Tick period in seconds; 0 turns the tick off (audit events and manual triggers only). */
-  tickSeconds: number;
-  tickConcurrency: number;
-  log: Log;
-  /**
-   * auditNamespacePrefix limits what audit events may trigger to namespaces with this prefix (all
-   * by default; the integration tests keep background runs out of their own namespaces).
-   */
-  auditNamespacePrefix?: string;
-  /** auditTriggers false: audit events trigger no runs at all (benchmarks of the API alone). */
-  auditTriggers?: boolean;
-  /** clusterId is the local cluster's ID: the Env step materialises that segment only. */
-  clusterId?: string;
-  /**
-   * instanceId names this host among the replicas (both threads' Events, its pending-demand
-   * marks); default the hostname. Hosts sharing a hostname (one machine) need distinct ones.
-   */
-  instanceId?: string;
-  /** adoptPools gives every standalone pool a same-named Env on the tick (opt-in). */
-  adoptPools?: boolean;
-  /** autoscale: the autoscaler's settings besides the groups' policies (benchmarks only, ADR 0034). */
-  autoscale?: DecideOptions;
-  /** instanceTypes is the instance type catalog's ConfigMap (default agentbox-system/agentbox-instance-types). */
-  instanceTypes?: ConfigMapRef;
-  /**
-   * idleRelease is what counts as activity for idle timeouts (default: pulled when the host has a
-   * source, the router (dataPlane) or activitySource, else reported).
-   */
-  idleRelease?: IdleReleaseMode;
-  /** Where the hashed API keys live (default agentbox-system/agentbox-api-keys). */
-  apiKeys?: { namespace: string; name: string };
-  /**
-   * sealingKey (≥ 32 characters) seals claims' env vars into their pods and derives envd access
-   * tokens; without it, creates with env vars and the E2B API answer 400.
-   */
-  sealingKey?: string;
-  /** envdPort is where post-start hooks reach envd in a pod (default 49983). */
-  envdPort?: number;
-  /** sandboxDomain is where sandbox ports are reached (AGENTBOX_SANDBOX_DOMAIN; AppDeps.sandboxDomain). */
-  sandboxDomain?: string;
-  /** postStartDeadlineSeconds after the start, sandboxes whose hooks still fail are released (60). */
-  postStartDeadlineSeconds?: number;
-  /** The pulled activity source idle-release asks first (none: the last-active annotation only). */
-  activitySource?: ActivitySourceConfig;
-  /** teamLimits cap each team's sandboxes held at once (none when unset). */
-  teamLimits?: TeamLimits;
-  /** kubeTimeouts bound each apiserver request by kind, in ms (DEFAULT_KUBE_TIMEOUTS). */
-  kubeTimeouts?: Partial<KubeTimeouts>;
-  /** onAuditEvents also receives every accepted batch (tests record them). */
-  onAuditEvents?: (list: AuditEventList) => void;
-  /** consoleSampleSeconds: how often the console's pool charts sample the pool gauges (30; 0: never). */
-  consoleSampleSeconds?: number;
-  /** usageSampleSeconds: how often the reconciler samples the sandboxes' resource use (10; 0: never). */
-  usageSampleSeconds?: number;
-  /** metricsToken is the bearer token /metrics asks for (default: the admin token). */
-  metricsToken?: string;
-  /** dataPlane runs the sandbox router (hosts/node/data-plane/) on these listeners; none when unset. */
-  dataPlane?: DataPlaneSettings;
-}
+// HostConfig is re-exported: startHost's callers (the benchmarks) name it from here.
+export type { HostConfig };
 
 /** THREAD_METRICS_MS bounds how long a scrape waits for the reconciler thread's metrics. */
 const THREAD_METRICS_MS = 2000;

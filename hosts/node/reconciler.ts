@@ -182,13 +182,16 @@ export function startReconciler(
           ...(view ? { pods: () => view.snapshot() } : {}),
         })
       : undefined;
+  // sampling is the sample in flight: close() waits for it, as the usage store (the history's
+  // database) is closed right after, and a put must not land on a closed database.
+  let sampling: Promise<void> | undefined;
   const usageCron = sampler
     ? new Cron("* * * * * *", { interval: usageSeconds, protect: true }, async () => {
-        const report = await sampler.sample().catch((err: unknown) => {
-          deps.log.warn({ err: String(err) }, "usage sampling failed");
-          return undefined;
-        });
-        if (report) deps.log.debug({ ...report }, "usage sample");
+        sampling = sampler.sample().then(
+          (report) => deps.log.debug({ ...report }, "usage sample"),
+          (err: unknown) => deps.log.warn({ err: String(err) }, "usage sampling failed"),
+        );
+        await sampling;
       })
     : undefined;
   const auditEnvs = async (targets: EnvAuditTargets) => {
@@ -225,6 +228,7 @@ export function startReconciler(
       cron?.stop();
       usageCron?.stop();
       view?.close();
+      await sampling;
       await idle();
     },
   };

@@ -99,6 +99,9 @@ function teamLimitsOf(config: WorkerConfig): { teamLimits?: TeamLimits } {
   return limits.ok && limits.value ? { teamLimits: limits.value } : {};
 }
 
+/** WORKER_SAMPLE_SECONDS is the Worker's sampling period: its cron's, once a minute (one sample an invocation). */
+const WORKER_SAMPLE_SECONDS = 60;
+
 export default {
   async fetch(request: Request, env: WorkerBindings, ctx: WorkerContext): Promise<Response> {
     const log = consoleLog({ host: "worker" });
@@ -172,6 +175,13 @@ export default {
    * fires at most once a minute; 5 passes 10 s apart keep the Node host's 10 s safety net), over
    * TICK_NAMESPACE's pools and Envs only when it is set (a namespace-scoped token can list nothing
    * else). A pass that fails logs one error line and fails the invocation: never a silent success.
+   *
+   * The sandboxes' resource use is sampled once an invocation, beside the first pass, not at each:
+   * the samples share the invocation's subrequest budget (Cloudflare's per-invocation limit, 1000
+   * on the paid plan) with the passes, and a sample costs one list of the claimed pods plus 2
+   * subrequests per node hosting a sandbox (its Node and its kubelet's figures through the node
+   * proxy): nodes × 2 once, not TICK_PASSES times. A deployment over a few hundred such nodes
+   * outgrows this: sample from a Node host there. The Worker's series has one sample a minute.
    */
   async scheduled(_event: unknown, env: WorkerBindings, _ctx: WorkerContext): Promise<void> {
     const log = consoleLog({ host: "worker", trigger: "cron" });
@@ -182,16 +192,20 @@ export default {
     }
     const deps = await workerDeps(config.value, env, log);
     const spacingMs = config.value.TICK_SPACING_SECONDS * 1000;
-    // The sandboxes' resource use, once a pass (a sampling that fails is logged, never the invocation's failure).
+    // The sandboxes' resource use, once an invocation (see scheduled's doc): `at` rounded to the
+    // cron's minute, which also times the hourly forgetting of old series (forgetDue).
     const usage = new UsageSampler(deps, {
-      periodSeconds: config.value.TICK_SPACING_SECONDS,
+      periodSeconds: WORKER_SAMPLE_SECONDS,
       ...(config.value.TICK_NAMESPACE ? { namespace: config.value.TICK_NAMESPACE } : {}),
     });
     for (let pass = 0; pass < config.value.TICK_PASSES; pass++) {
       if (pass > 0) await new Promise((r) => setTimeout(r, spacingMs));
-      const sampled = usage.sample().catch((err: unknown) => {
-        log.warn({ pass, err: String(err) }, "usage sampling failed");
-      });
+      const sampled =
+        pass === 0
+          ? usage.sample().catch((err: unknown) => {
+              log.warn({ err: String(err) }, "usage sampling failed");
+            })
+          : undefined;
       try {
         const report = await tick(deps, {
           periodMs: spacingMs,

@@ -1,20 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
+import { advertiseAddress, apiserverArgs } from "./apiserver-args.ts";
 import { ensureBinaries, ensureNodeBinaries } from "./binaries.ts";
 import { writeCallbackConfigs, writeKubeconfig, writeKwokConfig } from "./configs.ts";
 import { httpsGet } from "./http.ts";
-import {
-  appendKwokUsage,
-  type KwokMetrics,
-  kwokMetricsArgs,
-  ownAddress,
-  resourceMetricsAnnotation,
-} from "./kwok-metrics.ts";
+import { kwokMetricsWiring } from "./kwok-metrics.ts";
 import { createPki } from "./pki.ts";
 import { freePorts } from "./ports.ts";
 import { isOurs, type Started, startDetached, waitWhileRunning } from "./processes.ts";
@@ -45,19 +39,6 @@ export interface UpOptions {
 }
 
 const KWOK_STAGES = fileURLToPath(new URL("../kwok/stages.yaml", import.meta.url));
-
-/**
- * advertiseAddress picks a non-loopback IPv4 for --advertise-address: the apiserver refuses to
- * guess one on a machine without a default route, and a loopback address is not a valid
- * endpoint for the `kubernetes` service. Nothing connects to it (there is no kube-proxy); when
- * the machine has no such interface a TEST-NET-1 address stands in.
- */
-function advertiseAddress(): string {
-  for (const addrs of Object.values(networkInterfaces())) {
-    for (const a of addrs ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
-  }
-  return "192.0.2.10";
-}
 
 /** isHealthy reports whether a recorded cluster still has all its processes and a ready apiserver. */
 export async function isHealthy(state: ClusterState): Promise<boolean> {
@@ -143,12 +124,7 @@ async function startOnce(
   writeKwokConfig(kwokConfig, KWOK_STAGES, opts.pullDelayMs, opts.backoffDelayMs);
   // kwok's simulated resource metrics, read through the node proxy at an address of this machine
   // the apiserver may proxy to (infra/cluster/kwok-metrics.ts); none on a machine without one.
-  const kwokAddress = ownAddress();
-  const kwokMetrics: KwokMetrics | undefined = kwokAddress
-    ? { address: kwokAddress, port: (await freePorts(1))[0]! }
-    : undefined;
-  if (kwokMetrics) appendKwokUsage(kwokConfig);
-  else opts.log("no non-loopback IPv4 address here: kwok nodes get no resource metrics");
+  const kwokMetrics = await kwokMetricsWiring(kwokConfig, opts.log);
   const schedulerConfig = join(dir, "scheduler.yaml");
   writeFileSync(
     schedulerConfig,
@@ -211,40 +187,10 @@ async function startOnce(
   });
 
   opts.log(`starting kube-apiserver on ${server} (advertise ${ip})`);
-  run("kube-apiserver", [
-    `--etcd-servers=${etcdUrl}`,
-    "--bind-address=127.0.0.1",
-    `--secure-port=${ports.apiserver}`,
-    `--advertise-address=${ip}`,
-    `--tls-cert-file=${pki.apiserverCert}`,
-    `--tls-private-key-file=${pki.apiserverKey}`,
-    `--client-ca-file=${pki.caCert}`,
-    `--token-auth-file=${join(dir, "tokens.csv")}`,
-    "--authorization-mode=Node,RBAC",
-    "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-    `--service-account-key-file=${pki.saPub}`,
-    `--service-account-signing-key-file=${pki.saKey}`,
-    "--service-cluster-ip-range=10.96.0.0/16",
-    `--admission-control-config-file=${callbacks.admissionConfig}`,
-    `--audit-policy-file=${callbacks.auditPolicy}`,
-    `--audit-webhook-config-file=${callbacks.auditKubeconfig}`,
-    "--audit-webhook-mode=batch",
-    // Up to 100 events per POST, sent at most 5 ms after the first (ADR 0011): a burst of writes
-    // becomes a few requests instead of one HTTPS request (and often one connection) per write.
-    "--audit-webhook-batch-max-size=100",
-    "--audit-webhook-batch-max-wait=5ms",
-    "--audit-webhook-batch-throttle-enable=false",
-    "--audit-webhook-initial-backoff=1s",
-    "--max-requests-inflight=2000",
-    "--max-mutating-requests-inflight=1000",
-    `--kubelet-client-certificate=${pki.kubeletClientCert}`,
-    `--kubelet-client-key=${pki.kubeletClientKey}`,
-    "--kubelet-preferred-address-types=InternalIP",
-    `--cert-dir=${join(dir, "pki")}`,
-    // PodTemplates, which nothing here uses, are served from etcd: once etcd is compacted, a watch
-    // from an older version gets 410 Gone, so tests can prove what a watch-fed cache does then.
-    "--watch-cache-sizes=podtemplates#0",
-  ]);
+  run(
+    "kube-apiserver",
+    apiserverArgs({ dir, etcdUrl, port: ports.apiserver, advertise: ip, pki, callbacks }),
+  );
   await waitWhileRunning("kube-apiserver", running, async () => {
     const res = await httpsGet(`${server}/readyz`, pki.caCert, adminToken);
     return res.status === 200;
@@ -278,8 +224,7 @@ async function startOnce(
     "--manage-all-nodes=false",
     "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
     "--cidr=127.32.0.0/16",
-    `--node-ip=${kwokMetrics?.address ?? "10.240.0.1"}`,
-    ...(kwokMetrics ? kwokMetricsArgs(kwokMetrics) : []),
+    ...kwokMetrics.args,
     "--node-lease-duration-seconds=40",
   ]);
 
@@ -294,7 +239,7 @@ async function startOnce(
           annotations: {
             "kwok.x-k8s.io/node": "fake",
             "node.alpha.kubernetes.io/ttl": "0",
-            ...(kwokMetrics ? resourceMetricsAnnotation(name, kwokMetrics) : {}),
+            ...kwokMetrics.annotations(name),
           },
           labels: { "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", type: "kwok" },
         },

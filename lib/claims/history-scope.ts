@@ -1,3 +1,4 @@
+import type { SandboxRecord } from "../history/record.ts";
 import type { Tenant } from "./api-keys.ts";
 
 /**
@@ -6,4 +7,15 @@ import type { Tenant } from "./api-keys.ts";
  */
 export function historyScope(tenant: Tenant): { team?: string; user?: string } {
   return tenant.admin ? {} : { team: tenant.team, user: tenant.user };
+}
+
+/**
+ * mayReadRecord tells whether a tenant may see one history record (an ended sandbox, its series):
+ * the same rule as historyScope's filter, for a record read by its key, so a sandbox page and a
+ * metrics read never show a record the history list would not. Callers answer another tenant's
+ * record exactly like a missing one.
+ */
+export function mayReadRecord(tenant: Tenant, record: Pick<SandboxRecord, "team" | "user">): boolean {
+  const scope = historyScope(tenant);
+  return scope.team === undefined || (record.team === scope.team && record.user === scope.user);
 }

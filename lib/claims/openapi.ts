@@ -1,14 +1,6 @@
-import { toJsonSchema } from "@valibot/to-json-schema";
-import type { GenericSchema } from "valibot";
+import { errors, id, int, json, jsonSchema, map, query, sandbox, str } from "./openapi-parts.ts";
+import { surfacePaths } from "./openapi-surfaces.ts";
 import { CreateSandboxRequest, NetworkUpdateRequest, TimeoutRequest } from "./schemas.ts";
-
-/** jsonSchema renders a request schema for the document (checks it cannot express are left out). */
-const jsonSchema = (schema: GenericSchema) =>
-  toJsonSchema(schema, { errorMode: "ignore", target: "openapi-3.0" });
-
-const str = { type: "string" };
-const int = { type: "integer" };
-const map = { type: "object", additionalProperties: str };
 
 /** SANDBOX is the response shape of every call that returns a sandbox (lib/claims/sandbox-view.ts). */
 const SANDBOX = {
@@ -30,72 +22,24 @@ const SANDBOX = {
     startupTimeoutSeconds: int,
     podIP: str,
     detail: { type: "object", properties: { reason: str, message: str, lastUpdatedTime: str } },
-    // GET /sandboxes/{id} and the create's 201: how its ports are reached (viewWithAccess).
+    // GET /sandboxes/{id} and the create's 201 (viewWithAccess): its network settings, and how
+    // its ports are reached. The list leaves both out.
+    network: { $ref: "#/components/schemas/SandboxNetwork" },
     access: {
       type: "object",
       description:
-        "How the sandbox is reached (GET /sandboxes/{id} and the create's answer): its URLs when a sandbox domain is configured, and envd's X-Access-Token to the sandbox's owner only (never to an admin key looking at another tenant's sandbox)",
+        "How the sandbox is reached (GET /sandboxes/{id} and the create's answer): its URLs when a sandbox domain is configured, and its tokens to the sandbox's owner only (never to an admin key looking at another tenant's sandbox)",
       properties: {
         domain: str,
         urlPattern: { type: "string", description: "every port's URL: replace {port}" },
         envdUrl: str,
-        envdAccessToken: { type: "string", description: "the sandbox owner's only" },
+        envdAccessToken: { type: "string", description: "envd's X-Access-Token; the sandbox owner's only" },
+        trafficAccessToken: {
+          type: "string",
+          description:
+            "when its ports are private (network.allowPublicTraffic false): the token every port but envd's asks for; the sandbox owner's only",
+        },
       },
-    },
-  },
-};
-
-/** TEMPLATE is one entry of GET /templates (lib/claims/template-summaries.ts). */
-const TEMPLATE = {
-  type: "object",
-  required: ["name", "aliases", "public", "pools", "envs", "ready", "degraded"],
-  properties: {
-    name: { type: "string", description: "the SandboxTemplate (cluster-scoped): a create's `template`" },
-    aliases: { type: "array", items: str, description: "names a create accepts for it" },
-    description: str,
-    version: str,
-    public: { type: "boolean", description: "every tenant may use it" },
-    resources: {
-      type: "object",
-      description: "the pod template's main container (containers[0]) requests and limits",
-      properties: { requests: map, limits: map },
-    },
-    pools: { type: "array", items: str, description: "live pools made from it (namespace/name)" },
-    envs: { type: "array", items: str, description: "live Envs built on it (namespace/name)" },
-    ready: { type: "boolean", description: "a create naming it finds an Env or a pool" },
-    degraded: { type: "boolean", description: "its pod template cannot become a pod" },
-    why: { type: "string", description: "why it is not ready" },
-    createdAt: { type: "string", format: "date-time" },
-  },
-};
-
-/** METRIC is one sample of GET /sandboxes/{id}/metrics (lib/usage/metric-answers.ts nativeMetric). */
-const METRIC = {
-  type: "object",
-  required: [
-    "at",
-    "cpuCount",
-    "cpuUsedPercent",
-    "memoryUsedBytes",
-    "memoryTotalBytes",
-    "memoryCacheBytes",
-    "diskUsedBytes",
-    "diskTotalBytes",
-  ],
-  properties: {
-    at: { type: "string", format: "date-time", description: "the sample period's start (whole seconds)" },
-    cpuCount: {
-      type: "integer",
-      description: "the sandbox's CPUs: its CPU limit (else its node's), rounded up",
-    },
-    cpuUsedPercent: { type: "number", description: "CPU use in percent of cpuCount" },
-    memoryUsedBytes: { type: "integer", description: "working set of the sandbox's containers" },
-    memoryTotalBytes: { type: "integer", description: "its memory limit, else its node's allocatable" },
-    memoryCacheBytes: { type: "integer", description: "page cache its memory usage counts" },
-    diskUsedBytes: { type: "integer", description: "its containers' writable layers" },
-    diskTotalBytes: {
-      type: "integer",
-      description: "its ephemeral-storage limit, else the filesystem's size",
     },
   },
 };
@@ -117,20 +61,19 @@ const ERROR = {
   },
 };
 
-const json = (schema: unknown) => ({ content: { "application/json": { schema } } });
-const errors = (...codes: number[]) =>
-  Object.fromEntries(
-    codes.map((c) => [String(c), { description: "error", ...json({ $ref: "#/components/schemas/Error" }) }]),
-  );
-const query = (name: string, description: string, schema: unknown = str) => ({
-  name,
-  in: "query",
-  required: false,
-  description,
-  schema,
-});
-const id = { name: "id", in: "path", required: true, schema: str };
-const sandbox = { $ref: "#/components/schemas/Sandbox" };
+/**
+ * sandboxNetwork is a sandbox's network settings as GET /sandboxes/{id}, the create's answer and
+ * PUT /sandboxes/{id}/network show them: the create's `network` schema (so it cannot drift from
+ * what a create accepts), as the pod stores them.
+ */
+function sandboxNetwork() {
+  const create = jsonSchema(CreateSandboxRequest) as { properties?: Record<string, object> };
+  return {
+    ...create.properties?.network,
+    description:
+      "The sandbox's egress rules and port privacy as the create or the last network update set them (an update keeps allowPublicTraffic); {} is the namespace's default egress with public ports",
+  };
+}
 
 /**
  * openApiDocument describes the /v1 API. Request bodies come from the same valibot schemas that
@@ -153,6 +96,7 @@ export function openApiDocument(serverUrl = "/v1") {
         CreateSandboxRequest: jsonSchema(CreateSandboxRequest),
         TimeoutRequest: jsonSchema(TimeoutRequest),
         NetworkUpdateRequest: jsonSchema(NetworkUpdateRequest),
+        SandboxNetwork: sandboxNetwork(),
       },
     },
     paths: {
@@ -206,98 +150,7 @@ export function openApiDocument(serverUrl = "/v1") {
           responses: { "200": { description: "the sandbox", ...json(sandbox) }, ...errors(400, 401, 404) },
         },
       },
-      "/sandboxes/{id}/metrics": {
-        get: {
-          summary: "A sandbox's resource use over its life, oldest first (lib/usage/metric-answers.ts)",
-          parameters: [
-            id,
-            query("from", "RFC 3339: samples at or after it", { type: "string", format: "date-time" }),
-            query("to", "RFC 3339: samples at or before it", { type: "string", format: "date-time" }),
-          ],
-          responses: {
-            "200": {
-              description: "the sandbox's samples (its own containers only, from its claim on)",
-              ...json({
-                type: "object",
-                properties: { sandboxId: str, metrics: { type: "array", items: METRIC } },
-              }),
-            },
-            ...errors(400, 401, 404, 501, 503),
-          },
-        },
-      },
-      "/sandboxes/{id}/logs": {
-        get: {
-          summary:
-            "A sandbox's logs since its claim: its container's log and its runtimes' LogDir files (the owner only; lib/logs)",
-          parameters: [
-            id,
-            query("cursor", "Unix ms: forward pages start at it, backward pages end at it", int),
-            query("limit", "0..1000, default 1000", int),
-            query("direction", "forward | backward (default)"),
-            query("level", "debug | info | warn | error: this level and above"),
-            query("search", "case-sensitive substring of the message, at most 256 characters"),
-            query("follow", "true: stream the page, then each new line (application/x-ndjson)"),
-            query("idleTimeout", "seconds without a line before a follow ends, 1..3600, default 60", int),
-          ],
-          responses: {
-            "200": {
-              description:
-                'the page; with follow=true one entry per line, then {"end": "released" | "idle" | "shutdown" | "error"}',
-              ...json({
-                type: "object",
-                properties: {
-                  logs: {
-                    type: "array",
-                    items: {
-                      type: "object",
-                      required: ["timestamp", "level", "message", "fields"],
-                      properties: {
-                        timestamp: { type: "string", format: "date-time" },
-                        level: { type: "string", enum: ["debug", "info", "warn", "error"] },
-                        message: str,
-                        fields: {
-                          ...map,
-                          description:
-                            "source (container | runtime), container or file, a JSON line's fields",
-                        },
-                      },
-                    },
-                  },
-                },
-              }),
-            },
-            ...errors(400, 401, 404, 503),
-          },
-        },
-      },
-      "/sandboxes/{id}/network": {
-        put: {
-          summary:
-            "Replace a sandbox's egress rules (CIDR blocks and IPs, its own NetworkPolicy; omitted fields are cleared, {} returns it to the namespace default; docs/egress.md)",
-          parameters: [id],
-          requestBody: { required: true, ...json({ $ref: "#/components/schemas/NetworkUpdateRequest" }) },
-          responses: {
-            "200": {
-              description: "the settings now in force",
-              ...json({ type: "object", properties: { network: { type: "object" } } }),
-            },
-            ...errors(400, 401, 404, 503),
-          },
-        },
-      },
-      "/templates": {
-        get: {
-          summary: "The templates you may create sandboxes from (lib/claims/template-summaries.ts)",
-          responses: {
-            "200": {
-              description: "every template, sorted by name",
-              ...json({ type: "object", properties: { templates: { type: "array", items: TEMPLATE } } }),
-            },
-            ...errors(401),
-          },
-        },
-      },
+      ...surfacePaths(),
       "/history": {
         get: {
           summary: "Finished sandboxes",

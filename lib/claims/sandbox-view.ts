@@ -20,6 +20,7 @@ import {
 } from "../crd/keys.ts";
 import { parseWith } from "../crd/parse-with.ts";
 import { ENVD_PORT, sandboxHost } from "../data-plane/sandbox-host.ts";
+import { networkOf, type SandboxNetwork } from "../egress/network.ts";
 import { apiPhaseOf, sandboxIdOf } from "../lifecycle/api-phase.ts";
 import { buildStatusDetail } from "../lifecycle/diagnostics.ts";
 import { sandboxPhaseOf } from "../lifecycle/phase-label.ts";
@@ -222,7 +223,23 @@ export interface SandboxAccess {
   envdUrl?: string;
   /** envdAccessToken is the X-Access-Token envd asks for; its owner's only. */
   envdAccessToken?: string;
+  /** trafficAccessToken opens a private sandbox's other ports (its traffic header); its owner's only. */
+  trafficAccessToken?: string;
 }
+
+/** AccessTokens are the credentials an answer carries: its caller's, when it owns the sandbox. */
+export interface AccessTokens {
+  envdAccessToken?: string | undefined;
+  trafficAccessToken?: string | undefined;
+}
+
+/**
+ * SandboxDetail is one sandbox as its GET and its create answer it: the view, its network
+ * settings ({} when it has the namespace's default egress and public ports) and how it is
+ * reached. The list leaves these out: they take the pod's annotations and, for the tokens, a
+ * derivation per sandbox.
+ */
+export type SandboxDetail = SandboxView & { network: SandboxNetwork; access?: SandboxAccess };
 
 /**
  * isOwnSandbox: the tenant is the sandbox's owner (its team and user), admin or not. An admin key
@@ -234,13 +251,13 @@ export function isOwnSandbox(view: SandboxView, tenant: Tenant): boolean {
 
 /**
  * withAccess adds `access` to a sandbox view: its URLs when a sandbox domain is configured, and
- * the envd token when one is given (the caller gives it to the owner only); no `access` when
- * there is neither.
+ * the tokens given (the caller gives them to the owner only); no `access` when there is none of
+ * these.
  */
 export function withAccess(
   view: SandboxView,
   domain: string | undefined,
-  envdAccessToken: string | undefined,
+  tokens: AccessTokens,
 ): SandboxView & { access?: SandboxAccess } {
   const urls = domain
     ? {
@@ -249,6 +266,26 @@ export function withAccess(
         envdUrl: `https://${sandboxHost(ENVD_PORT, view.sandboxId, domain)}`,
       }
     : {};
-  const access: SandboxAccess = { ...urls, ...(envdAccessToken ? { envdAccessToken } : {}) };
+  const { envdAccessToken, trafficAccessToken } = tokens;
+  const access: SandboxAccess = {
+    ...urls,
+    ...(envdAccessToken ? { envdAccessToken } : {}),
+    ...(trafficAccessToken ? { trafficAccessToken } : {}),
+  };
   return Object.keys(access).length > 0 ? { ...view, access } : view;
+}
+
+/**
+ * sandboxDetail is the native answer for one sandbox (SandboxDetail): `view` with the network
+ * settings its pod holds, read as E2B's detail reads them (networkOf: what the create or the last
+ * network update asked for), and `access` as withAccess makes it.
+ */
+export function sandboxDetail(
+  pod: V1Pod,
+  view: SandboxView,
+  domain: string | undefined,
+  tokens: AccessTokens,
+): SandboxDetail {
+  const { access, ...shown } = withAccess(view, domain, tokens);
+  return { ...shown, network: networkOf(pod), ...(access ? { access } : {}) };
 }

@@ -183,10 +183,23 @@ export class CoreApi extends KubeBase {
    * nodeProxy GETs `path` on a node through the apiserver's node proxy (`nodes/proxy`), e.g. the
    * kubelet's `stats/summary`, and answers the body as text. `node` may name a scheme and port
    * (`http:kwok-node-0:10247`), as the proxy's path allows; `path`'s slashes are kept.
+   *
+   * Both may come from a Node's annotation (which its kubelet may write), and the request goes
+   * out with this client's identity, so neither may leave `/api/v1/nodes/<node>/proxy/`: a `..`
+   * or `.` segment (URL parsing resolves them, encoded or not), an empty one, and any `%`, `?`,
+   * `#` or `\` (which a URL parser or the apiserver may decode, cut or turn into `/`) is refused
+   * with a RangeError before any request, never cleaned up into something else.
    */
   nodeProxy(node: string, path: string, accept = "application/json"): Promise<string> {
+    if (!/^(?:https?:)?[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?(?::\d{1,5})?$/.test(node))
+      return Promise.reject(new RangeError(`node proxy: ${JSON.stringify(node)} is not a node name`));
+    const segments = path.split("/");
+    if (segments.some((s) => s === "" || s === "." || s === ".." || /[%?#\\]/.test(s)))
+      return Promise.reject(
+        new RangeError(`node proxy: ${JSON.stringify(path)} has an empty or dot segment, or %, ?, # or \\`),
+      );
     const name = enc(node).replaceAll("%3A", ":");
-    const rest = path.split("/").filter(Boolean).map(enc).join("/");
+    const rest = segments.map(enc).join("/");
     return this.callText(
       { method: "GET", path: `/api/v1/nodes/${name}/proxy/${rest}`, accept },
       `get ${path} of node ${node} through the node proxy`,

@@ -2,6 +2,7 @@
 // allocatable resources (a container without a limit may use what the node gives pods).
 import type { V1Node, V1Pod } from "@kubernetes/client-node";
 import { parseQuantity, quantityMilliValue, quantityValue } from "../lifecycle/quantity.ts";
+import { defined } from "./defined.ts";
 
 /** Capacity is what a sandbox or a node offers: CPU cores, memory and disk bytes (undefined: unknown). */
 export interface Capacity {
@@ -66,8 +67,4 @@ export function sandboxCapacity(pod: V1Pod, node: Capacity): Capacity {
         ? disks.reduce<number>((a, b) => a + (b ?? 0), 0)
         : undefined,
   });
-}
-
-function defined<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }

@@ -9,6 +9,43 @@ import type { ContainerUsage } from "./sample.ts";
  */
 export const RESOURCE_METRICS_ANNOTATION = "agentbox.navix.sh/resource-metrics";
 
+/**
+ * SOURCE_PROXY is what the annotation's proxy node may be: a node name (a DNS subdomain: no dot
+ * segment such as `..`), with an optional scheme and port.
+ */
+const SOURCE_PROXY = /^(?:https?:)?[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?(?::\d{1,5})?$/;
+
+/**
+ * SOURCE_PATH is what the annotation's path may be: under `metrics/`, plain segments only (no
+ * `%`, `?`, `#`, backslash or empty segment), dot segments refused apart (see resourceMetricsSource).
+ */
+const SOURCE_PATH = /^metrics\/[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*$/;
+
+/** ResourceMetricsSource is where a node's resource metrics are read, or why its annotation is refused. */
+export type ResourceMetricsSource = { ok: true; proxy: string; path: string } | { ok: false; error: string };
+
+/**
+ * resourceMetricsSource reads a RESOURCE_METRICS_ANNOTATION value. The value is written on the
+ * Node, which its own kubelet may edit, and the controller GETs it with its own identity: a path
+ * that escaped the node proxy (`metrics/../../../../apis/...`, resolved by URL parsing) would
+ * make the controller read any API path for the node (a confused deputy). So both parts are
+ * pinned to the shapes the sources use (kwok: `http:<node>:<port>/metrics/nodes/<node>/metrics/
+ * resource`), and anything else is refused, never repaired.
+ */
+export function resourceMetricsSource(value: string): ResourceMetricsSource {
+  const slash = value.indexOf("/");
+  const proxy = value.slice(0, Math.max(0, slash));
+  const path = value.slice(slash + 1);
+  const refused = (why: string): ResourceMetricsSource => ({
+    ok: false,
+    error: `${RESOURCE_METRICS_ANNOTATION}: ${JSON.stringify(value.slice(0, 200))} ${why}`,
+  });
+  if (slash <= 0 || !SOURCE_PROXY.test(proxy)) return refused("is not <proxy node>/<path>");
+  if (!SOURCE_PATH.test(path) || path.split("/").some((s) => s === "." || s === ".."))
+    return refused("has a path outside metrics/ or with a dot segment");
+  return { ok: true, proxy, path };
+}
+
 /** The three container metrics of the kubelet's resource metrics that a sample needs. */
 const CPU = "container_cpu_usage_seconds_total";
 const MEMORY = "container_memory_working_set_bytes";

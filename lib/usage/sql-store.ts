@@ -93,7 +93,8 @@ export class SqlUsageStore implements UsageStore {
       ...(range.to === undefined ? {} : { to: second(range.to, "to", "floor") }),
     };
     const [rows = []] = await this.run([selectRange(sandboxId, bounds, this.cap)]);
-    return (rows as UsageRow[]).map(fromUsageRow);
+    const samples = (rows as UsageRow[]).map(fromUsageRow);
+    return range.newest ? samples.reverse() : samples;
   }
 
   async forget(before: string): Promise<number> {

@@ -181,7 +181,11 @@ export function dropSamples(sandboxId: string, ats: readonly string[], max: numb
   ];
 }
 
-/** selectRange reads a sandbox's samples in [from, to], oldest first, at most `limit` (1 to cap). */
+/**
+ * selectRange reads a sandbox's samples in [from, to], at most `limit` (1 to cap): the oldest, in
+ * time order, or with `newest` the newest, newest first (the primary key (sandbox_id, at) serves
+ * either order, so a latest sample is one index step; the store puts them back in time order).
+ */
 export function selectRange(sandboxId: string, range: UsageRange, cap: number): Statement {
   const where = ["sandbox_id = ?"];
   const params: SqlValue[] = [sandboxId];
@@ -195,7 +199,7 @@ export function selectRange(sandboxId: string, range: UsageRange, cap: number): 
   }
   const limit = Math.min(Math.max(1, Math.trunc(range.limit ?? cap)), cap);
   return {
-    sql: `SELECT ${COLUMNS} FROM sandbox_usage WHERE ${where.join(" AND ")} ORDER BY at LIMIT ${limit}`,
+    sql: `SELECT ${COLUMNS} FROM sandbox_usage WHERE ${where.join(" AND ")} ORDER BY at${range.newest ? " DESC" : ""} LIMIT ${limit}`,
     params,
   };
 }

@@ -9,6 +9,12 @@ export interface UsageRange {
   to?: string;
   /** At most this many samples, the oldest of the range (at most, and by default, the store's cap). */
   limit?: number;
+  /**
+   * newest takes the newest `limit` samples of the range instead of the oldest (still answered
+   * oldest first): the latest sample of a sandbox is one keyed row read backwards, not every
+   * sample of a window read to keep the last.
+   */
+  newest?: boolean;
 }
 
 /**

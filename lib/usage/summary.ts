@@ -1,6 +1,7 @@
 // The kubelet's summary API (`/stats/summary`, through the apiserver's node proxy) read into each
 // container's figures. The answer is the kubelet's (stats/v1alpha1 Summary), so it is read
 // defensively: what is malformed is left out, the rest is kept, nothing throws.
+import { defined } from "./defined.ts";
 import type { ContainerUsage } from "./sample.ts";
 
 type Json = Record<string, unknown>;
@@ -12,11 +13,6 @@ const count = (x: unknown): number | undefined =>
   typeof x === "number" && Number.isFinite(x) && x >= 0 ? x : undefined;
 
 const text = (x: unknown): string | undefined => (typeof x === "string" && x !== "" ? x : undefined);
-
-/** set keeps only the figures that are there, so an absent one stays undefined (never a made-up 0). */
-function defined<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
-}
 
 /** containerUsage reads one container of one pod; undefined when it has no name. */
 function containerUsage(
@@ -72,11 +68,17 @@ export function parseSummary(summary: unknown, at: string): ContainerUsage[] {
   return out;
 }
 
-/** parseSummaryText is parseSummary of the node proxy's answer as text; not JSON gives none. */
-export function parseSummaryText(body: string, at: string): ContainerUsage[] {
+/**
+ * parseSummaryText is parseSummary of the node proxy's answer as text, parsed once; undefined
+ * when the answer is not JSON at all (a proxy's error page), which the caller reports as such
+ * rather than as a node with no containers.
+ */
+export function parseSummaryText(body: string, at: string): ContainerUsage[] | undefined {
+  let summary: unknown;
   try {
-    return parseSummary(JSON.parse(body), at);
+    summary = JSON.parse(body);
   } catch {
-    return [];
+    return undefined;
   }
+  return parseSummary(summary, at);
 }

@@ -64,6 +64,10 @@ describe.each(all)("the $name usage store", (backend) => {
     expect(ats(await usage.range("sbx-a", { to: at(1) }))).toEqual([0, 1].map(at));
     expect(ats(await usage.range("sbx-a", { from: at(2), limit: 3 }))).toEqual([2, 3, 4].map(at));
     expect(await usage.range("sbx-a", { from: at(30) })).toEqual([]);
+    // newest takes the newest of the range instead (the latest sample: one row), still oldest first.
+    expect(await usage.range("sbx-a", { limit: 1, newest: true })).toEqual([a[19]]);
+    expect(ats(await usage.range("sbx-a", { to: at(8), limit: 3, newest: true }))).toEqual([6, 7, 8].map(at));
+    expect(await usage.range("sbx-none", { limit: 1, newest: true })).toEqual([]);
   });
 
   it("keeps and compares times in whole UTC seconds, whatever form they are given in", async () => {

@@ -18,12 +18,13 @@ import { consoleRoutes } from "../../http/console.ts";
 import { apply } from "../../infra/cluster/install.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import { createTemplateAndEnv, TEMPLATES } from "./support/envs.ts";
-import { kube, newNamespace } from "./support/kube.ts";
+import { kube, newNamespace, until } from "./support/kube.ts";
 import { realNode } from "./support/real-node.ts";
 import { poolObject, testDeps } from "./support/steps.ts";
 
 // The steps with the least-privilege RBAC of infra/deploy/base/rbac.yaml, reached through the kinds
-// of kubeconfig users have: a ServiceAccount token and a client certificate. And without it.
+// of kubeconfig users have: a ServiceAccount token and a client certificate. And without it. The
+// sandbox metrics' node grant is the opt-in component's (components/sandbox-metrics/rbac.yaml).
 
 const { core, custom, kc, cluster } = kube();
 const base = testDeps();
@@ -55,12 +56,14 @@ const depsWith = (k: KubeConfig) => ({ ...base, kube: new KubeClient(nodeKubeTra
 beforeAll(async () => {
   ({ ns, cleanup } = await newNamespace(core, "creds"));
   await core.createNamespace({ body: { metadata: { name: "agentbox-system" } } }).catch(() => {});
-  // rbac.yaml alone: the rest of infra/deploy (the host's Deployment, its webhooks) is not for here.
-  const rbac = readFileSync(new URL("../../infra/deploy/base/rbac.yaml", import.meta.url), "utf8");
-  await apply(
-    kc,
-    parseAllDocuments(rbac).map((d) => d.toJS() as KubernetesObject),
-  );
+  // The RBAC files alone: the rest of infra/deploy (the host's Deployment, its webhooks) is not for here.
+  for (const file of ["base/rbac.yaml", "components/sandbox-metrics/rbac.yaml"]) {
+    const rbac = readFileSync(new URL(`../../infra/deploy/${file}`, import.meta.url), "utf8");
+    await apply(
+      kc,
+      parseAllDocuments(rbac).map((d) => d.toJS() as KubernetesObject),
+    );
+  }
 });
 afterAll(async () => {
   await cleanup();
@@ -100,7 +103,7 @@ describe("credentials", () => {
     await custom.deleteClusterCustomObject({ ...TEMPLATES, name: template });
   });
 
-  it("the same token reads a node's figures through the node proxy (sandbox metrics' grant)", async () => {
+  it("the same token reads a node's figures through the node proxy with the sandbox-metrics component", async () => {
     const token = await core.createNamespacedServiceAccountToken({
       name: "agentbox-functions",
       namespace: "agentbox-system",
@@ -110,6 +113,42 @@ describe("credentials", () => {
     // A refused read (403 on nodes or nodes/proxy) throws; the real node's kubelet answers its summary.
     const read = await readNodeFigures(deps.kube, realNode().name, new Date().toISOString(), 10_000);
     expect(read.node.metadata?.name).toBe(realNode().name);
+  });
+
+  it("the base role alone may not read nodes nor their kubelets: a 403", async () => {
+    const name = "base-only";
+    const binding = `agentbox-functions-base-only-${ns}`;
+    await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name } } });
+    const rbacApi = kc.makeApiClient(RbacAuthorizationV1Api);
+    await rbacApi.createClusterRoleBinding({
+      body: {
+        metadata: { name: binding },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "agentbox-functions" },
+        subjects: [{ kind: "ServiceAccount", name, namespace: ns }],
+      },
+    });
+    try {
+      const token = await core.createNamespacedServiceAccountToken({
+        name,
+        namespace: ns,
+        body: { spec: { audiences: [], expirationSeconds: 3600 } },
+      });
+      const { kube: client } = depsWith(kubeconfigWith({ token: token.status?.token ?? "" }));
+      // The binding is in force (the base role lists pods) before its refusals mean anything.
+      await until("the base-only binding", 20_000, () =>
+        client.listPods(ns, "").then(
+          () => true,
+          () => false,
+        ),
+      );
+      const refused = await readNodeFigures(client, realNode().name, new Date().toISOString(), 10_000).catch(
+        (e: unknown) => e,
+      );
+      expect(refused).toMatchObject({ kind: "node", status: 403 });
+      await expect(client.nodeProxy(realNode().name, "stats/summary")).rejects.toMatchObject({ status: 403 });
+    } finally {
+      await rbacApi.deleteClusterRoleBinding({ name: binding });
+    }
   });
 
   it("the same token keeps console sessions: sign-in, a page, sign-out (the sessions Secret's grant)", async () => {

@@ -39,16 +39,20 @@ import { kustomizationOf, kustomize, type Manifest, manifests } from "./support/
 const DATA_PLANE_SERVICE = "agentbox-data-plane";
 const { kc, core } = kube();
 const send = nodeKubeTransport(kc);
+/** SANDBOX_METRICS is the opt-in component of sandbox metrics' grant, and the overlay that applies it. */
+const SANDBOX_METRICS = join(DEPLOY, "components/sandbox-metrics");
+const sandboxMetrics = () => kustomize(join(DEPLOY, "overlays/sandbox-metrics"));
 /** BUILDS are the installs whose objects and settings are checked alike. */
 const BUILDS = [
   ["the base", base],
   ["the SQLite overlay", sqlite],
+  ["the sandbox-metrics overlay", sandboxMetrics],
 ] as const;
 
 describe("infra/deploy", () => {
   it("lists every manifest of each kustomization's folder in it", () => {
     // sandbox-namespace/: applied per sandbox namespace (network-policy.test.ts applies it).
-    for (const dir of [DEPLOY, BASE, ...overlays(), join(DEPLOY, "sandbox-namespace")]) {
+    for (const dir of [DEPLOY, BASE, ...overlays(), SANDBOX_METRICS, join(DEPLOY, "sandbox-namespace")]) {
       const resources = kustomizationOf(dir).resources ?? [];
       const files = resources.filter((r) => !statSync(join(dir, r)).isDirectory());
       const yaml = readdirSync(dir).filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml");
@@ -201,6 +205,40 @@ describe("infra/deploy", () => {
       ...(ingress.spec?.tls?.map((t) => t.secretName) ?? []),
     ]);
     expect([...secrets]).toEqual([certificate.spec.secretName]);
+  });
+
+  it("grants nodes/proxy only with the sandbox-metrics component, which turns sampling on", () => {
+    type Role = Manifest & { rules: { resources: string[]; verbs: string[] }[] };
+    const nodeGrants = (objects: Manifest[]) =>
+      objects
+        .filter((o) => o.kind === "ClusterRole" || o.kind === "Role")
+        .flatMap((o) => (o as Role).rules.filter((r) => r.resources.some((x) => x.startsWith("nodes"))))
+        .map((r) => `${r.resources.join(",")}:${r.verbs.join(",")}`);
+    const sampling = (objects: Manifest[]) =>
+      withHostEnv(objects, (env) => hostSettings(env).value.usageSampleSeconds);
+    // The base and its other overlays: no node grant, and sampling off (so no 403 every period).
+    for (const build of [
+      base(),
+      sqlite(),
+      ...overlays()
+        .filter((d) => !d.endsWith("sandbox-metrics"))
+        .map((d) => kustomize(d)),
+    ]) {
+      expect(nodeGrants(build)).toEqual([]);
+      expect(sampling(build)).toBe(0);
+    }
+    // The component: its own ClusterRole, bound to the host's ServiceAccount, and 10 s sampling.
+    const withMetrics = sandboxMetrics();
+    expect(nodeGrants(withMetrics)).toEqual(["nodes:get", "nodes/proxy:get"]);
+    const binding = one<{
+      roleRef: { name: string };
+      subjects: { kind: string; name: string; namespace: string }[];
+    }>(withMetrics, "ClusterRoleBinding", "agentbox-functions-sandbox-metrics");
+    expect(binding.roleRef.name).toBe("agentbox-functions-sandbox-metrics");
+    expect(binding.subjects).toEqual([
+      { kind: "ServiceAccount", name: "agentbox-functions", namespace: "agentbox-system" },
+    ]);
+    expect(sampling(withMetrics)).toBe(10);
   });
 
   it("ships the audit policy the local control plane runs", () => {

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
+import { createApiKey } from "../../functions/api/create-api-key.ts";
 import { createSandbox } from "../../functions/api/create-sandbox.ts";
 import { targetDigests } from "../../functions/digests.ts";
 import { writeEgressPolicy } from "../../functions/egress/egress-policy.ts";
@@ -16,7 +17,7 @@ import { hostV1, httpsRequest } from "./support/http.ts";
 import { kube, recordingClient, until } from "./support/kube.ts";
 import { runSdkScript } from "./support/sdk-script.ts";
 import { isReady, phaseOf, reconcileUntil } from "./support/steps.ts";
-import { tenantPool } from "./support/tenant-pool.ts";
+import { API_KEYS, tenantPool } from "./support/tenant-pool.ts";
 
 // Issue #38, point 3: a sandbox's egress rules as its own NetworkPolicy, against the real
 // apiserver (kwok pods; enforcement is the CNI's, docs/egress.md). The policy is written before
@@ -242,9 +243,16 @@ describe("a sandbox's own NetworkPolicy", () => {
     expect(res.status, res.body).toBe(201);
     const { sandboxId } = JSON.parse(res.body) as { sandboxId: string };
     expect(cidrs(await policyOf(t.ns, sandboxId))[0]).toMatch(/1\.1\.1\.1\/32/);
+    // The create's answer and the native GET show the rules as the pod holds them.
+    const shown = { denyOut: [expect.stringMatching(/^1\.1\.1\.1(\/32)?$/)] };
+    expect(JSON.parse(res.body).network).toEqual(shown);
+    expect(JSON.parse((await v1("GET", `/sandboxes/${sandboxId}`)).body).network).toEqual(shown);
     const put = await v1("PUT", `/sandboxes/${sandboxId}/network`, { allowInternetAccess: false });
     expect(put.status, put.body).toBe(200);
     expect(JSON.parse(put.body)).toEqual({ network: { allowInternetAccess: false } });
+    expect(JSON.parse((await v1("GET", `/sandboxes/${sandboxId}`)).body).network).toEqual({
+      allowInternetAccess: false,
+    });
     expect(cidrs(await policyOf(t.ns, sandboxId))).toEqual([]);
     const typo = await v1("PUT", `/sandboxes/${sandboxId}/network`, { allow_out: [] });
     expect(typo.status).toBe(400);
@@ -261,6 +269,20 @@ describe("a sandbox's own NetworkPolicy", () => {
     expect(await policyOf(t.ns, answer.sandboxId)).toBeUndefined();
     const detail = await e2b("GET", `/sandboxes/${answer.sandboxId}`, t.key);
     expect(JSON.parse(detail.body).trafficAccessToken).toBe(answer.access?.trafficAccessToken);
+    // The native GET shows it again to the owner, with the setting; an admin key of another team
+    // sees the setting but never the token.
+    const own = JSON.parse((await v1("GET", `/sandboxes/${answer.sandboxId}`)).body);
+    expect(own.network).toEqual({ allowPublicTraffic: false });
+    expect(own.access?.trafficAccessToken).toBe(answer.access?.trafficAccessToken);
+    const admin = await createApiKey(
+      { kube: t.deps.kube, apiKeys: API_KEYS, now: () => new Date() },
+      { team: "ops", user: `root-${randomBytes(3).toString("hex")}`, admin: true },
+    );
+    const seen = await hostV1(cluster, () => admin)("GET", `/sandboxes/${answer.sandboxId}`);
+    expect(seen.status, seen.body).toBe(200);
+    expect(JSON.parse(seen.body).network).toEqual({ allowPublicTraffic: false });
+    expect(JSON.parse(seen.body).access?.trafficAccessToken).toBeUndefined();
+    expect(seen.body).not.toContain(answer.access?.trafficAccessToken);
     expect((await v1("DELETE", `/sandboxes/${answer.sandboxId}`)).status).toBe(204);
     await until(
       "the policy gone at release",

@@ -322,9 +322,10 @@ describe("SandboxEnv", () => {
     const report = await tick(fresh, { namespace: t.ns, periodMs: 0, jitter: 0, concurrency: 4 });
     expect(report).toMatchObject({ writes: 0, failed: 0 });
     expect(report.envs).toBeGreaterThanOrEqual(4);
-    // Pools, pods, Envs, templates and the pull Secrets' names: five lists, whatever the counts,
-    // and one read of the instance type catalog (the sample Env names a type).
-    expect(report.requests).toBe(6);
+    // Pools, pods, Envs, templates, the pull Secrets' names and the sandboxes' egress policies
+    // (the sweep of leftovers): six lists, whatever the counts, and one read of the instance type
+    // catalog (the sample Env names a type).
+    expect(report.requests).toBe(7);
   });
 
   it("the copy-template step leaves an Env member alone (its Env renders it)", async () => {

@@ -1,22 +1,31 @@
 import { networkInterfaces } from "node:os";
 import { PatchStrategy, setHeaderOptions, type V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readNodeFigures } from "../../functions/usage/node-figures.ts";
+import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
 import { STARTED_AT_ANNOTATION } from "../../lib/crd/keys.ts";
-import { parseResourceMetrics, RESOURCE_METRICS_ANNOTATION } from "../../lib/usage/resource-metrics.ts";
+import { KubeClient } from "../../lib/kube/client.ts";
+import {
+  parseResourceMetrics,
+  RESOURCE_METRICS_ANNOTATION,
+  resourceMetricsSource,
+} from "../../lib/usage/resource-metrics.ts";
 import type { ContainerUsage } from "../../lib/usage/sample.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, newNamespace, until, watchPodUntil } from "./support/kube.ts";
 import { onRealNode, REAL_IMAGES, realNode } from "./support/real-node.ts";
 
-// kwok's resource usage simulation (infra/kwok/resource-usage.yaml), read as the sampler reads
-// it: the node's RESOURCE_METRICS_ANNOTATION names a path under the apiserver's node proxy, and
-// lib/usage/resource-metrics.ts parses what comes back. The real node's kubelet serves the same
+// kwok's resource usage simulation (infra/kwok/resource-usage.yaml), read by the sampler's own
+// reader (readNodeFigures): the node's RESOURCE_METRICS_ANNOTATION names a path under the
+// apiserver's node proxy, and lib/usage/resource-metrics.ts parses what comes back. The real node's kubelet serves the same
 // text at /metrics/resource, through the same proxy, for the same parser.
 
 const { kc, core, cluster } = kube();
 const NODE = "kwok-node-0";
 const MiB = 1024 * 1024;
 const MERGE = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+/** client is the admin's, through the host's own transport, for readNodeFigures. */
+const client = new KubeClient(nodeKubeTransport(kc));
 let ns: string;
 let cleanup: () => Promise<void>;
 
@@ -46,15 +55,12 @@ interface Read {
   after: number;
 }
 
-/** readKwok reads kwok-node-0's resource metrics where its annotation says, and parses them. */
+/** readKwok reads kwok-node-0's resource metrics as the sampler does, where its annotation says. */
 async function readKwok(): Promise<Read> {
-  const node = await core.readNode({ name: NODE });
-  const target = node.metadata?.annotations?.[RESOURCE_METRICS_ANNOTATION] ?? "";
-  const slash = target.indexOf("/");
   const before = Date.now() / 1000;
-  const text = await proxied(target.slice(0, slash), target.slice(slash + 1));
+  const { figures } = await readNodeFigures(client, NODE, new Date().toISOString(), 10_000);
   const after = Date.now() / 1000;
-  return { usage: parseResourceMetrics(text, new Date().toISOString()), before, after };
+  return { usage: figures, before, after };
 }
 
 /** ownAddresses are this machine's IPv4 addresses. */
@@ -104,9 +110,13 @@ describe("kwok's resource metrics through the node proxy", () => {
     expect(nodes.length).toBeGreaterThan(0);
     for (const n of nodes) {
       const name = n.metadata?.name ?? "";
-      expect(n.metadata?.annotations?.[RESOURCE_METRICS_ANNOTATION]).toMatch(
-        new RegExp(`^http:${name}:\\d+/metrics/nodes/${name}/metrics/resource$`),
-      );
+      const annotation = n.metadata?.annotations?.[RESOURCE_METRICS_ANNOTATION] ?? "";
+      expect(annotation).toMatch(new RegExp(`^http:${name}:\\d+/metrics/nodes/${name}/metrics/resource$`));
+      // The production reader takes it (a source it refused would give no figures at all).
+      expect(resourceMetricsSource(annotation)).toMatchObject({
+        ok: true,
+        proxy: expect.stringMatching(/^http:/),
+      });
       const ip = n.status?.addresses?.find((a) => a.type === "InternalIP")?.address ?? "";
       expect(ownAddresses()).toContain(ip);
     }
@@ -119,7 +129,12 @@ describe("kwok's resource metrics through the node proxy", () => {
     const figures = await watchPodUntil(kc, ns, "figures", "Running", running);
     await watchPodUntil(kc, ns, "plain", "Running", running);
 
-    const read = await readUntil("both pods' figures", (r) => !!of(r, "figures") && !!of(r, "plain"));
+    // kwok adds a container's start-time series a moment after its usage: wait for both, as a
+    // sample needs the start (a figure without one is never shown).
+    const read = await readUntil(
+      "both pods' figures and starts",
+      (r) => !!of(r, "figures")?.startTime && !!of(r, "plain")?.startTime,
+    );
     expect(of(read, "figures")).toMatchObject({
       memoryWorkingSetBytes: 96 * MiB,
       startTime: new Date(figures.status?.startTime ?? 0).toISOString(),

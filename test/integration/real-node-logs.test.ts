@@ -1,12 +1,20 @@
 import { readFileSync } from "node:fs";
 import { request } from "node:https";
-import type { V1Pod } from "@kubernetes/client-node";
+import { KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { authenticate } from "../../functions/api/authenticate.ts";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
+import type { HostDeps } from "../../functions/host-deps.ts";
+import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
+import type { NativeEnv } from "../../http/native.ts";
+import { sandboxLogsRoutes } from "../../http/sandbox-logs.ts";
 import { CHATTY_LOG_DIR } from "../../infra/images/rootfs.ts";
+import { KubeClient } from "../../lib/kube/client.ts";
+import { FollowSlots } from "../../lib/logs/follow-slots.ts";
 import { httpsRequest } from "./support/http.ts";
 import { inProcessApi } from "./support/in-process-api.ts";
-import { kube, until } from "./support/kube.ts";
+import { kube, nowhere, until } from "./support/kube.ts";
 import { REAL_IMAGES, realNode, realPoolSpec } from "./support/real-node.ts";
 import { runSdkScript } from "./support/sdk-script.ts";
 import { isReady, phaseOf } from "./support/steps.ts";
@@ -42,12 +50,26 @@ async function call(method: string, path: string, key: string, body?: unknown) {
   return { status: res.status, body: res.body, json: () => JSON.parse(res.body) as Record<string, unknown> };
 }
 
-/** v2 reads E2B's v2 logs page of `id` with the query, as `key` (the owner's by default). */
-async function v2(id: string, query: string, key = t.key): Promise<Entry[]> {
+/**
+ * v2Page reads E2B's v2 logs page of `id` with the query, as `key` (the owner's by default): the
+ * status, the body and its entries (none unless 200). It asserts nothing, so `until` callbacks
+ * use it and the test asserts on what they returned.
+ */
+async function v2Page(id: string, query: string, key = t.key) {
   const res = await call("GET", `/e2b/v2/sandboxes/${id}/logs?${query}`, key);
-  expect(res.status, res.body).toBe(200);
-  return (res.json() as { logs: Entry[] }).logs;
+  const logs = res.status === 200 ? (res.json() as { logs: Entry[] }).logs : [];
+  return { status: res.status, body: res.body, logs };
 }
+
+/** v2 reads E2B's v2 logs page of `id` with the query, as `key`, and asserts it answered 200. */
+async function v2(id: string, query: string, key = t.key): Promise<Entry[]> {
+  const page = await v2Page(id, query, key);
+  expect(page.status, page.body).toBe(200);
+  return page.logs;
+}
+
+/** containerLines are a page's entries from the container's log. */
+const containerLines = (logs: Entry[]) => logs.filter((e) => e.fields.source === "container");
 
 /** idlePod waits until the pool's pod is idle and Ready on the real node. */
 const idlePod = () =>
@@ -113,12 +135,14 @@ describe("a sandbox's logs on the real node", () => {
     expect(containerIdOf(running)).toBe(containerIdOf(idle));
     const claimMs = Date.parse(first.claimedAt);
     // The claim kept the container that ran before it (fast path): wait for 4 lines of this sandbox.
-    const lines = await until("4 container lines since the claim", 60_000, async () => {
-      const page = (await v2(first.id, "direction=forward&search=tick")).filter(
-        (e) => e.fields.source === "container",
-      );
-      return page.length >= 4 && page;
+    // The callback asserts nothing (a failed expect would be retried to the deadline): it stops at
+    // an answer other than 200 too, and the test asserts on what it returned.
+    const found = await until("4 container lines since the claim", 60_000, async () => {
+      const page = await v2Page(first.id, "direction=forward&search=tick");
+      return (page.status !== 200 || containerLines(page.logs).length >= 4) && page;
     });
+    expect(found.status, found.body).toBe(200);
+    const lines = containerLines(found.logs);
     first.boot = bootOf(lines[0] as Entry) ?? "";
     expect(first.boot).toMatch(/^[0-9a-f-]{8,}$/);
     // Not one line from before the create was sent, although the container printed before it.
@@ -224,16 +248,25 @@ describe("a sandbox's logs on the real node", () => {
     expect(v2Answer.data.logs.length).toBeGreaterThan(0);
     expect(v2Answer.data.logs.every((e) => e.level === "warn")).toBe(true);
     expect((out.v1 as { status: number }).status).toBe(200);
-    await until("the tenant's own line in its logs", 20_000, async () =>
-      (await v2(first.id, "search=secret")).some(
-        (e) => e.message === `secret of the first tenant ${first.boot}`,
-      ),
-    );
+    const said = await until("the tenant's own line in its logs", 20_000, async () => {
+      const page = await v2Page(first.id, "search=secret");
+      const own = page.logs.some((e) => e.message === `secret of the first tenant ${first.boot}`);
+      return (page.status !== 200 || own) && page;
+    });
+    expect(said.status, said.body).toBe(200);
   }, 180_000);
 
-  it("stops reading the container's log when the following client goes away", async () => {
-    // The /v1 routes in this process, over a transport that records what they send the apiserver.
-    const { app, sent } = inProcessApi(t.deps);
+  it("stops reading the container's log when the following client goes away, and caps follows", async () => {
+    // The /v1 logs routes in this process, over a transport that records what they send the
+    // apiserver, with the real key check and follow slots the test can see: a slot is freed
+    // when the follow's loop has returned, after which nothing can read for it any more. So the
+    // test waits for that condition instead of watching a fixed window for reads that don't come.
+    const { deps, sent } = inProcessApi(t.deps);
+    const tenant = (await authenticate(deps, t.key)) ?? expect.fail("the owner's key is not accepted");
+    // One follow a tenant on this app: a second while the first is open is refused.
+    const slots = new FollowSlots(1);
+    const app = logsApp(deps, slots);
+    const owner = `${tenant.team}/${tenant.user}`;
     const reads = () => sent.filter((r) => r.path.endsWith("/log")).length;
     const gone = new AbortController();
     const res = await app.request(`/v1/sandboxes/${first.id}/logs?follow=true&search=tick&limit=1`, {
@@ -241,6 +274,7 @@ describe("a sandbox's logs on the real node", () => {
       signal: gone.signal,
     });
     expect(res.status).toBe(200);
+    expect(slots.count(owner)).toBe(1);
     const reader = res.body?.getReader() ?? expect.fail("no body");
     const decoder = new TextDecoder();
     let text = "";
@@ -251,12 +285,66 @@ describe("a sandbox's logs on the real node", () => {
       return text.split("\n").filter(Boolean).length >= 2;
     });
     expect(reads()).toBeGreaterThanOrEqual(2);
+    const second = await app.request(`/v1/sandboxes/${first.id}/logs?follow=true`, {
+      headers: { "x-api-key": t.key },
+    });
+    expect(second.status).toBe(429);
+    expect(await second.json()).toEqual({
+      error: {
+        code: "TooManyFollows",
+        message: "a tenant may follow at most 1 sandbox logs at once on this host; close one first",
+      },
+    });
     gone.abort();
     await reader.cancel();
     const atAbort = reads();
-    // Three poll periods later at most the read in flight at the abort has been sent.
-    await new Promise((r) => setTimeout(r, 3 * 1000 + 500));
+    // The abort wakes the follow's wait: its loop ends within a poll (1 s), not at the idle timeout.
+    await until("the follow's end", 3_000, async () => slots.count(owner) === 0);
+    // At most the read in flight at the abort was sent; the loop has returned, so no more can be.
     expect(reads()).toBeLessThanOrEqual(atAbort + 1);
+  }, 60_000);
+
+  it("ends a follow with an error when the container's log keeps failing to read", async () => {
+    // The follow's pods/log reads go to an apiserver that is not there once `down` is set (a real
+    // refused connection): five failed polls in a row end the stream with the reason, not "idle".
+    const down = { now: false };
+    const real = nodeKubeTransport(kube().kc);
+    const nowhereKc = new KubeConfig();
+    nowhereKc.loadFromString(nowhere());
+    const gone = nodeKubeTransport(nowhereKc);
+    const { deps } = inProcessApi(t.deps, {
+      kube: new KubeClient((req) => (down.now && req.path.endsWith("/log") ? gone(req) : real(req))),
+    });
+    const res = await logsApp(deps, new FollowSlots()).request(
+      `/v1/sandboxes/${first.id}/logs?follow=true&search=tick&limit=1&idleTimeout=3600`,
+      { headers: { "x-api-key": t.key } },
+    );
+    expect(res.status).toBe(200);
+    const reader = res.body?.getReader() ?? expect.fail("no body");
+    const decoder = new TextDecoder();
+    let text = "";
+    const lines = () => text.split("\n").filter(Boolean);
+    await until("the page's line", 15_000, async () => {
+      const { value } = await reader.read();
+      text += decoder.decode(value, { stream: true });
+      return lines().length >= 1;
+    });
+    down.now = true;
+    const startedFailing = Date.now();
+    await until("the follow's end", 20_000, async () => {
+      const { value, done } = await reader.read();
+      text += decoder.decode(value, { stream: true });
+      return done;
+    });
+    expect(lines().at(-1)).toBe(
+      JSON.stringify({
+        end: "error",
+        message:
+          "the sandbox's container log could not be read 5 times in a row (the apiserver could not be reached)",
+      }),
+    );
+    // Five polls a second apart, far sooner than the idle timeout.
+    expect(Date.now() - startedFailing).toBeLessThan(10_000);
   }, 60_000);
 
   it("follows: streams a new line within seconds, and ends when the sandbox is released", async () => {
@@ -276,10 +364,12 @@ describe("a sandbox's logs on the real node", () => {
     await printedWhileIdle(idle);
     const second = await claim(keys.b);
     expect(second.pod).toBe(first.pod);
-    const seen = await until("lines of the second tenant", 60_000, async () => {
-      const all = await v2(second.id, "direction=forward&limit=1000", keys.b);
-      return all.filter((e) => e.fields.source === "container").length >= 3 && all;
+    const page = await until("lines of the second tenant", 60_000, async () => {
+      const all = await v2Page(second.id, "direction=forward&limit=1000", keys.b);
+      return (all.status !== 200 || containerLines(all.logs).length >= 3) && all;
     });
+    expect(page.status, page.body).toBe(200);
+    const seen = page.logs;
     expect(seen.every((e) => Date.parse(e.timestamp) >= second.sentAt)).toBe(true);
     expect(seen.some((e) => e.message.includes(first.boot) || e.fields.boot === first.boot)).toBe(false);
     expect(seen.some((e) => e.message.includes("secret"))).toBe(false);
@@ -300,6 +390,21 @@ describe("a sandbox's logs on the real node", () => {
     expect((await call("DELETE", `/e2b/sandboxes/${second.id}`, keys.b)).status).toBe(204);
   }, 300_000);
 });
+
+/**
+ * logsApp serves the /v1 logs routes in this process with `deps` and `slots`, behind the real key
+ * check (authenticate), as the host's /v1 app does.
+ */
+function logsApp(deps: HostDeps, slots: FollowSlots) {
+  return new Hono<NativeEnv>()
+    .use(async (c, next) => {
+      const caller = await authenticate(deps, c.req.header("x-api-key"));
+      if (!caller) return c.body(null, 401);
+      c.set("tenant", caller);
+      return next();
+    })
+    .route("/v1", sandboxLogsRoutes(deps, slots));
+}
 
 /**
  * follow opens `GET /v1/sandboxes/{id}/logs?follow=true&<query>` as the owner and reads its
@@ -333,24 +438,23 @@ function follow(id: string, query: string) {
     failed = e;
   });
   req.end();
-  const check = () => {
-    if (failed) throw failed;
-  };
+  // The `until` callbacks below return a failure instead of throwing it (a throw would be retried
+  // to the deadline); the caller rethrows it at once.
   return {
     next: async (n: number, ms: number): Promise<Entry[]> => {
       const got = await until(`${n} more followed lines`, ms, async () => {
-        check();
         const entries = lines.filter((l) => !("end" in l));
-        return entries.length >= taken + n && entries.slice(taken, taken + n);
+        return failed ?? (entries.length >= taken + n && entries.slice(taken, taken + n));
       });
+      if (got instanceof Error) throw got;
       taken += n;
       return got as unknown as Entry[];
     },
     end: async (ms: number) => {
-      await until("the follow's end", ms, async () => {
-        check();
-        return ended;
-      }).finally(() => req.destroy());
+      const got = await until("the follow's end", ms, async () => failed ?? ended).finally(() =>
+        req.destroy(),
+      );
+      if (got instanceof Error) throw got;
       return lines.at(-1);
     },
   };

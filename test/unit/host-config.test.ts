@@ -55,6 +55,23 @@ describe("readHostEnv", () => {
     expect(bad.ok ? [] : bad.errors.join("\n")).toContain("AGENTBOX_CONSOLE_SAMPLE_SECONDS");
   });
 
+  it("reads how often the sandboxes' use is sampled: whole seconds, 0 (never) or 1 to 3600", () => {
+    for (const [value, seconds] of [
+      ["0", 0],
+      ["1", 1],
+      ["3600", 3600],
+    ] as const) {
+      const r = readHostEnv({ ...valid, AGENTBOX_USAGE_SAMPLE_SECONDS: value });
+      expect(r.ok && r.value.usageSampleSeconds, value).toBe(seconds);
+    }
+    for (const value of ["0.5", "2.5", "3601", "-1", "ten"]) {
+      const bad = readHostEnv({ ...valid, AGENTBOX_USAGE_SAMPLE_SECONDS: value });
+      expect(bad.ok ? [] : bad.errors, value).toEqual([
+        expect.stringMatching(/^AGENTBOX_USAGE_SAMPLE_SECONDS: /),
+      ]);
+    }
+  });
+
   it("reads the team sandbox limits and names a bad one", () => {
     const r = readHostEnv({
       ...valid,

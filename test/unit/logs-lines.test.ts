@@ -1,10 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  claimCut,
-  containerEntries,
-  containerLogQuery,
-  containerReadFor,
-} from "../../lib/logs/container-lines.ts";
+import { containerEntries, containerLogQuery, containerReadFor } from "../../lib/logs/container-lines.ts";
 import { markAfter, newSince } from "../../lib/logs/follow-mark.ts";
 import { compareLogTime, formatLogTime, parseLogTime } from "../../lib/logs/log-entry.ts";
 import { readLine } from "../../lib/logs/read-line.ts";
@@ -82,20 +77,37 @@ describe("readLine", () => {
 
 describe("containerLogQuery and containerReadFor", () => {
   it("asks from the claim or the cursor, whichever is later, in whole seconds, bounded", () => {
-    expect(containerLogQuery("sandbox", claim.ms + 500, {}, 100)).toEqual({
+    expect(containerLogQuery("sandbox", claim.ms + 500, { bytes: 100 })).toEqual({
       container: "sandbox",
       timestamps: "true",
       sinceTime: CLAIM,
       limitBytes: "100",
     });
-    expect(containerLogQuery("sandbox", claim.ms, { from: claim.ms - 60_000 }).sinceTime).toBe(CLAIM);
-    expect(containerLogQuery("sandbox", claim.ms, { from: claim.ms + 2_999, tail: true })).toMatchObject({
-      sinceTime: "2026-12-02T06:00:07Z",
-      tailLines: "5000",
+    expect(containerLogQuery("sandbox", claim.ms, { from: claim.ms - 60_000, bytes: 1 }).sinceTime).toBe(
+      CLAIM,
+    );
+    expect(
+      containerLogQuery("sandbox", claim.ms, { from: claim.ms + 2_999, tailLines: 5000, bytes: 1 }),
+    ).toMatchObject({ sinceTime: "2026-12-02T06:00:07Z", tailLines: "5000" });
+  });
+
+  it("reads what the page needs: from the cursor forward, the newest `limit` lines backward", () => {
+    const kib = 1024;
+    expect(containerReadFor({ direction: "forward", limit: 10 })).toEqual({ bytes: 256 * kib });
+    expect(containerReadFor({ direction: "forward", cursor: 7, limit: 100 })).toEqual({
+      from: 7,
+      bytes: 800 * kib,
     });
-    expect(containerReadFor({ direction: "forward" })).toEqual({});
-    expect(containerReadFor({ direction: "forward", cursor: 7 })).toEqual({ from: 7 });
-    expect(containerReadFor({ direction: "backward", cursor: 7 })).toEqual({ tail: true });
+    expect(containerReadFor({ direction: "backward", limit: 1000 })).toEqual({
+      tailLines: 1000,
+      bytes: 4096 * kib,
+    });
+    expect(containerReadFor({ direction: "backward", limit: 0 })).toEqual({ tailLines: 1, bytes: 256 * kib });
+    // A filter cannot be pushed to the kubelet: a filtered page scans the whole bound.
+    expect(containerReadFor({ direction: "backward", limit: 5, search: "x" })).toEqual({
+      tailLines: 5000,
+      bytes: 4096 * kib,
+    });
   });
 });
 
@@ -216,16 +228,5 @@ describe("following", () => {
       "y",
       "z",
     ]);
-  });
-});
-
-describe("claimCut", () => {
-  it("starts at the end of the claim's second for a container that ran before the claim", () => {
-    // claimed-at is whole seconds: a fast-path container printed in that second before the claim.
-    expect(claimCut(claim.ms, claim.ms - 60_000)).toBe(claim.ms + 1000);
-    // A container started in the claim's second or later printed nothing before the claim.
-    expect(claimCut(claim.ms, claim.ms)).toBe(claim.ms);
-    expect(claimCut(claim.ms, claim.ms + 4000)).toBe(claim.ms);
-    expect(claimCut(claim.ms, undefined)).toBe(claim.ms);
   });
 });

@@ -1,10 +1,11 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { ownerToken, viewWithAccess } from "../../functions/api/sandbox-access.ts";
-import { isOwnSandbox, type SandboxView, withAccess } from "../../lib/claims/sandbox-view.ts";
-import { envdAccessToken, importSealKeys } from "../../lib/claims/sealing.ts";
+import { isOwnSandbox, type SandboxView, sandboxDetail, withAccess } from "../../lib/claims/sandbox-view.ts";
+import { envdAccessToken, importSealKeys, trafficAccessToken } from "../../lib/claims/sealing.ts";
 import { checkSandboxDomain } from "../../lib/data-plane/sandbox-domain.ts";
 import { e2bDetail, e2bSandbox, UNSET_SANDBOX_DOMAIN } from "../../lib/e2b/answers.ts";
+import { networkMarks } from "../../lib/egress/network.ts";
 
 const view: SandboxView = {
   sandboxId: "sbx-abc",
@@ -20,7 +21,7 @@ const view: SandboxView = {
 
 describe("withAccess", () => {
   it("gives the URL pattern, envd's URL and the token", () => {
-    expect(withAccess(view, "sandbox.example.com", "tok")).toEqual({
+    expect(withAccess(view, "sandbox.example.com", { envdAccessToken: "tok" })).toEqual({
       ...view,
       access: {
         domain: "sandbox.example.com",
@@ -32,13 +33,50 @@ describe("withAccess", () => {
   });
 
   it("leaves out what it does not have, and `access` when it has nothing", () => {
-    expect(withAccess(view, "sandbox.example.com", undefined).access).toEqual({
+    expect(withAccess(view, "sandbox.example.com", {}).access).toEqual({
       domain: "sandbox.example.com",
       urlPattern: "https://{port}-sbx-abc.sandbox.example.com",
       envdUrl: "https://49983-sbx-abc.sandbox.example.com",
     });
-    expect(withAccess(view, undefined, "tok").access).toEqual({ envdAccessToken: "tok" });
-    expect(withAccess(view, undefined, undefined)).toEqual(view);
+    expect(withAccess(view, undefined, { envdAccessToken: "tok" }).access).toEqual({
+      envdAccessToken: "tok",
+    });
+    expect(withAccess(view, undefined, { trafficAccessToken: "t" }).access).toEqual({
+      trafficAccessToken: "t",
+    });
+    expect(withAccess(view, undefined, { envdAccessToken: undefined })).toEqual(view);
+  });
+});
+
+/** podWith is a claimed pod carrying the marks a claim writes for `network` (networkMarks). */
+const podWith = (network: Parameters<typeof networkMarks>[0]) =>
+  ({ metadata: { annotations: networkMarks(network).annotations } }) as V1Pod;
+
+describe("sandboxDetail", () => {
+  it("shows the network settings the pod holds, as the create asked for them", () => {
+    const pod = podWith({ allowOut: ["10.1.0.0/16"], denyOut: ["0.0.0.0/0"], allowPublicTraffic: false });
+    expect(sandboxDetail(pod, view, undefined, {})).toEqual({
+      ...view,
+      network: { allowOut: ["10.1.0.0/16"], denyOut: ["0.0.0.0/0"], allowPublicTraffic: false },
+    });
+    expect(sandboxDetail(podWith({ allowInternetAccess: false }), view, undefined, {}).network).toEqual({
+      allowInternetAccess: false,
+    });
+  });
+
+  it("shows {} for a sandbox with the namespace's defaults, or an unreadable annotation", () => {
+    expect(sandboxDetail(podWith(undefined), view, undefined, {}).network).toEqual({});
+    const garbled = { metadata: { annotations: { ...networkMarks({ denyOut: ["1.2.3.4"] }).annotations } } };
+    for (const k of Object.keys(garbled.metadata.annotations)) garbled.metadata.annotations[k] = "{";
+    expect(sandboxDetail(garbled as V1Pod, view, undefined, {}).network).toEqual({});
+  });
+
+  it("keeps `access` as withAccess makes it, and none when there is nothing to say", () => {
+    const pod = podWith(undefined);
+    expect(sandboxDetail(pod, view, "sandbox.example.com", { trafficAccessToken: "t" }).access).toEqual(
+      withAccess(view, "sandbox.example.com", { trafficAccessToken: "t" }).access,
+    );
+    expect(sandboxDetail(pod, view, undefined, {})).not.toHaveProperty("access");
   });
 });
 
@@ -89,16 +127,43 @@ describe("ownerToken and viewWithAccess", () => {
     expect(await ownerToken(deps, { ...owner, admin: true }, view)).toBe(token);
     expect(await ownerToken(deps, admin, view)).toBeUndefined();
     expect(await ownerToken(deps, { team: "research", user: "bob" }, view)).toBeUndefined();
-    expect((await viewWithAccess(deps, owner, view, "sandbox.example.com")).access).toMatchObject({
+    const pod = podWith(undefined);
+    expect((await viewWithAccess(deps, owner, pod, view, "sandbox.example.com")).access).toMatchObject({
       envdAccessToken: token,
     });
-    expect((await viewWithAccess(deps, admin, view, "sandbox.example.com")).access).not.toHaveProperty(
+    expect((await viewWithAccess(deps, admin, pod, view, "sandbox.example.com")).access).not.toHaveProperty(
       "envdAccessToken",
     );
   });
 
+  it("give a private sandbox's traffic token to its owner only, with its network", async () => {
+    const keys = await importSealKeys("k".repeat(32));
+    const deps = { postStart: { keys, fetch, retryDelaysMs: [], attemptTimeoutMs: 1, deadlineSeconds: 1 } };
+    const traffic = await trafficAccessToken(keys, view.sandboxId);
+    const privatePod = podWith({ denyOut: ["0.0.0.0/0"], allowPublicTraffic: false });
+    const mine = await viewWithAccess(deps, owner, privatePod, view, undefined);
+    expect(mine.network).toEqual({ denyOut: ["0.0.0.0/0"], allowPublicTraffic: false });
+    expect(mine.access).toEqual({
+      envdAccessToken: await envdAccessToken(keys, view.sandboxId),
+      trafficAccessToken: traffic,
+    });
+    expect(traffic).not.toBe(mine.access?.envdAccessToken);
+    // An admin key of another tenant sees the settings, never a credential into the sandbox.
+    const admins = await viewWithAccess(deps, admin, privatePod, view, "sandbox.example.com");
+    expect(admins.network).toEqual(mine.network);
+    expect(admins.access).not.toHaveProperty("trafficAccessToken");
+    expect(admins.access).not.toHaveProperty("envdAccessToken");
+    // Public ports need no traffic token: none is given, even to the owner.
+    const open = await viewWithAccess(deps, owner, podWith({ allowPublicTraffic: true }), view, undefined);
+    expect(open.access).not.toHaveProperty("trafficAccessToken");
+  });
+
   it("give none without the sealing key", async () => {
     expect(await ownerToken({ postStart: undefined }, owner, view)).toBeUndefined();
-    expect(await viewWithAccess({ postStart: undefined }, owner, view, undefined)).toEqual(view);
+    const pod = podWith({ allowPublicTraffic: false });
+    expect(await viewWithAccess({ postStart: undefined }, owner, pod, view, undefined)).toEqual({
+      ...view,
+      network: { allowPublicTraffic: false },
+    });
   });
 });

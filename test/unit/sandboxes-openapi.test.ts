@@ -47,6 +47,27 @@ describe("openApiDocument", () => {
     expect(doc.components.schemas.Sandbox?.properties?.access).toMatchObject({
       description: expect.stringContaining("the create's answer"),
     });
+    // The GET and the create show the network settings, in the create's own schema (no drift),
+    // and a private sandbox's traffic token beside envd's.
+    const sandboxProps = doc.components.schemas.Sandbox?.properties ?? {};
+    expect(sandboxProps.network).toEqual({ $ref: "#/components/schemas/SandboxNetwork" });
+    const network = doc.components.schemas.SandboxNetwork as { properties?: Record<string, unknown> };
+    expect(network.properties).toEqual(
+      (create.network as { properties?: Record<string, unknown> } | undefined)?.properties,
+    );
+    expect(Object.keys(network.properties ?? {}).sort()).toEqual([
+      "allowInternetAccess",
+      "allowOut",
+      "allowPublicTraffic",
+      "denyOut",
+    ]);
+    expect(
+      (sandboxProps.access as { properties?: Record<string, unknown> } | undefined)?.properties,
+    ).toHaveProperty("trafficAccessToken");
+    // The network update answers the same settings.
+    expect(JSON.stringify(doc.paths["/sandboxes/{id}/network"]?.put)).toContain(
+      '"network":{"$ref":"#/components/schemas/SandboxNetwork"}',
+    );
     expect(JSON.stringify(doc)).not.toContain("undefined");
   });
 });

@@ -101,6 +101,9 @@ describe("the usage statements", () => {
     expect(selectRange("sbx-a", {}, 1440).sql).toMatch(/WHERE sandbox_id = \? ORDER BY at LIMIT 1440$/);
     expect(selectRange("sbx-a", { limit: 0 }, 1440).sql).toMatch(/LIMIT 1$/);
     expect(selectRange("sbx-a", { limit: 5000 }, 1440).sql).toMatch(/LIMIT 1440$/);
+    // The latest sample: the newest one, read backwards (one step of the primary key).
+    expect(selectRange("sbx-a", { limit: 1, newest: true }, 1440).sql).toMatch(/ORDER BY at DESC LIMIT 1$/);
+    expect(selectRange("sbx-a", { newest: false }, 1440).sql).toMatch(/ORDER BY at LIMIT 1440$/);
     const ranged = selectRange("sbx-a", { from: "f", to: "t", limit: 10 }, 1440);
     expect(ranged.sql).toContain("sandbox_id = ? AND at >= ? AND at <= ?");
     expect(ranged.params).toEqual(["sbx-a", "f", "t"]);

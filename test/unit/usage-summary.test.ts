@@ -83,9 +83,10 @@ describe("parseSummary", () => {
       expect(parseSummary(junk, AT)).toEqual([]);
   });
 
-  it("reads the proxy's text: JSON that is not a summary or not JSON at all gives nothing", () => {
+  it("reads the proxy's text: JSON that is not a summary gives nothing, not JSON at all undefined", () => {
     expect(parseSummaryText(JSON.stringify(summary), AT)).toHaveLength(2);
-    expect(parseSummaryText("<html>bad gateway</html>", AT)).toEqual([]);
-    expect(parseSummaryText("", AT)).toEqual([]);
+    expect(parseSummaryText(JSON.stringify({ kind: "Status" }), AT)).toEqual([]);
+    expect(parseSummaryText("<html>bad gateway</html>", AT)).toBeUndefined();
+    expect(parseSummaryText("", AT)).toBeUndefined();
   });
 });

@@ -1,6 +1,8 @@
 // kustomize, as far as infra/deploy uses it, read without the kustomize binary (the tests' fresh
-// machine has none): `resources` (files and directories, recursively) and `patches` that are
-// RFC 6902 JSON patches with a target, under kustomize's own rules: a file must lie inside its
+// machine has none): `resources` (files and directories, recursively), `components` (each a
+// `kind: Component` folder whose resources are added and whose patches then apply to all, after
+// the includer's resources and before its own patches) and `patches` that are RFC 6902 JSON
+// patches with a target, under kustomize's own rules: a file must lie inside its
 // kustomization's folder, and a folder may not include a folder that contains it (an overlay
 // inside its base is refused as a cycle). Anything else in a kustomization fails loudly, so an
 // overlay never relies on a feature this reading would silently skip.
@@ -30,11 +32,12 @@ interface Kustomization {
   apiVersion?: string;
   kind?: string;
   resources?: string[];
+  components?: string[];
   patches?: { target?: PatchTarget; patch?: string; path?: string }[];
 }
 
 /** READ_FIELDS are the kustomization fields this reading implements. */
-const READ_FIELDS = new Set(["apiVersion", "kind", "resources", "patches"]);
+const READ_FIELDS = new Set(["apiVersion", "kind", "resources", "components", "patches"]);
 
 /** manifests are a YAML file's objects, in order; a document that does not parse throws. */
 export function manifests(file: string): Manifest[] {
@@ -69,18 +72,42 @@ function inside(dir: string, file: string): string {
 export function kustomize(dir: string, visited: readonly string[] = []): Manifest[] {
   const k = kustomizationOf(dir);
   const chain = [...visited, resolve(dir)];
-  let objects = (k.resources ?? []).flatMap((r) => {
+  if (k.kind === "Component") throw new Error(`${dir}: a Component is listed under components, not built`);
+  let objects = resourcesOf(dir, k, chain);
+  for (const c of k.components ?? []) {
+    const path = resolve(dir, c);
+    const component = kustomizationOf(path);
+    if (component.kind !== "Component") throw new Error(`${dir}: component ${c} is not kind: Component`);
+    objects = patched(path, component, [...objects, ...resourcesOf(path, component, [...chain, path])]);
+  }
+  return patched(dir, k, objects);
+}
+
+/** resourcesOf are a kustomization's resources, each object once; a folder is built in turn. */
+function resourcesOf(dir: string, k: Kustomization, chain: readonly string[]): Manifest[] {
+  const objects = (k.resources ?? []).flatMap((r) => {
     const path = resolve(dir, r);
     if (!statSync(path).isDirectory()) return manifests(inside(dir, r));
     const contained = chain.find((v) => within(v, path));
     if (contained) throw new Error(`${dir}: cycle: ${r} contains ${contained}, which includes it`);
     return kustomize(path, chain);
   });
+  return once(dir, objects);
+}
+
+/** once refuses objects listed more than once, as kustomize does. */
+function once(dir: string, objects: Manifest[]): Manifest[] {
   const ids = objects.map(
     (o) => `${o.apiVersion} ${o.kind} ${o.metadata.namespace ?? ""}/${o.metadata.name}`,
   );
   const twice = ids.filter((id, i) => ids.indexOf(id) !== i);
   if (twice.length) throw new Error(`${dir}: ${twice.join(", ")} more than once`);
+  return objects;
+}
+
+/** patched applies a kustomization's patches, in order, to `given`. */
+function patched(dir: string, k: Kustomization, given: Manifest[]): Manifest[] {
+  let objects = once(dir, given);
   for (const [i, p] of (k.patches ?? []).entries()) {
     const text = p.patch ?? (p.path ? readFileSync(inside(dir, p.path), "utf8") : undefined);
     const ops = text === undefined ? undefined : (parse(text) as unknown);
