@@ -47,6 +47,14 @@ const unsupported = (what: string, hint = "") =>
 const unsupportedNetwork = (what: string) =>
   unsupported(what, "; egress rules take CIDR blocks and IP addresses in allowOut and denyOut");
 
+/** egressFields are the egress rules' fields a create's `network` and an update share. */
+const egressFields = {
+  allowOut: v.optional(v.nullable(EgressList("allowOut"))),
+  denyOut: v.optional(v.nullable(EgressList("denyOut"))),
+  egressProxy: unsupportedNetwork("egressProxy"),
+  rules: unsupportedNetwork("rules (per-domain request transforms)"),
+};
+
 /**
  * Network is E2B's SandboxNetworkConfig on create: egress rules as CIDR blocks and IPs (domain
  * names, per-domain rules, an egress proxy and a host mask would need an egress proxy: refused by
@@ -59,12 +67,9 @@ const Network = v.optional(
       v.check(notArray, "must be a JSON object"),
       v.looseObject(
         {
-          allowOut: v.optional(v.nullable(EgressList("allowOut"))),
-          denyOut: v.optional(v.nullable(EgressList("denyOut"))),
+          ...egressFields,
           allowPublicTraffic: v.optional(v.nullable(v.boolean("must be true or false"))),
           maskRequestHost: unsupportedNetwork("maskRequestHost"),
-          egressProxy: unsupportedNetwork("egressProxy"),
-          rules: unsupportedNetwork("rules (per-domain request transforms)"),
           httpsPorts: unsupportedNetwork("httpsPorts"),
         },
         "must be a JSON object",
@@ -84,11 +89,8 @@ export const NetworkUpdate = v.optional(
     v.check(notArray, "must be a JSON object"),
     v.looseObject(
       {
-        allowOut: v.optional(v.nullable(EgressList("allowOut"))),
-        denyOut: v.optional(v.nullable(EgressList("denyOut"))),
+        ...egressFields,
         allow_internet_access: v.optional(v.nullable(v.boolean("must be true or false"))),
-        egressProxy: unsupportedNetwork("egressProxy"),
-        rules: unsupportedNetwork("rules (per-domain request transforms)"),
       },
       "must be a JSON object",
     ),
