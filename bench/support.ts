@@ -36,6 +36,10 @@ export async function benchHost(state: ClusterState, options: Partial<HostConfig
       keyFile: state.webhookKey,
     },
     tickSeconds: 0,
+    // The usage sampler is off unless the run asks for it: on kwok it reads kwok's simulated
+    // metrics of every pod of a node (CEL per pod), which costs the 2-core bench machine about a
+    // third of its bare PATCH rate (docs/benchmarks.md, issue #38) and is not the claims' cost.
+    usageSampleSeconds: Number(process.env.AGENTBOX_USAGE_SAMPLE_SECONDS ?? 0),
     tickConcurrency: 8,
     log: quiet,
     // Envs are reconciled (and routed) for the local segment, as `npm start` does.
