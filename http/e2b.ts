@@ -92,11 +92,15 @@ export function e2bRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEnv> {
     c.set("tenant", tenant);
     return next();
   });
-  /** token is the envd token an answer carries: for the sandbox's owner, none for an admin (ownerToken). */
-  const token = (c: C, view: SandboxView) => ownerToken(deps, c.get("tenant"), view);
-  /** traffic is a private sandbox's traffic token, for its owner only (ownerTrafficToken). */
-  const traffic = (c: C, pod: V1Pod, view: SandboxView) =>
-    ownerTrafficToken(deps, c.get("tenant"), pod, view);
+  /**
+   * tokens are the two tokens an answer carries, for the sandbox's owner only (none for an admin):
+   * envd's (ownerToken) and, for a private sandbox, its traffic token (ownerTrafficToken).
+   */
+  const tokens = async (c: C, pod: V1Pod, view: SandboxView) =>
+    [
+      await ownerToken(deps, c.get("tenant"), view),
+      await ownerTrafficToken(deps, c.get("tenant"), pod, view),
+    ] as const;
   /** find finds the tenant's sandbox as E2B sees it (starting or running), with its view. */
   const find = async (
     c: C,
@@ -147,10 +151,7 @@ export function e2bRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEnv> {
     const waited = await waitForRunning(deps, outcome.pod, outcome.pool, seconds * 1000);
     const view = waited.pod && sandboxView(waited.pod, deps.now());
     if (waited.ok && waited.pod && view)
-      return c.json(
-        e2bSandbox(waited.pod, view, settings, await token(c, view), await traffic(c, waited.pod, view)),
-        201,
-      );
+      return c.json(e2bSandbox(waited.pod, view, settings, ...(await tokens(c, waited.pod, view))), 201);
     // A failed E2B create leaves nothing behind: the caller never got the id to release it.
     await deleteSandbox(deps, c.get("tenant"), outcome.sandbox.sandboxId);
     if (!waited.ok && waited.reason === "stopping") {
@@ -187,15 +188,7 @@ export function e2bRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEnv> {
   app.get("/sandboxes/:id", async (c) => {
     const found = await find(c, c.req.param("id"));
     if (!found) return notFound(c, c.req.param("id"));
-    return c.json(
-      e2bDetail(
-        found.pod,
-        found.view,
-        settings,
-        await token(c, found.view),
-        await traffic(c, found.pod, found.view),
-      ),
-    );
+    return c.json(e2bDetail(found.pod, found.view, settings, ...(await tokens(c, found.pod, found.view))));
   });
 
   app.delete("/sandboxes/:id", async (c) => {
@@ -225,13 +218,7 @@ export function e2bRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEnv> {
     const found = await retime(c, { lifetime: { seconds: req.timeout, mode: "extend" } });
     if (!found) return notFound(c, c.req.param("id") ?? "");
     return c.json(
-      e2bSandbox(
-        found.pod,
-        found.view,
-        settings,
-        await token(c, found.view),
-        await traffic(c, found.pod, found.view),
-      ),
+      e2bSandbox(found.pod, found.view, settings, ...(await tokens(c, found.pod, found.view))),
       200,
     );
   };

@@ -4,18 +4,11 @@ import { rfc3339 } from "../util/time.ts";
 import type { UsageSample } from "./sample.ts";
 
 /** E2bSandboxMetric is E2B's SandboxMetric: one point, every field required. */
-export interface E2bSandboxMetric {
+export type E2bSandboxMetric = Omit<UsageSample, "sandboxId" | "at"> & {
   /** timestamp is deprecated in E2B's spec but still required; timestampUnix is in seconds. */
   timestamp: string;
   timestampUnix: number;
-  cpuCount: number;
-  cpuUsedPct: number;
-  memUsed: number;
-  memTotal: number;
-  memCache: number;
-  diskUsed: number;
-  diskTotal: number;
-}
+};
 
 /** e2bMetric is one sample in E2B's shape. */
 export function e2bMetric(s: UsageSample): E2bSandboxMetric {
