@@ -142,7 +142,8 @@ export default async function setup(project: TestProject) {
             JSON.stringify({
               verb: e.verb,
               objectRef: e.objectRef,
-              labels: e.responseObject?.metadata?.labels,
+              labels: (e as { responseObject?: { metadata?: { labels?: unknown } } }).responseObject?.metadata
+                ?.labels,
             }),
           )
           .map((line) => `${line}\n`)
