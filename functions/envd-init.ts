@@ -1,6 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { envdAccessToken, unseal } from "../lib/claims/sealing.ts";
 import { SANDBOX_ID_LABEL } from "../lib/crd/keys.ts";
+import { incarnationOf } from "../lib/lifecycle/incarnation.ts";
 import type { PostStartHookAction } from "../lib/lifecycle/post-start-hooks.ts";
 import type { HookRun } from "../lib/reconcile/post-start-hooks.ts";
 import type { PostStartDeps } from "./host-deps.ts";
@@ -33,7 +34,7 @@ export async function envdInit(
       return { ok: false, error: "the sealed env vars are not JSON" };
     }
   }
-  const accessToken = await envdAccessToken(deps.keys, id);
+  const accessToken = await envdAccessToken(deps.keys, id, incarnationOf(pod));
   const host = ip.includes(":") ? `[${ip}]` : ip;
   const url = `http://${host}:${hook.port}/init`;
   let error = "not attempted";

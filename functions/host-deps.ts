@@ -31,6 +31,8 @@ const POOL_READ_SHARE_MS = 500;
 export const CATALOG_READ_SHARE_MS = 1000;
 
 /** DEFAULT_API_KEYS is the Secret holding the hashed API keys unless the host says otherwise. */
+/** DEFAULT_SNAPSHOT_RETENTION_SECONDS keeps a paused sandbox a week (AGENTBOX_SNAPSHOT_RETENTION). */
+export const DEFAULT_SNAPSHOT_RETENTION_SECONDS = 7 * 24 * 3600;
 export const DEFAULT_API_KEYS = { namespace: "agentbox-system", name: "agentbox-api-keys" } as const;
 
 /** PostStartDeps is what running post-start hooks needs: the sealing keys and how hard to try. */
@@ -103,6 +105,8 @@ export interface HostDeps {
   envdPort: number;
   /** teamLimits cap each team's sandboxes held at once; undefined: no caps. */
   teamLimits: TeamLimits | undefined;
+  /** snapshotRetentionSeconds is how long a paused sandbox is kept unresumed (ADR 0045). */
+  snapshotRetentionSeconds: number;
 
   // What this host can do.
   /** postStart runs post-start hooks; undefined (no sealing key), hooks fail with a clear reason. */
@@ -161,6 +165,7 @@ export interface HostParts {
   apiKeys?: { namespace: string; name: string };
   envdPort?: number;
   teamLimits?: TeamLimits;
+  snapshotRetentionSeconds?: number;
   postStart?: PostStartDeps;
   pullActivity?: PullActivity;
   hashKey?: (key: string) => string;
@@ -200,6 +205,7 @@ export function hostDeps(parts: HostParts): HostDeps {
     apiKeys: parts.apiKeys ?? DEFAULT_API_KEYS,
     envdPort: parts.envdPort ?? ENVD_PORT,
     teamLimits: parts.teamLimits,
+    snapshotRetentionSeconds: parts.snapshotRetentionSeconds ?? DEFAULT_SNAPSHOT_RETENTION_SECONDS,
     postStart: parts.postStart,
     pullActivity: parts.pullActivity,
     hashKey: parts.hashKey,

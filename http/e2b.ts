@@ -5,16 +5,13 @@ import { authenticate } from "../functions/api/authenticate.ts";
 import { createSandbox } from "../functions/api/create-sandbox.ts";
 import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
 import { findSandbox } from "../functions/api/find-sandbox.ts";
-import { ownerToken } from "../functions/api/sandbox-access.ts";
 import { setSandboxTimeouts } from "../functions/api/set-timeout.ts";
-import { ownerTrafficToken } from "../functions/api/traffic-access.ts";
 import { waitForRunning } from "../functions/api/wait-running.ts";
 import type { HostDeps } from "../functions/host-deps.ts";
 import { bearerOrApiKey, type Tenant } from "../lib/claims/api-keys.ts";
 import { tooManySandboxes } from "../lib/claims/errors.ts";
 import { type SandboxView, sandboxView, whyNotRunning } from "../lib/claims/sandbox-view.ts";
 import type { TimeoutChange } from "../lib/claims/timeouts.ts";
-import { parseWith } from "../lib/crd/parse-with.ts";
 import {
   type E2bSettings,
   e2bDetail,
@@ -22,10 +19,8 @@ import {
   isE2bVisible,
   TEMPLATE_ID_ANNOTATION,
 } from "../lib/e2b/answers.ts";
-import { createWaitSeconds, E2B_IDLE_WAIT_SECONDS, issueText, nativeCreate } from "../lib/e2b/requests.ts";
+import { createWaitSeconds, E2B_IDLE_WAIT_SECONDS, nativeCreate } from "../lib/e2b/requests.ts";
 import {
-  ConnectSandbox,
-  ConnectSandboxV2,
   NewSandbox,
   NewSandboxV2,
   SandboxRefreshRequest,
@@ -33,11 +28,13 @@ import {
 } from "../lib/e2b/schemas.ts";
 import { HistoryUnavailable } from "../lib/history/store.ts";
 import { isApiServerTrouble } from "../lib/kube/errors.ts";
+import { parseBody } from "./e2b-body.ts";
 import { fail } from "./e2b-fail.ts";
 import { e2bListRoutes } from "./e2b-list.ts";
 import { e2bLogsRoutes } from "./e2b-logs.ts";
 import { e2bMetricsRoutes } from "./e2b-metrics.ts";
 import { e2bNetworkRoutes } from "./e2b-network.ts";
+import { e2bPausedDetail, e2bPauseRoutes, e2bTokens } from "./e2b-pause.ts";
 import { e2bTemplatesRoutes } from "./e2b-templates.ts";
 import { notImplemented as unsupported } from "./e2b-unsupported.ts";
 
@@ -45,34 +42,15 @@ export type E2bEnv = { Variables: { tenant: Tenant } };
 
 type C = Context<E2bEnv>;
 
-/** readJson reads an optional JSON body: an empty body is undefined, a malformed one an error. */
-async function readJson(c: C): Promise<{ ok: true; value: unknown } | { ok: false }> {
-  const text = await c.req.text();
-  if (text.trim() === "") return { ok: true, value: undefined };
-  try {
-    return { ok: true, value: JSON.parse(text) };
-  } catch {
-    return { ok: false };
-  }
-}
-
-/** parseBody reads and validates a body, or answers E2B's 400 naming the first bad field. */
-async function parseBody<T>(c: C, schema: Parameters<typeof parseWith>[0]): Promise<T | Response> {
-  const body = await readJson(c);
-  if (!body.ok) return fail(c, 400, "the body is not valid JSON");
-  const parsed = parseWith(schema, body.value);
-  if (parsed.ok) return parsed.value as T;
-  return fail(c, 400, issueText(parsed.issues));
-}
-
 /**
  * e2bRoutes serve E2B's public control-plane API over the same warm pools (mounted at /e2b, so
  * E2B_API_URL=https://host/e2b points the official SDK here): X-API-Key (or Bearer) auth with the
  * same keys as /v1, E2B's bodies, statuses and `{code, message}` errors. A templateID names a
  * SandboxTemplate (or a pool as namespace/name). Creates wait until the sandbox runs and envd has
- * its env and token, as E2B's do; pausing and the other features a pool cannot give answer 501.
+ * its env and token, as E2B's do; a pause keeps the files and gives the pod back (e2b-pause.ts);
+ * the features a pool cannot give (memory snapshots, forks) answer 501.
  * An admin key gets, retimes, connects to and kills any tenant's sandbox, but envdAccessToken is
- * in the answers to the sandbox's owner only (ownerToken); `domain` is never null (e2bDomain).
+ * in the answers to the sandbox's owner only (e2bTokens); `domain` is never null (e2bDomain).
  */
 export function e2bRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEnv> {
   const app = new Hono<E2bEnv>();
@@ -92,15 +70,8 @@ export function e2bRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEnv> {
     c.set("tenant", tenant);
     return next();
   });
-  /**
-   * tokens are the two tokens an answer carries, for the sandbox's owner only (none for an admin):
-   * envd's (ownerToken) and, for a private sandbox, its traffic token (ownerTrafficToken).
-   */
-  const tokens = async (c: C, pod: V1Pod, view: SandboxView) =>
-    [
-      await ownerToken(deps, c.get("tenant"), view),
-      await ownerTrafficToken(deps, c.get("tenant"), pod, view),
-    ] as const;
+  /** tokens are the two tokens an answer carries, for the sandbox's owner only (e2bTokens). */
+  const tokens = (c: C, pod: V1Pod, view: SandboxView) => e2bTokens(deps, c.get("tenant"), pod, view);
   /** find finds the tenant's sandbox as E2B sees it (starting or running), with its view. */
   const find = async (
     c: C,
@@ -120,6 +91,7 @@ export function e2bRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEnv> {
     const started = deps.now().getTime();
     const outcome = await createSandbox(deps, c.get("tenant"), native.value, {
       annotations: { [TEMPLATE_ID_ANNOTATION]: req.templateID },
+      ...(req.autoPause ? { onTimeout: "pause" as const } : {}),
       // It waits for Running at most this long (what is left of it, below), completing the start.
       waitSeconds: (pool) => createWaitSeconds(pool),
     });
@@ -185,10 +157,15 @@ export function e2bRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEnv> {
   app.route("/", e2bNetworkRoutes(deps, settings));
   app.route("/", e2bTemplatesRoutes(deps, settings));
 
+  app.route("/", e2bPauseRoutes(deps, settings));
+
   app.get("/sandboxes/:id", async (c) => {
     const found = await find(c, c.req.param("id"));
-    if (!found) return notFound(c, c.req.param("id"));
-    return c.json(e2bDetail(found.pod, found.view, settings, ...(await tokens(c, found.pod, found.view))));
+    if (found)
+      return c.json(e2bDetail(found.pod, found.view, settings, ...(await tokens(c, found.pod, found.view))));
+    // No pod runs it: a paused sandbox shows as paused.
+    const paused = await e2bPausedDetail(deps, c, c.req.param("id"), settings);
+    return paused ? c.json(paused) : notFound(c, c.req.param("id"));
   });
 
   app.delete("/sandboxes/:id", async (c) => {
@@ -212,29 +189,14 @@ export function e2bRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEnv> {
     return changed ? c.body(null, 204) : notFound(c, c.req.param("id"));
   });
 
-  const connect = (schema: typeof ConnectSandbox | typeof ConnectSandboxV2) => async (c: C) => {
-    const req = await parseBody<{ timeout: number }>(c, schema);
-    if (req instanceof Response) return req;
-    const found = await retime(c, { lifetime: { seconds: req.timeout, mode: "extend" } });
-    if (!found) return notFound(c, c.req.param("id") ?? "");
-    return c.json(
-      e2bSandbox(found.pod, found.view, settings, ...(await tokens(c, found.pod, found.view))),
-      200,
-    );
-  };
-  app.post("/sandboxes/:id/connect", connect(ConnectSandbox));
-  app.post("/v2/sandboxes/:id/connect", connect(ConnectSandboxV2));
-
   // What a warm pool of pods cannot do (yet): E2B's shape, 501.
   // Counted by operation (agentbox_e2b_unsupported_total), so operators see what callers miss.
   const notImplemented = (operation: string, what: string) =>
     unsupported(
       deps,
       operation,
-      `${what} is not supported by this control plane (agentbox pools run sandboxes in place; they cannot pause)`,
+      `${what} is not supported by this control plane (a pause keeps a sandbox's files, not its memory: it cannot be copied or checkpointed in place)`,
     );
-  app.post("/sandboxes/:id/pause", notImplemented("pause", "pausing a sandbox"));
-  app.post("/sandboxes/:id/resume", notImplemented("resume", "resuming a sandbox"));
   app.post("/sandboxes/:id/snapshots", notImplemented("snapshot", "snapshots"));
   app.post("/sandboxes/:id/fork", notImplemented("fork", "forking a sandbox"));
   // E2B's shape for everything under /e2b, errors included (a mounted app's notFound is not used).

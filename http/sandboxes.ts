@@ -45,6 +45,7 @@ import { type NativeEnv, send } from "./native.ts";
 import { sandboxLogsRoutes } from "./sandbox-logs.ts";
 import { sandboxMetricsRoutes } from "./sandbox-metrics.ts";
 import { sandboxNetworkRoutes } from "./sandbox-network.ts";
+import { pausedSandbox, sandboxPauseRoutes } from "./sandbox-pause.ts";
 import { templatesRoutes } from "./templates.ts";
 
 type Env = NativeEnv;
@@ -74,7 +75,8 @@ export interface SandboxAddressing {
  * another tenant's sandbox is a 404 like one that does not exist. A sandbox's GET and create also
  * show its network settings and say how it is reached (its URLs under `addressing.domain`; envd's
  * token and a private sandbox's traffic token to its owner only). A sandbox's own surfaces
- * (metrics, logs, network), the templates and the history are modules of their own, mounted here.
+ * (metrics, logs, network, pause and resume), the templates and the history are modules of their
+ * own, mounted here; a paused sandbox's GET shows it with phase "paused".
  */
 export function sandboxRoutes(deps: HostDeps, addressing: SandboxAddressing = {}): Hono<Env> {
   const app = new Hono<Env>();
@@ -238,12 +240,17 @@ export function sandboxRoutes(deps: HostDeps, addressing: SandboxAddressing = {}
   app.route("/", sandboxMetricsRoutes(deps));
   app.route("/", sandboxLogsRoutes(deps));
   app.route("/", sandboxNetworkRoutes(deps));
+  app.route("/", sandboxPauseRoutes(deps, addressing.domain));
   app.route("/", templatesRoutes(deps));
   app.route("/", historyRoutes(deps));
 
   app.get("/sandboxes/:id", async (c) => {
-    const view = await getSandbox(deps, c.get("tenant"), c.req.param("id"), addressing.domain);
-    return view ? c.json(view) : send(c, notFound(`no sandbox "${c.req.param("id")}"`));
+    const id = c.req.param("id");
+    // No pod runs it: a paused sandbox shows as paused.
+    const view =
+      (await getSandbox(deps, c.get("tenant"), id, addressing.domain)) ??
+      (await pausedSandbox(deps, c.get("tenant"), id));
+    return view ? c.json(view) : send(c, notFound(`no sandbox "${id}"`));
   });
 
   app.delete("/sandboxes/:id", async (c) => {

@@ -9,6 +9,7 @@ import type { CreateSandboxRequest } from "../../lib/claims/schemas.ts";
 import { seal } from "../../lib/claims/sealing.ts";
 import { limitFor } from "../../lib/claims/team-limits.ts";
 import { waitSeconds } from "../../lib/claims/wait-seconds.ts";
+import { ON_TIMEOUT_ANNOTATION, SEALED_ENV_VARS_ANNOTATION } from "../../lib/crd/keys.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { isPrivateTraffic, networkMarks } from "../../lib/egress/network.ts";
 import { claimHooks } from "../../lib/lifecycle/post-start-hooks.ts";
@@ -59,18 +60,23 @@ export interface ClaimExtras {
   annotations?: Readonly<Record<string, string>>;
   /** waitSeconds: the caller waits this long for Running (E2B always does), by the pool claimed. */
   waitSeconds?: (pool: SandboxPool) => number;
+  /** onTimeout "pause": the sandbox pauses at the end of its lifetime instead of ending (E2B's autoPause). */
+  onTimeout?: "pause";
 }
 
 /**
  * hookPlan seals a create's env vars once for its sandbox and answers each pool's hooks
- * (claimHooks: envd's /init on every claim of a pool that runs envd), or why the create cannot
- * have env vars at all: they need a sealing key.
+ * (claimHooks: envd's /init on every claim of a pool that runs envd) with the sealed env vars, or
+ * why the create cannot have env vars at all: they need a sealing key.
  */
 async function hookPlan(
   deps: HostDeps,
   sandboxId: string,
   req: CreateSandboxRequest,
-): Promise<((pool: SandboxPool, pod?: V1Pod) => ReturnType<typeof claimHooks>) | string> {
+): Promise<
+  | { hooksOf: (pool: SandboxPool, pod?: V1Pod) => ReturnType<typeof claimHooks>; sealedEnvVars?: string }
+  | string
+> {
   const envVars = req.envVars ?? {};
   const hasEnv = Object.keys(envVars).length > 0;
   const keys = deps.postStart?.keys;
@@ -81,7 +87,10 @@ async function hookPlan(
     port: deps.envdPort,
     ...(sealedEnvVars ? { sealedEnvVars } : {}),
   };
-  return (pool, pod) => claimHooks(pool, input, pod);
+  return {
+    hooksOf: (pool, pod) => claimHooks(pool, input, pod),
+    ...(sealedEnvVars ? { sealedEnvVars } : {}),
+  };
 }
 
 /**
@@ -166,9 +175,19 @@ async function claimOrWhy(
   const sampleImages = requestedImages(sample, req);
   if (typeof sampleImages === "string") return { ok: false, reason: "invalid", message: sampleImages };
   const sandboxId = newSandboxId();
-  const marks = networkMarks(req.network);
-  const hooksOf = await hookPlan(deps, sandboxId, req);
-  if (typeof hooksOf === "string") return { ok: false, reason: "invalid", message: hooksOf };
+  const hookPlanned = await hookPlan(deps, sandboxId, req);
+  if (typeof hookPlanned === "string") return { ok: false, reason: "invalid", message: hookPlanned };
+  const { hooksOf, sealedEnvVars } = hookPlanned;
+  const network = networkMarks(req.network);
+  // The sealed env vars stay on the pod for the sandbox's life: a pause keeps them for its resume.
+  const marks = {
+    ...network,
+    annotations: {
+      ...network.annotations,
+      ...(sealedEnvVars ? { [SEALED_ENV_VARS_ANNOTATION]: sealedEnvVars } : {}),
+      ...(extras.onTimeout ? { [ON_TIMEOUT_ANNOTATION]: extras.onTimeout } : {}),
+    },
+  };
   const sampleHooks = hooksOf(sample);
   if (!sampleHooks.ok) return { ok: false, reason: "invalid", message: sampleHooks.message };
   if (isPrivateTraffic(req.network) && !deps.postStart?.keys)

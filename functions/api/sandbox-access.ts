@@ -7,6 +7,7 @@ import {
   sandboxDetail,
 } from "../../lib/claims/sandbox-view.ts";
 import { envdAccessToken } from "../../lib/claims/sealing.ts";
+import { incarnationOf } from "../../lib/lifecycle/incarnation.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { ownerTrafficToken } from "./traffic-access.ts";
 
@@ -14,15 +15,19 @@ import { ownerTrafficToken } from "./traffic-access.ts";
  * ownerToken is sandbox `view`'s envd access token for `tenant`, when it is the sandbox's owner
  * (isOwnSandbox) and the host holds the sealing key; undefined otherwise. One rule for every
  * answer, native and E2B: an admin key sees, retimes and kills any tenant's sandbox, but the
- * token, which runs commands and reads files inside it, goes to its owner only.
+ * token, which runs commands and reads files inside it, goes to its owner only. It is derived for
+ * the pod's incarnation: a resumed sandbox's envd has a new token (ADR 0045).
  */
 export async function ownerToken(
   deps: Pick<HostDeps, "postStart">,
   tenant: Tenant,
+  pod: V1Pod,
   view: SandboxView,
 ): Promise<string | undefined> {
   const keys = deps.postStart?.keys;
-  return keys && isOwnSandbox(view, tenant) ? envdAccessToken(keys, view.sandboxId) : undefined;
+  return keys && isOwnSandbox(view, tenant)
+    ? envdAccessToken(keys, view.sandboxId, incarnationOf(pod))
+    : undefined;
 }
 
 /**
@@ -40,7 +45,7 @@ export async function viewWithAccess(
   domain: string | undefined,
 ): Promise<SandboxDetail> {
   const [envd, traffic] = await Promise.all([
-    ownerToken(deps, tenant, view),
+    ownerToken(deps, tenant, pod, view),
     ownerTrafficToken(deps, tenant, pod, view),
   ]);
   return sandboxDetail(pod, view, domain, { envdAccessToken: envd, trafficAccessToken: traffic });

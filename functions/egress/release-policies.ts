@@ -7,6 +7,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { EGRESS_CUSTOM, EGRESS_LABEL, SANDBOX_ID_LABEL } from "../../lib/crd/keys.ts";
 import type { Action } from "../../lib/kube/action.ts";
+import { gateActions } from "../gate-actions.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { removeEgressPolicy } from "./egress-policy.ts";
 
@@ -15,31 +16,20 @@ import { removeEgressPolicy } from "./egress-policy.ts";
  * and keeps only the actions whose pod has none left (a removal that failed or could not be proven
  * leaves its pod stopping: the next run tries again). Pods without the label cost no request.
  */
-export async function releasePolicies(
+export function releasePolicies(
   deps: Pick<HostDeps, "kube" | "log">,
   actions: readonly Action[],
   pods: readonly V1Pod[],
 ): Promise<Action[]> {
-  const byName = new Map(pods.map((p) => [`${p.metadata?.namespace}/${p.metadata?.name}`, p]));
-  const kept: Action[] = [];
-  for (const action of actions) {
-    const pod =
-      action.target.kind === "Pod"
-        ? byName.get(`${action.target.namespace}/${action.target.name}`)
-        : undefined;
-    const id = pod?.metadata?.labels?.[SANDBOX_ID_LABEL];
-    if (!pod || !id || pod.metadata?.labels?.[EGRESS_LABEL] !== EGRESS_CUSTOM) {
-      kept.push(action);
-      continue;
-    }
-    const gone = await removeEgressPolicy(deps, action.target.namespace, id).catch((e: unknown) => {
+  return gateActions(actions, pods, async (pod) => {
+    const id = pod.metadata?.labels?.[SANDBOX_ID_LABEL];
+    if (!id || pod.metadata?.labels?.[EGRESS_LABEL] !== EGRESS_CUSTOM) return true;
+    return removeEgressPolicy(deps, pod.metadata?.namespace ?? "", id).catch((e: unknown) => {
       deps.log.warn(
         { sandboxId: id, err: String(e) },
         "release: the sandbox's egress policy could not be removed",
       );
       return false;
     });
-    if (gone) kept.push(action);
-  }
-  return kept;
+  });
 }

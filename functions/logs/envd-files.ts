@@ -58,9 +58,15 @@ async function readCapped(body: ReadableStream<Uint8Array> | null, max: number):
  * serves ranges; one that does not is read whole up to WHOLE_FILE_BYTES). Every call is bounded
  * by ENVD_CALL_MS; the token is sent, never logged or put in an error.
  */
-export function envdFiles(deps: PostStartDeps, id: string, ip: string, port: number): EnvdFiles {
+export function envdFiles(
+  deps: PostStartDeps,
+  id: string,
+  ip: string,
+  port: number,
+  incarnation = 0,
+): EnvdFiles {
   const base = `http://${ip.includes(":") ? `[${ip}]` : ip}:${port}`;
-  const token = () => envdAccessToken(deps.keys, id);
+  const token = () => envdAccessToken(deps.keys, id, incarnation);
   const rpc = async (method: string, body: unknown): Promise<Record<string, unknown> | undefined> => {
     const res = await deps.fetch(`${base}/filesystem.Filesystem/${method}`, {
       method: "POST",

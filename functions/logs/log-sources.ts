@@ -3,6 +3,7 @@ import type { Tenant } from "../../lib/claims/api-keys.ts";
 import { isOwnSandbox, type SandboxView, sandboxView } from "../../lib/claims/sandbox-view.ts";
 import { SANDBOX_PHASE } from "../../lib/crd/keys.ts";
 import { KubeError, orMissing } from "../../lib/kube/errors.ts";
+import { incarnationOf } from "../../lib/lifecycle/incarnation.ts";
 import { claimCuts, ranAtClaim, startedMs } from "../../lib/logs/claim-cut.ts";
 import {
   type ContainerRead,
@@ -112,7 +113,7 @@ export async function runtimeReader(
   const logDirs = [...new Set((pool?.spec?.runtimes ?? []).flatMap((r) => (r.logDir ? [r.logDir] : [])))];
   if (logDirs.length === 0) return undefined;
   return {
-    files: envdFiles(deps.postStart, t.view.sandboxId, ip, deps.envdPort),
+    files: envdFiles(deps.postStart, t.view.sandboxId, ip, deps.envdPort, incarnationOf(t.pod)),
     logDirs,
     offsets: new Map(),
   };

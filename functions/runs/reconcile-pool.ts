@@ -9,6 +9,7 @@ import { finalizeDeleted } from "../steps/finalize-deleted.ts";
 import { handleFailures } from "../steps/handle-failures.ts";
 import { idleRelease } from "../steps/idle-release.ts";
 import { materialisePool } from "../steps/materialise-pool.ts";
+import { pauseExpired } from "../steps/pause-expired.ts";
 import { refreshTemplate } from "../steps/refresh-template.ts";
 import { releaseExpired } from "../steps/release-expired.ts";
 import { reportForeignPods } from "../steps/report-foreign-pods.ts";
@@ -29,6 +30,7 @@ export const STEPS: readonly Step[] = [
   finalizeDeleted,
   handleFailures,
   idleRelease,
+  pauseExpired,
   releaseExpired,
   completeStarting,
   runPostStartHooks,

@@ -7,6 +7,7 @@ import { planFinalizeDeleted } from "../../lib/reconcile/finalize-deleted.ts";
 import { sweepEgressPolicies } from "../egress/sweep-policies.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { readInstanceTypes } from "../instance-types.ts";
+import { sweepSnapshots } from "../snapshots/sweep-snapshots.ts";
 import { execute } from "../steps/execute.ts";
 import { type PoolSnapshot, readCluster } from "../steps/snapshot.ts";
 import { type EnvReport, reconcileEnv } from "./reconcile-env.ts";
@@ -151,11 +152,15 @@ export async function tick(deps: HostDeps, opts: TickOptions): Promise<TickRepor
   const egress = spread("egress policies", async () => {
     writes += (await sweepEgressPolicies(deps, opts.namespace, knownPods)).deleted.length;
   });
+  // Paused sandboxes (ADR 0045): pauses and resumes whose caller is gone, retention, leftovers.
+  const snapshots = spread("sandbox snapshots", async () => {
+    writes += (await sweepSnapshots(deps, opts.namespace, knownPods)).writes;
+  });
   if (deps.adoptPools && deps.clusterId) {
     const adoptions = planAdoption(allPools, cluster.allEnvs, deps.clusterId);
     if (adoptions.length) count(await execute(deps, adoptions));
   }
-  await Promise.all([...pools, ...envs, ...templateRuns, orphans, egress]);
+  await Promise.all([...pools, ...envs, ...templateRuns, orphans, egress, snapshots]);
   const requests = Object.entries(deps.kube.requests).reduce(
     (sum, [method, n]) => sum + n - (before[method as keyof typeof before] ?? 0),
     0,

@@ -76,6 +76,8 @@ export interface HostConfig {
   onAuditEvents?: (list: AuditEventList) => void;
   /** consoleSampleSeconds: how often the console's pool charts sample the pool gauges (30; 0: never). */
   consoleSampleSeconds?: number;
+  /** snapshotRetentionSeconds: how long a paused sandbox is kept unresumed (a week). */
+  snapshotRetentionSeconds?: number;
   /** usageSampleSeconds: how often the reconciler samples the sandboxes' resource use (10; 0: never). */
   usageSampleSeconds?: number;
   /** metricsToken is the bearer token /metrics asks for (default: the admin token). */

@@ -89,6 +89,9 @@ export async function startHost(config: HostConfig): Promise<Host> {
       ...(config.apiKeys ? { apiKeys: config.apiKeys } : {}),
       ...(config.envdPort ? { envdPort: config.envdPort } : {}),
       ...(config.teamLimits ? { teamLimits: config.teamLimits } : {}),
+      ...(config.snapshotRetentionSeconds
+        ? { snapshotRetentionSeconds: config.snapshotRetentionSeconds }
+        : {}),
       // Each host takes the idle pods nearest its instance id first (hosts rarely race for one
       // pod), and its claims carry that id, which its watch of them selects (ADR 0037).
       watchFed: { home: instance, claimedBy: claimedByValue(instance) },

@@ -29,6 +29,7 @@ const host = await startHost({
   tickConcurrency: c.tickConcurrency,
   consoleSampleSeconds: c.consoleSampleSeconds,
   usageSampleSeconds: c.usageSampleSeconds,
+  snapshotRetentionSeconds: c.snapshotRetentionSeconds,
   ...(c.sealingKey ? { sealingKey: c.sealingKey } : {}),
   envdPort: c.envdPort,
   ...(c.sandboxDomain ? { sandboxDomain: c.sandboxDomain } : {}),

@@ -55,7 +55,15 @@ export interface StepSettings {
  */
 export type NodeHostExtras = Pick<
   HostParts,
-  "watchFed" | "stopping" | "onReleased" | "teamLimits" | "envdPort" | "apiKeys" | "hashKey" | "usage"
+  | "watchFed"
+  | "stopping"
+  | "onReleased"
+  | "teamLimits"
+  | "envdPort"
+  | "apiKeys"
+  | "hashKey"
+  | "usage"
+  | "snapshotRetentionSeconds"
 >;
 
 /**

@@ -18,6 +18,7 @@ import {
 import { nodeImages, realNodeSupported } from "../../infra/cluster/real-node/node-images.ts";
 import { DEV_SANDBOX_DOMAIN } from "../../infra/cluster/sandbox-domains.ts";
 import { up } from "../../infra/cluster/up.ts";
+import { startKwokSnapshotAgent } from "../../infra/dev/envd/kwok-snapshot-agent.ts";
 import { startEnvd } from "../../infra/dev/envd/server.ts";
 import { realNodeDemo } from "../../infra/dev/real-node-demo.ts";
 import { ENVD_PORT } from "../../lib/data-plane/sandbox-host.ts";
@@ -94,6 +95,13 @@ const envd = await startEnvd({ kubeconfig: kc, port: ENVD_PORT }).catch((e: Node
   );
   return startEnvd({ kubeconfig: kc });
 });
+// Pauses of kwok sandboxes commit the stand-in's directory of the pod (the real node's agent, if
+// any, was started with it by `cluster up`).
+const snapshotAgent = startKwokSnapshotAgent(
+  kc,
+  envd.committer,
+  logger.child({ component: "snapshot-agent-kwok" }),
+);
 
 // The sandbox router: `*.localhost` resolves to loopback on most systems, so the answers' domain
 // points at this machine; the SDK reaches the router by header routing (E2B_SANDBOX_URL), or by
@@ -200,7 +208,8 @@ installProcessPolicy(process, logger, () => host.close());
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
     logger.info({ signal }, "stopping");
-    void host.close().then(() => {
+    void host.close().then(async () => {
+      await snapshotAgent.stop();
       envd.server.close();
       process.exit(0);
     });

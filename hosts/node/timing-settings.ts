@@ -30,6 +30,11 @@ export const TIMING_ENV = {
   // endpoints then show none). 10 by default, as on a developer's machine, whose kubeconfig can
   // read nodes/proxy; the in-cluster install sets 0 unless its sandbox-metrics component grants it.
   AGENTBOX_USAGE_SAMPLE_SECONDS: v.optional(SamplePeriod, "10"),
+  // How long a paused sandbox is kept unresumed before it ends with its snapshot (ADR 0045): a week.
+  AGENTBOX_SNAPSHOT_RETENTION_SECONDS: v.optional(
+    v.pipe(Seconds, v.integer("must be a whole number of seconds"), v.minValue(60)),
+    "604800",
+  ),
   // How long one apiserver request may take (DEFAULT_KUBE_TIMEOUTS): a read, a list, a write.
   AGENTBOX_KUBE_READ_TIMEOUT_SECONDS: v.optional(TimeoutSeconds, String(DEFAULT_KUBE_TIMEOUTS.read / 1000)),
   AGENTBOX_KUBE_LIST_TIMEOUT_SECONDS: v.optional(TimeoutSeconds, String(DEFAULT_KUBE_TIMEOUTS.list / 1000)),
@@ -50,6 +55,8 @@ export interface TimingSettings {
   consoleSampleSeconds: number;
   /** usageSampleSeconds: how often the sandboxes' resource use is sampled (AGENTBOX_USAGE_SAMPLE_SECONDS). */
   usageSampleSeconds: number;
+  /** snapshotRetentionSeconds: how long a paused sandbox is kept (AGENTBOX_SNAPSHOT_RETENTION_SECONDS). */
+  snapshotRetentionSeconds: number;
   /** kubeTimeouts bound each apiserver request, in ms (AGENTBOX_KUBE_*_TIMEOUT_SECONDS). */
   kubeTimeouts: KubeTimeouts;
   /** shutdown is how SIGTERM drains the host, in ms (AGENTBOX_SHUTDOWN_SETTLE/GRACE_SECONDS). */
@@ -64,6 +71,7 @@ export function timingSettings(e: TimingEnv): TimingSettings {
     tickConcurrency: e.AGENTBOX_TICK_CONCURRENCY,
     consoleSampleSeconds: e.AGENTBOX_CONSOLE_SAMPLE_SECONDS,
     usageSampleSeconds: e.AGENTBOX_USAGE_SAMPLE_SECONDS,
+    snapshotRetentionSeconds: e.AGENTBOX_SNAPSHOT_RETENTION_SECONDS,
     kubeTimeouts: {
       read: ms(e.AGENTBOX_KUBE_READ_TIMEOUT_SECONDS),
       list: ms(e.AGENTBOX_KUBE_LIST_TIMEOUT_SECONDS),

@@ -1,8 +1,12 @@
 import { errors, id, int, json, jsonSchema, map, query, sandbox, str } from "./openapi-parts.ts";
 import { surfacePaths } from "./openapi-surfaces.ts";
+import { ResumeRequest } from "./paused-view.ts";
 import { CreateSandboxRequest, NetworkUpdateRequest, TimeoutRequest } from "./schemas.ts";
 
-/** SANDBOX is the response shape of every call that returns a sandbox (lib/claims/sandbox-view.ts). */
+/**
+ * SANDBOX is the response shape of every call that returns a sandbox (lib/claims/sandbox-view.ts;
+ * a paused one from lib/claims/paused-view.ts).
+ */
 const SANDBOX = {
   type: "object",
   required: ["sandboxId", "namespace", "pool", "pod", "phase", "images", "metadata"],
@@ -10,8 +14,8 @@ const SANDBOX = {
     sandboxId: str,
     namespace: str,
     pool: str,
-    pod: str,
-    phase: { type: "string", enum: ["starting", "running", "stopping", "failed"] },
+    pod: { type: "string", description: "the pod it runs in; empty while paused (it holds none)" },
+    phase: { type: "string", enum: ["starting", "running", "stopping", "failed", "paused"] },
     team: str,
     user: str,
     claimedAt: { type: "string", format: "date-time" },
@@ -20,6 +24,17 @@ const SANDBOX = {
     metadata: map,
     idleTimeoutSeconds: int,
     startupTimeoutSeconds: int,
+    endAt: { type: "string", format: "date-time", description: "end of its lifetime; none while paused" },
+    pausedAt: { type: "string", format: "date-time", description: "when a paused sandbox was paused" },
+    lifetimeSeconds: {
+      type: "integer",
+      description: "a paused sandbox's lifetime left at the pause: what a resume without a timeout gets",
+    },
+    retainUntil: {
+      type: "string",
+      format: "date-time",
+      description: "a paused sandbox not resumed by then is deleted with its files",
+    },
     podIP: str,
     detail: { type: "object", properties: { reason: str, message: str, lastUpdatedTime: str } },
     // GET /sandboxes/{id} and the create's 201 (viewWithAccess): its network settings, and how
@@ -96,6 +111,7 @@ export function openApiDocument(serverUrl = "/v1") {
         CreateSandboxRequest: jsonSchema(CreateSandboxRequest),
         TimeoutRequest: jsonSchema(TimeoutRequest),
         NetworkUpdateRequest: jsonSchema(NetworkUpdateRequest),
+        ResumeRequest: jsonSchema(ResumeRequest),
         SandboxNetwork: sandboxNetwork(),
       },
     },
@@ -113,7 +129,7 @@ export function openApiDocument(serverUrl = "/v1") {
           summary: "List your sandboxes",
           parameters: [
             query("pool", "namespace/name"),
-            query("phase", "starting | running | stopping | failed"),
+            query("phase", "starting | running | stopping | failed (paused ones: GET /sandboxes/{id})"),
             query("metadata", "k=v,k2=v2"),
             query("limit", "1..500, default 100", int),
             query("continue", "token of the previous page"),
@@ -148,6 +164,28 @@ export function openApiDocument(serverUrl = "/v1") {
           parameters: [id],
           requestBody: { required: true, ...json({ $ref: "#/components/schemas/TimeoutRequest" }) },
           responses: { "200": { description: "the sandbox", ...json(sandbox) }, ...errors(400, 401, 404) },
+        },
+      },
+      "/sandboxes/{id}/pause": {
+        post: {
+          summary:
+            "Pause a running sandbox: its files are kept (not its memory or processes) and its pod goes back to the pool; it keeps its id, metadata and the lifetime it has left",
+          parameters: [id],
+          responses: {
+            "200": { description: "paused (phase paused)", ...json(sandbox) },
+            ...errors(401, 404, 409, 500, 504),
+          },
+        },
+      },
+      "/sandboxes/{id}/resume": {
+        post: {
+          summary: "Resume a paused sandbox on an idle pod of its pool, with its files and the same id",
+          parameters: [id],
+          requestBody: { required: false, ...json({ $ref: "#/components/schemas/ResumeRequest" }) },
+          responses: {
+            "200": { description: "the sandbox, running", ...json(sandbox) },
+            ...errors(400, 401, 404, 409, 500, 503),
+          },
         },
       },
       ...surfacePaths(),

@@ -26,8 +26,11 @@ import { buildStatusDetail } from "../lifecycle/diagnostics.ts";
 import { sandboxPhaseOf } from "../lifecycle/phase-label.ts";
 import type { Tenant } from "./api-keys.ts";
 
-/** SandboxViewPhase is a claimed sandbox's phase; idle pods are not sandboxes. */
-export type SandboxViewPhase = "starting" | "running" | "stopping" | "failed";
+/**
+ * SandboxViewPhase is a sandbox's phase: a claimed pod's (idle pods are not sandboxes), or
+ * "paused" for a paused sandbox, which holds no pod (lib/claims/paused-view.ts).
+ */
+export type SandboxViewPhase = "starting" | "running" | "stopping" | "failed" | "paused";
 
 /** SandboxView is one sandbox as the /v1 API returns it. */
 export interface SandboxView {
@@ -35,7 +38,7 @@ export interface SandboxView {
   namespace: string;
   /** pool is the SandboxPool's name (its namespace is `namespace`). */
   pool: string;
-  /** pod is the name of the pod the sandbox runs in. */
+  /** pod is the name of the pod the sandbox runs in; "" for a paused sandbox (it holds none). */
   pod: string;
   phase: SandboxViewPhase;
   team?: string;
@@ -49,8 +52,17 @@ export interface SandboxView {
   metadata: Record<string, string>;
   idleTimeoutSeconds?: number;
   startupTimeoutSeconds?: number;
-  /** endAt is the end of the sandbox's lifetime (RFC 3339), when it has one. */
+  /** endAt is the end of the sandbox's lifetime (RFC 3339), when it has one; a paused one has none. */
   endAt?: string;
+  /** pausedAt is when a paused sandbox was paused (RFC 3339). */
+  pausedAt?: string;
+  /**
+   * lifetimeSeconds is the lifetime a paused sandbox had left when it was paused (its clock
+   * stops): a resume without a timeout gets this much. Absent when it had no lifetime.
+   */
+  lifetimeSeconds?: number;
+  /** retainUntil is when a paused sandbox not resumed by then is deleted with its files (RFC 3339). */
+  retainUntil?: string;
   podIP?: string;
   /** failure says why a stopping or failed sandbox ended (IdleTimeout, PostStartHookFailed, …). */
   failure?: { reason: string; message?: string };

@@ -90,11 +90,13 @@ export async function unseal(keys: SealKeys, sandboxId: string, sealed: string):
 }
 
 /**
- * envdAccessToken is a sandbox's envd token: HMAC-SHA-256 of its id, base64url. Any host with the
- * key recomputes it (create, connect, the hook that hands it to envd), so none is stored.
+ * envdAccessToken is a sandbox's envd token: HMAC-SHA-256 of its id (and, after a resume, its
+ * incarnation: lib/lifecycle/incarnation.ts), base64url. Any host with the key recomputes it
+ * (create, connect, the hook that hands it to envd), so none is stored.
  */
-export async function envdAccessToken(keys: SealKeys, sandboxId: string): Promise<string> {
-  const mac = await crypto.subtle.sign("HMAC", keys.token, utf8.encode(`envd:${sandboxId}`));
+export async function envdAccessToken(keys: SealKeys, sandboxId: string, incarnation = 0): Promise<string> {
+  const label = incarnation > 0 ? `envd:${sandboxId}:${incarnation}` : `envd:${sandboxId}`;
+  const mac = await crypto.subtle.sign("HMAC", keys.token, utf8.encode(label));
   return base64url(new Uint8Array(mac));
 }
 

@@ -1,12 +1,14 @@
 // Which pods a tenant may see as its sandboxes: admins every one, anyone else only the pods
 // labelled with its team and user. Said once, as a selector for the apiserver and as a check of
 // what came back.
-import type { V1Pod } from "@kubernetes/client-node";
 import { TEAM_LABEL, USER_LABEL } from "../crd/keys.ts";
 import type { Tenant } from "./api-keys.ts";
 
-/** ownedBy: admins own everything; a tenant owns pods with its team and user labels. */
-export function ownedBy(pod: V1Pod, tenant: Tenant): boolean {
+/**
+ * ownedBy: admins own everything; a tenant owns pods (and paused sandboxes' snapshots) with its
+ * team and user labels.
+ */
+export function ownedBy(pod: { metadata?: { labels?: Record<string, string> } }, tenant: Tenant): boolean {
   if (tenant.admin) return true;
   const labels = pod.metadata?.labels ?? {};
   return labels[TEAM_LABEL] === tenant.team && labels[USER_LABEL] === tenant.user;

@@ -5,6 +5,7 @@ import type * as v from "valibot";
 import { GROUP, KIND, RESOURCE, VERSION } from "./keys.ts";
 import { SandboxEnv } from "./sandbox-env.ts";
 import { SandboxPool } from "./sandbox-pool.ts";
+import { SandboxSnapshot } from "./sandbox-snapshot.ts";
 import { SandboxTemplate } from "./sandbox-template.ts";
 import { type JSONSchemaProps, sortKeys, toStructuralSchema } from "./structural-schema.ts";
 
@@ -33,6 +34,8 @@ export interface CustomResourceDefinitionVersion {
   schema: { openAPIV3Schema: JSONSchemaProps };
   subresources: { status: Record<string, never>; scale?: ScaleSubresource };
   additionalPrinterColumns: PrinterColumn[];
+  /** selectableFields are the fields a field selector may name (beyond metadata.name/namespace). */
+  selectableFields?: { jsonPath: string }[];
 }
 
 /** CustomResourceDefinition is the apiextensions.k8s.io/v1 object, as far as we fill it in. */
@@ -94,6 +97,7 @@ interface CrdOptions {
   schema: v.GenericSchema;
   columns: PrinterColumn[];
   scale?: ScaleSubresource;
+  selectableFields?: { jsonPath: string }[];
 }
 
 /** crd assembles one CRD: a single served and stored v1alpha1 version with a status subresource. */
@@ -105,6 +109,7 @@ function crd(options: CrdOptions): CustomResourceDefinition {
     schema: { openAPIV3Schema: openAPIV3Schema(options.schema) },
     subresources: options.scale ? { status: {}, scale: options.scale } : { status: {} },
     additionalPrinterColumns: options.columns,
+    ...(options.selectableFields ? { selectableFields: options.selectableFields } : {}),
   };
   return {
     apiVersion: "apiextensions.k8s.io/v1",
@@ -223,9 +228,39 @@ export const SANDBOX_ENV_CRD = crd({
   ],
 });
 
+/** SANDBOX_SNAPSHOT_CRD defines the namespaced SandboxSnapshot kind: a paused sandbox (ADR 0045). */
+export const SANDBOX_SNAPSHOT_CRD = crd({
+  kind: KIND.SANDBOX_SNAPSHOT,
+  plural: RESOURCE.SANDBOX_SNAPSHOTS,
+  shortName: "sbs",
+  scope: "Namespaced",
+  schema: SandboxSnapshot,
+  // Each node's snapshot agent watches only its own node's snapshots.
+  selectableFields: [{ jsonPath: ".spec.source.node" }],
+  columns: [
+    { name: "Phase", type: "string", jsonPath: ".status.phase", description: "Pause or resume phase." },
+    { name: "Pool", type: "string", jsonPath: ".spec.pool", description: "Pool a resume claims from." },
+    { name: "Team", type: "string", jsonPath: ".spec.claim.team", description: "Owning team." },
+    {
+      name: "Bytes",
+      type: "integer",
+      jsonPath: ".status.bytes",
+      description: "Size of the committed layers.",
+    },
+    {
+      name: "Retain-Until",
+      type: "date",
+      jsonPath: ".spec.retainUntil",
+      description: "Deleted with its images after this unless resumed.",
+    },
+    AGE,
+  ],
+});
+
 /** CRDS lists every CustomResourceDefinition of the group, templates first (pools reference them). */
 export const CRDS: readonly CustomResourceDefinition[] = [
   SANDBOX_TEMPLATE_CRD,
   SANDBOX_POOL_CRD,
   SANDBOX_ENV_CRD,
+  SANDBOX_SNAPSHOT_CRD,
 ];

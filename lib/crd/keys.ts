@@ -15,6 +15,7 @@ export const KIND = {
   SANDBOX_TEMPLATE: "SandboxTemplate",
   SANDBOX_POOL: "SandboxPool",
   SANDBOX_ENV: "SandboxEnv",
+  SANDBOX_SNAPSHOT: "SandboxSnapshot",
 } as const;
 
 /** RESOURCE names the group's REST resources (plurals), for request paths and RBAC rules. */
@@ -22,6 +23,7 @@ export const RESOURCE = {
   SANDBOX_TEMPLATES: "sandboxtemplates",
   SANDBOX_POOLS: "sandboxpools",
   SANDBOX_ENVS: "sandboxenvs",
+  SANDBOX_SNAPSHOTS: "sandboxsnapshots",
 } as const;
 
 // ---------------------------------------------------------------------------------------------
@@ -167,6 +169,18 @@ export const NETWORK_ANNOTATION = "agentbox.navix.sh/network";
  * from the route. Written at claim, gone when the pod returns to idle.
  */
 export const TRAFFIC_ANNOTATION = "agentbox.navix.sh/traffic";
+/**
+ * SEALED_ENV_VARS_ANNOTATION holds a sandbox's env vars sealed for its id (lib/claims/sealing.ts)
+ * for its whole life: the post-start hook that hands them to envd goes once it ran, and a pause
+ * keeps them for the resume's envd /init (ADR 0045).
+ */
+export const SEALED_ENV_VARS_ANNOTATION = "agentbox.navix.sh/sealed-env-vars";
+/** INCARNATION_ANNOTATION counts a sandbox's resumes on its pod; envd's token is derived from it. */
+export const INCARNATION_ANNOTATION = "agentbox.navix.sh/incarnation";
+/** RESUME_ATTEMPT_ANNOTATION names the resume that claimed the pod (its snapshot's status.resume.attempt). */
+export const RESUME_ATTEMPT_ANNOTATION = "agentbox.navix.sh/resume-attempt";
+/** ON_TIMEOUT_ANNOTATION is "pause" for a sandbox that pauses at the end of its lifetime (E2B autoPause). */
+export const ON_TIMEOUT_ANNOTATION = "agentbox.navix.sh/on-timeout";
 /** TRAFFIC_PRIVATE is TRAFFIC_ANNOTATION's value for a sandbox whose ports need its traffic token. */
 export const TRAFFIC_PRIVATE = "private";
 
@@ -280,6 +294,11 @@ export const STOP_REASON = {
   RELEASED: "Released",
   /** FAILED: stopped because the Pod failed (OOMKilled, Evicted, …). */
   FAILED: "Failed",
+  /**
+   * PAUSED: the sandbox paused: its files are in its SandboxSnapshot and it may resume on another
+   * pod, so this pod's run leaves no terminal record (ADR 0045).
+   */
+  PAUSED: "Paused",
 } as const;
 /** SandboxStopReason is one STOP_REASON value. */
 export type SandboxStopReason = (typeof STOP_REASON)[keyof typeof STOP_REASON];

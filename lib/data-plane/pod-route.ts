@@ -3,6 +3,7 @@
 // has an IP: a starting, stopping, idle or relabelled pod has none, so a pod IP reused by another
 // sandbox is never reached through an old sandbox's route (routes are keyed by sandbox id). Only a
 // pod a SandboxPool controls carries a route (route-owner.ts): the id label alone is anyone's.
+
 import type { V1Pod } from "@kubernetes/client-node";
 import {
   ENVD_ANNOTATION,
@@ -14,6 +15,7 @@ import {
   TRAFFIC_PRIVATE,
 } from "../crd/keys.ts";
 import { apiPhaseOf, sandboxIdOf } from "../lifecycle/api-phase.ts";
+import { incarnationOf } from "../lifecycle/incarnation.ts";
 import { routeOwnerOf } from "./route-owner.ts";
 import { ENVD_PORT } from "./sandbox-host.ts";
 
@@ -33,6 +35,8 @@ export interface PodRoute {
   runsEnvd: boolean;
   /** privateTraffic: the sandbox's ports but envd's need its traffic token (TRAFFIC_ANNOTATION). */
   privateTraffic?: true;
+  /** incarnation counts the sandbox's resumes; its envd token is derived from it (ADR 0045). */
+  incarnation?: number;
 }
 
 /**
@@ -63,6 +67,7 @@ export function podRoute(pod: V1Pod): PodRoute | undefined {
     runsEnvd: annotations[ENVD_ANNOTATION] !== "none",
     ...(annotations[TRAFFIC_ANNOTATION] === TRAFFIC_PRIVATE ? { privateTraffic: true as const } : {}),
     ...(lastActive ? { lastActive } : {}),
+    ...(incarnationOf(pod) > 0 ? { incarnation: incarnationOf(pod) } : {}),
     ...(Number.isFinite(idleTimeout) && idleTimeout > 0 ? { idleTimeoutSeconds: idleTimeout } : {}),
   };
 }

@@ -1,6 +1,7 @@
 // What E2B's API shows of a sandbox, read from the same pod as the /v1 view. E2B knows two
 // states, running and paused; a starting sandbox (its create still waiting) is shown running, and
-// one that is stopping or failed is gone, as a killed E2B sandbox is.
+// one that is stopping or failed is gone, as a killed E2B sandbox is. A paused sandbox holds no
+// pod: its answers read the pod it will be again (lib/e2b/paused.ts pausedPod).
 import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxView } from "../claims/sandbox-view.ts";
 import { SANDBOX_PHASE } from "../crd/keys.ts";
@@ -48,10 +49,16 @@ export interface E2bListed {
   envdVersion: string;
 }
 
-/** isE2bVisible: E2B shows starting and running sandboxes; stopping and failed ones are gone. */
+/** isE2bVisible: E2B shows starting, running and paused sandboxes; stopping and failed ones are gone. */
 export function isE2bVisible(view: SandboxView): boolean {
-  return view.phase === SANDBOX_PHASE.STARTING || view.phase === SANDBOX_PHASE.RUNNING;
+  return (
+    view.phase === SANDBOX_PHASE.STARTING || view.phase === SANDBOX_PHASE.RUNNING || view.phase === "paused"
+  );
 }
+
+/** e2bState is E2B's state of a visible sandbox: paused, else running (a starting one included). */
+export const e2bState = (view: SandboxView): "running" | "paused" =>
+  view.phase === "paused" ? "paused" : "running";
 
 /** resourcesOf reads the main container's limits (else requests): whole CPUs, MiB of memory and disk. */
 export function resourcesOf(pod: V1Pod): { cpuCount: number; memoryMB: number; diskSizeMB: number } {
@@ -75,17 +82,21 @@ export function templateIdOf(pod: V1Pod, view: SandboxView): string {
   return pod.metadata?.annotations?.[TEMPLATE_ID_ANNOTATION] ?? `${view.namespace}/${view.pool}`;
 }
 
-/** e2bListed shows a sandbox as E2B's ListedSandbox. */
+/**
+ * e2bListed shows a sandbox as E2B's ListedSandbox. A paused one (its view from pausedView, its
+ * pod from pausedPod) started when it was paused, as far as this view knows, and ends when its
+ * retention does (a paused sandbox's lifetime does not run).
+ */
 export function e2bListed(pod: V1Pod, view: SandboxView, settings: E2bSettings): E2bListed {
   return {
     templateID: templateIdOf(pod, view),
     sandboxID: view.sandboxId,
     clientID: E2B_CLIENT_ID,
-    startedAt: view.claimedAt ?? view.startedAt ?? new Date(0).toISOString(),
-    endAt: view.endAt ?? NO_END,
+    startedAt: view.claimedAt ?? view.startedAt ?? view.pausedAt ?? new Date(0).toISOString(),
+    endAt: view.endAt ?? view.retainUntil ?? NO_END,
     ...resourcesOf(pod),
     metadata: view.metadata,
-    state: "running",
+    state: e2bState(view),
     envdVersion: settings.envdVersion,
   };
 }

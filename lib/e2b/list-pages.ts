@@ -35,3 +35,35 @@ export async function collectPages<T>(
   }
   return { items: items.slice(0, bounds.maxItems), ...(next ? { next } : {}) };
 }
+
+/** PAUSED_TOKEN_PREFIX marks a list token that points into the paused sandboxes, not at a pod page. */
+const PAUSED_TOKEN_PREFIX = "paused:";
+
+/**
+ * pausedOffset reads a list token: the offset into the paused sandboxes when it is one of
+ * pausedPage's, undefined for an apiserver continue token (or none), or an error for a garbled
+ * paused token.
+ */
+export function pausedOffset(token: string | undefined): number | undefined | { error: string } {
+  if (!token?.startsWith(PAUSED_TOKEN_PREFIX)) return undefined;
+  const rest = token.slice(PAUSED_TOKEN_PREFIX.length);
+  return /^\d{1,9}$/.test(rest) ? Number(rest) : { error: "is not a token this list gave" };
+}
+
+/**
+ * pausedPage is the first part of an E2B list that shows paused sandboxes: they come first
+ * (`items`, every one the filters kept, in a stable order), then the running ones from their
+ * apiserver pages. From `offset` it takes at most `limit`; when more are left, `next` is the
+ * token of the rest and the page is full; otherwise `room` is how many running sandboxes the
+ * same page may still take (from the first pod page).
+ */
+export function pausedPage<T>(
+  items: readonly T[],
+  offset: number,
+  limit: number,
+): { items: T[]; next?: string; room: number } {
+  const taken = items.slice(offset, offset + limit);
+  const end = offset + taken.length;
+  if (end < items.length) return { items: taken, next: `${PAUSED_TOKEN_PREFIX}${end}`, room: 0 };
+  return { items: taken, room: limit - taken.length };
+}

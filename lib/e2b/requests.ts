@@ -91,6 +91,13 @@ export function nativeCreate(
   };
 }
 
+/**
+ * E2B_OPERATION_WAIT_SECONDS is how long a pause (its commit) or a resume (its pod running) waits
+ * before answering: under the e2b SDK's 60 s request timeout, after which nobody would learn how
+ * it ended.
+ */
+export const E2B_OPERATION_WAIT_SECONDS = 50;
+
 /** MAX_CREATE_WAIT_SECONDS keeps a create's wait under the e2b SDK's 60 s request timeout. */
 const MAX_CREATE_WAIT_SECONDS = 55;
 

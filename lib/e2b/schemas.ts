@@ -1,7 +1,7 @@
 // E2B's control-plane request shapes (their public OpenAPI spec, as the `e2b` SDK sends them), as
 // valibot schemas. Unknown fields are ignored, as E2B's API does, so newer SDKs keep working; the
-// features a warm pool cannot give (pausing, volumes, MCP, domain egress rules) are refused by
-// name instead of silently dropped; network rules take CIDR blocks and IPs (lib/egress).
+// features a warm pool cannot give (memory snapshots, volumes, MCP, domain egress rules) are
+// refused by name instead of silently dropped; network rules take CIDR blocks and IPs (lib/egress).
 import * as v from "valibot";
 import { MAX_ENV_BYTES } from "../claims/schemas.ts";
 import { EgressList } from "../egress/schemas.ts";
@@ -18,6 +18,24 @@ const Seconds = (min: number, max: number) =>
   );
 
 const notArray = (x: unknown) => !Array.isArray(x);
+const Bool = v.boolean("must be true or false");
+
+/**
+ * NO_MEMORY says why a memory snapshot is refused: a pause here commits the sandbox's files as
+ * an image layer; its memory and processes are not kept (CRIU cannot run on these nodes).
+ */
+export const NO_MEMORY =
+  "memory snapshots are not kept by this control plane: a pause keeps the sandbox's files, not its memory or processes (ask with memory false or leave it out)";
+
+/** NoMemory is a `memory`-like field: false or absent (null) only, true is refused (NO_MEMORY). */
+const NoMemory = v.optional(
+  v.nullable(
+    v.pipe(
+      Bool,
+      v.check((x) => x === false, NO_MEMORY),
+    ),
+  ),
+);
 const StringMap = (key: v.GenericSchema<string>, max: number) =>
   v.pipe(
     v.unknown(),
@@ -114,16 +132,18 @@ const newSandbox = (defaultTimeout: number) =>
             v.check((r) => JSON.stringify(r).length <= MAX_ENV_BYTES, "must be at most 32 KiB in all"),
           ),
         ),
-        autoPause: unsupported("autoPause (pausing sandboxes)"),
-        autoResume: v.optional(
-          v.nullable(
-            v.looseObject({
-              enabled: v.pipe(
-                v.unknown(),
-                v.check((x) => !x, "auto-resume is not supported"),
+        autoPause: v.optional(v.nullable(Bool), false),
+        autoPauseMemory: NoMemory,
+        autoResume: v.pipe(
+          v.optional(
+            v.nullable(
+              v.looseObject(
+                { enabled: v.optional(v.nullable(Bool), false) },
+                "must be a JSON object with enabled",
               ),
-            }),
+            ),
           ),
+          v.transform((x) => x?.enabled === true),
         ),
         volumeMounts: unsupported("volumeMounts"),
         network: Network,
@@ -133,6 +153,14 @@ const newSandbox = (defaultTimeout: number) =>
       },
       "must be a JSON object",
     ),
+    v.forward(
+      v.check(
+        (r) => !r.autoResume,
+        "is not supported: a paused sandbox keeps its files, not its memory, and resumes with Sandbox.connect (as E2B's keepMemory: false)",
+      ),
+      ["autoResume"],
+    ),
+    v.transform((r) => ({ ...r, autoPause: r.autoPause === true })),
   );
 
 /** NewSandboxV2 is `POST /v2/sandboxes` (lifetime default 300 s). */
@@ -153,15 +181,45 @@ export const SandboxRefreshRequest = v.optional(
   { duration: 60 },
 );
 
-/** ConnectSandbox is `POST /sandboxes/{id}/connect` (timeout required). */
+/**
+ * ConnectSandbox is `POST /sandboxes/{id}/connect` (timeout required): a running sandbox's
+ * lifetime is extended to it, a paused one resumes with it. `memory` (E2B's "restore memory")
+ * may only be false or absent: files are what a resume brings back.
+ */
 export const ConnectSandbox = v.looseObject(
-  { timeout: Seconds(0, WEEK) },
+  { timeout: Seconds(0, WEEK), memory: NoMemory },
   "must be a JSON object with a timeout",
 );
-/** ConnectSandboxV2 is `POST /v2/sandboxes/{id}/connect` (timeout default 300 s). */
+/**
+ * ConnectSandboxV2 is `POST /v2/sandboxes/{id}/connect`: timeout absent is 300 s for a running
+ * sandbox (CONNECT_V2_SECONDS) and, for a paused one, the lifetime it had left; `memory` as
+ * ConnectSandbox's.
+ */
 export const ConnectSandboxV2 = v.optional(
-  v.looseObject({ timeout: v.optional(Seconds(0, WEEK), 300) }, "must be a JSON object"),
-  { timeout: 300 },
+  v.looseObject({ timeout: v.optional(Seconds(0, WEEK)), memory: NoMemory }, "must be a JSON object"),
+  {},
+);
+export type ConnectRequest = { timeout?: number | undefined };
+/** CONNECT_V2_SECONDS is the lifetime a v2 connect without a timeout extends a running sandbox to. */
+export const CONNECT_V2_SECONDS = 300;
+
+/**
+ * PauseSandbox is `POST /sandboxes/{id}/pause`: `memory` may only be false or absent (the SDK's
+ * pause sends it absent unless keepMemory is set).
+ */
+export const PauseSandbox = v.optional(v.looseObject({ memory: NoMemory }, "must be a JSON object"), {});
+
+/**
+ * ResumeSandbox is `POST /sandboxes/{id}/resume`: the lifetime from the resume (absent: what it
+ * had left at the pause) and E2B's deprecated autoPause (accepted, not acted on: the create's
+ * autoPause holds).
+ */
+export const ResumeSandbox = v.optional(
+  v.looseObject(
+    { timeout: v.optional(Seconds(1, WEEK)), autoPause: v.optional(v.nullable(Bool)) },
+    "must be a JSON object",
+  ),
+  {},
 );
 
 /**

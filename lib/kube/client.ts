@@ -1,5 +1,6 @@
 import type { SandboxEnv } from "../crd/sandbox-env.ts";
 import type { SandboxPool } from "../crd/sandbox-pool.ts";
+import type { SandboxSnapshot } from "../crd/sandbox-snapshot.ts";
 import type { SandboxTemplate } from "../crd/sandbox-template.ts";
 import { CoreApi } from "./core-api.ts";
 import type { JsonPatchOp } from "./json-patch.ts";
@@ -13,6 +14,9 @@ export type { ReadOptions } from "./read-options.ts";
 
 const POOLS = "/apis/agents.navix.sh/v1alpha1";
 const enc = encodeURIComponent;
+/** snapshots is the path of a namespace's SandboxSnapshots, or of one of them. */
+const snapshots = (namespace: string, name?: string) =>
+  `${POOLS}/namespaces/${enc(namespace)}/sandboxsnapshots${name ? `/${enc(name)}` : ""}`;
 /** netpol is the path of a namespace's NetworkPolicies, or of one of them. */
 const netpol = (namespace: string, name?: string) =>
   `/apis/networking.k8s.io/v1/namespaces/${enc(namespace)}/networkpolicies${name ? `/${enc(name)}` : ""}`;
@@ -215,6 +219,64 @@ export class KubeClient extends CoreApi {
       netpol(namespace, name),
       preconditions,
       `delete networkpolicy ${namespace}/${name}`,
+    );
+  }
+
+  // SandboxSnapshots: paused sandboxes (ADR 0045), named after their sandbox id. Every write is
+  // preconditioned by the object's resourceVersion (PUT), so racing pauses and resumes conflict.
+
+  /** getSnapshot reads a SandboxSnapshot (a quorum read). */
+  getSnapshot(namespace: string, name: string): Promise<SandboxSnapshot> {
+    return this.call(
+      { method: "GET", path: snapshots(namespace, name) },
+      `get sandboxsnapshot ${namespace}/${name}`,
+    );
+  }
+
+  /** listSnapshots lists SandboxSnapshots in one namespace or all, by label and field selectors. */
+  listSnapshots(
+    namespace: string | undefined,
+    selectors: { labelSelector?: string; fieldSelector?: string } = {},
+  ): Promise<ObjectList<SandboxSnapshot>> {
+    return this.list(
+      namespace ? snapshots(namespace) : `${POOLS}/sandboxsnapshots`,
+      selectors,
+      `list sandboxsnapshots in ${namespace ?? "all namespaces"}`,
+    );
+  }
+
+  /** createSnapshot creates one (409 AlreadyExists when its sandbox has one). */
+  createSnapshot(namespace: string, snapshot: SandboxSnapshot): Promise<SandboxSnapshot> {
+    return this.call(
+      { method: "POST", path: snapshots(namespace), body: snapshot },
+      `create sandboxsnapshot ${namespace}/${snapshot.metadata?.name}`,
+    );
+  }
+
+  /** replaceSnapshot PUTs the object (spec, metadata); its resourceVersion is the precondition. */
+  replaceSnapshot(namespace: string, snapshot: SandboxSnapshot): Promise<SandboxSnapshot> {
+    const name = snapshot.metadata?.name ?? "";
+    return this.call(
+      { method: "PUT", path: snapshots(namespace, name), body: snapshot },
+      `replace sandboxsnapshot ${namespace}/${name}`,
+    );
+  }
+
+  /** replaceSnapshotStatus PUTs the status subresource; its resourceVersion is the precondition. */
+  replaceSnapshotStatus(namespace: string, snapshot: SandboxSnapshot): Promise<SandboxSnapshot> {
+    const name = snapshot.metadata?.name ?? "";
+    return this.call(
+      { method: "PUT", path: `${snapshots(namespace, name)}/status`, body: snapshot },
+      `replace sandboxsnapshot status ${namespace}/${name}`,
+    );
+  }
+
+  /** deleteSnapshot deletes one, only at the version decided on when preconditions say so. */
+  deleteSnapshot(namespace: string, name: string, preconditions: Preconditions = {}): Promise<void> {
+    return this.deleteExactly(
+      snapshots(namespace, name),
+      preconditions,
+      `delete sandboxsnapshot ${namespace}/${name}`,
     );
   }
 

@@ -11,7 +11,6 @@ import {
   RUNNING_IMAGES_ANNOTATION,
   SANDBOX_METADATA_ANNOTATION,
   SANDBOX_POOL_LABEL,
-  type SandboxStopReason,
   STARTED_AT_ANNOTATION,
   STOP_REASON,
   STOP_REASON_ANNOTATION,
@@ -78,8 +77,10 @@ export function captureStopRecord(pod: V1Pod, now: Date): SandboxRecord | undefi
       : Object.fromEntries(containers.map((c) => [c.name, c.image ?? ""]));
   const startedAt = annotations[STARTED_AT_ANNOTATION] || undefined;
   const annotated = annotations[STOP_REASON_ANNOTATION] ?? "";
-  const stopReason: SandboxStopReason = STOP_REASONS.has(annotated)
-    ? (annotated as SandboxStopReason)
+  // A pause is not the sandbox's end: its record is written when it ends (kill, expiry).
+  if (annotated === STOP_REASON.PAUSED) return undefined;
+  const stopReason: SandboxRecord["stopReason"] = STOP_REASONS.has(annotated)
+    ? (annotated as SandboxRecord["stopReason"])
     : startedAt
       ? STOP_REASON.COMPLETED
       : STOP_REASON.CANCELED;

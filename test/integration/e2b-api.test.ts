@@ -129,16 +129,21 @@ describe("E2B-compatible API", () => {
     );
   });
 
-  it("answers in E2B's error shape: 401, 400 naming the field, 404, 501 for pause", async () => {
+  it("answers in E2B's error shape: 401, 400 naming the field, 404 (pause, resume, connect too)", async () => {
     const anonymous = await e2b("GET", "/v2/sandboxes", undefined);
     expect(anonymous.status).toBe(401);
     expect(JSON.parse(anonymous.body)).toMatchObject({ code: 401 });
     const bad = await e2b("POST", "/v2/sandboxes", aliceKey, { templateID: template, timeout: -5 });
     expect(bad.status).toBe(400);
     expect(JSON.parse(bad.body)).toMatchObject({ code: 400, message: expect.stringContaining("timeout") });
-    const paused = await e2b("POST", "/v2/sandboxes", aliceKey, { templateID: template, autoPause: true });
-    expect(paused.status).toBe(400);
-    expect(JSON.parse(paused.body).message).toContain("autoPause");
+    // Memory snapshots are refused by name; a pause at the timeout (files only) is not.
+    const memory = await e2b("POST", "/v2/sandboxes", aliceKey, {
+      templateID: template,
+      autoPause: true,
+      autoPauseMemory: true,
+    });
+    expect(memory.status).toBe(400);
+    expect(JSON.parse(memory.body).message).toMatch(/^autoPauseMemory: memory snapshots are not kept/);
     const notJson = await e2b("POST", "/v2/sandboxes", aliceKey, "{");
     expect(notJson.status).toBe(400);
     expect((await e2b("GET", "/sandboxes/sbx-nothing", aliceKey)).status).toBe(404);
@@ -146,10 +151,24 @@ describe("E2B-compatible API", () => {
       code: 404,
       message: 'sandbox "sbx-nothing" not found',
     });
-    const pause = await e2b("POST", "/sandboxes/sbx-nothing/pause", aliceKey, {});
-    expect(pause.status).toBe(501);
-    expect(JSON.parse(pause.body)).toMatchObject({ code: 501 });
+    for (const path of ["/sandboxes/sbx-nothing/pause", "/sandboxes/sbx-nothing/resume"]) {
+      const res = await e2b("POST", path, aliceKey, {});
+      expect(JSON.parse(res.body), path).toEqual({ code: 404, message: 'sandbox "sbx-nothing" not found' });
+      expect(res.status, path).toBe(404);
+    }
+    const connect = await e2b("POST", "/v2/sandboxes/sbx-nothing/connect", aliceKey, {});
+    expect(connect.status).toBe(404);
+    const keepMemory = await e2b("POST", "/sandboxes/sbx-nothing/pause", aliceKey, { memory: true });
+    expect(keepMemory.status).toBe(400);
+    expect(JSON.parse(keepMemory.body)).toMatchObject({
+      code: 400,
+      message: expect.stringMatching(/^memory: memory snapshots are not kept.*files/),
+    });
+    expect((await e2b("POST", "/v2/sandboxes/sbx-nothing/connect", aliceKey, { memory: true })).status).toBe(
+      400,
+    );
     expect(JSON.parse((await e2b("GET", "/v2/sandboxes?state=paused", aliceKey)).body)).toEqual([]);
+    expect((await e2b("GET", "/v2/sandboxes?nextToken=paused:x", aliceKey)).status).toBe(400);
     expect((await e2b("GET", "/v2/sandboxes?limit=0", aliceKey)).status).toBe(400);
     const nowhere = await e2b("GET", "/no/such/route", aliceKey);
     expect(nowhere.status).toBe(404);

@@ -322,10 +322,10 @@ describe("SandboxEnv", () => {
     const report = await tick(fresh, { namespace: t.ns, periodMs: 0, jitter: 0, concurrency: 4 });
     expect(report).toMatchObject({ writes: 0, failed: 0 });
     expect(report.envs).toBeGreaterThanOrEqual(4);
-    // Pools, pods, Envs, templates, the pull Secrets' names and the sandboxes' egress policies
-    // (the sweep of leftovers): six lists, whatever the counts, and one read of the instance type
-    // catalog (the sample Env names a type).
-    expect(report.requests).toBe(7);
+    // Pools, pods, Envs, templates, the pull Secrets' names, the sandboxes' egress policies and
+    // SandboxSnapshots (the sweeps of leftovers): seven lists, whatever the counts, and one read
+    // of the instance type catalog (the sample Env names a type).
+    expect(report.requests).toBe(8);
   });
 
   it("the copy-template step leaves an Env member alone (its Env renders it)", async () => {

@@ -11,8 +11,10 @@ import { nodeImages } from "../../infra/cluster/real-node/node-images.ts";
 import type { RealNodeState } from "../../infra/cluster/real-node/real-node.ts";
 import { clusterDir, readState } from "../../infra/cluster/state.ts";
 import { up } from "../../infra/cluster/up.ts";
+import { startKwokSnapshotAgent } from "../../infra/dev/envd/kwok-snapshot-agent.ts";
 import { startEnvd } from "../../infra/dev/envd/server.ts";
 import { TEST_SANDBOX_DOMAIN } from "./support/sandbox-domain.ts";
+import { AGENT_TEST_NODES } from "./support/snapshot-agent-nodes.ts";
 
 /** TestCluster is what integration tests learn about the control plane they run against. */
 export interface TestCluster {
@@ -96,6 +98,15 @@ export default async function setup(project: TestProject) {
   const metricsToken = randomBytes(16).toString("hex");
   const envdRequestLog = join(state.dir, "logs", "envd-requests.jsonl");
   const envd = await startEnvd({ requestLog: envdRequestLog, kubeconfig: kc });
+  // The kwok nodes' snapshot agent (issue #39): no runtime there, so a pause commits the envd
+  // stand-in's directory of the pod (infra/dev/envd/stand-in-committer.ts); the real node's
+  // pauses are the containerd backend's.
+  const snapshotAgent = startKwokSnapshotAgent(
+    kc,
+    envd.committer,
+    logger.child({ component: "snapshot-agent-kwok" }),
+    Object.values(AGENT_TEST_NODES),
+  );
   // Long enough for envd to start in a real container after a swap (Node cold start: 2-4 s on a
   // loaded 2-core machine); tests of the deadline itself move their own clock past it.
   const postStartDeadlineSeconds = 20;
@@ -180,6 +191,7 @@ export default async function setup(project: TestProject) {
   });
   return async () => {
     await host.close();
+    await snapshotAgent.stop();
     envd.server.close();
     if (!reuse) await down(name, log);
   };

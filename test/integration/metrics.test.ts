@@ -51,7 +51,8 @@ describe("/metrics", () => {
     const created = await api("POST", "/v1/sandboxes", { pool: `${t.ns}/p`, wait: true, waitTimeout: 30 });
     expect(created.status).toBe(201);
     const { sandboxId } = JSON.parse(created.body) as { sandboxId: string };
-    expect((await api("POST", `/e2b/sandboxes/${sandboxId}/pause`)).status).toBe(501);
+    // Snapshots (E2B's memory checkpoints) are not served: 501, counted. Pause is served (issue #39).
+    expect((await api("POST", `/e2b/sandboxes/${sandboxId}/snapshots`)).status).toBe(501);
     // Metrics, logs and network rules are served now (issue #38): answered, never counted as unsupported.
     const served = [
       await api("GET", `/e2b/sandboxes/${sandboxId}/metrics`),
@@ -90,8 +91,8 @@ describe("/metrics", () => {
     atLeastOne("agentbox_sandbox_running_duration_seconds_count");
     atLeastOne("agentbox_inplace_update_total", { direction: "start" });
     atLeastOne("agentbox_inplace_update_total", { direction: "stop" });
-    atLeastOne("agentbox_e2b_unsupported_total", { operation: "pause" });
-    for (const operation of ["metrics", "logs", "network"])
+    atLeastOne("agentbox_e2b_unsupported_total", { operation: "snapshot" });
+    for (const operation of ["metrics", "logs", "network", "pause", "resume"])
       expect(sampleOf(s, "agentbox_e2b_unsupported_total", { operation }), operation).toBeUndefined();
     atLeastOne("agentbox_http_requests_total", { method: "POST", route: "/v1/sandboxes", code: "201" });
     atLeastOne("agentbox_http_requests_total", { method: "DELETE", route: "/v1/sandboxes/:id", code: "204" });

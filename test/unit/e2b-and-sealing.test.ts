@@ -7,11 +7,14 @@ import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { e2bListed, e2bSandbox, isE2bVisible } from "../../lib/e2b/answers.ts";
 import { createWaitSeconds, keepListed, nativeCreate } from "../../lib/e2b/requests.ts";
 import {
+  ConnectSandbox,
   ConnectSandboxV2,
   ListSandboxesV2Query,
   metadataQuery,
   NewSandbox,
   NewSandboxV2,
+  PauseSandbox,
+  ResumeSandbox,
 } from "../../lib/e2b/schemas.ts";
 
 // E2B's request shapes and views, and the sealing of per-claim secrets, on plain data.
@@ -49,18 +52,22 @@ describe("E2B request shapes", () => {
       value: { templateID: "base", timeout: 300 },
     });
     expect(parseWith(NewSandbox, { templateID: "base" })).toMatchObject({ ok: true, value: { timeout: 15 } });
-    expect(parseWith(ConnectSandboxV2, undefined)).toEqual({ ok: true, value: { timeout: 300 } });
+    // A v2 connect without a timeout: 300 s for a running sandbox, the time it had left for a paused one.
+    expect(parseWith(ConnectSandboxV2, undefined)).toEqual({ ok: true, value: {} });
   });
 
   it.each<[unknown, string]>([
     [{}, "templateID"],
     [{ templateID: "base", timeout: 0 }, "timeout"],
     [{ templateID: "base", envVars: { "1X": "v" } }, "envVars"],
-    [{ templateID: "base", autoPause: true }, "autoPause"],
+    [{ templateID: "base", autoPause: "yes" }, "autoPause"],
+    [{ templateID: "base", autoPause: true, autoPauseMemory: true }, "autoPauseMemory"],
     [{ templateID: "base", volumeMounts: [{ name: "v", path: "/v" }] }, "volumeMounts"],
     [{ templateID: "base", allow_internet_access: "no" }, "allow_internet_access"],
     [{ templateID: "base", network: { allowOut: ["example.com"] } }, "network.allowOut"],
     [{ templateID: "base", autoResume: { enabled: true } }, "autoResume"],
+    [{ templateID: "base", autoPause: false, autoResume: { enabled: true } }, "autoResume"],
+    [{ templateID: "base", autoPause: true, autoResume: { enabled: true } }, "autoResume"],
     [[1], ""],
   ])("refuses %j naming %s", (input, field) => {
     const parsed = parseWith(NewSandboxV2, input);
@@ -77,7 +84,47 @@ describe("E2B request shapes", () => {
       volumeMounts: [],
       autoResume: null,
     };
-    expect(parseWith(NewSandboxV2, sent).ok).toBe(true);
+    expect(parseWith(NewSandboxV2, sent)).toMatchObject({
+      ok: true,
+      value: { autoPause: false, autoResume: false },
+    });
+  });
+
+  it("keeps autoPause for the create (the SDK's lifecycle: onTimeout pause); autoResume is refused (files-only snapshots)", () => {
+    expect(parseWith(NewSandboxV2, { templateID: "base" })).toMatchObject({
+      ok: true,
+      value: { autoPause: false },
+    });
+    const sdk = { templateID: "base", autoPause: true, autoResume: { enabled: false } };
+    expect(parseWith(NewSandboxV2, sdk)).toMatchObject({
+      ok: true,
+      value: { autoPause: true, autoResume: false },
+    });
+    expect(parseWith(NewSandboxV2, { ...sdk, autoPauseMemory: false }).ok).toBe(true);
+  });
+
+  it("refuses memory snapshots by name (pause, connect) and takes what the SDK sends without them", () => {
+    for (const schema of [PauseSandbox, ConnectSandboxV2]) {
+      expect(parseWith(schema, { memory: false }).ok).toBe(true);
+      expect(parseWith(schema, {}).ok).toBe(true);
+      const refused = parseWith(schema, { memory: true });
+      expect(refused.ok).toBe(false);
+      if (!refused.ok) {
+        expect(refused.issues[0]?.path).toBe("memory");
+        expect(refused.issues[0]?.message).toMatch(/files/);
+      }
+    }
+    expect(parseWith(ConnectSandbox, { timeout: 60, memory: true }).ok).toBe(false);
+    expect(parseWith(PauseSandbox, undefined)).toEqual({ ok: true, value: {} });
+  });
+
+  it("reads a resume's timeout and E2B's deprecated autoPause", () => {
+    expect(parseWith(ResumeSandbox, undefined)).toEqual({ ok: true, value: {} });
+    expect(parseWith(ResumeSandbox, { timeout: 60, autoPause: true })).toMatchObject({
+      ok: true,
+      value: { timeout: 60 },
+    });
+    expect(parseWith(ResumeSandbox, { timeout: 0 }).ok).toBe(false);
   });
 
   it("reads list queries: states, limits and the double-encoded metadata filter", () => {
@@ -150,15 +197,17 @@ describe("E2B views", () => {
 
 describe("E2B to native requests", () => {
   it("maps templateID to a template, or to a pool when it has a slash; timeout is the lifetime", () => {
-    expect(nativeCreate({ templateID: "base", timeout: 300, envVars: { A: "1" } })).toEqual({
-      ok: true,
-      value: { template: "base", timeout: 300, waitTimeout: 20, envVars: { A: "1" } },
-    });
-    expect(nativeCreate({ templateID: "team-a/python", timeout: 15 })).toMatchObject({
+    expect(nativeCreate({ templateID: "base", timeout: 300, envVars: { A: "1" }, autoPause: false })).toEqual(
+      {
+        ok: true,
+        value: { template: "base", timeout: 300, waitTimeout: 20, envVars: { A: "1" } },
+      },
+    );
+    expect(nativeCreate({ templateID: "team-a/python", timeout: 15, autoPause: false })).toMatchObject({
       ok: true,
       value: { pool: "team-a/python" },
     });
-    expect(nativeCreate({ templateID: "Not A Name", timeout: 15 })).toEqual({
+    expect(nativeCreate({ templateID: "Not A Name", timeout: 15, autoPause: false })).toEqual({
       ok: false,
       message: "templateID: must be the name of a SandboxTemplate (lowercase DNS subdomain)",
     });

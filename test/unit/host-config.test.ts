@@ -27,6 +27,7 @@ describe("readHostEnv", () => {
         tickConcurrency: 8,
         consoleSampleSeconds: 30,
         usageSampleSeconds: 10,
+        snapshotRetentionSeconds: 604800,
         envdPort: 49983,
         adoptPools: false,
         instanceId: hostname(),

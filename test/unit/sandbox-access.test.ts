@@ -123,11 +123,22 @@ describe("ownerToken and viewWithAccess", () => {
     const keys = await importSealKeys("k".repeat(32));
     const deps = { postStart: { keys, fetch, retryDelaysMs: [], attemptTimeoutMs: 1, deadlineSeconds: 1 } };
     const token = await envdAccessToken(keys, view.sandboxId);
-    expect(await ownerToken(deps, owner, view)).toBe(token);
-    expect(await ownerToken(deps, { ...owner, admin: true }, view)).toBe(token);
-    expect(await ownerToken(deps, admin, view)).toBeUndefined();
-    expect(await ownerToken(deps, { team: "research", user: "bob" }, view)).toBeUndefined();
     const pod = podWith(undefined);
+    expect(await ownerToken(deps, owner, pod, view)).toBe(token);
+    expect(await ownerToken(deps, { ...owner, admin: true }, pod, view)).toBe(token);
+    expect(await ownerToken(deps, admin, pod, view)).toBeUndefined();
+    expect(await ownerToken(deps, { team: "research", user: "bob" }, pod, view)).toBeUndefined();
+    // A resumed sandbox (incarnation 2) has another token, the one its envd was given.
+    const resumed = {
+      ...pod,
+      metadata: {
+        ...pod.metadata,
+        annotations: { ...pod.metadata?.annotations, "agentbox.navix.sh/incarnation": "2" },
+      },
+    };
+    const second = await ownerToken(deps, owner, resumed, view);
+    expect(second).toBe(await envdAccessToken(keys, view.sandboxId, 2));
+    expect(second).not.toBe(token);
     expect((await viewWithAccess(deps, owner, pod, view, "sandbox.example.com")).access).toMatchObject({
       envdAccessToken: token,
     });
@@ -159,8 +170,8 @@ describe("ownerToken and viewWithAccess", () => {
   });
 
   it("give none without the sealing key", async () => {
-    expect(await ownerToken({ postStart: undefined }, owner, view)).toBeUndefined();
     const pod = podWith({ allowPublicTraffic: false });
+    expect(await ownerToken({ postStart: undefined }, owner, pod, view)).toBeUndefined();
     expect(await viewWithAccess({ postStart: undefined }, owner, pod, view, undefined)).toEqual({
       ...view,
       network: { allowPublicTraffic: false },

@@ -14,6 +14,8 @@ describe("openApiDocument", () => {
       "/sandboxes/{id}/logs",
       "/sandboxes/{id}/metrics",
       "/sandboxes/{id}/network",
+      "/sandboxes/{id}/pause",
+      "/sandboxes/{id}/resume",
       "/sandboxes/{id}/timeout",
       "/templates",
     ]);
@@ -68,6 +70,21 @@ describe("openApiDocument", () => {
     expect(JSON.stringify(doc.paths["/sandboxes/{id}/network"]?.put)).toContain(
       '"network":{"$ref":"#/components/schemas/SandboxNetwork"}',
     );
+    // Pause answers the paused view; resume takes an optional lifetime and answers the sandbox.
+    const sandboxSchema = doc.components.schemas.Sandbox as {
+      properties: Record<string, { enum?: string[] }>;
+    };
+    expect(sandboxSchema.properties.phase?.enum).toContain("paused");
+    expect(sandboxSchema.properties).toHaveProperty("pausedAt");
+    expect(sandboxSchema.properties).toHaveProperty("lifetimeSeconds");
+    expect(Object.keys(doc.paths["/sandboxes/{id}/pause"] ?? {})).toEqual(["post"]);
+    expect(JSON.stringify(doc.paths["/sandboxes/{id}/resume"]?.post)).toContain(
+      '"200":{"description":"the sandbox, running","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Sandbox"}}}}',
+    );
+    expect(Object.keys(doc.components.schemas.ResumeRequest?.properties ?? {}).sort()).toEqual([
+      "timeout",
+      "waitTimeout",
+    ]);
     expect(JSON.stringify(doc)).not.toContain("undefined");
   });
 });

@@ -5,7 +5,8 @@ import { KubeClient } from "../../lib/kube/client.ts";
 import type { KubeRequest } from "../../lib/kube/transport.ts";
 
 // The tick's scheduling only (offsets, concurrency, failures). The transport answers the list
-// calls it makes (pools, pods, Envs: none here, so no templates or Secrets are listed); what
+// calls it makes (pools, pods, Envs, egress policies, snapshots: no Envs here, so no templates or
+// Secrets are listed); what
 // reconciling does against Kubernetes is tested in test/integration.
 
 function depsWithPools(n: number): HostDeps {
@@ -22,6 +23,7 @@ function depsWithPools(n: number): HostDeps {
       "/api/v1/pods",
       "/apis/agents.navix.sh/v1alpha1/sandboxenvs",
       "/apis/networking.k8s.io/v1/networkpolicies",
+      "/apis/agents.navix.sh/v1alpha1/sandboxsnapshots",
     ]).toContain(req.path);
     return { status: 200, body: JSON.stringify({ items, metadata: { resourceVersion: "1" } }) };
   };
@@ -78,10 +80,10 @@ describe("tick", () => {
     expect(Math.min(...offsets)).toBe(0);
     expect(Math.max(...offsets)).toBe(1800);
     expect(offsets.every((o) => o >= 0 && o < 2000)).toBe(true);
-    // One list each of pools, sandbox pods, Envs and sandbox egress policies (the sweep), whatever
-    // the number of pools (no Envs and no pool waiting for a template copy: no list of templates
-    // or Secrets).
-    expect(report.requests).toBe(4);
+    // One list each of pools, sandbox pods, Envs, sandbox egress policies and SandboxSnapshots (the
+    // sweeps), whatever the number of pools (no Envs and no pool waiting for a template copy: no
+    // list of templates or Secrets).
+    expect(report.requests).toBe(5);
   });
 
   it("counts failed pools and carries on", async () => {

@@ -69,7 +69,7 @@ export async function decideRequest(
     };
   const address = { sandboxId: target.sandboxId, port: target.port };
   const route = await routing.routes.lookup(target.sandboxId);
-  const envdToken = route ? await routing.upstreams.tokenFor(target.sandboxId) : undefined;
+  const envdToken = route ? await routing.upstreams.tokenFor(target.sandboxId, route.incarnation) : undefined;
   const trafficToken = route?.privateTraffic
     ? await routing.upstreams.trafficTokenFor(target.sandboxId)
     : undefined;

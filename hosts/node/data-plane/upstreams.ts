@@ -14,6 +14,8 @@ const AGENT_IDLE_MS = 60_000;
 interface Upstream {
   agent: Agent;
   token?: Promise<string>;
+  /** tokenIncarnation is the incarnation `token` was derived for (a resume changes the token). */
+  tokenIncarnation?: number;
   traffic?: Promise<string>;
   upgraded: Set<Duplex>;
 }
@@ -45,11 +47,17 @@ export class Upstreams {
     return this.upstream(sandboxId).agent;
   }
 
-  /** tokenFor is the sandbox's envd token; undefined without a sealing key (envd unreachable). */
-  async tokenFor(sandboxId: string): Promise<string | undefined> {
+  /**
+   * tokenFor is the sandbox's envd token for its incarnation (its resumes); undefined without a
+   * sealing key (envd unreachable).
+   */
+  async tokenFor(sandboxId: string, incarnation = 0): Promise<string | undefined> {
     if (!this.keys) return undefined;
     const u = this.upstream(sandboxId);
-    u.token ??= envdAccessToken(this.keys, sandboxId);
+    if (u.token === undefined || u.tokenIncarnation !== incarnation) {
+      u.token = envdAccessToken(this.keys, sandboxId, incarnation);
+      u.tokenIncarnation = incarnation;
+    }
     return u.token;
   }
 

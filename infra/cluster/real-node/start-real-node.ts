@@ -6,6 +6,7 @@ import type { CoreV1Api } from "@kubernetes/client-node";
 import { imageRef } from "../../images/refs.ts";
 import type { Started } from "../processes.ts";
 import { planRealNode, type RealNodeState } from "./real-node.ts";
+import { startNodeSnapshotAgent } from "./snapshot-agent.ts";
 
 const execFileAsync = promisify(execFile);
 
@@ -21,6 +22,8 @@ export interface RealNodeContext {
   server: string;
   caCert: string;
   nodeToken: string;
+  /** agentToken authenticates the node's snapshot agent (snapshot-agent.ts). */
+  agentToken: string;
   core: CoreV1Api;
   /** run starts a process recorded in the cluster's state (so `down` stops it). */
   run: (name: string, bin: string, args: string[]) => Started;
@@ -37,7 +40,8 @@ export const SANDBOX_IMAGE = imageRef("pause");
 
 /**
  * startRealNode brings up the real node beside the kwok nodes: the local registry, the images
- * pushed to it, containerd, then the kubelet, and waits until the Node is Ready.
+ * pushed to it, containerd, then the kubelet, and waits until the Node is Ready; then the node's
+ * snapshot agent.
  */
 export async function startRealNode(ctx: RealNodeContext): Promise<RealNodeState> {
   const started = Date.now();
@@ -85,6 +89,8 @@ export async function startRealNode(ctx: RealNodeContext): Promise<RealNodeState
     },
     180_000,
   );
+  // The snapshot agent beside containerd (pause and resume): once the node runs pods to commit.
+  await startNodeSnapshotAgent(ctx, node);
   ctx.log(`real node ${node.name} Ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return node;
 }

@@ -13,14 +13,21 @@
  * closed, directory removed) and the /init meets a fresh one. Without `instanceOf`, a pod's envd
  * never restarts.
  *
+ * Snapshots (issue #39, kwok has no runtime to commit): with a SnapshotStore, `commit` copies a
+ * pod's directory into the store as a snapshot image, and a fresh envd whose instance runs a
+ * snapshot image (the lookup gives the sandbox container's image) starts over a copy of it.
+ *
  * Shared (envd inside a container, container-main.ts): every address is the one sandbox, whose
  * root is the given directory (the container's `/`), never made nor removed by the stand-in.
  */
 import { mkdir, realpath, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { isSnapshotImage } from "../../../lib/snapshots/image-names.ts";
 import { checkInitToken } from "./auth.ts";
+import { type CommitSource, commitTake } from "./commit-check.ts";
 import { HOME } from "./paths.ts";
 import { ProcessTable } from "./processes.ts";
+import type { SavedSnapshot, SnapshotStore } from "./snapshot-store.ts";
 
 /** Limits bound what one sandbox may hold at once. */
 export interface Limits {
@@ -42,10 +49,32 @@ export interface Sandbox {
 }
 
 /**
- * InstanceLookup names the container instance that serves a pod IP now (undefined: unknown), so
- * a restarted container is told from the one an /init reached before.
+ * Instance is the container instance serving a pod IP: its id (`<pod uid>/<containerID>`), and,
+ * when known, the envd container's name and the image its pod spec gives it.
  */
-export type InstanceLookup = (ip: string) => Promise<string | undefined>;
+export interface Instance {
+  id: string;
+  container?: string;
+  image?: string;
+}
+
+/**
+ * InstanceLookup names the container instance that serves a pod IP now (undefined: unknown), so
+ * a restarted container is told from the one an /init reached before. A bare string is an id.
+ */
+export type InstanceLookup = (ip: string) => Promise<string | Instance | undefined>;
+
+export type { CommitSource } from "./commit-check.ts";
+
+/** CommitOutcome is a commit's answer: the snapshot saved, or why its container is gone. */
+export type CommitOutcome = ({ ok: true } & SavedSnapshot) | { ok: false; reason: string };
+
+/** PodsOptions add snapshots to a (non-shared) Pods and say where it logs. */
+export interface PodsOptions {
+  snapshots?: SnapshotStore;
+  /** log gets one line per notable event (a snapshot image the store does not hold); default stderr. */
+  log?: (line: string) => void;
+}
 
 /** InitRequest is an /init body as read: "" is no token; envVars absent keeps the current ones. */
 export interface InitRequest {
@@ -76,11 +105,21 @@ export class Pods {
   private readonly instanceOf: InstanceLookup | undefined;
   /** shared: tempRoot is the root of the one sandbox every address reaches (not a parent of many). */
   private readonly shared: boolean;
-  constructor(tempRoot: string, limits: Limits, instanceOf?: InstanceLookup, shared = false) {
+  private readonly snapshots: SnapshotStore | undefined;
+  private readonly log: (line: string) => void;
+  constructor(
+    tempRoot: string,
+    limits: Limits,
+    instanceOf?: InstanceLookup,
+    shared = false,
+    options: PodsOptions = {},
+  ) {
     this.tempRoot = tempRoot;
     this.limits = limits;
     this.instanceOf = instanceOf;
     this.shared = shared;
+    this.snapshots = shared ? undefined : options.snapshots;
+    this.log = options.log ?? ((line) => process.stderr.write(`envd: ${line}\n`));
   }
 
   /** keyOf is the envd an address reaches: its own, or the one shared sandbox. */
@@ -110,9 +149,9 @@ export class Pods {
     return this.serial(ip, async (): Promise<InitOutcome> => {
       const instance = await this.lookup(ip);
       let envd = this.byIp.get(ip);
-      if (!envd || (instance !== undefined && envd.instance !== undefined && envd.instance !== instance))
+      if (!envd || (instance !== undefined && envd.instance !== undefined && envd.instance !== instance.id))
         envd = await this.fresh(ip, instance);
-      else envd.instance ??= instance;
+      else envd.instance ??= instance?.id;
       const refused = checkInitToken(envd.sandbox.token, req.accessToken);
       if (refused) return { ok: false, status: 401, reason: refused };
       if (req.envVars?.AGENTBOX_TEST_FAIL_INIT) return { ok: false, status: 500, reason: "init failed" };
@@ -124,6 +163,31 @@ export class Pods {
       envd.sandbox.token = req.accessToken;
       return { ok: true, applied: true };
     });
+  }
+
+  /**
+   * commit saves the directory of the envd serving ip as the snapshot image `target`, if the
+   * container a pause names still serves it (commit-check.ts). Serialised with /init, so no
+   * fresh envd removes the directory mid-copy.
+   */
+  commit(address: string, target: string, source: CommitSource): Promise<CommitOutcome> {
+    const store = this.snapshots;
+    if (!store) return Promise.reject(new Error("this envd stand-in keeps no snapshots"));
+    const ip = this.keyOf(address);
+    return this.serial(ip, async (): Promise<CommitOutcome> => {
+      const envd = this.byIp.get(ip);
+      const checked = this.instanceOf !== undefined;
+      const plan = commitTake(ip, envd, checked ? await this.lookup(ip) : undefined, source, checked);
+      if (plan.take === "none") return { ok: false, reason: plan.reason };
+      const dir = plan.take === "files" ? envd?.sandbox.root.dir : undefined;
+      return { ok: true, ...(dir ? await store.save(dir, target) : await store.saveEmpty(target)) };
+    });
+  }
+
+  /** removeSnapshot deletes a snapshot image from the store; one already gone is not an error. */
+  async removeSnapshot(image: string): Promise<void> {
+    if (!this.snapshots) throw new Error("this envd stand-in keeps no snapshots");
+    await this.snapshots.remove(image);
   }
 
   /** killAll kills every sandbox's processes at once (synchronous: usable on process exit). */
@@ -139,13 +203,23 @@ export class Pods {
     if (!this.shared) await rm(this.tempRoot, { recursive: true, force: true });
   }
 
-  /** fresh starts a new envd on the pod (no token, an empty directory), retiring the previous one. */
-  private async fresh(ip: string, instance: string | undefined): Promise<PodEnvd> {
+  /**
+   * fresh starts a new envd on the pod (no token, an empty directory, or a copy of the snapshot
+   * its instance's image names), retiring the previous one.
+   */
+  private async fresh(ip: string, instance: Instance | undefined): Promise<PodEnvd> {
     this.seq += 1;
     const dir = this.shared
       ? this.tempRoot
       : join(this.tempRoot, `${ip.replaceAll(/[^0-9A-Za-z.]/g, "_")}-${this.seq}`);
-    if (!this.shared) await mkdir(join(dir, HOME), { recursive: true });
+    if (!this.shared) {
+      await mkdir(dir, { recursive: true });
+      await this.restore(ip, instance?.image, dir).catch(async (e: unknown) => {
+        await rm(dir, { recursive: true, force: true });
+        throw e;
+      });
+      await mkdir(join(dir, HOME), { recursive: true });
+    }
     const next: PodEnvd = {
       sandbox: {
         token: "",
@@ -156,7 +230,7 @@ export class Pods {
         watchers: 0,
         limits: this.limits,
       },
-      instance,
+      instance: instance?.id,
       lastSetMs: Number.NEGATIVE_INFINITY,
     };
     const previous = this.byIp.get(ip);
@@ -172,9 +246,24 @@ export class Pods {
     if (!this.shared) await rm(s.root.dir, { recursive: true, force: true, maxRetries: 3 });
   }
 
+  /**
+   * restore fills a fresh directory from the snapshot image the instance runs, if it runs one.
+   * One the store does not hold starts empty and is logged: a real node would fail the pull
+   * (ErrImagePull), but kwok reports any image running, so the stand-in can only say so.
+   */
+  private async restore(ip: string, image: string | undefined, dir: string): Promise<void> {
+    if (!image || !this.snapshots || !isSnapshotImage(image)) return;
+    if (!(await this.snapshots.restore(image, dir)))
+      this.log(
+        `pod IP ${ip} runs snapshot image ${image}, which the stand-in does not hold: it starts empty`,
+      );
+  }
+
   /** lookup names the instance serving ip now; undefined when unknown (no lookup, or it failed). */
-  private async lookup(ip: string): Promise<string | undefined> {
-    return this.instanceOf ? this.instanceOf(ip).catch(() => undefined) : undefined;
+  private async lookup(ip: string): Promise<Instance | undefined> {
+    if (!this.instanceOf) return undefined;
+    const found = await this.instanceOf(ip).catch(() => undefined);
+    return typeof found === "string" ? { id: found } : found;
   }
 
   /** serial runs fn after every earlier change of ip's envd has settled. */

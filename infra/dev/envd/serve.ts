@@ -25,9 +25,17 @@ import { AUTH_EXCLUDED_ROUTES, tokenMatches } from "./auth.ts";
 import { RpcError } from "./connect.ts";
 import { type FileLimits, serveFiles } from "./files-http.ts";
 import { filesystemMethods } from "./filesystem-service.ts";
-import { type InitRequest, type InstanceLookup, type Limits, Pods } from "./pods.ts";
+import {
+  type CommitOutcome,
+  type CommitSource,
+  type InitRequest,
+  type InstanceLookup,
+  type Limits,
+  Pods,
+} from "./pods.ts";
 import { processMethods } from "./process-service.ts";
 import { answerRpcError, type Method, serveRpc } from "./rpc.ts";
+import { SnapshotStore } from "./snapshot-store.ts";
 
 /** ServeOptions bound what the stand-in accepts and say which mode it runs in; every field has a default. */
 export interface ServeOptions {
@@ -56,6 +64,23 @@ export interface ServeOptions {
    * (inside a container: "/"); it is never removed. Absent: a fresh temporary directory per pod IP.
    */
   root?: string;
+  /**
+   * snapshotDir is where the per-pod stand-in keeps its snapshots (snapshot-store.ts; default a
+   * `snapshots` folder under its temporary root, removed with it; a given one is kept). A
+   * server over a given root keeps none.
+   */
+  snapshotDir?: string;
+  /** log gets the stand-in's notable events, one line each (default: stderr). */
+  log?: (line: string) => void;
+}
+
+/**
+ * StandInSnapshots is the per-pod stand-in's side of snapshots (issue #39): commit a pod IP's
+ * directory as an image, delete one (stand-in-committer.ts makes a Committer of it).
+ */
+export interface StandInSnapshots {
+  commit(podIP: string, target: string, source: CommitSource): Promise<CommitOutcome>;
+  remove(image: string): Promise<void>;
 }
 
 /** RecordedRequest is one line of the request log: the pod address called and the request head. */
@@ -131,6 +156,8 @@ export interface EnvdServer {
   server: Server;
   /** kill ends every process the sandboxes run (synchronous: usable on a signal or at exit). */
   kill: () => void;
+  /** snapshots: the per-pod stand-in's snapshot store (absent over a given root). */
+  snapshots?: StandInSnapshots;
 }
 
 /**
@@ -138,11 +165,17 @@ export interface EnvdServer {
  * those it made (never a given root).
  */
 export async function serveEnvd(options: ServeOptions = {}): Promise<EnvdServer> {
+  const tempRoot = options.root ?? (await mkdtemp(join(tmpdir(), "agentbox-envd-")));
+  const store =
+    options.root === undefined
+      ? new SnapshotStore(options.snapshotDir ?? join(tempRoot, "snapshots"))
+      : undefined;
   const pods = new Pods(
-    options.root ?? (await mkdtemp(join(tmpdir(), "agentbox-envd-"))),
+    tempRoot,
     options.limits ?? { processes: 64, watchers: 64 },
     options.instanceOf,
     options.root !== undefined,
+    { ...(store ? { snapshots: store } : {}), ...(options.log ? { log: options.log } : {}) },
   );
   const rpcBodyBytes = options.rpcBodyBytes ?? 8 << 20;
   const fileLimits = options.files ?? { uploadBytes: 1 << 30, multipartBytes: 256 << 20 };
@@ -248,5 +281,14 @@ export async function serveEnvd(options: ServeOptions = {}): Promise<EnvdServer>
       resolve();
     });
   });
-  return { port: (server.address() as AddressInfo).port, server, kill: onExit };
+  const snapshots: StandInSnapshots | undefined = store && {
+    commit: (podIP, target, source) => pods.commit(podIP, target, source),
+    remove: (image) => pods.removeSnapshot(image),
+  };
+  return {
+    port: (server.address() as AddressInfo).port,
+    server,
+    kill: onExit,
+    ...(snapshots ? { snapshots } : {}),
+  };
 }

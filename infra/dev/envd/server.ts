@@ -4,14 +4,18 @@
  * pods loopback IPs (127.32.0.0/16), so one server on 0.0.0.0 receives what is sent to
  * podIP:port and tells pods apart by the address it was called on (serve.ts, pods.ts). With a
  * kubeconfig it reads each pod's container instance from the apiserver (pod-instances.ts), so a
- * restarted container meets a fresh envd. The in-container envd (container-main.ts) starts
- * serve.ts directly and never loads this module's Kubernetes client.
+ * restarted container meets a fresh envd. Its `committer` is the snapshot agent's backend for
+ * the kwok nodes (stand-in-committer.ts): a pod's directory is what its snapshot holds, and a pod
+ * running a snapshot image starts over a copy of it. The in-container envd (container-main.ts)
+ * starts serve.ts directly and never loads this module's Kubernetes client.
  */
 import type { Server } from "node:http";
 import type { KubeConfig } from "@kubernetes/client-node";
+import type { Committer } from "../../../functions/snapshots/committer.ts";
 import { nodeKubeTransport } from "../../../hosts/node/kube-transport.ts";
 import { podInstances } from "./pod-instances.ts";
 import { type ServeOptions, serveEnvd } from "./serve.ts";
+import { standInCommitter } from "./stand-in-committer.ts";
 
 export type { RecordedRequest } from "./serve.ts";
 
@@ -25,12 +29,23 @@ export interface EnvdOptions extends Omit<ServeOptions, "instanceOf" | "root"> {
   kubeconfig?: KubeConfig;
 }
 
-/** startEnvd starts the stand-in; closing the server ends every sandbox and removes their files. */
-export async function startEnvd(options: EnvdOptions = {}): Promise<{ port: number; server: Server }> {
+/** StartedEnvd is a running stand-in: its port, its server, and the committer over its snapshots. */
+export interface StartedEnvd {
+  port: number;
+  server: Server;
+  committer: Committer;
+}
+
+/**
+ * startEnvd starts the stand-in; closing the server ends every sandbox and removes their files
+ * (and its snapshots, unless options.snapshotDir named where to keep them).
+ */
+export async function startEnvd(options: EnvdOptions = {}): Promise<StartedEnvd> {
   const { kubeconfig, ...rest } = options;
-  const { port, server } = await serveEnvd({
+  const { port, server, snapshots } = await serveEnvd({
     ...rest,
     ...(kubeconfig ? { instanceOf: podInstances(nodeKubeTransport(kubeconfig)) } : {}),
   });
-  return { port, server };
+  if (!snapshots) throw new Error("the envd stand-in started without its snapshot store");
+  return { port, server, committer: standInCommitter(snapshots) };
 }

@@ -1,0 +1,86 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { SANDBOX_POOL_LABEL, STOP_REASON } from "../../lib/crd/keys.ts";
+import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
+import { isConflict, isNotFound } from "../../lib/kube/errors.ts";
+import { runsSource } from "../../lib/snapshots/pause-plan.ts";
+import { pauseCompletion } from "../../lib/snapshots/snapshot-state.ts";
+import { rfc3339 } from "../../lib/util/time.ts";
+import type { HostDeps } from "../host-deps.ts";
+import { releaseSandbox } from "../release-sandbox.ts";
+
+/** PauseResult is where completePause left a pause: paused, still under way, or ended by a kill. */
+export type PauseResult =
+  | { result: "paused"; snapshot: SandboxSnapshot }
+  | { result: "pending"; snapshot: SandboxSnapshot }
+  | { result: "ended"; why: string };
+
+const gone = (e: unknown) => {
+  if (isNotFound(e)) return undefined;
+  throw e;
+};
+
+/**
+ * completePause takes a committed pause to its end (pauseCompletion): the snapshot is marked
+ * Paused, then the pod is released to its pool (stop reason Paused, no terminal record), or, if the
+ * pod no longer runs the sandbox as recorded (a kill or an expiry won the race), the snapshot is
+ * deleted. Run by the pausing call, by the audit-triggered run on the agent's status write and by
+ * the tick, in any order and any number of times: each write is preconditioned, and a step that
+ * finds its work done does nothing.
+ */
+export async function completePause(deps: HostDeps, snapshot: SandboxSnapshot): Promise<PauseResult> {
+  let s = snapshot;
+  const namespace = s.metadata?.namespace ?? "";
+  const name = s.metadata?.name ?? "";
+  for (let attempt = 0; attempt < 4; attempt++) {
+    const pod: V1Pod | undefined = await deps.kube.getPod(namespace, s.spec.source.pod).catch(gone);
+    const next = pauseCompletion(s, pod);
+    if (next.kind === "none")
+      return s.status?.phase === SNAPSHOT_PHASE.PAUSED
+        ? { result: "paused", snapshot: s }
+        : { result: "pending", snapshot: s };
+    try {
+      if (next.kind === "delete") {
+        await deps.kube
+          .deleteSnapshot(namespace, name, { resourceVersion: s.metadata?.resourceVersion ?? "" })
+          .catch(gone);
+        deps.log.info({ sandboxId: s.spec.sandboxId }, `pause ended: ${next.why}`);
+        return { result: "ended", why: next.why };
+      }
+      if (next.kind === "mark-paused") {
+        s = await deps.kube.replaceSnapshotStatus(namespace, {
+          ...s,
+          status: { ...s.status, phase: SNAPSHOT_PHASE.PAUSED, pausedAt: rfc3339(deps.now()) },
+        });
+      }
+      if (pod) await releaseToPool(deps, s, pod);
+      return { result: "paused", snapshot: s };
+    } catch (e) {
+      if (!isConflict(e)) throw e;
+      const fresh = await deps.kube.getSnapshot(namespace, name).catch(gone);
+      if (!fresh) return { result: "ended", why: "the snapshot was deleted (the sandbox was killed)" };
+      s = fresh;
+    }
+  }
+  return { result: "pending", snapshot: s };
+}
+
+/**
+ * releaseToPool releases the paused sandbox's pod (Running → Stopping, reason Paused): the pool
+ * resets it and takes it back. A release that loses a race re-reads the pod and tries again while
+ * it still runs the sandbox as the pause recorded it (never a pod another sandbox took since).
+ */
+async function releaseToPool(deps: HostDeps, s: SandboxSnapshot, first: V1Pod): Promise<void> {
+  let pod: V1Pod | undefined = first;
+  for (let attempt = 0; attempt < 4 && runsSource(pod, s.spec.sandboxId, s.spec.source); attempt++) {
+    const current = pod as V1Pod;
+    const pool = await deps.kube.getPool(
+      current.metadata?.namespace ?? "",
+      current.metadata?.labels?.[SANDBOX_POOL_LABEL] ?? "",
+    );
+    // Not deps.onReleased: that makes the router refuse the id for good, and a paused sandbox
+    // comes back under it. The route goes with the pod's watch event.
+    const released = await releaseSandbox(deps, pool, current, { stopReason: STOP_REASON.PAUSED });
+    if (released.ok || released.reason !== "conflict") return;
+    pod = await deps.kube.getPod(current.metadata?.namespace ?? "", current.metadata?.name ?? "").catch(gone);
+  }
+}

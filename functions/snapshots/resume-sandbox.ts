@@ -1,0 +1,298 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import type { Tenant } from "../../lib/claims/api-keys.ts";
+import { type SandboxView, sandboxView } from "../../lib/claims/sandbox-view.ts";
+import { SANDBOX_ID_LABEL, SANDBOX_POOL_LABEL, STOP_REASON } from "../../lib/crd/keys.ts";
+import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
+import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
+import { networkOf } from "../../lib/egress/network.ts";
+import { isConflict, isNotFound } from "../../lib/kube/errors.ts";
+import { claimHooks } from "../../lib/lifecycle/post-start-hooks.ts";
+import { phaseOf, resumeClaim, resumeStart } from "../../lib/snapshots/snapshot-state.ts";
+import { rfc3339 } from "../../lib/util/time.ts";
+import { type Claim, claimFrom } from "../api/claim-from.ts";
+import { findSandbox } from "../api/find-sandbox.ts";
+import { recordDemand, waitForIdle } from "../api/wait-for-idle.ts";
+import { waitForRunning } from "../api/wait-running.ts";
+import { UNSUITABLE } from "../cache/idle-dispatch.ts";
+import { claimSandbox } from "../claim-sandbox.ts";
+import { fenceFirst } from "../egress/fence-first.ts";
+import type { HostDeps } from "../host-deps.ts";
+import { releaseSandbox } from "../release-sandbox.ts";
+import { findSnapshot } from "./find-paused.ts";
+import { waitForSnapshot } from "./wait-snapshot.ts";
+
+/** ResumeOutcome is a resume's answer: the sandbox (running, or starting when not waited for), or why not. */
+export type ResumeOutcome =
+  | { ok: true; sandbox: SandboxView; pod: V1Pod; resumed: boolean }
+  | {
+      ok: false;
+      reason: "not-found" | "running" | "exhausted" | "pool-gone" | "pausing" | "conflict" | "failed";
+      message: string;
+    };
+
+/** RESUME_CLAIM_MS bounds a resume's claim, including its wait for an idle pod of the pool. */
+const RESUME_CLAIM_MS = 30_000;
+
+const gone = (e: unknown) => {
+  if (isNotFound(e)) return undefined;
+  throw e;
+};
+
+/**
+ * resumeSandbox brings the tenant's paused sandbox back (ADR 0045): its snapshot goes Paused →
+ * Resuming (preconditioned, so of two resumes one claims and the other waits for it), an idle pod
+ * of its pool is claimed by the ordinary in-place claim with the snapshot images, the same id and
+ * the first claim's owner, metadata, network and sealed env vars (envd gets them with a new token:
+ * the incarnation), the snapshot goes Resuming → Resumed, and with waitSeconds the call waits for
+ * Running. A resume that finds no idle pod, or whose snapshot changed under it (killed), undoes
+ * its claim and answers why; a resume whose host died is taken over once its time is up.
+ */
+export async function resumeSandbox(
+  deps: HostDeps,
+  tenant: Tenant,
+  id: string,
+  opts: { timeoutSeconds?: number; waitSeconds?: number } = {},
+): Promise<ResumeOutcome> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const s = await findSnapshot(deps, tenant, id);
+    if (!s) {
+      const pod = await findSandbox(deps, tenant, id);
+      return pod
+        ? { ok: false, reason: "running", message: `sandbox ${id} is running` }
+        : { ok: false, reason: "not-found", message: `no sandbox ${id}` };
+    }
+    const namespace = s.metadata?.namespace ?? "";
+    // A resume past its time may have claimed its pod before its host died: its pods decide.
+    const carriers =
+      phaseOf(s) === SNAPSHOT_PHASE.RESUMING
+        ? (await deps.kube.listPods(namespace, `${SANDBOX_ID_LABEL}=${id}`)).items
+        : [];
+    const start = resumeStart(s, deps.now(), carriers);
+    if (start.kind === "refuse") return { ok: false, reason: start.reason, message: start.message };
+    if (start.kind === "running") return runningOne(deps, tenant, id, opts.waitSeconds);
+    if (start.kind === "adopt") {
+      if (await markResumed(deps, s, s.status?.resume?.attempt ?? "", start.pod))
+        return runningOne(deps, tenant, id, opts.waitSeconds);
+      continue;
+    }
+    if (start.kind === "wait") {
+      const until = Date.parse(s.status?.resume?.until ?? "") - deps.now().getTime();
+      const waited = await waitForSnapshot(
+        deps,
+        namespace,
+        id,
+        (x) => !x || phaseOf(x) !== SNAPSHOT_PHASE.RESUMING,
+        Math.max(1000, until + 1000),
+      );
+      if (waited !== "timeout" && waited.snapshot && phaseOf(waited.snapshot) === SNAPSHOT_PHASE.RESUMED)
+        return runningOne(deps, tenant, id, opts.waitSeconds);
+      continue;
+    }
+    const attemptId = crypto.randomUUID();
+    let resuming: SandboxSnapshot;
+    try {
+      resuming = await deps.kube.replaceSnapshotStatus(namespace, {
+        ...s,
+        status: {
+          ...s.status,
+          phase: SNAPSHOT_PHASE.RESUMING,
+          resume: {
+            attempt: attemptId,
+            until: rfc3339(new Date(deps.now().getTime() + RESUME_CLAIM_MS + 15_000)),
+          },
+        },
+      });
+    } catch (e) {
+      if (isConflict(e) || isNotFound(e)) continue;
+      throw e;
+    }
+    return await claimForResume(deps, resuming, attemptId, opts);
+  }
+  return { ok: false, reason: "conflict", message: `sandbox ${id} kept changing while it was being resumed` };
+}
+
+/** runningOne answers a resume of a sandbox that already runs (another resume won): its view. */
+async function runningOne(
+  deps: HostDeps,
+  tenant: Tenant,
+  id: string,
+  waitSeconds: number | undefined,
+): Promise<ResumeOutcome> {
+  const pod = await findSandbox(deps, tenant, id, true);
+  if (!pod) return { ok: false, reason: "not-found", message: `no sandbox ${id}` };
+  return answer(deps, pod, waitSeconds, false);
+}
+
+/** answer waits for Running when asked, and gives the sandbox's view. */
+async function answer(
+  deps: HostDeps,
+  claimed: V1Pod,
+  waitSeconds: number | undefined,
+  resumed: boolean,
+  pool?: SandboxPool,
+): Promise<ResumeOutcome> {
+  let pod = claimed;
+  if (waitSeconds && waitSeconds > 0) {
+    const p =
+      pool ??
+      (await deps.kube.getPool(
+        pod.metadata?.namespace ?? "",
+        pod.metadata?.labels?.[SANDBOX_POOL_LABEL] ?? "",
+      ));
+    const waited = await waitForRunning(deps, pod, p, waitSeconds * 1000);
+    if (!waited.ok)
+      return {
+        ok: false,
+        reason: "failed",
+        message: `the resumed sandbox did not become running (${waited.reason})`,
+      };
+    pod = waited.pod;
+  }
+  const view = sandboxView(pod, deps.now());
+  if (!view)
+    return { ok: false, reason: "failed", message: "the resumed sandbox's pod is no longer its own" };
+  return { ok: true, sandbox: view, pod, resumed };
+}
+
+/** claimForResume claims a pod for a Resuming snapshot and makes it Resumed, or undoes both. */
+async function claimForResume(
+  deps: HostDeps,
+  s: SandboxSnapshot,
+  attemptId: string,
+  opts: { timeoutSeconds?: number; waitSeconds?: number },
+): Promise<ResumeOutcome> {
+  const namespace = s.metadata?.namespace ?? "";
+  const id = s.spec.sandboxId;
+  const backToPaused = async (why: string) => {
+    const fresh = await deps.kube.getSnapshot(namespace, id).catch(gone);
+    if (!fresh || fresh.status?.resume?.attempt !== attemptId || phaseOf(fresh) !== SNAPSHOT_PHASE.RESUMING)
+      return;
+    const { resume: _dropped, ...rest } = fresh.status ?? {};
+    await deps.kube
+      .replaceSnapshotStatus(namespace, { ...fresh, status: { ...rest, phase: SNAPSHOT_PHASE.PAUSED } })
+      .catch((e: unknown) =>
+        deps.log.warn({ sandboxId: id, err: String(e) }, `resume undo (${why}) left to the sweep`),
+      );
+  };
+  const pool = await deps.kube.getPool(namespace, s.spec.pool).catch(gone);
+  if (!pool) {
+    await backToPaused("pool gone");
+    return {
+      ok: false,
+      reason: "pool-gone",
+      message: `sandbox ${id}'s pool ${namespace}/${s.spec.pool} is gone`,
+    };
+  }
+  const claim = resumeClaim(s, attemptId, opts.timeoutSeconds);
+  const fence = await fenceFirst(
+    deps,
+    [pool],
+    id,
+    networkOf({ metadata: { annotations: claim.marks.annotations } }),
+  );
+  if (!fence.ok) {
+    await backToPaused("egress");
+    return { ok: false, reason: "failed", message: fence.message };
+  }
+  const claimIn: Claim = async (pod) => {
+    const planned = claimHooks(
+      pool,
+      {
+        sealing: deps.postStart?.keys !== undefined,
+        port: deps.envdPort,
+        ...(claim.sealedEnvVars ? { sealedEnvVars: claim.sealedEnvVars } : {}),
+      },
+      pod,
+    );
+    if (!planned.ok) return UNSUITABLE;
+    const waits = opts.waitSeconds && opts.waitSeconds > 0 ? opts.waitSeconds : undefined;
+    const result = await claimSandbox(deps, pod, {
+      sandboxId: id,
+      ...(deps.pods?.claimedBy ? { claimedBy: deps.pods.claimedBy } : {}),
+      containerImages: claim.containerImages,
+      team: claim.team,
+      ...(claim.user ? { user: claim.user } : {}),
+      ...(claim.labels ? { labels: claim.labels } : {}),
+      ...(claim.annotations ? { annotations: claim.annotations } : {}),
+      ...(claim.metadata ? { metadata: claim.metadata } : {}),
+      ...(planned.hooks.length > 0 ? { postStartHooks: planned.hooks } : {}),
+      ...(waits ? { waiterUntil: new Date(deps.now().getTime() + waits * 1000) } : {}),
+      marks: claim.marks,
+      ...(claim.idleTimeoutSeconds ? { idleTimeoutSeconds: claim.idleTimeoutSeconds } : {}),
+      ...(claim.startupTimeoutSeconds ? { startupTimeoutSeconds: claim.startupTimeoutSeconds } : {}),
+      ...(claim.lifetimeSeconds ? { lifetimeSeconds: claim.lifetimeSeconds } : {}),
+    });
+    return result.ok ? result.pod : undefined;
+  };
+  const deadline = deps.now().getTime() + RESUME_CLAIM_MS;
+  recordDemand(deps, pool, deps.now());
+  let pod = (await claimFrom(deps, pool, claimIn, deadline)).pod;
+  if (!pod && !deps.stopping.aborted) {
+    const won = await waitForIdle(
+      deps,
+      [pool],
+      Math.max(0, deadline - deps.now().getTime()),
+      async (candidate) => claimIn(candidate),
+    );
+    pod = won ?? undefined;
+  }
+  if (!pod) {
+    await fence.undo();
+    await backToPaused("no idle pod");
+    return {
+      ok: false,
+      reason: "exhausted",
+      message: `no idle pod in pool ${namespace}/${s.spec.pool} to resume ${id} on`,
+    };
+  }
+  if (!(await markResumed(deps, s, attemptId, pod.metadata?.name ?? ""))) {
+    // The snapshot is no longer this resume's (a kill deleted it, or a sweep gave it to another
+    // resume): this pod is not the sandbox's; give it back.
+    await releaseSandbox(deps, pool, pod, { stopReason: STOP_REASON.RELEASED }).catch((err: unknown) =>
+      deps.log.warn({ sandboxId: id, err: String(err) }, "a lost resume's pod was not released"),
+    );
+    return {
+      ok: false,
+      reason: "conflict",
+      message: `sandbox ${id} changed while it was being resumed (killed?)`,
+    };
+  }
+  return answer(deps, pod, opts.waitSeconds, true, pool);
+}
+
+/**
+ * markResumed writes Resuming → Resumed for this resume's attempt. A conflict that leaves the
+ * snapshot still Resuming for this attempt (the snapshot agent cleared an earlier pause's images
+ * meanwhile) is written again on the fresh object; false when the snapshot is gone or no longer
+ * this attempt's.
+ */
+async function markResumed(
+  deps: HostDeps,
+  first: SandboxSnapshot,
+  attemptId: string,
+  pod: string,
+): Promise<boolean> {
+  const namespace = first.metadata?.namespace ?? "";
+  const name = first.metadata?.name ?? "";
+  let s: SandboxSnapshot | undefined = first;
+  for (let attempt = 0; attempt < 5 && s; attempt++) {
+    if (phaseOf(s) !== SNAPSHOT_PHASE.RESUMING || s.status?.resume?.attempt !== attemptId) return false;
+    try {
+      await deps.kube.replaceSnapshotStatus(namespace, {
+        ...s,
+        status: {
+          ...s.status,
+          phase: SNAPSHOT_PHASE.RESUMED,
+          resumedAt: rfc3339(deps.now()),
+          resumes: (s.status?.resumes ?? 0) + 1,
+          resume: { attempt: attemptId, until: s.status?.resume?.until ?? rfc3339(deps.now()), pod },
+        },
+      });
+      return true;
+    } catch (e) {
+      if (!isConflict(e) && !isNotFound(e)) throw e;
+      s = await deps.kube.getSnapshot(namespace, name).catch(gone);
+    }
+  }
+  return false;
+}

@@ -1,0 +1,113 @@
+// The tick's sweep of SandboxSnapshots (lib/snapshots/snapshot-sweep.ts): pauses and resumes whose
+// caller is gone are finished or undone, paused sandboxes past their retention end, snapshots of
+// sandboxes that ended go. One list per tick; a snapshot with something to do is decided again on
+// quorum reads of its pods before any write, and every write is preconditioned on its version.
+import type { V1Pod } from "@kubernetes/client-node";
+import { SANDBOX_ID_LABEL } from "../../lib/crd/keys.ts";
+import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
+import { isConflict, isNotFound } from "../../lib/kube/errors.ts";
+import { pausedRecord } from "../../lib/snapshots/paused-record.ts";
+import { type SnapshotSweep, snapshotSweep } from "../../lib/snapshots/snapshot-sweep.ts";
+import { rfc3339 } from "../../lib/util/time.ts";
+import type { HostDeps } from "../host-deps.ts";
+import { completePause } from "./complete-pause.ts";
+
+/** SnapshotSweepReport counts the snapshots listed and the ones written to. */
+export interface SnapshotSweepReport {
+  snapshots: number;
+  writes: number;
+}
+
+const gone = (e: unknown) => {
+  if (isNotFound(e)) return undefined;
+  throw e;
+};
+
+/**
+ * sweepSnapshots decides every snapshot (in `namespace`, or all) on the tick's pods (`known`), and
+ * acts on those with work after deciding again on fresh reads. Failures are logged and left to
+ * the next tick.
+ */
+export async function sweepSnapshots(
+  deps: HostDeps,
+  namespace: string | undefined,
+  known: readonly V1Pod[] = [],
+): Promise<SnapshotSweepReport> {
+  const listed = await deps.kube.listSnapshots(namespace).catch((e: unknown) => {
+    // A cluster without the SandboxSnapshot CRD (installed before pause existed): said once.
+    if (!isNotFound(e)) throw e;
+    if (!deps.noticed.has("snapshot-crd")) {
+      deps.noticed.add("snapshot-crd");
+      deps.log.warn(
+        {},
+        "the SandboxSnapshot CRD is not installed: pause and resume are unavailable (apply crds/)",
+      );
+    }
+    return undefined;
+  });
+  const snapshots = listed?.items ?? [];
+  let writes = 0;
+  for (const s of snapshots) {
+    const ns = s.metadata?.namespace ?? "";
+    const id = s.spec.sandboxId;
+    const mine = (p: V1Pod) => p.metadata?.namespace === ns && p.metadata?.labels?.[SANDBOX_ID_LABEL] === id;
+    const source = known.find((p) => p.metadata?.namespace === ns && p.metadata?.name === s.spec.source.pod);
+    if (snapshotSweep(s, known.filter(mine), source, deps.now()).kind === "none") continue;
+    try {
+      const byId = (await deps.kube.listPods(ns, `${SANDBOX_ID_LABEL}=${id}`)).items;
+      const fresh = await deps.kube.getPod(ns, s.spec.source.pod).catch(gone);
+      const decision = snapshotSweep(s, byId, fresh, deps.now());
+      if (await act(deps, s, decision)) writes++;
+    } catch (e) {
+      if (isConflict(e) || isNotFound(e)) continue;
+      deps.log.warn({ sandboxId: id, err: String(e) }, "snapshot sweep: left to the next tick");
+    }
+  }
+  return { snapshots: snapshots.length, writes };
+}
+
+/** act makes one sweep decision's write; true when something was written. */
+async function act(deps: HostDeps, s: SandboxSnapshot, d: SnapshotSweep): Promise<boolean> {
+  const ns = s.metadata?.namespace ?? "";
+  const status = s.status ?? {};
+  switch (d.kind) {
+    case "none":
+      return false;
+    case "complete-pause":
+      return (await completePause(deps, s)).result !== "pending";
+    case "resumed":
+      await deps.kube.replaceSnapshotStatus(ns, {
+        ...s,
+        status: {
+          ...status,
+          phase: SNAPSHOT_PHASE.RESUMED,
+          resumedAt: rfc3339(deps.now()),
+          resumes: (status.resumes ?? 0) + 1,
+          resume: {
+            attempt: status.resume?.attempt ?? "",
+            until: status.resume?.until ?? rfc3339(deps.now()),
+            pod: d.pod,
+          },
+        },
+      });
+      return true;
+    case "back-to-paused": {
+      const { resume: _dropped, ...rest } = status;
+      await deps.kube.replaceSnapshotStatus(ns, { ...s, status: { ...rest, phase: SNAPSHOT_PHASE.PAUSED } });
+      return true;
+    }
+    case "back-to-resumed":
+      await deps.kube.replaceSnapshotStatus(ns, {
+        ...s,
+        status: { ...status, phase: SNAPSHOT_PHASE.RESUMED },
+      });
+      return true;
+    case "delete":
+      if (d.record) await deps.history.put(pausedRecord(s, deps.now()));
+      await deps.kube.deleteSnapshot(ns, s.metadata?.name ?? "", {
+        resourceVersion: s.metadata?.resourceVersion ?? "",
+      });
+      deps.log.info({ sandboxId: s.spec.sandboxId }, `snapshot deleted: ${d.why}`);
+      return true;
+  }
+}

@@ -1,0 +1,99 @@
+import { Hono } from "hono";
+import { viewWithAccess } from "../functions/api/sandbox-access.ts";
+import type { HostDeps } from "../functions/host-deps.ts";
+import { findPaused } from "../functions/snapshots/find-paused.ts";
+import { pauseSandbox } from "../functions/snapshots/pause-sandbox.ts";
+import { resumeSandbox } from "../functions/snapshots/resume-sandbox.ts";
+import type { Tenant } from "../lib/claims/api-keys.ts";
+import {
+  type ApiError,
+  badRequest,
+  conflict,
+  notConfigured,
+  notFound,
+  unavailable,
+} from "../lib/claims/errors.ts";
+import { isShownPaused, pausedView, ResumeRequest } from "../lib/claims/paused-view.ts";
+import type { SandboxView } from "../lib/claims/sandbox-view.ts";
+import { parseWith } from "../lib/crd/parse-with.ts";
+import { type NativeEnv, send } from "./native.ts";
+
+/** failedWith is a pause or resume that failed on the way (a 500 naming why: the sandbox is as it was). */
+const failedWith = (code: string, message: string) => ({
+  status: 500,
+  body: { error: { code, message } },
+});
+
+/** timedOut (504): the pause did not finish in time; it may still finish (GET the sandbox). */
+const timedOut = (message: string) => ({ status: 504, body: { error: { code: "PauseTimeout", message } } });
+
+/** pausedSandbox is the native view of the tenant's paused sandbox id, or undefined when it has none. */
+export async function pausedSandbox(
+  deps: HostDeps,
+  tenant: Tenant,
+  id: string,
+): Promise<SandboxView | undefined> {
+  const snapshot = await findPaused(deps, tenant, id);
+  return snapshot && isShownPaused(snapshot) ? pausedView(snapshot, deps.now()) : undefined;
+}
+
+/**
+ * sandboxPauseRoutes serve the native `POST /v1/sandboxes/{id}/pause` and `.../resume`. A pause
+ * commits the sandbox's files and gives its pod back to the pool: 200 with the paused view
+ * (phase "paused"), 409 when it is paused already or not running yet, 500 naming why a commit
+ * failed (the sandbox runs on, nothing lost), 504 when it did not finish in time. A resume
+ * (body optional: `timeout`, the lifetime from now; `waitTimeout`) claims an idle pod of its
+ * pool to the snapshot and waits for it to run: 200 with the sandbox as its GET shows it, 409
+ * when it runs or is being paused, 503 when its pool has no idle pod (retry), 500 when it did
+ * not come up. Another tenant's sandbox is a 404, as everywhere.
+ */
+export function sandboxPauseRoutes(deps: HostDeps, domain: string | undefined): Hono<NativeEnv> {
+  const app = new Hono<NativeEnv>();
+  const unknown = (id: string) => notFound(`no sandbox "${id}"`);
+
+  app.post("/sandboxes/:id/pause", async (c) => {
+    const id = c.req.param("id");
+    const outcome = await pauseSandbox(deps, c.get("tenant"), id);
+    if (outcome.ok) return c.json(pausedView(outcome.snapshot, deps.now()));
+    const errors: Record<typeof outcome.reason, ApiError | ReturnType<typeof failedWith>> = {
+      "not-found": unknown(id),
+      paused: conflict(outcome.message),
+      "not-running": conflict(outcome.message),
+      failed: failedWith("PauseFailed", outcome.message),
+      timeout: timedOut(outcome.message),
+      "not-configured": notConfigured(outcome.message),
+    };
+    return send(c, errors[outcome.reason]);
+  });
+
+  app.post("/sandboxes/:id/resume", async (c) => {
+    const id = c.req.param("id");
+    const text = await c.req.text();
+    let body: unknown;
+    try {
+      body = text.trim() === "" ? undefined : JSON.parse(text);
+    } catch {
+      return send(c, badRequest("the body is not valid JSON"));
+    }
+    const req = parseWith(ResumeRequest, body);
+    if (!req.ok) return send(c, badRequest("invalid resume request", req.issues));
+    const outcome = await resumeSandbox(deps, c.get("tenant"), id, {
+      ...(req.value.timeout ? { timeoutSeconds: req.value.timeout } : {}),
+      waitSeconds: req.value.waitTimeout,
+    });
+    if (outcome.ok)
+      return c.json(await viewWithAccess(deps, c.get("tenant"), outcome.pod, outcome.sandbox, domain));
+    if (outcome.reason === "exhausted") c.header("Retry-After", "1");
+    const errors: Record<typeof outcome.reason, ApiError | ReturnType<typeof failedWith>> = {
+      "not-found": unknown(id),
+      running: conflict(outcome.message),
+      pausing: conflict(outcome.message),
+      conflict: conflict(outcome.message),
+      "pool-gone": conflict(outcome.message),
+      exhausted: unavailable(outcome.message),
+      failed: failedWith("ResumeFailed", outcome.message),
+    };
+    return send(c, errors[outcome.reason]);
+  });
+  return app;
+}

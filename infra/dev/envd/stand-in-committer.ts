@@ -1,0 +1,42 @@
+/**
+ * stand-in-committer.ts is the snapshot agent's backend on kwok (ADR 0045, issue #39): there is
+ * no container runtime to commit a writable layer, so a pause commits what the envd stand-in
+ * holds for the pod's IP, its directory, into the stand-in's snapshot store (snapshot-store.ts),
+ * and a pod that later runs the image gets those files back (pods.ts). It answers as the
+ * containerd backend does: `target@sha256:<digest>` and the bytes committed, and the same clear
+ * error when the container to commit no longer serves the pod ("container ... of pod ... is
+ * gone"), since a commit of the next sandbox's files would leak them to this one's owner.
+ */
+import type { CommitRequest, CommitResult, Committer } from "../../../functions/snapshots/committer.ts";
+import type { StandInSnapshots } from "./serve.ts";
+
+/** standInCommitter is a Committer over the envd stand-in's snapshots. */
+export function standInCommitter(snapshots: StandInSnapshots): Committer {
+  return {
+    async commit(req: CommitRequest, signal: AbortSignal): Promise<CommitResult> {
+      signal.throwIfAborted();
+      const { source, container } = req;
+      const pod = `${req.namespace}/${source.pod}`;
+      if (!source.podIP)
+        throw new Error(
+          `pod ${pod} has no podIP in the snapshot's source: the envd stand-in finds a sandbox's files by its pod IP`,
+        );
+      const out = await snapshots.commit(source.podIP, req.target, {
+        podUID: source.podUID,
+        container: container.name,
+        containerID: container.containerID,
+      });
+      if (!out.ok) throw new Error(`container ${container.containerID} of pod ${pod} is gone: ${out.reason}`);
+      // An abort after the copy pushes nothing the caller learns of: the snapshot is dropped.
+      if (signal.aborted) {
+        await snapshots.remove(`${req.target}@${out.digest}`);
+        signal.throwIfAborted();
+      }
+      return { image: `${req.target}@${out.digest}`, bytes: out.bytes };
+    },
+    async remove(image: string, signal: AbortSignal): Promise<void> {
+      signal.throwIfAborted();
+      await snapshots.remove(image);
+    },
+  };
+}

@@ -1,0 +1,141 @@
+// What a node's snapshot agent does for one SandboxSnapshot (ADR 0045), decided from the object
+// alone: commit its source, delete the images an earlier pause left, or delete every image of a
+// deleted snapshot and let it go. functions/snapshots/snapshot-agent.ts reads, acts and writes.
+import {
+  type SandboxSnapshot,
+  type SandboxSnapshotStatus,
+  SNAPSHOT_FINALIZER,
+  SNAPSHOT_PHASE,
+} from "../crd/sandbox-snapshot.ts";
+
+/**
+ * SnapshotWork is what one snapshot needs from its agent now:
+ * - `commit`: commit spec.source as the image of `generation` (metadata.generation);
+ * - `remove-stale`: delete these images of an earlier pause (by staleImages key), then forget them;
+ * - `finalize`: delete every image (current and stale), then remove the finalizer;
+ * - `none`: nothing, until the object changes.
+ */
+export type SnapshotWork =
+  | { kind: "commit"; generation: number }
+  | { kind: "remove-stale"; images: Record<string, string> }
+  | { kind: "finalize"; images: string[] }
+  | { kind: "none" };
+
+/** AFTER_PAUSE are the phases in which the sandbox's state is its latest images, not the earlier ones. */
+const AFTER_PAUSE: ReadonlySet<string> = new Set([
+  SNAPSHOT_PHASE.PAUSED,
+  SNAPSHOT_PHASE.RESUMING,
+  SNAPSHOT_PHASE.RESUMED,
+]);
+
+/** generationOf is the object's metadata.generation (1 for an object the apiserver has not numbered). */
+const generationOf = (s: SandboxSnapshot): number => s.metadata?.generation ?? 1;
+
+/**
+ * needsCommit: a pause asked for a commit (phase absent or Committing) of a generation the agent
+ * has not answered yet. A generation already answered (Committed or Failed) is never committed
+ * again: a host that wants another commit changes spec.source, which bumps the generation.
+ */
+export function needsCommit(s: SandboxSnapshot): boolean {
+  const phase = s.status?.phase;
+  if (phase !== undefined && phase !== SNAPSHOT_PHASE.COMMITTING) return false;
+  return s.status?.observedGeneration !== generationOf(s);
+}
+
+/**
+ * snapshotWork decides what a snapshot needs. A deleted one (deletionTimestamp) only has its images
+ * deleted, and only while it still carries the agent's finalizer; a commit comes before deleting
+ * stale images (a commit adds to them).
+ */
+export function snapshotWork(s: SandboxSnapshot): SnapshotWork {
+  if (s.metadata?.deletionTimestamp) {
+    if (!s.metadata.finalizers?.includes(SNAPSHOT_FINALIZER)) return { kind: "none" };
+    const images = [...Object.values(s.status?.images ?? {}), ...Object.values(s.status?.staleImages ?? {})];
+    return { kind: "finalize", images: [...new Set(images)] };
+  }
+  if (needsCommit(s)) return { kind: "commit", generation: generationOf(s) };
+  const stale = s.status?.staleImages ?? {};
+  if (Object.keys(stale).length > 0 && AFTER_PAUSE.has(s.status?.phase ?? ""))
+    return { kind: "remove-stale", images: { ...stale } };
+  return { kind: "none" };
+}
+
+/**
+ * commitStillWanted: a commit of `generation` made from an earlier read may be written onto this
+ * later one (a write conflicted: someone else changed the object meanwhile). It may when that
+ * generation is still the one asked for, still unanswered, and the snapshot is not being deleted;
+ * otherwise the images it pushed belong to nobody.
+ */
+export function commitStillWanted(latest: SandboxSnapshot, generation: number): boolean {
+  return !latest.metadata?.deletionTimestamp && needsCommit(latest) && generationOf(latest) === generation;
+}
+
+/**
+ * staleKey names an earlier image in staleImages: its container and its tag (`sandbox:g2`), so the
+ * images of several earlier pauses not yet deleted never overwrite each other.
+ */
+export function staleKey(container: string, image: string): string {
+  const name = image.split("@")[0] ?? image;
+  const colon = name.lastIndexOf(":");
+  const tag = colon > name.lastIndexOf("/") ? name.slice(colon + 1) : "";
+  return tag ? `${container}:${tag}` : `${container}:${image}`;
+}
+
+/** CommittedImage is one container's commit: the pushed image (by digest) and its layer's size. */
+export interface CommittedImage {
+  image: string;
+  bytes: number;
+}
+
+/**
+ * committedStatus is the status after a commit of `generation`: Committed with the new images,
+ * their total size and when; the images they replace join staleImages (deleted once the sandbox is
+ * paused again), unless an image is still one of the new ones. The host's fields are kept.
+ */
+export function committedStatus(
+  s: SandboxSnapshot,
+  generation: number,
+  committed: Record<string, CommittedImage>,
+  now: Date,
+): SandboxSnapshotStatus {
+  const images = Object.fromEntries(Object.entries(committed).map(([name, c]) => [name, c.image]));
+  const current = new Set(Object.values(images));
+  const stale: Record<string, string> = {};
+  for (const [key, image] of Object.entries(s.status?.staleImages ?? {}))
+    if (!current.has(image)) stale[key] = image;
+  for (const [name, image] of Object.entries(s.status?.images ?? {}))
+    if (!current.has(image)) stale[staleKey(name, image)] = image;
+  const { message: _, staleImages: __, ...kept } = s.status ?? {};
+  return {
+    ...kept,
+    phase: SNAPSHOT_PHASE.COMMITTED,
+    observedGeneration: generation,
+    images,
+    bytes: Object.values(committed).reduce((sum, c) => sum + c.bytes, 0),
+    committedAt: now.toISOString(),
+    ...(Object.keys(stale).length > 0 ? { staleImages: stale } : {}),
+  };
+}
+
+/**
+ * failedStatus is the status after a failed commit of `generation`: Failed with why. The images of
+ * an earlier pause stay: the sandbox kept running on them, and the next commit replaces them.
+ */
+export function failedStatus(s: SandboxSnapshot, generation: number, message: string): SandboxSnapshotStatus {
+  return { ...s.status, phase: SNAPSHOT_PHASE.FAILED, observedGeneration: generation, message };
+}
+
+/** withoutStale is the status with the stale images that were deleted (by key) forgotten. */
+export function withoutStale(s: SandboxSnapshot, removed: readonly string[]): SandboxSnapshotStatus {
+  const { staleImages, ...rest } = s.status ?? {};
+  const left = Object.fromEntries(
+    Object.entries(staleImages ?? {}).filter(([key]) => !removed.includes(key)),
+  );
+  return Object.keys(left).length > 0 ? { ...rest, staleImages: left } : rest;
+}
+
+/** withoutFinalizer is the object with the agent's finalizer removed (its images are deleted). */
+export function withoutFinalizer(s: SandboxSnapshot): SandboxSnapshot {
+  const finalizers = (s.metadata?.finalizers ?? []).filter((f) => f !== SNAPSHOT_FINALIZER);
+  return { ...s, metadata: { ...s.metadata, finalizers } };
+}

@@ -1,0 +1,218 @@
+// The pause and resume decisions over one SandboxSnapshot: pure functions of the object (and the
+// pod it names) to what a host should write next. Every write they lead to is preconditioned on
+// the object's resourceVersion, so two hosts deciding at once conflict instead of both acting.
+import type { V1Pod } from "@kubernetes/client-node";
+import {
+  INCARNATION_ANNOTATION,
+  RESUME_ATTEMPT_ANNOTATION,
+  SANDBOX_ID_LABEL,
+  SANDBOX_POOL_LABEL,
+  SEALED_ENV_VARS_ANNOTATION,
+  TEAM_LABEL,
+  USER_LABEL,
+} from "../crd/keys.ts";
+import {
+  type SandboxSnapshot,
+  SNAPSHOT_FINALIZER,
+  SNAPSHOT_PHASE,
+  type SnapshotPhase,
+} from "../crd/sandbox-snapshot.ts";
+import { isTerminating } from "../kube/action.ts";
+import { isLabelValue } from "../kube/label-value.ts";
+import type { PausePlan } from "./pause-plan.ts";
+import { runsSource } from "./pause-plan.ts";
+
+/** phaseOf is a snapshot's phase; a snapshot created but not yet given one is Committing. */
+export function phaseOf(s: SandboxSnapshot): SnapshotPhase {
+  return s.status?.phase ?? SNAPSHOT_PHASE.COMMITTING;
+}
+
+/** isCommitted: the agent committed this generation's source (status.images are its images). */
+export function isCommitted(s: SandboxSnapshot): boolean {
+  return phaseOf(s) === SNAPSHOT_PHASE.COMMITTED && s.status?.observedGeneration === s.metadata?.generation;
+}
+
+/** isFailed: the agent could not commit this generation's source. */
+export function isFailed(s: SandboxSnapshot): boolean {
+  return phaseOf(s) === SNAPSHOT_PHASE.FAILED && s.status?.observedGeneration === s.metadata?.generation;
+}
+
+type OkPlan = Extract<PausePlan, { ok: true }>;
+
+/** snapshotObject is the snapshot a pause writes: a new one, or existing with the new pause's spec. */
+export function snapshotObject(namespace: string, plan: OkPlan, existing?: SandboxSnapshot): SandboxSnapshot {
+  const labels: Record<string, string> = {
+    ...existing?.metadata?.labels,
+    [SANDBOX_ID_LABEL]: plan.sandboxId,
+    [SANDBOX_POOL_LABEL]: plan.pool,
+    ...(isLabelValue(plan.claim.team) && plan.claim.team ? { [TEAM_LABEL]: plan.claim.team } : {}),
+    ...(plan.claim.user && isLabelValue(plan.claim.user) ? { [USER_LABEL]: plan.claim.user } : {}),
+  };
+  const finalizers = [...new Set([...(existing?.metadata?.finalizers ?? []), SNAPSHOT_FINALIZER])];
+  return {
+    apiVersion: "agents.navix.sh/v1alpha1",
+    kind: "SandboxSnapshot",
+    metadata: { ...existing?.metadata, name: plan.sandboxId, namespace, labels, finalizers },
+    spec: {
+      sandboxId: plan.sandboxId,
+      pool: plan.pool,
+      ...(existing?.spec.env ? { env: existing.spec.env } : {}),
+      source: plan.source,
+      claim: plan.claim,
+      retainUntil: plan.retainUntil,
+    },
+    ...(existing?.status ? { status: existing.status } : {}),
+  };
+}
+
+/** PauseStart is what a pause does given the sandbox's snapshot (if any). */
+export type PauseStart =
+  | { kind: "create" }
+  | { kind: "replace" }
+  | { kind: "wait" }
+  | { kind: "refuse"; reason: "paused" | "not-running"; message: string };
+
+/**
+ * pauseStart decides a pause over an existing snapshot: none → create; one being committed for
+ * this very pod → wait for it (a repeated or concurrent pause joins it); paused → refused (E2B
+ * answers 409); resuming → refused (not running yet); resumed, failed, or a commit of another pod
+ * (a pause that lost its pod) → replace it with this pause (a new generation).
+ */
+export function pauseStart(existing: SandboxSnapshot | undefined, plan: OkPlan): PauseStart {
+  if (!existing) return { kind: "create" };
+  if (existing.metadata?.deletionTimestamp)
+    return { kind: "refuse", reason: "not-running", message: `sandbox ${plan.sandboxId} is being deleted` };
+  const phase = phaseOf(existing);
+  if (phase === SNAPSHOT_PHASE.PAUSED)
+    return { kind: "refuse", reason: "paused", message: `sandbox ${plan.sandboxId} is already paused` };
+  if (phase === SNAPSHOT_PHASE.RESUMING)
+    return { kind: "refuse", reason: "not-running", message: `sandbox ${plan.sandboxId} is resuming` };
+  // The same pod with the same container instances: a restart since makes a new commit.
+  const samePod =
+    existing.spec.source.podUID === plan.source.podUID &&
+    plan.source.containers.every(
+      (c) => existing.spec.source.containers.find((e) => e.name === c.name)?.containerID === c.containerID,
+    );
+  if ((phase === SNAPSHOT_PHASE.COMMITTING || phase === SNAPSHOT_PHASE.COMMITTED) && samePod)
+    return { kind: "wait" };
+  return { kind: "replace" };
+}
+
+/** PauseCompletion is the next write of a committed pause. */
+export type PauseCompletion =
+  | { kind: "none" }
+  | { kind: "mark-paused" }
+  | { kind: "release" }
+  | { kind: "delete"; why: string };
+
+/**
+ * pauseCompletion finishes a pause: once committed, and while the pod still runs the sandbox as
+ * recorded, the snapshot is marked Paused first and the pod released after (a crash in between
+ * leaves a Paused snapshot whose pod still runs: "release" converges it). A pod that no longer runs
+ * it (killed, expired, restarted during the commit) ends the pause: the kill wins, the snapshot
+ * goes. A failed commit of a sandbox never resumed goes too; one of a resumed sandbox returns to
+ * Resumed (its earlier images are still what it runs).
+ */
+export function pauseCompletion(s: SandboxSnapshot, pod: V1Pod | undefined): PauseCompletion {
+  if (s.metadata?.deletionTimestamp) return { kind: "none" };
+  const runs = runsSource(pod, s.spec.sandboxId, s.spec.source);
+  const phase = phaseOf(s);
+  if (isCommitted(s))
+    return runs ? { kind: "mark-paused" } : { kind: "delete", why: "the sandbox ended during its pause" };
+  if (phase === SNAPSHOT_PHASE.PAUSED) return runs ? { kind: "release" } : { kind: "none" };
+  if (isFailed(s) && !runs && (s.status?.resumes ?? 0) === 0)
+    return { kind: "delete", why: "the pause failed and the sandbox ended" };
+  return { kind: "none" };
+}
+
+/** ResumeStart is what a resume does given the snapshot. */
+export type ResumeStart =
+  | { kind: "claim" }
+  | { kind: "adopt"; pod: string }
+  | { kind: "wait" }
+  | { kind: "running" }
+  | { kind: "refuse"; reason: "pausing" | "not-found"; message: string };
+
+/**
+ * resumeStart: a Paused snapshot (or a Resuming one whose resume ran out of time: its host is gone)
+ * is claimed by this resume; one Resuming within its time is another resume's, so this one waits
+ * for it (two resumes give one sandbox); Resumed is running; a pause under way is refused. A
+ * Resuming one past its time whose resume had claimed a pod (a live pod of `carriers`, the pods
+ * with the sandbox's id, carries its attempt) is adopted: it runs there, as the sweep decides.
+ */
+export function resumeStart(s: SandboxSnapshot, now: Date, carriers: readonly V1Pod[] = []): ResumeStart {
+  if (s.metadata?.deletionTimestamp)
+    return { kind: "refuse", reason: "not-found", message: `sandbox ${s.spec.sandboxId} is being deleted` };
+  const phase = phaseOf(s);
+  if (phase === SNAPSHOT_PHASE.PAUSED) return { kind: "claim" };
+  if (phase === SNAPSHOT_PHASE.RESUMING) {
+    const until = Date.parse(s.status?.resume?.until ?? "");
+    if (Number.isFinite(until) && until > now.getTime()) return { kind: "wait" };
+    const claimed = claimedBy(s, carriers);
+    return claimed ? { kind: "adopt", pod: claimed.metadata?.name ?? "" } : { kind: "claim" };
+  }
+  if (phase === SNAPSHOT_PHASE.RESUMED || phase === SNAPSHOT_PHASE.FAILED) return { kind: "running" };
+  return {
+    kind: "refuse",
+    reason: "pausing",
+    message: `sandbox ${s.spec.sandboxId} is pausing; try again shortly`,
+  };
+}
+
+/** claimedBy is the live pod that carries the snapshot's resume attempt (its claim landed). */
+export function claimedBy(s: SandboxSnapshot, carriers: readonly V1Pod[]): V1Pod | undefined {
+  const attempt = s.status?.resume?.attempt;
+  return attempt
+    ? carriers.find(
+        (p) => !isTerminating(p) && p.metadata?.annotations?.[RESUME_ATTEMPT_ANNOTATION] === attempt,
+      )
+    : undefined;
+}
+
+/** ResumeClaim is what a resume's claim writes, besides the pool's own (lib/lifecycle ClaimOptions). */
+export interface ResumeClaim {
+  containerImages: Record<string, string>;
+  team: string;
+  user?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  metadata?: Record<string, string>;
+  idleTimeoutSeconds?: number;
+  startupTimeoutSeconds?: number;
+  lifetimeSeconds?: number;
+  marks: { labels: Record<string, string>; annotations: Record<string, string> };
+  sealedEnvVars?: string;
+}
+
+/**
+ * resumeClaim is the claim of a resume: the snapshot images for the committed containers (the
+ * others as first asked), the first claim's owner, metadata, caller keys and network marks, the
+ * lifetime left at the pause unless the resume asks for another, the sealed env vars, and the
+ * marks that tie the pod to this resume (attempt) and to the sandbox's next envd token (incarnation).
+ */
+export function resumeClaim(s: SandboxSnapshot, attempt: string, timeoutSeconds?: number): ResumeClaim {
+  const c = s.spec.claim;
+  const incarnation = (s.status?.resumes ?? 0) + 1;
+  const lifetime = timeoutSeconds && timeoutSeconds >= 1 ? Math.floor(timeoutSeconds) : c.lifetimeSeconds;
+  return {
+    containerImages: { ...c.containerImages, ...s.status?.images },
+    team: c.team,
+    ...(c.user ? { user: c.user } : {}),
+    ...(c.labels ? { labels: c.labels } : {}),
+    ...(c.annotations ? { annotations: c.annotations } : {}),
+    ...(c.metadata ? { metadata: c.metadata } : {}),
+    ...(c.idleTimeoutSeconds ? { idleTimeoutSeconds: c.idleTimeoutSeconds } : {}),
+    ...(c.startupTimeoutSeconds ? { startupTimeoutSeconds: c.startupTimeoutSeconds } : {}),
+    ...(lifetime ? { lifetimeSeconds: lifetime } : {}),
+    marks: {
+      labels: { ...c.markLabels },
+      annotations: {
+        ...c.markAnnotations,
+        [INCARNATION_ANNOTATION]: String(incarnation),
+        [RESUME_ATTEMPT_ANNOTATION]: attempt,
+        ...(c.sealedEnvVars ? { [SEALED_ENV_VARS_ANNOTATION]: c.sealedEnvVars } : {}),
+      },
+    },
+    ...(c.sealedEnvVars ? { sealedEnvVars: c.sealedEnvVars } : {}),
+  };
+}

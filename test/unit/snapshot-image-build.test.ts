@@ -1,0 +1,159 @@
+import { createHash } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import {
+  DOCKER_MEDIA,
+  OCI_MEDIA,
+  parseManifest,
+  pickPlatform,
+  SNAPSHOT_CREATED_BY,
+  snapshotDocuments,
+} from "../../lib/snapshots/image-build.ts";
+
+// The snapshot image's documents: the base image with one layer more, written so that a resume
+// runs the same entrypoint, env and user, and equal inputs give equal digests.
+
+const d = (c: string) => `sha256:${c.repeat(64)}`;
+const sha = (s: string) => `sha256:${createHash("sha256").update(s).digest("hex")}`;
+const NOW = new Date("2026-12-02T10:00:00.123Z");
+const LAYER = { digest: d("9"), size: 1536, diffID: d("9") };
+
+const baseManifest = {
+  schemaVersion: 2,
+  mediaType: OCI_MEDIA.manifest,
+  config: { mediaType: OCI_MEDIA.config, digest: d("c"), size: 300 },
+  layers: [
+    { mediaType: OCI_MEDIA.layer, digest: d("1"), size: 10 },
+    { mediaType: OCI_MEDIA.layerGzip, digest: d("2"), size: 20 },
+  ],
+};
+const baseConfig = {
+  created: "2000-01-01T00:00:00Z",
+  architecture: "amd64",
+  os: "linux",
+  config: { User: "1000:1000", Env: ["A=1"], Entrypoint: ["/sbin/agentbox-init"], WorkingDir: "/home/user" },
+  rootfs: { type: "layers", diff_ids: [d("a"), d("b")] },
+};
+
+const build = (over: Partial<Parameters<typeof snapshotDocuments>[0]> = {}) =>
+  snapshotDocuments({
+    baseManifest,
+    baseConfigJson: JSON.stringify(baseConfig),
+    baseName: `registry.agentbox.test/agentbox/sandbox-a@${d("f")}`,
+    baseDigest: d("f"),
+    layer: LAYER,
+    now: NOW,
+    ...over,
+  });
+
+describe("snapshotDocuments", () => {
+  it("appends the layer to the base config and manifest, keeping how the image runs", () => {
+    const docs = build();
+    const config = JSON.parse(docs.config.json);
+    expect(config.config).toEqual(baseConfig.config);
+    expect(config.created).toBe("2026-12-02T10:00:00Z");
+    expect(config.rootfs).toEqual({ type: "layers", diff_ids: [d("a"), d("b"), d("9")] });
+    const manifest = JSON.parse(docs.manifest.json);
+    expect(manifest.mediaType).toBe(OCI_MEDIA.manifest);
+    expect(manifest.config).toEqual(docs.config.descriptor);
+    expect(manifest.layers).toEqual([
+      ...baseManifest.layers,
+      { mediaType: OCI_MEDIA.layer, digest: d("9"), size: 1536 },
+    ]);
+    expect(manifest.annotations["org.opencontainers.image.base.digest"]).toBe(d("f"));
+  });
+
+  it("describes its documents by their exact bytes", () => {
+    const docs = build();
+    expect(docs.config.descriptor).toEqual({
+      mediaType: OCI_MEDIA.config,
+      digest: sha(docs.config.json),
+      size: Buffer.byteLength(docs.config.json),
+    });
+    expect(docs.manifest.digest).toBe(sha(docs.manifest.json));
+  });
+
+  it("is deterministic, and `now` is the only clock", () => {
+    expect(build()).toEqual(build());
+    expect(build({ now: new Date("2026-12-03T00:00:00Z") }).manifest.digest).not.toBe(
+      build().manifest.digest,
+    );
+  });
+
+  it("records the pause in history, covering base layers the base history did not", () => {
+    const none = JSON.parse(build().config.json).history;
+    expect(none).toHaveLength(3);
+    expect(none[2]).toEqual({ created: "2026-12-02T10:00:00Z", created_by: SNAPSHOT_CREATED_BY });
+    expect(SNAPSHOT_CREATED_BY).toMatch(/agentbox pause/);
+    const history = [
+      { created_by: "ADD base" },
+      { created_by: "ENV A=1", empty_layer: true },
+      { created_by: "ADD runtime" },
+    ];
+    const full = JSON.parse(
+      build({ baseConfigJson: JSON.stringify({ ...baseConfig, history }) }).config.json,
+    );
+    expect(full.history).toEqual([
+      ...history,
+      { created: "2026-12-02T10:00:00Z", created_by: SNAPSHOT_CREATED_BY },
+    ]);
+  });
+
+  it("writes a Docker v2 base's layers under their OCI names (the same bytes)", () => {
+    const docker = {
+      schemaVersion: 2,
+      mediaType: DOCKER_MEDIA.manifest,
+      config: { mediaType: DOCKER_MEDIA.config, digest: d("c"), size: 300 },
+      layers: [
+        { mediaType: DOCKER_MEDIA.layerGzip, digest: d("1"), size: 10 },
+        { mediaType: DOCKER_MEDIA.layer, digest: d("2"), size: 20 },
+      ],
+    };
+    const manifest = JSON.parse(build({ baseManifest: docker }).manifest.json);
+    expect(manifest.layers.map((l: { mediaType: string }) => l.mediaType)).toEqual([
+      OCI_MEDIA.layerGzip,
+      OCI_MEDIA.layer,
+      OCI_MEDIA.layer,
+    ]);
+    expect(manifest.config.mediaType).toBe(OCI_MEDIA.config);
+  });
+
+  it("refuses a base whose config and manifest disagree, or a config that is not JSON", () => {
+    const one = { ...baseConfig, rootfs: { type: "layers", diff_ids: [d("a")] } };
+    expect(() => build({ baseConfigJson: JSON.stringify(one) })).toThrow(
+      /config lists 1 layers and its manifest 2/,
+    );
+    expect(() => build({ baseConfigJson: "{" })).toThrow(/is not JSON/);
+  });
+});
+
+describe("parseManifest and pickPlatform", () => {
+  it("reads an image manifest and refuses an index or a document without layers", () => {
+    expect(parseManifest(JSON.stringify(baseManifest), "x").layers).toHaveLength(2);
+    expect(() => parseManifest(JSON.stringify({ manifests: [] }), "x")).toThrow(/is an index/);
+    expect(() => parseManifest(JSON.stringify({ schemaVersion: 1 }), "x")).toThrow(/no config or layers/);
+    expect(() => parseManifest("nope", "x")).toThrow(/not JSON/);
+  });
+
+  it("picks the node's platform from an index, or says what it holds", () => {
+    const index = JSON.stringify({
+      manifests: [
+        {
+          mediaType: OCI_MEDIA.manifest,
+          digest: d("3"),
+          size: 1,
+          platform: { os: "linux", architecture: "arm64" },
+        },
+        {
+          mediaType: OCI_MEDIA.manifest,
+          digest: d("4"),
+          size: 1,
+          platform: { os: "linux", architecture: "amd64" },
+        },
+      ],
+    });
+    expect(pickPlatform(index, { os: "linux", architecture: "amd64" }).digest).toBe(d("4"));
+    expect(() => pickPlatform(index, { os: "linux", architecture: "s390x" })).toThrow(
+      /no linux\/s390x manifest \(it has linux\/arm64, linux\/amd64\)/,
+    );
+  });
+});

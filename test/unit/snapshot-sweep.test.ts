@@ -1,0 +1,246 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import { RESUME_ATTEMPT_ANNOTATION } from "../../lib/crd/keys.ts";
+import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
+import { pausedRecord } from "../../lib/snapshots/paused-record.ts";
+import { type SnapshotSweep, snapshotSweep } from "../../lib/snapshots/snapshot-sweep.ts";
+import { runningPod, snapshot } from "../support/snapshot-fixtures.ts";
+
+// The tick's decision for each SandboxSnapshot (one case per line of snapshotSweep's doc comment),
+// and the terminal record of a paused sandbox that ends (its retention or a kill).
+
+const NOW = new Date("2026-12-02T10:00:00Z");
+const PAST = "2026-12-02T09:59:59Z";
+const FUTURE = "2026-12-02T10:00:01Z";
+const { COMMITTING, COMMITTED, PAUSED, RESUMING, RESUMED, FAILED } = SNAPSHOT_PHASE;
+
+/** source is the pod the pause recorded, still running the sandbox; ended is it restarted since. */
+const source = runningPod();
+const ended = runningPod({ containerID: "containerd://c2" });
+
+/** resumedPod is a live pod another resume claimed, carrying its attempt. */
+function resumedPod(attempt: string, terminating = false): V1Pod {
+  const pod = runningPod({
+    uid: "uid-9",
+    annotations: { [RESUME_ATTEMPT_ANNOTATION]: attempt },
+    terminating,
+  });
+  pod.metadata!.name = "python-y";
+  return pod;
+}
+
+type Case = [string, SandboxSnapshot, V1Pod[], V1Pod | undefined, SnapshotSweep];
+
+function cases(list: Case[]) {
+  it.each(list)("%s → %j", (_name, s, byId, sourcePod, next) => {
+    expect(snapshotSweep(s, byId, sourcePod, NOW)).toEqual(next);
+  });
+}
+
+describe("snapshotSweep", () => {
+  describe("a committed pause, or a Paused one whose pod still runs the sandbox → completePause", () => {
+    cases([
+      ["Committed, pod runs it", snapshot(COMMITTED), [source], source, { kind: "complete-pause" }],
+      ["Committed, pod ended", snapshot(COMMITTED), [], ended, { kind: "complete-pause" }],
+      ["Paused, pod still runs it", snapshot(PAUSED), [source], source, { kind: "complete-pause" }],
+      [
+        "Paused past retention, pod still runs it",
+        snapshot(PAUSED, { retainUntil: PAST }),
+        [source],
+        source,
+        { kind: "complete-pause" },
+      ],
+    ]);
+  });
+
+  describe("a failed pause nobody took back", () => {
+    cases([
+      [
+        "never resumed, still runs",
+        snapshot(FAILED),
+        [source],
+        source,
+        { kind: "delete", why: "its pause failed", record: false },
+      ],
+      [
+        "never resumed, ended",
+        snapshot(FAILED),
+        [],
+        undefined,
+        { kind: "delete", why: "its pause failed", record: false },
+      ],
+      ["resumed before", snapshot(FAILED, { resumes: 1 }), [source], source, { kind: "back-to-resumed" }],
+    ]);
+  });
+
+  describe("a pause whose pod no longer runs the sandbox before the commit → deleted", () => {
+    const why = { kind: "delete", why: "it ended while pausing", record: false } as const;
+    cases([
+      ["Committing, pod restarted", snapshot(COMMITTING), [ended], ended, why],
+      ["Committing, pod gone", snapshot(COMMITTING), [], undefined, why],
+      ["Committing, pod runs it", snapshot(COMMITTING), [source], source, { kind: "none" }],
+      [
+        "Committed of an earlier generation, pod gone",
+        snapshot(COMMITTED, { generation: 2, observedGeneration: 1 }),
+        [],
+        undefined,
+        why,
+      ],
+      [
+        "Committed of an earlier generation, pod runs it",
+        snapshot(COMMITTED, { generation: 2, observedGeneration: 1 }),
+        [source],
+        source,
+        { kind: "none" },
+      ],
+      [
+        "Failed of an earlier generation, pod gone",
+        snapshot(FAILED, { generation: 2, observedGeneration: 1 }),
+        [],
+        undefined,
+        why,
+      ],
+    ]);
+  });
+
+  describe("a Resuming one: waits its time, then Resumed when a pod carries its attempt, else Paused", () => {
+    const resuming = (until: string, attempt = "att-1") => snapshot(RESUMING, { resume: { attempt, until } });
+    cases([
+      ["within its time, no pod", resuming(FUTURE), [], undefined, { kind: "none" }],
+      [
+        "past its time, the attempt's pod",
+        resuming(PAST),
+        [resumedPod("att-1")],
+        undefined,
+        { kind: "resumed", pod: "python-y" },
+      ],
+      [
+        "exactly at its time, the attempt's pod",
+        resuming("2026-12-02T10:00:00Z"),
+        [resumedPod("att-1")],
+        undefined,
+        { kind: "resumed", pod: "python-y" },
+      ],
+      [
+        "past its time, another attempt's pod",
+        resuming(PAST),
+        [resumedPod("att-0")],
+        undefined,
+        { kind: "back-to-paused" },
+      ],
+      [
+        "past its time, the attempt's pod terminating",
+        resuming(PAST),
+        [resumedPod("att-1", true)],
+        undefined,
+        { kind: "back-to-paused" },
+      ],
+      ["past its time, no pod", resuming(PAST), [], undefined, { kind: "back-to-paused" }],
+      [
+        "no time, no attempt, a pod without one",
+        snapshot(RESUMING),
+        [runningPod({ uid: "uid-9" })],
+        undefined,
+        { kind: "back-to-paused" },
+      ],
+    ]);
+  });
+
+  describe("a Paused one past its retention → deleted with the terminal record", () => {
+    cases([
+      [
+        "past retention",
+        snapshot(PAUSED, { retainUntil: PAST }),
+        [],
+        undefined,
+        { kind: "delete", why: "its retention ended unresumed", record: true },
+      ],
+      [
+        "exactly at retention",
+        snapshot(PAUSED, { retainUntil: "2026-12-02T10:00:00Z" }),
+        [],
+        undefined,
+        { kind: "delete", why: "its retention ended unresumed", record: true },
+      ],
+      ["within retention", snapshot(PAUSED, { retainUntil: FUTURE }), [], undefined, { kind: "none" }],
+      [
+        "released pod still stopping",
+        snapshot(PAUSED),
+        [runningPod({ phase: "stopping" })],
+        runningPod({ phase: "stopping" }),
+        { kind: "none" },
+      ],
+      ["no valid retention", snapshot(PAUSED, { retainUntil: "never" }), [], undefined, { kind: "none" }],
+    ]);
+  });
+
+  describe("a Resumed one no pod carries → deleted", () => {
+    cases([
+      [
+        "no pod",
+        snapshot(RESUMED, { resumes: 1 }),
+        [],
+        undefined,
+        { kind: "delete", why: "its resumed sandbox ended", record: false },
+      ],
+      [
+        "only a terminating pod",
+        snapshot(RESUMED, { resumes: 1 }),
+        [resumedPod("att-1", true)],
+        undefined,
+        { kind: "delete", why: "its resumed sandbox ended", record: false },
+      ],
+      ["a live pod", snapshot(RESUMED, { resumes: 1 }), [resumedPod("att-1")], undefined, { kind: "none" }],
+    ]);
+  });
+
+  describe("a snapshot being deleted is left to its finalizer", () => {
+    cases([
+      ["Committed", snapshot(COMMITTED, { deleting: true }), [source], source, { kind: "none" }],
+      [
+        "Paused past retention",
+        snapshot(PAUSED, { deleting: true, retainUntil: PAST }),
+        [],
+        undefined,
+        { kind: "none" },
+      ],
+      ["Resumed, no pod", snapshot(RESUMED, { deleting: true }), [], undefined, { kind: "none" }],
+    ]);
+  });
+});
+
+describe("pausedRecord", () => {
+  it("a paused sandbox's end: owner, pool, last pod, images asked for, metadata; no resources; Released", () => {
+    const s = snapshot(PAUSED);
+    s.spec.claim = {
+      ...s.spec.claim,
+      user: "alice",
+      metadata: { run: "7" },
+      containerImages: { sandbox: "py:1" },
+    };
+    expect(pausedRecord(s, new Date("2026-12-02T10:00:00.900Z"))).toEqual({
+      sandboxId: "sbx-1",
+      namespace: "team-a",
+      poolName: "python",
+      podName: "python-x",
+      team: "research",
+      user: "alice",
+      terminatedAt: "2026-12-02T10:00:00Z",
+      containerImages: { sandbox: "py:1" },
+      metadata: { run: "7" },
+      cpuMillis: 0,
+      memoryBytes: 0,
+      stopReason: "Released",
+    });
+  });
+
+  it("no team, user or metadata: none written, metadata empty", () => {
+    const s = snapshot(PAUSED);
+    s.spec.claim = { containerImages: { sandbox: "py:1" }, team: "" };
+    delete s.metadata!.namespace;
+    const record = pausedRecord(s, NOW);
+    expect(record).not.toHaveProperty("team");
+    expect(record).not.toHaveProperty("user");
+    expect(record).toMatchObject({ namespace: "", metadata: {}, terminatedAt: "2026-12-02T10:00:00Z" });
+  });
+});
