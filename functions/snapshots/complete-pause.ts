@@ -7,6 +7,7 @@ import { pauseCompletion } from "../../lib/snapshots/snapshot-state.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { releaseSandbox } from "../release-sandbox.ts";
+import { snapshotEvent } from "./snapshot-events.ts";
 
 /** PauseResult is where completePause left a pause: paused, still under way, or ended by a kill. */
 export type PauseResult =
@@ -51,6 +52,14 @@ export async function completePause(deps: HostDeps, snapshot: SandboxSnapshot): 
           ...s,
           status: { ...s.status, phase: SNAPSHOT_PHASE.PAUSED, pausedAt: rfc3339(deps.now()) },
         });
+        const images = Object.values(s.status?.images ?? {}).join(", ");
+        await snapshotEvent(
+          deps,
+          s,
+          "Normal",
+          "Paused",
+          `paused; its files are ${images}; pod ${s.spec.source.pod} back to pool ${s.spec.pool}`,
+        );
       }
       if (pod) await releaseToPool(deps, s, pod);
       return { result: "paused", snapshot: s };

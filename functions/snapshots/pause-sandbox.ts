@@ -14,6 +14,7 @@ import { findSandbox } from "../api/find-sandbox.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { completePause } from "./complete-pause.ts";
 import { findSnapshot } from "./find-paused.ts";
+import { snapshotEvent } from "./snapshot-events.ts";
 import { waitForSnapshot } from "./wait-snapshot.ts";
 
 /** PauseOutcome is a pause's answer: the paused sandbox's snapshot, or why it is not paused. */
@@ -126,6 +127,13 @@ async function awaitCommit(
   const s = waited.snapshot;
   if (!s) return { ok: false, reason: "not-found", message: `sandbox ${id} ended while it was being paused` };
   if (isFailed(s)) {
+    await snapshotEvent(
+      deps,
+      s,
+      "Warning",
+      "PauseFailed",
+      `the pause failed; the sandbox keeps running: ${s.status?.message ?? ""}`,
+    );
     await abandonFailed(deps, s);
     return {
       ok: false,

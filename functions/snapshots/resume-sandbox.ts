@@ -19,6 +19,7 @@ import { fenceFirst } from "../egress/fence-first.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { releaseSandbox } from "../release-sandbox.ts";
 import { findSnapshot } from "./find-paused.ts";
+import { snapshotEvent } from "./snapshot-events.ts";
 import { waitForSnapshot } from "./wait-snapshot.ts";
 
 /** ResumeOutcome is a resume's answer: the sandbox (running, or starting when not waited for), or why not. */
@@ -288,6 +289,13 @@ async function markResumed(
           resume: { attempt: attemptId, until: s.status?.resume?.until ?? rfc3339(deps.now()), pod },
         },
       });
+      await snapshotEvent(
+        deps,
+        s,
+        "Normal",
+        "Resumed",
+        `resumed on pod ${pod} (resume ${(s.status?.resumes ?? 0) + 1})`,
+      );
       return true;
     } catch (e) {
       if (!isConflict(e) && !isNotFound(e)) throw e;

@@ -11,6 +11,7 @@ import { type SnapshotSweep, snapshotSweep } from "../../lib/snapshots/snapshot-
 import { rfc3339 } from "../../lib/util/time.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { completePause } from "./complete-pause.ts";
+import { snapshotEvent } from "./snapshot-events.ts";
 
 /** SnapshotSweepReport counts the snapshots listed and the ones written to. */
 export interface SnapshotSweepReport {
@@ -104,6 +105,7 @@ async function act(deps: HostDeps, s: SandboxSnapshot, d: SnapshotSweep): Promis
       return true;
     case "delete":
       if (d.record) await deps.history.put(pausedRecord(s, deps.now()));
+      if (d.record) await snapshotEvent(deps, s, "Normal", "Expired", `ended while paused: ${d.why}`);
       await deps.kube.deleteSnapshot(ns, s.metadata?.name ?? "", {
         resourceVersion: s.metadata?.resourceVersion ?? "",
       });

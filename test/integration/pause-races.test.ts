@@ -78,6 +78,9 @@ describe("pause and resume on kwok", () => {
       resumes: 1,
       resume: { pod: pod?.metadata?.name },
     });
+    // The pause and the resume are on the snapshot's record, as Events (kubectl describe sbs).
+    const events = (await deps.kube.listEvents(t.ns, `involvedObject.name=${id}`)).items;
+    expect(events.map((e) => e.reason).sort()).toEqual(["Paused", "Resumed"]);
     expect(await deleteSandbox(deps, tenant, id)).toBe("released");
     await gone(id);
   });
