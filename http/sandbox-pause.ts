@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { viewWithAccess } from "../functions/api/sandbox-access.ts";
 import type { HostDeps } from "../functions/host-deps.ts";
-import { findPaused } from "../functions/snapshots/find-paused.ts";
+import { findPaused, listPaused } from "../functions/snapshots/find-paused.ts";
 import { pauseSandbox } from "../functions/snapshots/pause-sandbox.ts";
 import { resumeSandbox } from "../functions/snapshots/resume-sandbox.ts";
 import type { Tenant } from "../lib/claims/api-keys.ts";
@@ -14,7 +14,7 @@ import {
   unavailable,
 } from "../lib/claims/errors.ts";
 import { isShownPaused, pausedView, ResumeRequest } from "../lib/claims/paused-view.ts";
-import type { SandboxView } from "../lib/claims/sandbox-view.ts";
+import { matchesMetadata, type SandboxView } from "../lib/claims/sandbox-view.ts";
 import { parseWith } from "../lib/crd/parse-with.ts";
 import { type NativeEnv, send } from "./native.ts";
 
@@ -35,6 +35,27 @@ export async function pausedSandbox(
 ): Promise<SandboxView | undefined> {
   const snapshot = await findPaused(deps, tenant, id);
   return snapshot && isShownPaused(snapshot) ? pausedView(snapshot, deps.now()) : undefined;
+}
+
+/**
+ * listPausedViews is the native list's `phase=paused` (GET /v1/sandboxes): the tenant's paused
+ * sandboxes from their snapshots (one list, every namespace), filtered by pool (`namespace/name`)
+ * and metadata, at most `limit`, oldest pause first.
+ */
+export async function listPausedViews(
+  deps: HostDeps,
+  tenant: Tenant,
+  q: { limit: number; pool?: string; metadata?: Record<string, string> },
+): Promise<SandboxView[]> {
+  const views = (await listPaused(deps, tenant))
+    .filter(isShownPaused)
+    .map((s) => pausedView(s, deps.now()))
+    .filter((v) => !q.pool || `${v.namespace}/${v.pool}` === q.pool)
+    .filter((v) => !q.metadata || matchesMetadata(v, q.metadata));
+  views.sort(
+    (a, b) => (a.pausedAt ?? "").localeCompare(b.pausedAt ?? "") || a.sandboxId.localeCompare(b.sandboxId),
+  );
+  return views.slice(0, q.limit);
 }
 
 /**

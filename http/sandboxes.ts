@@ -45,7 +45,7 @@ import { type NativeEnv, send } from "./native.ts";
 import { sandboxLogsRoutes } from "./sandbox-logs.ts";
 import { sandboxMetricsRoutes } from "./sandbox-metrics.ts";
 import { sandboxNetworkRoutes } from "./sandbox-network.ts";
-import { pausedSandbox, sandboxPauseRoutes } from "./sandbox-pause.ts";
+import { listPausedViews, pausedSandbox, sandboxPauseRoutes } from "./sandbox-pause.ts";
 import { templatesRoutes } from "./templates.ts";
 
 type Env = NativeEnv;
@@ -213,6 +213,15 @@ export function sandboxRoutes(deps: HostDeps, addressing: SandboxAddressing = {}
     const metadata = q.value.metadata ? parseMetadataFilter(q.value.metadata) : undefined;
     if (metadata && isMetadataFilterError(metadata))
       return send(c, badRequest("invalid query", [{ path: "metadata", message: String(metadata.error) }]));
+    // Paused sandboxes hold no pod: they are listed from their snapshots, when asked for.
+    if (q.value.phase === "paused")
+      return c.json({
+        sandboxes: await listPausedViews(deps, c.get("tenant"), {
+          limit: q.value.limit,
+          ...(q.value.pool ? { pool: q.value.pool } : {}),
+          ...(metadata ? { metadata: metadata as Record<string, string> } : {}),
+        }),
+      });
     try {
       const page = await listSandboxes(deps, c.get("tenant"), {
         limit: q.value.limit,

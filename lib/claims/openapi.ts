@@ -129,7 +129,10 @@ export function openApiDocument(serverUrl = "/v1") {
           summary: "List your sandboxes",
           parameters: [
             query("pool", "namespace/name"),
-            query("phase", "starting | running | stopping | failed (paused ones: GET /sandboxes/{id})"),
+            query(
+              "phase",
+              "starting | running | stopping | failed | paused (paused ones are listed only when asked for, one page)",
+            ),
             query("metadata", "k=v,k2=v2"),
             query("limit", "1..500, default 100", int),
             query("continue", "token of the previous page"),

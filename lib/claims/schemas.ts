@@ -221,8 +221,8 @@ export const ListSandboxesQuery = v.object({
   pool: v.optional(PoolRef),
   phase: v.optional(
     v.picklist(
-      [SANDBOX_PHASE.STARTING, SANDBOX_PHASE.RUNNING, SANDBOX_PHASE.STOPPING, SANDBOX_PHASE.FAILED],
-      "must be one of starting, running, stopping, failed",
+      [SANDBOX_PHASE.STARTING, SANDBOX_PHASE.RUNNING, SANDBOX_PHASE.STOPPING, SANDBOX_PHASE.FAILED, "paused"],
+      "must be one of starting, running, stopping, failed, paused",
     ),
   ),
   metadata: v.optional(

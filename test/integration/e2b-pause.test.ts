@@ -96,6 +96,14 @@ describe("pause and resume through the official e2b SDK", () => {
     expect(paused.status, paused.body).toBe(200);
     expect(JSON.parse(paused.body)).toMatchObject({ sandboxId: id, phase: "paused", pod: "" });
     expect((await host("POST", `/v1/sandboxes/${id}/pause`)).status).toBe(409);
+    // The native list shows it when paused ones are asked for, and not among the running ones.
+    const listed = await host("GET", `/v1/sandboxes?phase=paused&pool=${t.ns}/p`);
+    expect(listed.status, listed.body).toBe(200);
+    expect(
+      (JSON.parse(listed.body) as { sandboxes: { sandboxId: string; phase: string }[] }).sandboxes,
+    ).toEqual([expect.objectContaining({ sandboxId: id, phase: "paused" })]);
+    const running = await host("GET", "/v1/sandboxes?phase=running");
+    expect(running.body).not.toContain(id);
     const info = JSON.parse((await host("GET", `/e2b/sandboxes/${id}`)).body) as { state: string };
     expect(info.state).toBe("paused");
 
