@@ -13,7 +13,7 @@ import { isNotFound } from "../../lib/kube/errors.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, until } from "./support/kube.ts";
-import { phaseOf } from "./support/steps.ts";
+import { phaseOf, reconcileUntil } from "./support/steps.ts";
 import { tenantPool } from "./support/tenant-pool.ts";
 
 // Issue #39: pause and resume against the real apiserver on kwok, where the snapshot agent of the
@@ -27,14 +27,14 @@ const user = `u-${randomBytes(3).toString("hex")}`;
 const tenant: Tenant = { team: "research", user };
 let key = "";
 
-/** create makes a running sandbox of the pool through the test host's E2B API: its id. */
-async function create(): Promise<string> {
+/** create makes a running sandbox of the pool through the test host's E2B API (600 s): its id. */
+async function create(extra: Record<string, unknown> = {}): Promise<string> {
   if (!key) key = await t.keyOf(user);
   const res = await httpsRequest(`https://127.0.0.1:${cluster.hostPort}/e2b/sandboxes`, cluster.caCert, {
     timeoutMs: 90_000,
     method: "POST",
     headers: { "content-type": "application/json", "X-API-KEY": key },
-    body: JSON.stringify({ templateID: `${t.ns}/p`, timeout: 600 }),
+    body: JSON.stringify({ templateID: `${t.ns}/p`, timeout: 600, ...extra }),
   });
   expect(res.status, res.body).toBe(201);
   return (JSON.parse(res.body) as { sandboxID: string }).sandboxID;
@@ -173,5 +173,39 @@ describe("pause and resume on kwok", () => {
     expect((await carriers(id)).filter((p) => phaseOf(p) === "running")).toHaveLength(1);
     expect(await deleteSandbox(deps, tenant, id)).toBe("released");
     await gone(id);
+  });
+
+  it("auto-pause: a sandbox created with autoPause pauses at the end of its lifetime, or ends if it cannot within the grace", async () => {
+    await t.allIdle();
+    const id = await create({ autoPause: true });
+    const plain = await create();
+    try {
+      // Past both lifetimes (600 s) by the steps' clock: the autoPause one pauses, the other ends.
+      t.deps.clock.offsetMs = 601_000;
+      await reconcileUntil(deps, t.ns, "p", "the auto-pause", async () =>
+        (await snapshotOf(id))?.status?.phase === SNAPSHOT_PHASE.PAUSED && (await carriers(id)).length === 0
+          ? true
+          : undefined,
+      );
+      expect(await snapshotOf(plain)).toBeUndefined();
+      await reconcileUntil(deps, t.ns, "p", "the plain one released", async () =>
+        (await carriers(plain)).length === 0 ? true : undefined,
+      );
+      // Resumed, it pauses again at its timeout; one whose pause cannot finish within the grace
+      // (here: the grace is over before the first run) ends as a timeout would.
+      t.deps.clock.offsetMs = 0;
+      expect(await resumeSandbox(deps, tenant, id, { waitSeconds: 60, timeoutSeconds: 600 })).toMatchObject({
+        ok: true,
+      });
+      t.deps.clock.offsetMs = (600 + 5 * 60 + 2) * 1000;
+      await reconcileUntil(deps, t.ns, "p", "the release after the grace", async () =>
+        (await carriers(id)).filter((p) => phaseOf(p) === "running").length === 0 ? true : undefined,
+      );
+      expect((await snapshotOf(id))?.status?.phase).not.toBe(SNAPSHOT_PHASE.PAUSED);
+    } finally {
+      t.deps.clock.offsetMs = 0;
+    }
+    await gone(id);
+    await t.allIdle();
   });
 });
