@@ -2,12 +2,14 @@
 // states, running and paused; a starting sandbox (its create still waiting) is shown running, and
 // one that is stopping or failed is gone, as a killed E2B sandbox is. A paused sandbox holds no
 // pod: its answers read the pod it will be again (lib/e2b/paused.ts pausedPod).
+
 import type { V1Pod } from "@kubernetes/client-node";
 import type { SandboxView } from "../claims/sandbox-view.ts";
 import { SANDBOX_PHASE } from "../crd/keys.ts";
 import { E2B_CLIENT_ID } from "../data-plane/sandbox-host.ts";
 import { networkOf } from "../egress/network.ts";
 import { parseQuantity, quantityMilliValue, quantityValue } from "../lifecycle/quantity.ts";
+import { pausesOnTimeout } from "../reconcile/lifetime-release.ts";
 
 /** TEMPLATE_ID_ANNOTATION keeps the templateID an E2B create named, to show it back. */
 export const TEMPLATE_ID_ANNOTATION = "e2b.agentbox.dev/template-id";
@@ -159,6 +161,8 @@ export function e2bDetail(
     ...tokenField(envdAccessToken),
     ...(trafficAccessToken ? { trafficAccessToken } : {}),
     domain: e2bDomain(settings),
+    // E2B's lifecycle: autoPause pauses at the timeout; no sandbox resumes on traffic here.
+    lifecycle: { onTimeout: pausesOnTimeout(pod) ? "pause" : "kill", autoResume: false },
   };
 }
 

@@ -179,6 +179,20 @@ describe("pause and resume on kwok", () => {
     await t.allIdle();
     const id = await create({ autoPause: true });
     const plain = await create();
+    // E2B's detail says which one pauses at its timeout (the SDK's getInfo().lifecycle).
+    const lifecycle = async (sid: string) =>
+      (
+        JSON.parse(
+          (
+            await httpsRequest(`https://127.0.0.1:${cluster.hostPort}/e2b/sandboxes/${sid}`, cluster.caCert, {
+              headers: { "X-API-KEY": key },
+              timeoutMs: 30_000,
+            })
+          ).body,
+        ) as { lifecycle?: unknown }
+      ).lifecycle;
+    expect(await lifecycle(id)).toEqual({ onTimeout: "pause", autoResume: false });
+    expect(await lifecycle(plain)).toEqual({ onTimeout: "kill", autoResume: false });
     try {
       // Past both lifetimes (600 s) by the steps' clock: the autoPause one pauses, the other ends.
       t.deps.clock.offsetMs = 601_000;

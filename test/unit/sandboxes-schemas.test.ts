@@ -185,7 +185,7 @@ describe("ListSandboxesQuery", () => {
     [
       "phase idle (idle pods are not sandboxes)",
       { phase: "idle" },
-      [{ path: "phase", message: "must be one of starting, running, stopping, failed" }],
+      [{ path: "phase", message: "must be one of starting, running, stopping, failed, paused" }],
     ],
     [
       "pool without a namespace",
