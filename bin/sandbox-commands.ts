@@ -1,4 +1,5 @@
-// The sandbox commands of the CLI: get pools|envs|templates|sandboxes, create, delete, history.
+// The sandbox commands of the CLI: get pools|envs|templates|sandboxes, create, delete, pause,
+// resume, history.
 // They speak to a host's /v1 API with an API key, as any client would, so they see what that key
 // may see.
 import { parseArgs } from "node:util";
@@ -9,11 +10,13 @@ import type { EnvSummary, PoolSummary } from "../lib/claims/target-summaries.ts"
 import type { TemplateSummary } from "../lib/claims/template-summaries.ts";
 import { age, apiErrorText, table } from "../lib/cli/table.ts";
 
-export const SANDBOX_COMMANDS = new Set(["get", "create", "delete", "history"]);
+export const SANDBOX_COMMANDS = new Set(["get", "create", "delete", "pause", "resume", "history"]);
 
 export const SANDBOX_USAGE = `       agentbox get pools|envs|templates|sandboxes [-o json] [CONNECTION]
        agentbox create --pool NS/NAME | --env NS/NAME | --template NAME [--wait] [--wait-timeout S] [--timeout S] [-o json] [CONNECTION]
        agentbox delete <SANDBOX-ID> [CONNECTION]
+       agentbox pause <SANDBOX-ID> [-o json] [CONNECTION]          (files kept, pod back to its pool)
+       agentbox resume <SANDBOX-ID> [--timeout S] [-o json] [CONNECTION]
        agentbox history [--namespace NS] [--pool NAME] [--limit N] [-o json] [CONNECTION]
 
 CONNECTION: --key KEY (else $AGENTBOX_KEY), and --cluster NAME (a local cluster's host and CA) or
@@ -197,6 +200,17 @@ export async function sandboxCommand(argv: string[]): Promise<number> {
   if (command === "delete" && what) {
     if (!(await call("DELETE", `/sandboxes/${encodeURIComponent(what)}`))) return 1;
     console.log(`released ${what}`);
+    return 0;
+  }
+  if ((command === "pause" || command === "resume") && what) {
+    const path = `/sandboxes/${encodeURIComponent(what)}/${command}`;
+    const body = command === "resume" && v.timeout ? { timeout: Number(v.timeout) } : undefined;
+    const done = (await progress(
+      command === "pause" ? "pausing (committing its files)" : "resuming",
+      call("POST", path, body),
+    )) as SandboxView | undefined;
+    if (!done) return 1;
+    print(done, () => sandboxRows([done], now));
     return 0;
   }
   if (command === "history") {

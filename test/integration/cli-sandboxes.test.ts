@@ -11,8 +11,8 @@ const t = tenantPool("cli", "cli");
 const cli = (...args: string[]) =>
   runCli([...args, "--cluster", cluster.name], { ...process.env, AGENTBOX_KEY: t.key });
 
-describe("agentbox get|create|delete|history", () => {
-  it("lists the pools it may use, creates and waits, lists, deletes, and finds the record", async () => {
+describe("agentbox get|create|pause|resume|delete|history", () => {
+  it("lists the pools it may use, creates and waits, lists, pauses, resumes, deletes, and finds the record", async () => {
     const pools = await until("the pool listed with its idle pod", 60_000, async () => {
       const { code, stdout } = await cli("get", "pools", "-o", "json");
       const list = code === 0 ? (JSON.parse(stdout) as { pool: string; idle: number }[]) : [];
@@ -41,6 +41,13 @@ describe("agentbox get|create|delete|history", () => {
     const listed = await cli("get", "sandboxes");
     expect(listed.stdout).toMatch(new RegExp(`^${sandbox.sandboxId}\\s+${t.ns}/p\\s+running\\s`, "m"));
 
+    // Paused: its pod back in the pool, the sandbox shown paused; resumed: running again, same id.
+    const paused = await cli("pause", sandbox.sandboxId);
+    expect(paused.code, paused.stderr).toBe(0);
+    expect(paused.stdout).toMatch(new RegExp(`^${sandbox.sandboxId}\\s+${t.ns}/p\\s+paused\\s`, "m"));
+    const resumed = await cli("resume", sandbox.sandboxId, "--timeout", "600", "-o", "json");
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ sandboxId: sandbox.sandboxId, phase: "running" });
     const deleted = await cli("delete", sandbox.sandboxId);
     expect(deleted).toMatchObject({ code: 0, stdout: `released ${sandbox.sandboxId}\n` });
     await until("the record in the CLI's history", 60_000, async () => {
