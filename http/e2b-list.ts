@@ -110,7 +110,12 @@ export function e2bListRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bEn
     let room = q.value.limit;
     const podToken = offset === undefined ? q.value.nextToken : undefined;
     if (states.includes("paused") && (offset !== undefined || !q.value.nextToken)) {
-      const paused = pausedPage(await pausedListed(c.get("tenant"), metadata, q.value), offset ?? 0, room);
+      const paused = pausedPage(
+        await pausedListed(c.get("tenant"), metadata, q.value),
+        offset ?? 0,
+        room,
+        states.includes("running"),
+      );
       listed.push(...paused.items);
       next = paused.next;
       room = paused.room;

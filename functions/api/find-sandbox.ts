@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Tenant } from "../../lib/claims/api-keys.ts";
-import { ownedBy } from "../../lib/claims/tenant-scope.ts";
+import { isPausedLeftover, sandboxPodOf } from "../../lib/claims/sandbox-pod.ts";
 import { SANDBOX_ID_LABEL } from "../../lib/crd/keys.ts";
 import { isSandboxId } from "../../lib/lifecycle/sandbox-ids.ts";
 import type { HostDeps } from "../host-deps.ts";
@@ -19,7 +19,8 @@ export interface SandboxLookup {
  * there yet): a sandbox read a moment old is one its callers' preconditioned writes catch, and a
  * sandbox's phases only move forward. `fresh` reads etcd at once, for a caller whose write lost
  * to a newer version. A sandbox of another tenant is reported exactly like one that does not
- * exist (its owner labels never change, so etcd is not asked again).
+ * exist (its owner labels never change, so etcd is not asked again). The pod a pause gave back
+ * is not the sandbox (sandboxPodOf).
  */
 export async function lookupSandbox(
   deps: HostDeps,
@@ -30,10 +31,10 @@ export async function lookupSandbox(
   if (!isSandboxId(id)) return { cached: false };
   const list = async (cached: boolean) =>
     (await deps.kube.listPods(undefined, `${SANDBOX_ID_LABEL}=${id}`, { cached })).items;
-  let pods = fresh ? [] : await list(true);
-  const cached = pods.length > 0;
-  if (!cached) pods = await list(false);
-  return { pod: pods.find((p) => !p.metadata?.deletionTimestamp && ownedBy(p, tenant)), cached };
+  // Only the pods a pause gave back (or none) in the cache: a resume's pod may be newer than it.
+  const seen = fresh ? [] : await list(true);
+  const cached = seen.length > 0 && seen.some((p) => !isPausedLeftover(p));
+  return { pod: sandboxPodOf(cached ? seen : await list(false), tenant), cached };
 }
 
 /** findSandbox is lookupSandbox's pod: the tenant's sandbox id, undefined when it has none. */

@@ -21,15 +21,16 @@ export function releasePolicies(
   actions: readonly Action[],
   pods: readonly V1Pod[],
 ): Promise<Action[]> {
-  return gateActions(actions, pods, async (pod) => {
+  return gateActions(actions, pods, async (pod, action) => {
     const id = pod.metadata?.labels?.[SANDBOX_ID_LABEL];
-    if (!id || pod.metadata?.labels?.[EGRESS_LABEL] !== EGRESS_CUSTOM) return true;
-    return removeEgressPolicy(deps, pod.metadata?.namespace ?? "", id).catch((e: unknown) => {
+    if (!id || pod.metadata?.labels?.[EGRESS_LABEL] !== EGRESS_CUSTOM) return action;
+    const gone = await removeEgressPolicy(deps, pod.metadata?.namespace ?? "", id).catch((e: unknown) => {
       deps.log.warn(
         { sandboxId: id, err: String(e) },
         "release: the sandbox's egress policy could not be removed",
       );
       return false;
     });
+    return gone ? action : undefined;
   });
 }

@@ -47,21 +47,19 @@ export async function completePause(deps: HostDeps, snapshot: SandboxSnapshot): 
         deps.log.info({ sandboxId: s.spec.sandboxId }, `pause ended: ${next.why}`);
         return { result: "ended", why: next.why };
       }
-      if (next.kind === "mark-paused") {
+      const marking = next.kind === "mark-paused";
+      if (marking)
         s = await deps.kube.replaceSnapshotStatus(namespace, {
           ...s,
           status: { ...s.status, phase: SNAPSHOT_PHASE.PAUSED, pausedAt: rfc3339(deps.now()) },
         });
-        const images = Object.values(s.status?.images ?? {}).join(", ");
-        await snapshotEvent(
-          deps,
-          s,
-          "Normal",
-          "Paused",
-          `paused; its files are ${images}; pod ${s.spec.source.pod} back to pool ${s.spec.pool}`,
-        );
-      }
+      // Released right after the Paused write (nothing awaited in between that need not be).
       if (pod) await releaseToPool(deps, s, pod);
+      if (marking) {
+        const images = Object.values(s.status?.images ?? {}).join(", ");
+        const note = `paused; its files are ${images}; pod ${s.spec.source.pod} back to pool ${s.spec.pool}`;
+        await snapshotEvent(deps, s, "Normal", "Paused", note);
+      }
       return { result: "paused", snapshot: s };
     } catch (e) {
       if (!isConflict(e)) throw e;

@@ -58,8 +58,11 @@ export async function pauseSandbox(
       // to the pool (stopping), so the snapshot says what the sandbox is.
       const s = await findSnapshot(deps, tenant, id);
       const phase = s && phaseOf(s);
-      if (phase === SNAPSHOT_PHASE.PAUSED)
+      if (s && phase === SNAPSHOT_PHASE.PAUSED) {
+        // Paused but its pod still running it (its pauser died between the two writes): finish.
+        if (pod) await completePause(deps, s);
         return { ok: false, reason: "paused", message: `sandbox ${id} is already paused` };
+      }
       if (phase === SNAPSHOT_PHASE.RESUMING)
         return { ok: false, reason: "not-running", message: `sandbox ${id} is resuming` };
       if (begun && !begun.ok) return begun;

@@ -5,7 +5,7 @@ import { SANDBOX_ID_LABEL, SANDBOX_POOL_LABEL, STOP_REASON } from "../../lib/crd
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
 import { networkOf } from "../../lib/egress/network.ts";
-import { isConflict, isNotFound } from "../../lib/kube/errors.ts";
+import { isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
 import { claimHooks } from "../../lib/lifecycle/post-start-hooks.ts";
 import { phaseOf, resumeClaim, resumeStart } from "../../lib/snapshots/snapshot-state.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
@@ -18,6 +18,7 @@ import { claimSandbox } from "../claim-sandbox.ts";
 import { fenceFirst } from "../egress/fence-first.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { releaseSandbox } from "../release-sandbox.ts";
+import { completePause } from "./complete-pause.ts";
 import { findSnapshot } from "./find-paused.ts";
 import { snapshotEvent } from "./snapshot-events.ts";
 import { waitForSnapshot } from "./wait-snapshot.ts";
@@ -68,7 +69,16 @@ export async function resumeSandbox(
       phaseOf(s) === SNAPSHOT_PHASE.RESUMING
         ? (await deps.kube.listPods(namespace, `${SANDBOX_ID_LABEL}=${id}`)).items
         : [];
-    const start = resumeStart(s, deps.now(), carriers);
+    // A Paused one's pod may not be released yet (its pauser died between the two writes).
+    const source =
+      phaseOf(s) === SNAPSHOT_PHASE.PAUSED
+        ? await orMissing(deps.kube.getPod(namespace, s.spec.source.pod))
+        : undefined;
+    const start = resumeStart(s, deps.now(), carriers, source);
+    if (start.kind === "finish-pause") {
+      await completePause(deps, s);
+      continue;
+    }
     if (start.kind === "refuse") return { ok: false, reason: start.reason, message: start.message };
     if (start.kind === "running") return runningOne(deps, tenant, id, opts.waitSeconds);
     if (start.kind === "adopt") {
@@ -249,7 +259,8 @@ async function claimForResume(
   if (!(await markResumed(deps, s, attemptId, pod.metadata?.name ?? ""))) {
     // The snapshot is no longer this resume's (a kill deleted it, or a sweep gave it to another
     // resume): this pod is not the sandbox's; give it back.
-    await releaseSandbox(deps, pool, pod, { stopReason: STOP_REASON.RELEASED }).catch((err: unknown) =>
+    // Stop reason Paused: the pod was never the sandbox (no terminal record, its snapshot untouched).
+    await releaseSandbox(deps, pool, pod, { stopReason: STOP_REASON.PAUSED }).catch((err: unknown) =>
       deps.log.warn({ sandboxId: id, err: String(err) }, "a lost resume's pod was not released"),
     );
     return {
@@ -277,6 +288,8 @@ async function markResumed(
   const name = first.metadata?.name ?? "";
   let s: SandboxSnapshot | undefined = first;
   for (let attempt = 0; attempt < 5 && s; attempt++) {
+    // A snapshot being deleted (the sandbox was killed) is no resume's any more.
+    if (s.metadata?.deletionTimestamp) return false;
     if (phaseOf(s) !== SNAPSHOT_PHASE.RESUMING || s.status?.resume?.attempt !== attemptId) return false;
     try {
       await deps.kube.replaceSnapshotStatus(namespace, {

@@ -104,12 +104,15 @@ async function act(deps: HostDeps, s: SandboxSnapshot, d: SnapshotSweep): Promis
       });
       return true;
     case "delete":
-      if (d.record) await deps.history.put(pausedRecord(s, deps.now()));
-      if (d.record) await snapshotEvent(deps, s, "Normal", "Expired", `ended while paused: ${d.why}`);
+      // Deleted at the version decided on first: a record only for a sandbox that surely ended.
       await deps.kube.deleteSnapshot(ns, s.metadata?.name ?? "", {
         resourceVersion: s.metadata?.resourceVersion ?? "",
       });
       deps.log.info({ sandboxId: s.spec.sandboxId }, `snapshot deleted: ${d.why}`);
+      if (d.record) {
+        await deps.history.put(pausedRecord(s, deps.now()));
+        await snapshotEvent(deps, s, "Normal", "Expired", `ended while paused: ${d.why}`);
+      }
       return true;
   }
 }

@@ -55,15 +55,18 @@ export function pausedOffset(token: string | undefined): number | undefined | { 
  * (`items`, every one the filters kept, in a stable order), then the running ones from their
  * apiserver pages. From `offset` it takes at most `limit`; when more are left, `next` is the
  * token of the rest and the page is full; otherwise `room` is how many running sandboxes the
- * same page may still take (from the first pod page).
+ * same page may still take (from the first pod page). `more`: running sandboxes follow, so a page
+ * the paused ones fill exactly still has a next token (it starts the running ones).
  */
 export function pausedPage<T>(
   items: readonly T[],
   offset: number,
   limit: number,
+  more = false,
 ): { items: T[]; next?: string; room: number } {
   const taken = items.slice(offset, offset + limit);
   const end = offset + taken.length;
-  if (end < items.length) return { items: taken, next: `${PAUSED_TOKEN_PREFIX}${end}`, room: 0 };
+  if (end < items.length || (more && taken.length === limit))
+    return { items: taken, next: `${PAUSED_TOKEN_PREFIX}${end}`, room: 0 };
   return { items: taken, room: limit - taken.length };
 }

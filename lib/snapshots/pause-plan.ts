@@ -15,6 +15,7 @@ import {
   SANDBOX_PHASE,
   SANDBOX_POOL_LABEL,
   SEALED_ENV_VARS_ANNOTATION,
+  STARTED_AT_ANNOTATION,
   STARTUP_TIMEOUT_ANNOTATION,
   TEAM_LABEL,
   TRAFFIC_ANNOTATION,
@@ -90,7 +91,8 @@ function metadataOf(raw: string | undefined): Record<string, string> | undefined
  * pausePlan reads a sandbox's pause from its pod. Only a Running sandbox whose envd got its /init
  * (no pending hooks) and whose every container runs (with a container id) can pause: the commit
  * is of exactly those container instances, and a restart in between makes the agent refuse it.
- * The lifetime left (end-at − now, at least a second) is what a resume without a timeout gets;
+ * The lifetime left (end-at − now, whole seconds rounded up; when none is left, as at an
+ * auto-pause, the lifetime it was given) is what a resume without a timeout gets;
  * retentionSeconds is how long the snapshot is kept unresumed.
  */
 export function pausePlan(pod: V1Pod, now: Date, retentionSeconds: number): PausePlan {
@@ -120,7 +122,12 @@ export function pausePlan(pod: V1Pod, now: Date, retentionSeconds: number): Paus
   }
   if (containers.length === 0) return notRunning(`sandbox ${sandboxId}'s pod has no containers`);
   const endAt = parseTime(annotations[END_AT_ANNOTATION]);
-  const left = endAt ? Math.max(1, Math.ceil((endAt.getTime() - now.getTime()) / 1000)) : undefined;
+  // The lifetime left; none left (an auto-pause at the end of it): the lifetime it was given, from
+  // its start to its end (a running sandbox keeps no lifetime annotation, complete-intent.ts).
+  const remaining = endAt ? Math.ceil((endAt.getTime() - now.getTime()) / 1000) : undefined;
+  const startedAt = parseTime(annotations[STARTED_AT_ANNOTATION]);
+  const given = endAt && startedAt ? Math.round((endAt.getTime() - startedAt.getTime()) / 1000) : undefined;
+  const left = remaining !== undefined && remaining > 0 ? remaining : given && given > 0 ? given : undefined;
   const callerLabels = pickKeys(pod, labels, MANAGED_LABEL_KEYS_ANNOTATION);
   const callerAnnotations = pickKeys(pod, annotations, MANAGED_ANNOTATION_KEYS_ANNOTATION);
   const markLabels = present(labels, [EGRESS_LABEL]);

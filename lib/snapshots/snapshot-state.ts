@@ -129,6 +129,7 @@ export function pauseCompletion(s: SandboxSnapshot, pod: V1Pod | undefined): Pau
 export type ResumeStart =
   | { kind: "claim" }
   | { kind: "adopt"; pod: string }
+  | { kind: "finish-pause" }
   | { kind: "wait" }
   | { kind: "running" }
   | { kind: "refuse"; reason: "pausing" | "not-found"; message: string };
@@ -138,13 +139,24 @@ export type ResumeStart =
  * is claimed by this resume; one Resuming within its time is another resume's, so this one waits
  * for it (two resumes give one sandbox); Resumed is running; a pause under way is refused. A
  * Resuming one past its time whose resume had claimed a pod (a live pod of `carriers`, the pods
- * with the sandbox's id, carries its attempt) is adopted: it runs there, as the sweep decides.
+ * with the sandbox's id, carries its attempt) is adopted: it runs there, as the sweep decides. A
+ * Paused one whose `sourcePod` still runs it is a pause to finish first.
  */
-export function resumeStart(s: SandboxSnapshot, now: Date, carriers: readonly V1Pod[] = []): ResumeStart {
+export function resumeStart(
+  s: SandboxSnapshot,
+  now: Date,
+  carriers: readonly V1Pod[] = [],
+  sourcePod?: V1Pod,
+): ResumeStart {
   if (s.metadata?.deletionTimestamp)
     return { kind: "refuse", reason: "not-found", message: `sandbox ${s.spec.sandboxId} is being deleted` };
   const phase = phaseOf(s);
-  if (phase === SNAPSHOT_PHASE.PAUSED) return { kind: "claim" };
+  // Paused, but its pod not released yet (its pauser died between the two writes): finish the
+  // pause first, or the sandbox would run on two pods.
+  if (phase === SNAPSHOT_PHASE.PAUSED)
+    return runsSource(sourcePod, s.spec.sandboxId, s.spec.source)
+      ? { kind: "finish-pause" }
+      : { kind: "claim" };
   if (phase === SNAPSHOT_PHASE.RESUMING) {
     const until = Date.parse(s.status?.resume?.until ?? "");
     if (Number.isFinite(until) && until > now.getTime()) return { kind: "wait" };

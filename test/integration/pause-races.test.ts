@@ -208,9 +208,13 @@ describe("pause and resume on kwok", () => {
       // Resumed, it pauses again at its timeout; one whose pause cannot finish within the grace
       // (here: the grace is over before the first run) ends as a timeout would.
       t.deps.clock.offsetMs = 0;
-      expect(await resumeSandbox(deps, tenant, id, { waitSeconds: 60, timeoutSeconds: 600 })).toMatchObject({
-        ok: true,
-      });
+      // Resumed without a timeout (the SDK's connect sends none): its whole lifetime again, not
+      // the nothing it had left when it paused at its end.
+      expect(await resumeSandbox(deps, tenant, id, { waitSeconds: 60 })).toMatchObject({ ok: true });
+      const a = (await carriers(id))[0]?.metadata?.annotations ?? {};
+      const given =
+        Date.parse(a["agentbox.navix.sh/end-at"] ?? "") - Date.parse(a["agentbox.navix.sh/started-at"] ?? "");
+      expect(given / 1000).toBe(600);
       t.deps.clock.offsetMs = (600 + 5 * 60 + 2) * 1000;
       await reconcileUntil(deps, t.ns, "p", "the release after the grace", async () =>
         (await carriers(id)).filter((p) => phaseOf(p) === "running").length === 0 ? true : undefined,

@@ -159,6 +159,15 @@ describe("pausedPage", () => {
     expect(pausedPage(ids, offset as number, 2)).toEqual({ items: ["c"], room: 1 });
   });
 
+  it("still gives a token when the paused ones fill the page exactly and running ones follow", () => {
+    const full = pausedPage(ids, 0, 3, true);
+    expect(full).toEqual({ items: ids, next: "paused:3", room: 0 });
+    // The next page starts the running ones with the whole page free.
+    expect(pausedPage(ids, pausedOffset(full.next) as number, 3, true)).toEqual({ items: [], room: 3 });
+    // Paused ones only: the list ends there.
+    expect(pausedPage(ids, 0, 3, false)).toEqual({ items: ids, room: 0 });
+  });
+
   it("tells its tokens from the apiserver's, and refuses a garbled one", () => {
     expect(pausedOffset(undefined)).toBeUndefined();
     expect(pausedOffset("eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ")).toBeUndefined();

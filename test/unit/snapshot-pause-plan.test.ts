@@ -11,6 +11,7 @@ import {
   POST_START_HOOKS_ANNOTATION,
   SANDBOX_METADATA_ANNOTATION,
   SEALED_ENV_VARS_ANNOTATION,
+  STARTED_AT_ANNOTATION,
   STARTUP_TIMEOUT_ANNOTATION,
   TEAM_LABEL,
   TRAFFIC_ANNOTATION,
@@ -196,14 +197,33 @@ describe("pausePlan", () => {
 
   it.each<[string | undefined, number | undefined]>([
     ["2026-12-02T10:00:01Z", 1], // 0.7 s left → 1
-    ["2026-12-02T10:00:00.300Z", 1], // none left → at least 1
-    ["2026-12-02T09:00:00Z", 1], // past → at least 1
+    ["2026-12-02T10:00:00.300Z", undefined], // none left, no lifetime given → none
+    ["2026-12-02T09:00:00Z", undefined], // past (an auto-pause), no lifetime given → none
     ["2026-12-02T11:00:00.301Z", 3601], // 3600.001 s → 3601
     ["not a time", undefined],
     [undefined, undefined],
   ])("end-at %s → lifetime left %s", (endAt, left) => {
     const pod = endAt === undefined ? runningPod() : withAnnotation(END_AT_ANNOTATION, endAt);
     expect(plan(pod).claim.lifetimeSeconds).toBe(left);
+  });
+
+  it("gives a sandbox paused at the end of its lifetime (auto-pause) its whole lifetime again", () => {
+    // Started 08:50, ended 09:00: it was given 600 s (a running sandbox keeps no lifetime annotation).
+    const pod = runningPod({
+      annotations: {
+        [END_AT_ANNOTATION]: "2026-12-02T09:00:00Z",
+        [STARTED_AT_ANNOTATION]: "2026-12-02T08:50:00Z",
+      },
+    });
+    expect(plan(pod).claim.lifetimeSeconds).toBe(600);
+    // With time left, the time left.
+    const early = runningPod({
+      annotations: {
+        [END_AT_ANNOTATION]: "2026-12-02T10:01:00Z",
+        [STARTED_AT_ANNOTATION]: "2026-12-02T09:50:00Z",
+      },
+    });
+    expect(plan(early).claim.lifetimeSeconds).toBe(60);
   });
 
   it.each<[string, string | undefined, Record<string, string> | undefined]>([
