@@ -3,14 +3,13 @@
 // container) and spool the layer tar to a file, hashing it on the way, so the push knows the
 // digest before it starts and ctr's failure is known before anything is pushed.
 import { spawn } from "node:child_process";
-import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { LayerDiffer } from "../../functions/snapshots/containerd-committer.ts";
 import { OCI_MEDIA } from "../../lib/snapshots/image-build.ts";
+import { hashingStream } from "./hashing-stream.ts";
 
 /** CtrDiffOptions name the node's ctr and containerd. */
 export interface CtrDiffOptions {
@@ -80,18 +79,10 @@ async function spool(
     child.on("error", reject);
     child.on("close", resolve);
   });
-  const hash = createHash("sha256");
-  let size = 0;
-  const counting = new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      hash.update(chunk);
-      size += chunk.length;
-      done(null, chunk);
-    },
-  });
+  const counting = hashingStream();
   let code: number | null;
   try {
-    [, code] = await Promise.all([pipeline(child.stdout, counting, createWriteStream(path)), exited]);
+    [, code] = await Promise.all([pipeline(child.stdout, counting.stream, createWriteStream(path)), exited]);
   } catch (e) {
     if (signal.aborted) throw new Error(`ctr snapshots diff ${id}: aborted`);
     if (bounded.aborted) throw new Error(`ctr snapshots diff ${id}: no end within ${timeoutMs} ms`);
@@ -99,7 +90,7 @@ async function spool(
     throw new Error(`ctr snapshots diff ${id}: ${String(e)}`);
   }
   const why = ctrError(stderr) || `ctr exited ${code}`;
-  if (code === 0) return { digest: `sha256:${hash.digest("hex")}`, size };
+  if (code === 0) return { digest: counting.digest(), size: counting.size() };
   if (/not found|does not exist/i.test(why)) return { gone: why };
   throw new Error(`ctr snapshots diff ${id} exited ${code}: ${why}`);
 }

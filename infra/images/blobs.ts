@@ -4,13 +4,12 @@
  * equivalent: zlib writes no name and mtime 0), and sha256 again (its digest), to a temporary
  * file renamed to its digest, so the ~130 MB runtime layer is never held twice in memory.
  */
-import { createHash } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { constants, createGzip } from "node:zlib";
+import { hashingStream } from "../../hosts/node/hashing-stream.ts";
 import { type Blob, type Descriptor, MEDIA } from "./oci-layout.ts";
 import { type TarEntry, tarStream } from "./tar.ts";
 
@@ -30,20 +29,6 @@ export async function writeBlob(layoutDir: string, blob: Blob): Promise<Descript
   return blob.descriptor;
 }
 
-/** hashing passes chunks on while hashing and counting them. */
-function hashing(): { stream: Transform; digest: () => string; size: () => number } {
-  const hash = createHash("sha256");
-  let size = 0;
-  const stream = new Transform({
-    transform(chunk: Buffer, _enc, next) {
-      hash.update(chunk);
-      size += chunk.length;
-      next(null, chunk);
-    },
-  });
-  return { stream, digest: () => `sha256:${hash.digest("hex")}`, size: () => size };
-}
-
 /** writeLayer stores a layer made of entries; its descriptor and diffID (the uncompressed digest). */
 export async function writeLayer(
   layoutDir: string,
@@ -53,8 +38,8 @@ export async function writeLayer(
   const dir = join(layoutDir, "blobs", "sha256");
   await mkdir(dir, { recursive: true });
   const tmp = join(dir, `.layer-${process.pid}-${Math.random().toString(36).slice(2)}`);
-  const raw = hashing();
-  const stored = hashing();
+  const raw = hashingStream();
+  const stored = hashingStream();
   const source = tarStream(entries);
   const out = createWriteStream(tmp);
   if (compression === "gzip")
