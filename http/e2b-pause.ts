@@ -100,6 +100,8 @@ export function e2bPauseRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bE
         return fail(c, 503, outcome.message);
       case "failed":
         return fail(c, 500, outcome.message);
+      case "limited":
+        return fail(c, 429, outcome.message);
       default:
         // running, pausing, a resume racing this one, its pool gone: the sandbox's state says no.
         return fail(c, 409, outcome.message);

@@ -112,6 +112,7 @@ export function sandboxPauseRoutes(deps: HostDeps, domain: string | undefined): 
       conflict: conflict(outcome.message),
       "pool-gone": conflict(outcome.message),
       exhausted: unavailable(outcome.message),
+      limited: { status: 429, body: { error: { code: "TooManySandboxes", message: outcome.message } } },
       failed: failedWith("ResumeFailed", outcome.message),
     };
     return send(c, errors[outcome.reason]);

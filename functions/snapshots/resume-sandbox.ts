@@ -1,25 +1,25 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Tenant } from "../../lib/claims/api-keys.ts";
+import { tooManySandboxes } from "../../lib/claims/errors.ts";
 import { type SandboxView, sandboxView } from "../../lib/claims/sandbox-view.ts";
+import { limitFor } from "../../lib/claims/team-limits.ts";
 import { SANDBOX_ID_LABEL, SANDBOX_POOL_LABEL, STOP_REASON } from "../../lib/crd/keys.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
 import { networkOf } from "../../lib/egress/network.ts";
 import { isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
-import { claimHooks } from "../../lib/lifecycle/post-start-hooks.ts";
 import { phaseOf, resumeClaim, resumeStart } from "../../lib/snapshots/snapshot-state.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
-import { type Claim, claimFrom } from "../api/claim-from.ts";
+import { claimFrom } from "../api/claim-from.ts";
 import { findSandbox } from "../api/find-sandbox.ts";
 import { recordDemand, waitForIdle } from "../api/wait-for-idle.ts";
 import { waitForRunning } from "../api/wait-running.ts";
-import { UNSUITABLE } from "../cache/idle-dispatch.ts";
-import { claimSandbox } from "../claim-sandbox.ts";
 import { fenceFirst } from "../egress/fence-first.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { releaseSandbox } from "../release-sandbox.ts";
 import { completePause } from "./complete-pause.ts";
 import { findSnapshot } from "./find-paused.ts";
+import { resumeClaimer } from "./resume-claim.ts";
 import { snapshotEvent } from "./snapshot-events.ts";
 import { waitForSnapshot } from "./wait-snapshot.ts";
 
@@ -28,7 +28,15 @@ export type ResumeOutcome =
   | { ok: true; sandbox: SandboxView; pod: V1Pod; resumed: boolean }
   | {
       ok: false;
-      reason: "not-found" | "running" | "exhausted" | "pool-gone" | "pausing" | "conflict" | "failed";
+      reason:
+        | "not-found"
+        | "running"
+        | "exhausted"
+        | "limited"
+        | "pool-gone"
+        | "pausing"
+        | "conflict"
+        | "failed";
       message: string;
     };
 
@@ -205,40 +213,11 @@ async function claimForResume(
     await backToPaused("egress");
     return { ok: false, reason: "failed", message: fence.message };
   }
-  const claimIn: Claim = async (pod) => {
-    const planned = claimHooks(
-      pool,
-      {
-        sealing: deps.postStart?.keys !== undefined,
-        port: deps.envdPort,
-        ...(claim.sealedEnvVars ? { sealedEnvVars: claim.sealedEnvVars } : {}),
-      },
-      pod,
-    );
-    if (!planned.ok) return UNSUITABLE;
-    const waits = opts.waitSeconds && opts.waitSeconds > 0 ? opts.waitSeconds : undefined;
-    const result = await claimSandbox(deps, pod, {
-      sandboxId: id,
-      ...(deps.pods?.claimedBy ? { claimedBy: deps.pods.claimedBy } : {}),
-      containerImages: claim.containerImages,
-      team: claim.team,
-      ...(claim.user ? { user: claim.user } : {}),
-      ...(claim.labels ? { labels: claim.labels } : {}),
-      ...(claim.annotations ? { annotations: claim.annotations } : {}),
-      ...(claim.metadata ? { metadata: claim.metadata } : {}),
-      ...(planned.hooks.length > 0 ? { postStartHooks: planned.hooks } : {}),
-      ...(waits ? { waiterUntil: new Date(deps.now().getTime() + waits * 1000) } : {}),
-      marks: claim.marks,
-      ...(claim.idleTimeoutSeconds ? { idleTimeoutSeconds: claim.idleTimeoutSeconds } : {}),
-      ...(claim.startupTimeoutSeconds ? { startupTimeoutSeconds: claim.startupTimeoutSeconds } : {}),
-      ...(claim.lifetimeSeconds ? { lifetimeSeconds: claim.lifetimeSeconds } : {}),
-    });
-    return result.ok ? result.pod : undefined;
-  };
+  const { claimIn, limited } = resumeClaimer(deps, pool, id, claim, opts.waitSeconds);
   const deadline = deps.now().getTime() + RESUME_CLAIM_MS;
   recordDemand(deps, pool, deps.now());
   let pod = (await claimFrom(deps, pool, claimIn, deadline)).pod;
-  if (!pod && !deps.stopping.aborted) {
+  if (!pod && !deps.stopping.aborted && limited() === undefined) {
     const won = await waitForIdle(
       deps,
       [pool],
@@ -250,6 +229,14 @@ async function claimForResume(
   if (!pod) {
     await fence.undo();
     await backToPaused("no idle pod");
+    const held = limited();
+    if (held !== undefined)
+      return {
+        ok: false,
+        reason: "limited",
+        message: tooManySandboxes(claim.team, held, limitFor(deps.teamLimits, claim.team) ?? held).body.error
+          .message,
+      };
     return {
       ok: false,
       reason: "exhausted",
