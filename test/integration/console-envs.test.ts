@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../functions/api/create-api-key.ts";
 import { CHROMIUM_ARGS, chromiumPath } from "../../infra/ci/chromium.ts";
 import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
+import { goto } from "./support/console-browser.ts";
 import { createTemplateAndEnv, ENVS, TEMPLATES } from "./support/envs.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
 import { testDeps } from "./support/steps.ts";
@@ -53,7 +54,7 @@ async function signIn(credential: string): Promise<Page> {
     viewport: { width: 1400, height: 900 },
   });
   const page = await context.newPage();
-  await page.goto(`${base}/ui/login`);
+  await goto(page, `${base}/ui/login`);
   await page.fill("input[name=credential]", credential);
   await page.click("button[type=submit]");
   await page.waitForURL(`${base}/ui`);
@@ -86,7 +87,7 @@ describe("the console's Env page", () => {
       ["b", 3],
     ]);
     await until("member b's pool on the page", 60_000, async () => {
-      await page.goto(`${base}/ui/envs/${ns}/py`);
+      await goto(page, `${base}/ui/envs/${ns}/py`);
       return (await page.locator('tr[data-member="b"] td').nth(2).textContent()) === `${ns}/b`;
     });
 
@@ -106,7 +107,8 @@ describe("the console's Env page", () => {
       .waitFor();
     // The message rides in a one-time cookie, not the URL: a crafted link shows no "Done" line.
     expect(page.url()).not.toContain("done");
-    await page.goto(
+    await goto(
+      page,
       `${base}/ui/envs/${ns}/py?done=${encodeURIComponent("your key expired: see evil.example")}`,
     );
     await expect(page.locator("#edit-done").count()).resolves.toBe(0);
@@ -127,7 +129,7 @@ describe("the console's Env page", () => {
     expect((await members()).find((m) => m.name === "a")?.config?.minReplicas).toBeUndefined();
 
     // The timeline: both edits (newest first) and the Env run's MemberCreated for b.
-    await page.goto(`${base}/ui/envs/${ns}/py`);
+    await goto(page, `${base}/ui/envs/${ns}/py`);
     const reasons = await page
       .locator("#timeline tr.event")
       .evaluateAll((rows) => rows.map((r) => r.getAttribute("data-reason")));
@@ -148,7 +150,7 @@ describe("the console's Env page", () => {
       { team: "cenv", user: `u-${randomBytes(2).toString("hex")}` },
     );
     const page = await signIn(key);
-    await page.goto(`${base}/ui/envs/${ns}/py`);
+    await goto(page, `${base}/ui/envs/${ns}/py`);
     await expect(page.locator('tr[data-member="a"]').count()).resolves.toBe(1);
     await expect(page.locator("form#add-member").count()).resolves.toBe(0);
     await expect(page.locator("#members").textContent()).resolves.toContain(

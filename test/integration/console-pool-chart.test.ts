@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium, signIn } from "./support/console-browser.ts";
+import { goto, launchChromium, signIn } from "./support/console-browser.ts";
 import { TEMPLATES, templateObject } from "./support/envs.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, until } from "./support/kube.ts";
@@ -48,7 +48,7 @@ async function chartSays(
 ) {
   const want = Object.entries(figures);
   await until(`${pool}'s chart at ${JSON.stringify(figures)}`, 60_000, async () => {
-    await page.goto(`${base}/ui`);
+    await goto(page, `${base}/ui`);
     const svg = chart(page, pool);
     if ((await svg.count()) !== 1) return false;
     for (const [k, v] of want) if ((await svg.getAttribute(`data-${k}`)) !== String(v)) return false;

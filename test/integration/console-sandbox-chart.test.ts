@@ -9,7 +9,7 @@ import { NO_USAGE_SAMPLES } from "../../lib/console/sandbox-page.ts";
 import type { SandboxRecord } from "../../lib/history/record.ts";
 import { newSandboxId } from "../../lib/lifecycle/sandbox-ids.ts";
 import type { UsageSample } from "../../lib/usage/sample.ts";
-import { launchChromium, signIn } from "./support/console-browser.ts";
+import { goto, launchChromium, signIn } from "./support/console-browser.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube } from "./support/kube.ts";
 import { API_KEYS, tenantPool } from "./support/tenant-pool.ts";
@@ -71,7 +71,7 @@ const chart = (page: Page, metric: string) => page.locator(`svg.usage-chart[data
 
 /** open goes to the sandbox's page and answers its HTTP status. */
 async function open(page: Page, id: string): Promise<number | undefined> {
-  return (await page.goto(`${base}/ui/sandboxes/${id}`))?.status();
+  return (await goto(page, `${base}/ui/sandboxes/${id}`))?.status();
 }
 
 describe("the console's sandbox page", () => {

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium, signIn as signInAt } from "./support/console-browser.ts";
+import { goto, launchChromium, signIn as signInAt } from "./support/console-browser.ts";
 import { TEMPLATES, templateObject } from "./support/envs.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, until } from "./support/kube.ts";
@@ -64,7 +64,7 @@ describe("the web console", () => {
     await row.locator("button", { hasText: "Release" }).click();
     await page.waitForURL(`${base}/ui#sandboxes`);
     await until("the sandbox's record in the console's history", 60_000, async () => {
-      await page.goto(`${base}/ui/history?namespace=${t.ns}`);
+      await goto(page, `${base}/ui/history?namespace=${t.ns}`);
       return (await page.locator(`tr[data-record="${sandboxId}"]`).count()) === 1;
     });
     await expect(page.locator(`tr[data-record="${sandboxId}"] td`).nth(2).textContent()).resolves.toBe(
@@ -74,7 +74,7 @@ describe("the web console", () => {
 
   it("renders a template's docs as Markdown without running what they embed", async () => {
     const page = await signIn(cluster.functionsToken); // the admin token: every template
-    await page.goto(`${base}/ui/templates`);
+    await goto(page, `${base}/ui/templates`);
     const docs = page.locator(`article[data-template="${template}"] .docs`);
     await expect(docs.locator("h1").textContent()).resolves.toBe("Python sandbox");
     await expect(docs.locator("code").textContent()).resolves.toBe("python3");
@@ -86,7 +86,7 @@ describe("the web console", () => {
   it("refuses a wrong credential and cross-origin forms", async () => {
     const context = await browser.newContext({ ignoreHTTPSErrors: true });
     const page = await context.newPage();
-    await page.goto(`${base}/ui/login`);
+    await goto(page, `${base}/ui/login`);
     await page.fill("input[name=credential]", "abx_not-a-key");
     await page.click("button[type=submit]");
     await expect(page.locator(".warn").textContent()).resolves.toContain("neither a valid API key");

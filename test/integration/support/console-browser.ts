@@ -1,4 +1,4 @@
-import { type Browser, chromium, type Page } from "playwright-core";
+import { type Browser, chromium, type Page, type Response } from "playwright-core";
 import { expect } from "vitest";
 import { CHROMIUM_ARGS, chromiumPath } from "../../../infra/ci/chromium.ts";
 
@@ -19,10 +19,24 @@ export async function signIn(browser: Browser, base: string, credential: string)
     viewport: { width: 1400, height: 900 },
   });
   const page = await context.newPage();
-  await page.goto(`${base}/ui`);
+  await goto(page, `${base}/ui`);
   expect(new URL(page.url()).pathname).toBe("/ui/login");
   await page.fill("input[name=credential]", credential);
   await page.click("button[type=submit]");
   await page.waitForURL(`${base}/ui`);
   return page;
+}
+
+/**
+ * goto navigates `page` to `url`, once more if Chromium aborted it with ERR_NETWORK_CHANGED: it
+ * aborts navigations in flight whenever the machine's interfaces change, and the real node's pods
+ * add and remove veth interfaces on the host while these tests run. Nothing else is retried.
+ */
+export async function goto(page: Page, url: string): Promise<Response | null> {
+  try {
+    return await page.goto(url);
+  } catch (e) {
+    if (!String(e).includes("ERR_NETWORK_CHANGED")) throw e;
+    return page.goto(url);
+  }
 }
