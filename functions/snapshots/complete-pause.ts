@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { SANDBOX_POOL_LABEL, STOP_REASON } from "../../lib/crd/keys.ts";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
-import { isConflict, isNotFound } from "../../lib/kube/errors.ts";
+import { isConflict, orMissing } from "../../lib/kube/errors.ts";
 import { runsSource } from "../../lib/snapshots/pause-plan.ts";
 import { pauseCompletion } from "../../lib/snapshots/snapshot-state.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
@@ -14,11 +14,6 @@ export type PauseResult =
   | { result: "paused"; snapshot: SandboxSnapshot }
   | { result: "pending"; snapshot: SandboxSnapshot }
   | { result: "ended"; why: string };
-
-const gone = (e: unknown) => {
-  if (isNotFound(e)) return undefined;
-  throw e;
-};
 
 /**
  * completePause takes a committed pause to its end (pauseCompletion): the snapshot is marked
@@ -33,7 +28,7 @@ export async function completePause(deps: HostDeps, snapshot: SandboxSnapshot): 
   const namespace = s.metadata?.namespace ?? "";
   const name = s.metadata?.name ?? "";
   for (let attempt = 0; attempt < 4; attempt++) {
-    const pod: V1Pod | undefined = await deps.kube.getPod(namespace, s.spec.source.pod).catch(gone);
+    const pod: V1Pod | undefined = await orMissing(deps.kube.getPod(namespace, s.spec.source.pod));
     const next = pauseCompletion(s, pod);
     if (next.kind === "none")
       return s.status?.phase === SNAPSHOT_PHASE.PAUSED
@@ -41,9 +36,9 @@ export async function completePause(deps: HostDeps, snapshot: SandboxSnapshot): 
         : { result: "pending", snapshot: s };
     try {
       if (next.kind === "delete") {
-        await deps.kube
-          .deleteSnapshot(namespace, name, { resourceVersion: s.metadata?.resourceVersion ?? "" })
-          .catch(gone);
+        await orMissing(
+          deps.kube.deleteSnapshot(namespace, name, { resourceVersion: s.metadata?.resourceVersion ?? "" }),
+        );
         deps.log.info({ sandboxId: s.spec.sandboxId }, `pause ended: ${next.why}`);
         return { result: "ended", why: next.why };
       }
@@ -63,7 +58,7 @@ export async function completePause(deps: HostDeps, snapshot: SandboxSnapshot): 
       return { result: "paused", snapshot: s };
     } catch (e) {
       if (!isConflict(e)) throw e;
-      const fresh = await deps.kube.getSnapshot(namespace, name).catch(gone);
+      const fresh = await orMissing(deps.kube.getSnapshot(namespace, name));
       if (!fresh) return { result: "ended", why: "the snapshot was deleted (the sandbox was killed)" };
       s = fresh;
     }
@@ -88,6 +83,6 @@ async function releaseToPool(deps: HostDeps, s: SandboxSnapshot, first: V1Pod): 
     // comes back under it. The route goes with the pod's watch event.
     const released = await releaseSandbox(deps, pool, current, { stopReason: STOP_REASON.PAUSED });
     if (released.ok || released.reason !== "conflict") return;
-    pod = await deps.kube.getPod(current.metadata?.namespace ?? "", current.metadata?.name ?? "").catch(gone);
+    pod = await orMissing(deps.kube.getPod(current.metadata?.namespace ?? "", current.metadata?.name ?? ""));
   }
 }

@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Tenant } from "../../lib/claims/api-keys.ts";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
-import { isAlreadyExists, isConflict, isNotFound } from "../../lib/kube/errors.ts";
+import { isAlreadyExists, isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
 import { pausePlan } from "../../lib/snapshots/pause-plan.ts";
 import {
   isCommitted,
@@ -28,11 +28,6 @@ export type PauseOutcome =
 
 /** PAUSE_WAIT_MS bounds how long a pause call waits for its node's agent to commit. */
 const PAUSE_WAIT_MS = 120_000;
-
-const gone = (e: unknown) => {
-  if (isNotFound(e)) return undefined;
-  throw e;
-};
 
 /**
  * pauseSandbox pauses the tenant's running sandbox (ADR 0045): it records the sandbox in its
@@ -87,7 +82,7 @@ export async function beginPause(
   const plan = pausePlan(pod, deps.now(), deps.snapshotRetentionSeconds);
   if (!plan.ok) return { ok: false, reason: "not-running", message: plan.message };
   const namespace = pod.metadata?.namespace ?? "";
-  const existing = await deps.kube.getSnapshot(namespace, plan.sandboxId).catch(gone);
+  const existing = await orMissing(deps.kube.getSnapshot(namespace, plan.sandboxId));
   const start = pauseStart(existing, plan);
   if (start.kind === "refuse") return { ok: false, reason: start.reason, message: start.message };
   try {

@@ -43,11 +43,6 @@ export type ResumeOutcome =
 /** RESUME_CLAIM_MS bounds a resume's claim, including its wait for an idle pod of the pool. */
 const RESUME_CLAIM_MS = 30_000;
 
-const gone = (e: unknown) => {
-  if (isNotFound(e)) return undefined;
-  throw e;
-};
-
 /**
  * resumeSandbox brings the tenant's paused sandbox back (ADR 0045): its snapshot goes Paused →
  * Resuming (preconditioned, so of two resumes one claims and the other waits for it), an idle pod
@@ -183,7 +178,7 @@ async function claimForResume(
   const namespace = s.metadata?.namespace ?? "";
   const id = s.spec.sandboxId;
   const backToPaused = async (why: string) => {
-    const fresh = await deps.kube.getSnapshot(namespace, id).catch(gone);
+    const fresh = await orMissing(deps.kube.getSnapshot(namespace, id));
     if (!fresh || fresh.status?.resume?.attempt !== attemptId || phaseOf(fresh) !== SNAPSHOT_PHASE.RESUMING)
       return;
     const { resume: _dropped, ...rest } = fresh.status ?? {};
@@ -193,7 +188,7 @@ async function claimForResume(
         deps.log.warn({ sandboxId: id, err: String(e) }, `resume undo (${why}) left to the sweep`),
       );
   };
-  const pool = await deps.kube.getPool(namespace, s.spec.pool).catch(gone);
+  const pool = await orMissing(deps.kube.getPool(namespace, s.spec.pool));
   if (!pool) {
     await backToPaused("pool gone");
     return {
@@ -299,7 +294,7 @@ async function markResumed(
       return true;
     } catch (e) {
       if (!isConflict(e) && !isNotFound(e)) throw e;
-      s = await deps.kube.getSnapshot(namespace, name).catch(gone);
+      s = await orMissing(deps.kube.getSnapshot(namespace, name));
     }
   }
   return false;

@@ -5,7 +5,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { SANDBOX_ID_LABEL } from "../../lib/crd/keys.ts";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
-import { isConflict, isNotFound } from "../../lib/kube/errors.ts";
+import { isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
 import { pausedRecord } from "../../lib/snapshots/paused-record.ts";
 import { type SnapshotSweep, snapshotSweep } from "../../lib/snapshots/snapshot-sweep.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
@@ -18,11 +18,6 @@ export interface SnapshotSweepReport {
   snapshots: number;
   writes: number;
 }
-
-const gone = (e: unknown) => {
-  if (isNotFound(e)) return undefined;
-  throw e;
-};
 
 /**
  * sweepSnapshots decides every snapshot (in `namespace`, or all) on the tick's pods (`known`), and
@@ -56,7 +51,7 @@ export async function sweepSnapshots(
     if (snapshotSweep(s, known.filter(mine), source, deps.now()).kind === "none") continue;
     try {
       const byId = (await deps.kube.listPods(ns, `${SANDBOX_ID_LABEL}=${id}`)).items;
-      const fresh = await deps.kube.getPod(ns, s.spec.source.pod).catch(gone);
+      const fresh = await orMissing(deps.kube.getPod(ns, s.spec.source.pod));
       const decision = snapshotSweep(s, byId, fresh, deps.now());
       if (await act(deps, s, decision)) writes++;
     } catch (e) {
