@@ -10,11 +10,13 @@ import {
   phaseOf,
   snapshotObject,
 } from "../../lib/snapshots/snapshot-state.ts";
+import { snapshotSweep } from "../../lib/snapshots/snapshot-sweep.ts";
 import { findSandbox } from "../api/find-sandbox.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { completePause } from "./complete-pause.ts";
 import { findSnapshot } from "./find-paused.ts";
 import { snapshotEvent } from "./snapshot-events.ts";
+import { applySweep } from "./sweep-snapshots.ts";
 import { waitForSnapshot } from "./wait-snapshot.ts";
 
 /** PauseOutcome is a pause's answer: the paused sandbox's snapshot, or why it is not paused. */
@@ -150,16 +152,8 @@ async function awaitCommit(
  * the object goes; a resumed one's snapshot goes back to Resumed (its images are what it runs).
  */
 async function abandonFailed(deps: HostDeps, s: SandboxSnapshot): Promise<void> {
-  const namespace = s.metadata?.namespace ?? "";
-  const name = s.metadata?.name ?? "";
-  const write =
-    (s.status?.resumes ?? 0) === 0
-      ? deps.kube.deleteSnapshot(namespace, name, { resourceVersion: s.metadata?.resourceVersion ?? "" })
-      : deps.kube.replaceSnapshotStatus(namespace, {
-          ...s,
-          status: { ...s.status, phase: SNAPSHOT_PHASE.RESUMED },
-        });
-  await Promise.resolve(write).catch((e: unknown) => {
+  // The sweep's own rule for a failed pause (snapshotSweep), made now rather than at the next tick.
+  await applySweep(deps, s, snapshotSweep(s, [], undefined, deps.now())).catch((e: unknown) => {
     if (isConflict(e) || isNotFound(e)) return;
     deps.log.warn(
       { sandboxId: s.spec.sandboxId, err: String(e) },

@@ -53,7 +53,7 @@ export async function sweepSnapshots(
       const byId = (await deps.kube.listPods(ns, `${SANDBOX_ID_LABEL}=${id}`)).items;
       const fresh = await orMissing(deps.kube.getPod(ns, s.spec.source.pod));
       const decision = snapshotSweep(s, byId, fresh, deps.now());
-      if (await act(deps, s, decision)) writes++;
+      if (await applySweep(deps, s, decision)) writes++;
     } catch (e) {
       if (isConflict(e) || isNotFound(e)) continue;
       deps.log.warn({ sandboxId: id, err: String(e) }, "snapshot sweep: left to the next tick");
@@ -62,8 +62,8 @@ export async function sweepSnapshots(
   return { snapshots: snapshots.length, writes };
 }
 
-/** act makes one sweep decision's write; true when something was written. */
-async function act(deps: HostDeps, s: SandboxSnapshot, d: SnapshotSweep): Promise<boolean> {
+/** applySweep makes one sweep decision's write (preconditioned); true when something was written. */
+export async function applySweep(deps: HostDeps, s: SandboxSnapshot, d: SnapshotSweep): Promise<boolean> {
   const ns = s.metadata?.namespace ?? "";
   const status = s.status ?? {};
   switch (d.kind) {
