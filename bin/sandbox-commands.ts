@@ -9,6 +9,8 @@ import type { SandboxView } from "../lib/claims/sandbox-view.ts";
 import type { EnvSummary, PoolSummary } from "../lib/claims/target-summaries.ts";
 import type { TemplateSummary } from "../lib/claims/template-summaries.ts";
 import { age, apiErrorText, table } from "../lib/cli/table.ts";
+import type { LifecycleEvent } from "../lib/history/lifecycle-event.ts";
+import type { SandboxRecord } from "../lib/history/record.ts";
 
 export const SANDBOX_COMMANDS = new Set(["get", "create", "delete", "pause", "resume", "history"]);
 
@@ -18,6 +20,7 @@ export const SANDBOX_USAGE = `       agentbox get pools|envs|templates|sandboxes
        agentbox pause <SANDBOX-ID> [-o json] [CONNECTION]          (files kept, pod back to its pool)
        agentbox resume <SANDBOX-ID> [--timeout S] [-o json] [CONNECTION]
        agentbox history [--namespace NS] [--pool NAME] [--limit N] [-o json] [CONNECTION]
+       agentbox history <SANDBOX-ID> [-o json] [CONNECTION]       (its record and its pauses and resumes)
 
 CONNECTION: --key KEY (else $AGENTBOX_KEY), and --cluster NAME (a local cluster's host and CA) or
 --url URL (else $AGENTBOX_URL) with --ca FILE (else $AGENTBOX_CA; default: the system's CAs).`;
@@ -213,36 +216,66 @@ export async function sandboxCommand(argv: string[]): Promise<number> {
     print(done, () => sandboxRows([done], now));
     return 0;
   }
+  if (command === "history" && what) return sandboxHistory(call, print, what, now);
   if (command === "history") {
     const q = new URLSearchParams({
       ...(v.namespace ? { namespace: v.namespace } : {}),
       ...(v.pool ? { pool: v.pool } : {}),
       ...(v.limit ? { limit: v.limit } : {}),
     });
-    type Record = {
-      sandboxId: string;
-      namespace: string;
-      poolName: string;
-      stopReason: string;
-      failureReason?: string;
-      terminatedAt: string;
-    };
-    const page = (await call("GET", `/history${q.size ? `?${q}` : ""}`)) as { records: Record[] } | undefined;
+    const page = (await call("GET", `/history${q.size ? `?${q}` : ""}`)) as
+      | { records: SandboxRecord[] }
+      | undefined;
     if (!page) return 1;
-    print(page.records, () =>
-      table(
-        ["sandbox", "pool", "stop", "failure", "ended"],
-        page.records.map((r) => [
-          r.sandboxId,
-          `${r.namespace}/${r.poolName}`,
-          r.stopReason,
-          r.failureReason ?? "-",
-          age(r.terminatedAt, now),
-        ]),
-      ),
-    );
+    print(page.records, () => recordRows(page.records, now));
     return 0;
   }
   console.error(SANDBOX_USAGE);
   return 2;
+}
+
+/** recordRows lays out terminal history records, one line each. */
+const recordRows = (records: readonly SandboxRecord[], now: Date) =>
+  table(
+    ["sandbox", "pool", "stop", "failure", "ended"],
+    records.map((r) => [
+      r.sandboxId,
+      `${r.namespace}/${r.poolName}`,
+      r.stopReason,
+      r.failureReason ?? "-",
+      age(r.terminatedAt, now),
+    ]),
+  );
+
+/**
+ * sandboxHistory prints one sandbox's history (GET /v1/history/{id}): its terminal record, or a
+ * line saying it has not ended, then its pauses and resumes oldest first, each with its pod and,
+ * for a pause, the bytes it committed.
+ */
+async function sandboxHistory(
+  call: (method: string, path: string) => Promise<unknown>,
+  print: (value: unknown, asTable: () => string) => void,
+  id: string,
+  now: Date,
+): Promise<number> {
+  const got = (await call("GET", `/history/${encodeURIComponent(id)}`)) as
+    | { sandboxId: string; record?: SandboxRecord; events: LifecycleEvent[] }
+    | undefined;
+  if (!got) return 1;
+  print(got, () => {
+    const record = got.record ? recordRows([got.record], now) : `${got.sandboxId}: not ended`;
+    const events = table(
+      ["event", "n", "at", "ago", "pod", "bytes"],
+      got.events.map((e) => [
+        e.kind,
+        String(e.n),
+        e.at,
+        age(e.at, now),
+        e.podName,
+        e.bytes === undefined ? "-" : String(e.bytes),
+      ]),
+    );
+    return got.events.length ? `${record}\n\n${events}` : `${record}\n\nno pauses or resumes`;
+  });
+  return 0;
 }

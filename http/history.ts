@@ -1,17 +1,24 @@
+import type { Context } from "hono";
 import { Hono } from "hono";
 import type { HostDeps } from "../functions/host-deps.ts";
-import { badRequest, unavailable } from "../lib/claims/errors.ts";
-import { historyScope } from "../lib/claims/history-scope.ts";
+import type { Tenant } from "../lib/claims/api-keys.ts";
+import { badRequest, notFound, unavailable } from "../lib/claims/errors.ts";
+import { historyScope, mayReadRecord } from "../lib/claims/history-scope.ts";
 import { HistoryQuery } from "../lib/claims/schemas.ts";
 import { parseWith } from "../lib/crd/parse-with.ts";
+import type { LifecycleEvent } from "../lib/history/lifecycle-event.ts";
+import type { SandboxRecord } from "../lib/history/record.ts";
 import { HistoryUnavailable } from "../lib/history/store.ts";
+import { isSandboxId } from "../lib/lifecycle/sandbox-ids.ts";
 import { type NativeEnv, send } from "./native.ts";
 
 /**
- * historyRoutes serve the native `GET /v1/history`: finished sandboxes from the history store,
- * filtered by the query (HistoryQuery) within the caller's scope (historyScope: a tenant sees its
- * own records only, an admin may filter by any team or user). A bad query or `after` cursor is a
- * 400 naming its field; a store that cannot be read is a 503 with Retry-After, never a 500.
+ * historyRoutes serve the native history: `GET /v1/history`, finished sandboxes filtered by the
+ * query (HistoryQuery) within the caller's scope (historyScope: a tenant sees its own records
+ * only, an admin may filter by any team or user), and `GET /v1/history/{id}`, one sandbox's
+ * terminal record (once it ended) and its lifecycle events (each pause and resume), oldest first.
+ * A bad query, `after` cursor or id is a 400 naming its field; another tenant's sandbox is a 404,
+ * as one the history never saw; a store that cannot be read is a 503 with Retry-After, never a 500.
  */
 export function historyRoutes(deps: HostDeps): Hono<NativeEnv> {
   const app = new Hono<NativeEnv>();
@@ -24,15 +31,50 @@ export function historyRoutes(deps: HostDeps): Hono<NativeEnv> {
     } catch (e) {
       if (e instanceof RangeError)
         return send(c, badRequest("invalid query", [{ path: "after", message: e.message }]));
-      if (e instanceof HistoryUnavailable) {
-        c.header("Retry-After", String(HistoryUnavailable.RETRY_AFTER_SECONDS));
-        return send(
-          c,
-          unavailable("the history cannot be read right now (its database is unavailable); retry later"),
-        );
-      }
+      if (e instanceof HistoryUnavailable) return historyDown(c);
+      throw e;
+    }
+  });
+  app.get("/history/:id", async (c) => {
+    const id = c.req.param("id");
+    if (!isSandboxId(id))
+      return send(
+        c,
+        badRequest("invalid sandbox id", [
+          { path: "id", message: "must be a sandbox id (a label value: letters, digits, -_., at most 63)" },
+        ]),
+      );
+    try {
+      const [record, events] = await Promise.all([deps.history.get(id), deps.history.events(id)]);
+      if (!mayReadHistory(c.get("tenant"), record, events)) return send(c, notFound(`no sandbox "${id}"`));
+      return c.json({ sandboxId: id, ...(record ? { record } : {}), events });
+    } catch (e) {
+      if (e instanceof HistoryUnavailable) return historyDown(c);
       throw e;
     }
   });
   return app;
+}
+
+/**
+ * mayReadHistory tells whether the tenant may see a sandbox's history: there is something (its
+ * record, or an event) and every part of it is the tenant's (mayReadRecord, the list's rule), so
+ * a tenant learns nothing of another's sandbox, not even that it exists.
+ */
+function mayReadHistory(
+  tenant: Tenant,
+  record: SandboxRecord | undefined,
+  events: readonly LifecycleEvent[],
+): boolean {
+  const parts = record ? [record, ...events] : events;
+  return parts.length > 0 && parts.every((p) => mayReadRecord(tenant, p));
+}
+
+/** historyDown answers a read the history's database cannot serve now: 503, Retry-After. */
+function historyDown(c: Context<NativeEnv>): Response {
+  c.header("Retry-After", String(HistoryUnavailable.RETRY_AFTER_SECONDS));
+  return send(
+    c,
+    unavailable("the history cannot be read right now (its database is unavailable); retry later"),
+  );
 }

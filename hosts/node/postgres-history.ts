@@ -1,5 +1,7 @@
 import type { ConnectionOptions } from "node:tls";
 import pg from "pg";
+import type { LifecycleEvent } from "../../lib/history/lifecycle-event.ts";
+import { eventFromRow, eventParams, INSERT_EVENT, SELECT_EVENTS } from "../../lib/history/lifecycle-sql.ts";
 import { isTransientPostgresError, type Migration, toPostgres } from "../../lib/history/postgres-sql.ts";
 import type { SandboxRecord } from "../../lib/history/record.ts";
 import {
@@ -61,14 +63,15 @@ export function sslOptions(s: Pick<PostgresHistorySettings, "sslmode" | "ca">): 
 
 /**
  * PostgresHistoryStore is the history of Node hosts that share one PostgreSQL database: the shared
- * statements of lib/history/sql.ts with numbered placeholders, so records, filters and pages are
- * the SQLite store's. put is INSERT ... ON CONFLICT DO NOTHING: of any number of hosts putting the
- * same record at once, exactly one is told "inserted". The schema's migrations run before the
- * first operation (migrate() runs them at start; a database that is down then is migrated by the
- * first operation after it is back). Every query is bounded by timeoutMs on both sides (the
- * server's statement_timeout, the driver's read timeout), so is every connect and every wait for
- * a pooled connection; a connection that timed out is discarded, not reused. Errors that mean
- * "not now" (isTransientPostgresError) are thrown as HistoryUnavailable.
+ * statements of lib/history/sql.ts and lifecycle-sql.ts with numbered placeholders, so records,
+ * events, filters and pages are the SQLite store's. put and putEvent are INSERT ... ON CONFLICT DO
+ * NOTHING: of any number of hosts putting the same record (or event) at once, exactly one is told
+ * "inserted". The schema's migrations run before the first operation (migrate() runs them at
+ * start; a database that is down then is migrated by the first operation after it is back). Every
+ * query is bounded by timeoutMs on both sides (the server's statement_timeout, the driver's read
+ * timeout), so is every connect and every wait for a pooled connection; a connection that timed
+ * out is discarded, not reused. Errors that mean "not now" (isTransientPostgresError) are thrown
+ * as HistoryUnavailable.
  */
 export class PostgresHistoryStore implements HistoryStore {
   private readonly pool: pg.Pool;
@@ -146,6 +149,15 @@ export class PostgresHistoryStore implements HistoryStore {
   async query(q: HistoryQuery): Promise<HistoryPage> {
     const { sql, params, limit } = selectQuery(q);
     return page((await this.run(sql, params)).rows, limit);
+  }
+
+  async putEvent(e: LifecycleEvent): Promise<"inserted" | "exists"> {
+    const res = await this.run(INSERT_EVENT, eventParams(e));
+    return res.rowCount === 1 ? "inserted" : "exists";
+  }
+
+  async events(sandboxId: string): Promise<LifecycleEvent[]> {
+    return (await this.run(SELECT_EVENTS, [sandboxId])).rows.map(eventFromRow);
   }
 
   /** close ends the pool's connections (after the queries in flight); once, however often called. */

@@ -1,3 +1,5 @@
+import type { LifecycleEvent } from "../../lib/history/lifecycle-event.ts";
+import { eventFromRow, eventParams, INSERT_EVENT, SELECT_EVENTS } from "../../lib/history/lifecycle-sql.ts";
 import type { SandboxRecord } from "../../lib/history/record.ts";
 import {
   fromRow,
@@ -31,11 +33,11 @@ const MIGRATE = "npx wrangler d1 migrations apply agentbox-history --remote";
 
 /**
  * D1HistoryStore is the Worker's history backend: D1 (SQLite at the edge) with the same schema and
- * queries as the Node host's store (lib/history/sql.ts), so records and pages are identical. It
- * runs no DDL: the schema is D1's migrations (infra/worker/migrations, equal to SCHEMA), applied
- * at deploy time, so no request pays for schema statements and an index is built once, out of
- * band, not inside the first requests of every isolate. A database without them gets an error
- * that names the command.
+ * queries as the Node host's store (lib/history/sql.ts, lifecycle-sql.ts), so records, events and
+ * pages are identical. It runs no DDL: the schema is D1's migrations (infra/worker/migrations,
+ * equal to SCHEMA), applied at deploy time, so no request pays for schema statements and an index
+ * is built once, out of band, not inside the first requests of every isolate. A database without
+ * them gets an error that names the command.
  */
 export class D1HistoryStore implements HistoryStore {
   private readonly db: D1Like;
@@ -69,7 +71,30 @@ export class D1HistoryStore implements HistoryStore {
     );
     return page(results, limit);
   }
+
+  async putEvent(e: LifecycleEvent): Promise<"inserted" | "exists"> {
+    const params = eventParams(e);
+    const res = await migrated(
+      this.db
+        .prepare(INSERT_EVENT)
+        .bind(...params)
+        .run(),
+      LIFECYCLE_TABLE,
+    );
+    return res.meta.changes === 1 ? "inserted" : "exists";
+  }
+
+  async events(sandboxId: string): Promise<LifecycleEvent[]> {
+    const { results } = await migrated(
+      this.db.prepare(SELECT_EVENTS).bind(sandboxId).all<Row>(),
+      LIFECYCLE_TABLE,
+    );
+    return results.map(eventFromRow);
+  }
 }
+
+/** LIFECYCLE_TABLE is the events' table, D1 migration 0004's: a Worker whose D1 lacks it is told to apply it. */
+const LIFECYCLE_TABLE = "sandbox_lifecycle";
 
 /** migrated names the missing migration when D1 has no history table (or `table`, another store's). */
 export function migrated<T>(statement: Promise<T>, table = "sandbox_history"): Promise<T> {

@@ -1,6 +1,8 @@
+import { LifecycleEvent } from "../history/lifecycle-event.ts";
+import { SandboxRecord } from "../history/record.ts";
 import { errors, id, int, json, jsonSchema, map, query, sandbox, str } from "./openapi-parts.ts";
 import { surfacePaths } from "./openapi-surfaces.ts";
-import { ResumeRequest } from "./paused-view.ts";
+import { PauseRequest, ResumeRequest } from "./paused-view.ts";
 import { CreateSandboxRequest, NetworkUpdateRequest, TimeoutRequest } from "./schemas.ts";
 
 /**
@@ -111,8 +113,12 @@ export function openApiDocument(serverUrl = "/v1") {
         CreateSandboxRequest: jsonSchema(CreateSandboxRequest),
         TimeoutRequest: jsonSchema(TimeoutRequest),
         NetworkUpdateRequest: jsonSchema(NetworkUpdateRequest),
+        PauseRequest: jsonSchema(PauseRequest),
         ResumeRequest: jsonSchema(ResumeRequest),
         SandboxNetwork: sandboxNetwork(),
+        // The history's shapes, from the schemas the store's records and events are typed by.
+        SandboxRecord: jsonSchema(SandboxRecord),
+        LifecycleEvent: jsonSchema(LifecycleEvent),
       },
     },
     paths: {
@@ -174,9 +180,10 @@ export function openApiDocument(serverUrl = "/v1") {
           summary:
             "Pause a running sandbox: its files are kept (not its memory or processes) and its pod goes back to the pool; it keeps its id, metadata and the lifetime it has left",
           parameters: [id],
+          requestBody: { required: false, ...json({ $ref: "#/components/schemas/PauseRequest" }) },
           responses: {
             "200": { description: "paused (phase paused)", ...json(sandbox) },
-            ...errors(401, 404, 409, 500, 504),
+            ...errors(400, 401, 404, 409, 500, 504),
           },
         },
       },
@@ -198,7 +205,42 @@ export function openApiDocument(serverUrl = "/v1") {
           parameters: ["namespace", "pool", "team", "user", "from", "to", "after"]
             .map((n) => query(n, n))
             .concat(query("limit", "1..1000", int)),
-          responses: { "200": { description: "a page of records" }, ...errors(400, 401, 503) },
+          responses: {
+            "200": {
+              description: "a page of records, newest first",
+              ...json({
+                type: "object",
+                required: ["records"],
+                properties: {
+                  records: { type: "array", items: { $ref: "#/components/schemas/SandboxRecord" } },
+                  next: { type: "string", description: "`after` of the next page; absent on the last" },
+                },
+              }),
+            },
+            ...errors(400, 401, 503),
+          },
+        },
+      },
+      "/history/{id}": {
+        get: {
+          summary:
+            "One sandbox's history: its terminal record once it ended, and its lifecycle events (each pause and resume) oldest first",
+          parameters: [id],
+          responses: {
+            "200": {
+              description: "the sandbox's record (absent while it has not ended) and events",
+              ...json({
+                type: "object",
+                required: ["sandboxId", "events"],
+                properties: {
+                  sandboxId: str,
+                  record: { $ref: "#/components/schemas/SandboxRecord" },
+                  events: { type: "array", items: { $ref: "#/components/schemas/LifecycleEvent" } },
+                },
+              }),
+            },
+            ...errors(400, 401, 404, 503),
+          },
         },
       },
     },

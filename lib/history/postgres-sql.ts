@@ -88,6 +88,28 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       "CREATE INDEX sandbox_usage_series_last ON sandbox_usage_series (last_at)",
     ],
   },
+  {
+    // The sandboxes' pauses and resumes (lib/history/lifecycle-sql.ts LIFECYCLE_SCHEMA, translated
+    // as version 1 is): one row per (sandbox_id, kind, n); bytes double precision, as SQLite's REAL.
+    version: 3,
+    name: "sandbox_lifecycle",
+    statements: [
+      `CREATE TABLE sandbox_lifecycle (
+        sandbox_id text COLLATE "C" NOT NULL,
+        kind text COLLATE "C" NOT NULL,
+        n integer NOT NULL,
+        at text COLLATE "C" NOT NULL,
+        namespace text COLLATE "C" NOT NULL,
+        pool text COLLATE "C" NOT NULL,
+        pod text COLLATE "C" NOT NULL,
+        team text COLLATE "C",
+        "user" text COLLATE "C",
+        images text COLLATE "C" NOT NULL,
+        bytes double precision,
+        PRIMARY KEY (sandbox_id, kind, n)
+      )`,
+    ],
+  },
 ];
 
 /** SCHEMA_TABLE records the versions applied to a database, one row each. */

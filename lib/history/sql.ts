@@ -2,6 +2,7 @@
 // PostgreSQL through lib/history/postgres-sql.ts, which numbers the placeholders): the same SQL
 // text runs in all three, so a query means the same thing whichever host answers it. The column
 // "user" is quoted in the statements: a keyword in PostgreSQL (CURRENT_USER), a name in SQLite.
+import { LIFECYCLE_SCHEMA } from "./lifecycle-sql.ts";
 import type { SandboxRecord } from "./record.ts";
 import type { HistoryQuery } from "./store.ts";
 
@@ -10,9 +11,10 @@ import type { HistoryQuery } from "./store.ts";
  * team and user together, none or a time range), each ending in the keyset order (terminated_at
  * DESC, sandbox_id DESC): a page of any filter, and of any cursor, is read in order from its index
  * and stops at its limit, without a scan of the table or a sort. It drops the indexes of the first
- * schema, which lacked sandbox_id and so sorted every page. Idempotent, and safe on an existing
- * database (IF NOT EXISTS, IF EXISTS). The Worker's D1 gets the same schema from the migrations
- * in infra/worker/migrations (a unit test keeps them equal).
+ * schema, which lacked sandbox_id and so sorted every page; then the lifecycle events' table
+ * (lifecycle-sql.ts LIFECYCLE_SCHEMA), so every store of the history's file finds both. Idempotent,
+ * and safe on an existing database (IF NOT EXISTS, IF EXISTS). The Worker's D1 gets the same
+ * schema from the migrations in infra/worker/migrations (a unit test keeps them equal).
  */
 export const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS sandbox_history (
@@ -43,6 +45,7 @@ export const SCHEMA = [
   "CREATE INDEX IF NOT EXISTS sandbox_history_team_time ON sandbox_history (team, terminated_at DESC, sandbox_id DESC)",
   "CREATE INDEX IF NOT EXISTS sandbox_history_user_time ON sandbox_history (user, terminated_at DESC, sandbox_id DESC)",
   "CREATE INDEX IF NOT EXISTS sandbox_history_owner_time ON sandbox_history (team, user, terminated_at DESC, sandbox_id DESC)",
+  ...LIFECYCLE_SCHEMA,
 ];
 
 /** INSERT writes a record unless its sandbox ID is already there (first write wins). */

@@ -1,3 +1,4 @@
+import type { LifecycleEvent } from "./lifecycle-event.ts";
 import type { SandboxRecord } from "./record.ts";
 
 /** HistoryQuery filters terminal records; every field is optional and they are ANDed. */
@@ -22,17 +23,26 @@ export interface HistoryPage {
 }
 
 /**
- * HistoryStore keeps one terminal record per sandbox ID. put is idempotent: a second put of the
- * same sandbox ID changes nothing and reports "exists", so a step that crashed after writing
- * the record and runs again never duplicates it, and of several hosts putting the same record at
- * once exactly one is told "inserted". Backends: SQLite (the Node host's default), PostgreSQL
- * (Node hosts sharing one database), D1 in the Worker, all with the queries of lib/history/sql.ts.
- * A store that cannot reach its database throws HistoryUnavailable.
+ * HistoryStore keeps one terminal record per sandbox ID, and the lifecycle events (each pause and
+ * each resume) of sandboxes before their end. put is idempotent: a second put of the same sandbox
+ * ID changes nothing and reports "exists", so a step that crashed after writing the record and
+ * runs again never duplicates it, and of several hosts putting the same record at once exactly
+ * one is told "inserted". putEvent is idempotent the same way on (sandboxId, kind, n). Backends:
+ * SQLite (the Node host's default), PostgreSQL (Node hosts sharing one database), D1 in the
+ * Worker, all with the statements of lib/history/sql.ts and lifecycle-sql.ts. A store that cannot
+ * reach its database throws HistoryUnavailable.
  */
 export interface HistoryStore {
   put(record: SandboxRecord): Promise<"inserted" | "exists">;
   get(sandboxId: string): Promise<SandboxRecord | undefined>;
   query(q: HistoryQuery): Promise<HistoryPage>;
+  /**
+   * putEvent keeps the first event of each (sandboxId, kind, n): "exists" when one was already
+   * there (left as it was). A malformed event is a RangeError naming its field, nothing written.
+   */
+  putEvent(e: LifecycleEvent): Promise<"inserted" | "exists">;
+  /** events answers a sandbox's lifecycle events oldest first (at, then n, then kind); none: []. */
+  events(sandboxId: string): Promise<LifecycleEvent[]>;
 }
 
 /**

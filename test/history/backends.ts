@@ -2,7 +2,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Miniflare } from "miniflare";
-import { inject } from "vitest";
+import { afterEach, inject } from "vitest";
 import { PostgresHistoryStore } from "../../hosts/node/postgres-history.ts";
 import { postgresUsage } from "../../hosts/node/postgres-usage.ts";
 import { SqliteHistoryStore } from "../../hosts/node/sqlite-history.ts";
@@ -110,7 +110,7 @@ function d1(): Backend {
       }
       const db = await mf.getD1Database("HISTORY");
       await db.batch(
-        ["sandbox_history", "sandbox_usage", "sandbox_usage_series"].map((t) =>
+        ["sandbox_history", "sandbox_lifecycle", "sandbox_usage", "sandbox_usage_series"].map((t) =>
           db.prepare(`DELETE FROM ${t}`),
         ),
       );
@@ -125,6 +125,22 @@ function d1(): Backend {
       await mf?.dispose();
       mf = undefined;
     },
+  };
+}
+
+/**
+ * freshEach is what a describe block's tests call for an empty database of `backend`, one per
+ * test, closed after it.
+ */
+export function freshEach(backend: Backend): () => Promise<Database> {
+  let db: Database | undefined;
+  afterEach(async () => {
+    await db?.close();
+    db = undefined;
+  });
+  return async () => {
+    db = await backend.fresh();
+    return db;
   };
 }
 

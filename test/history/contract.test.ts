@@ -1,7 +1,7 @@
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import type { SandboxRecord } from "../../lib/history/record.ts";
 import type { HistoryPage, HistoryQuery, HistoryStore } from "../../lib/history/store.ts";
-import { backends, type Database } from "./backends.ts";
+import { backends, freshEach } from "./backends.ts";
 import { record } from "./records.ts";
 
 // One contract, three real backends: SQLite (the Node host's default), PostgreSQL (Node hosts
@@ -50,15 +50,7 @@ const ODD_IDS = [
 ];
 
 describe.each(all)("the $name history store", (backend) => {
-  let db: Database | undefined;
-  const fresh = async () => {
-    db = await backend.fresh();
-    return db;
-  };
-  afterEach(async () => {
-    await db?.close();
-    db = undefined;
-  });
+  const fresh = freshEach(backend);
 
   it("round-trips a record, its optional fields set or absent, and keeps the first write", async () => {
     const store = (await fresh()).open();

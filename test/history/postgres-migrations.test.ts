@@ -1,11 +1,12 @@
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
+import { LIFECYCLE_SCHEMA } from "../../lib/history/lifecycle-sql.ts";
 import { type Migration, POSTGRES_MIGRATIONS } from "../../lib/history/postgres-sql.ts";
 import { SCHEMA } from "../../lib/history/sql.ts";
 import { HistoryUnavailable } from "../../lib/history/store.ts";
 import { USAGE_SCHEMA } from "../../lib/usage/sql.ts";
 import { closeAfterEach, emptyDatabase, schemaOf, store } from "./postgres-support.ts";
-import { record } from "./records.ts";
+import { lifecycle, record } from "./records.ts";
 
 // The PostgreSQL history's versioned migrations, applied at start: from an empty database, from
 // every earlier version, by hosts starting at once, and by hosts of two releases.
@@ -16,12 +17,13 @@ closeAfterEach();
 const VERSIONS = [
   { version: 1, name: "sandbox_history" },
   { version: 2, name: "sandbox_usage" },
+  { version: 3, name: "sandbox_lifecycle" },
 ];
 
 describe("the PostgreSQL history's migrations", () => {
   it("bring an empty database to the latest version: SQLite's table and indexes, bytewise text", async () => {
     const url = await emptyDatabase();
-    expect(await store(url).migrate()).toEqual({ from: 0, to: 2, applied: [1, 2], ahead: false });
+    expect(await store(url).migrate()).toEqual({ from: 0, to: 3, applied: [1, 2, 3], ahead: false });
     const schema = await schemaOf(url);
     expect(schema.versions).toEqual(VERSIONS);
     expect(schema.indexes.map((i) => i.indexname)).toEqual([
@@ -33,6 +35,7 @@ describe("the PostgreSQL history's migrations", () => {
       "sandbox_history_team_time",
       "sandbox_history_time",
       "sandbox_history_user_time",
+      "sandbox_lifecycle_pkey",
       "sandbox_usage_pkey",
       "sandbox_usage_series_last",
       "sandbox_usage_series_pkey",
@@ -41,12 +44,17 @@ describe("the PostgreSQL history's migrations", () => {
     expect(text.length).toBeGreaterThan(15);
     expect(text.map((c) => c.collation_name)).toEqual(text.map(() => "C"));
     // A second start finds nothing to do.
-    expect(await store(url).migrate()).toEqual({ from: 2, to: 2, applied: [], ahead: false });
+    expect(await store(url).migrate()).toEqual({ from: 3, to: 3, applied: [], ahead: false });
   });
 
   it.each([
-    { tables: ["sandbox_history"], versions: 1, sqliteSchema: SCHEMA },
+    {
+      tables: ["sandbox_history"],
+      versions: 1,
+      sqliteSchema: SCHEMA.filter((s) => !LIFECYCLE_SCHEMA.includes(s)),
+    },
     { tables: ["sandbox_usage", "sandbox_usage_series"], versions: 2, sqliteSchema: USAGE_SCHEMA },
+    { tables: ["sandbox_lifecycle"], versions: 3, sqliteSchema: LIFECYCLE_SCHEMA },
   ])(
     "translate SQLite's schema of $tables: the same columns, nullability and indexes",
     async ({ tables, versions, sqliteSchema }) => {
@@ -99,7 +107,7 @@ describe("the PostgreSQL history's migrations", () => {
   it("apply each version once when several hosts start at once", async () => {
     const url = await emptyDatabase();
     const results = await Promise.all(Array.from({ length: 5 }, () => store(url).migrate()));
-    expect(results.map((r) => r.applied).sort()).toEqual([[], [], [], [], [1, 2]]);
+    expect(results.map((r) => r.applied).sort()).toEqual([[], [], [], [], [1, 2, 3]]);
     expect((await schemaOf(url)).versions).toEqual(VERSIONS);
   });
 
@@ -116,6 +124,36 @@ describe("the PostgreSQL history's migrations", () => {
       expect(await upgraded.get(record(k).sandboxId)).toEqual(record(k));
       expect(await schemaOf(url)).toEqual(want);
     }
+  });
+
+  it("bring a version-2 database to version 3, records and samples kept; a version-2 host works on alongside", async () => {
+    const url = await emptyDatabase();
+    const v2 = store(url, {}, POSTGRES_MIGRATIONS.slice(0, 2));
+    expect(await v2.migrate()).toMatchObject({ to: 2 });
+    await v2.put(record(1));
+    await v2.runStatements([
+      {
+        sql: "INSERT INTO sandbox_usage VALUES (?, ?, 2, 12.5, 1, 2, 0, 3, 4)",
+        params: [record(1).sandboxId, "2026-11-21T10:00:00Z"],
+      },
+    ]);
+    const v3 = store(url);
+    expect(await v3.migrate()).toEqual({ from: 2, to: 3, applied: [3], ahead: false });
+    expect(await v3.get(record(1).sandboxId)).toEqual(record(1));
+    expect(
+      await v3.runStatements([{ sql: "SELECT count(*)::int AS n FROM sandbox_usage", params: [] }]),
+    ).toEqual([[{ n: 1 }]]);
+    const pause = lifecycle(record(1).sandboxId, "paused", 1);
+    expect(await v3.putEvent(pause)).toBe("inserted");
+    expect(await v3.putEvent(pause)).toBe("exists");
+    expect(await v3.events(pause.sandboxId)).toEqual([pause]);
+    // The version-2 host, started again (a rollout not finished), finds a newer schema and goes on.
+    const stillV2 = store(url, {}, POSTGRES_MIGRATIONS.slice(0, 2));
+    expect(await stillV2.migrate()).toMatchObject({ from: 3, applied: [], ahead: true });
+    expect(await stillV2.put(record(2))).toBe("inserted");
+    expect((await v3.query({})).records.map((r) => r.sandboxId)).toEqual(
+      [record(2), record(1)].map((r) => r.sandboxId),
+    );
   });
 
   it("apply only what a newer release adds; the previous release keeps working on the newer database", async () => {

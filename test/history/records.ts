@@ -1,3 +1,4 @@
+import type { LifecycleEvent } from "../../lib/history/lifecycle-event.ts";
 import type { SandboxRecord } from "../../lib/history/record.ts";
 import type { HistoryQuery } from "../../lib/history/store.ts";
 
@@ -39,3 +40,27 @@ export const PLANNED_FILTERS: HistoryQuery[] = [
   { team: "a", user: "u1", ...RANGE },
   { namespace: "ns", ...RANGE },
 ];
+
+/**
+ * lifecycle is sandbox `sandboxId`'s n-th pause or resume: pause n at minute 2n-1 past 10:00,
+ * resume n at minute 2n, on a pod named for it, with its snapshot image; a pause with its size.
+ */
+export const lifecycle = (
+  sandboxId: string,
+  kind: LifecycleEvent["kind"],
+  n: number,
+  over: Partial<LifecycleEvent> = {},
+): LifecycleEvent => ({
+  sandboxId,
+  kind,
+  n,
+  at: `2026-11-21T10:${String(2 * n - (kind === "paused" ? 1 : 0)).padStart(2, "0")}:00Z`,
+  namespace: "ns",
+  poolName: "p",
+  podName: `p-${kind}-${n}`,
+  team: "a",
+  user: "u1",
+  images: { main: `registry.local/agentbox-snapshots/ns/${sandboxId}/main:g${n}` },
+  ...(kind === "paused" ? { bytes: 1_048_576 * n } : {}),
+  ...over,
+});

@@ -1,9 +1,9 @@
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { postgresUsage } from "../../hosts/node/postgres-usage.ts";
 import { freePorts } from "../../infra/cluster/ports.ts";
 import { HistoryUnavailable } from "../../lib/history/store.ts";
 import type { UsageSample } from "../../lib/usage/sample.ts";
-import { backends, type Database } from "./backends.ts";
+import { backends, freshEach } from "./backends.ts";
 import { closeAfterEach, store } from "./postgres-support.ts";
 
 // The usage store's contract, on the history's three real backends (SQLite, PostgreSQL, D1 in
@@ -37,15 +37,7 @@ const ats = (samples: UsageSample[]) => samples.map((s) => s.at);
 const seconds = (s: UsageSample) => (Date.parse(s.at) - START) / 1000;
 
 describe.each(all)("the $name usage store", (backend) => {
-  let db: Database | undefined;
-  const fresh = async () => {
-    db = await backend.fresh();
-    return db;
-  };
-  afterEach(async () => {
-    await db?.close();
-    db = undefined;
-  });
+  const fresh = freshEach(backend);
 
   it("round-trips samples, keeps the first of a (sandbox, at) and answers ranges oldest first", async () => {
     const usage = (await fresh()).openUsage();

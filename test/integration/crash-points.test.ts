@@ -106,6 +106,8 @@ const history: HistoryStore = {
   },
   get: (id) => t.deps.history.get(id),
   query: (q) => t.deps.history.query(q),
+  putEvent: (e) => t.deps.history.putEvent(e),
+  events: (id) => t.deps.history.events(id),
 };
 const deps: HostDeps = { ...t.deps, kube: new KubeClient(point.transport), history };
 

@@ -93,6 +93,11 @@ describe("the history in PostgreSQL, the database down", () => {
     expect(read.status).toBe(503);
     expect(read.headers.get("retry-after")).toBe("5");
     expect(((await read.json()) as { error: { code: string } }).error.code).toBe("Unavailable");
+    // One sandbox's history (its record and lifecycle events) too.
+    const one = await api.app.request(`/v1/history/${first.sandboxId}`, asTenant());
+    expect(one.status).toBe(503);
+    expect(one.headers.get("retry-after")).toBe("5");
+    expect(((await one.json()) as { error: { code: string } }).error.code).toBe("Unavailable");
     const page = await ui.request("/ui/history", asAdmin);
     expect(page.status).toBe(503);
     expect(page.headers.get("retry-after")).toBe("5");

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it } from "vitest";
 import { SqliteHistoryStore } from "../../hosts/node/sqlite-history.ts";
+import { SELECT_EVENTS } from "../../lib/history/lifecycle-sql.ts";
 import { SCHEMA, selectQuery } from "../../lib/history/sql.ts";
 import { PLANNED_FILTERS, record } from "../history/records.ts";
 
@@ -123,5 +124,20 @@ describe("the history queries' plans", () => {
           : /^SEARCH sandbox_history USING INDEX sandbox_history_(\w+_)?time \(/;
       expect({ q, plan }).toEqual({ q, plan: [expect.stringMatching(pattern)] });
     }
+  });
+
+  it("read a sandbox's lifecycle events by their key: a seek, never a table scan", () => {
+    const db = new DatabaseSync(":memory:");
+    for (const stmt of SCHEMA) db.exec(stmt);
+    const plan = db
+      .prepare(`EXPLAIN QUERY PLAN ${SELECT_EVENTS}`)
+      .all("sbx-a")
+      .map((r) => String(r.detail));
+    db.close();
+    // The few rows found are sorted by time after the seek (no index is kept for that order).
+    expect(plan).toEqual([
+      "SEARCH sandbox_lifecycle USING PRIMARY KEY (sandbox_id=?)",
+      "USE TEMP B-TREE FOR ORDER BY",
+    ]);
   });
 });

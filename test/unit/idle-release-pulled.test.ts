@@ -193,6 +193,8 @@ describe("the idle-release step", () => {
         put: async () => "inserted",
         get: async () => undefined,
         query: async () => ({ records: [] }),
+        putEvent: async () => "inserted",
+        events: async () => [],
       },
       now: () => NOW,
       log: {

@@ -9,6 +9,7 @@ describe("openApiDocument", () => {
     };
     expect(Object.keys(doc.paths).sort()).toEqual([
       "/history",
+      "/history/{id}",
       "/sandboxes",
       "/sandboxes/{id}",
       "/sandboxes/{id}/logs",
@@ -85,6 +86,26 @@ describe("openApiDocument", () => {
       "timeout",
       "waitTimeout",
     ]);
+    // One sandbox's history: its record and its lifecycle events, in the store's own schemas.
+    expect(JSON.stringify(doc.paths["/history/{id}"]?.get)).toContain(
+      '"events":{"type":"array","items":{"$ref":"#/components/schemas/LifecycleEvent"}}',
+    );
+    const event = doc.components.schemas.LifecycleEvent as {
+      properties?: Record<string, { enum?: string[] }>;
+      required?: string[];
+    };
+    expect(event.properties?.kind?.enum).toEqual(["paused", "resumed"]);
+    expect(event.required).toEqual([
+      "sandboxId",
+      "kind",
+      "n",
+      "at",
+      "namespace",
+      "poolName",
+      "podName",
+      "images",
+    ]);
+    expect(doc.components.schemas.SandboxRecord?.properties).toHaveProperty("stopReason");
     expect(JSON.stringify(doc)).not.toContain("undefined");
   });
 });

@@ -42,6 +42,8 @@ function depsOver(transport: (req: KubeRequest) => Promise<{ status: number; bod
       put: async () => "inserted",
       get: async () => undefined,
       query: async () => ({ records: [] }),
+      putEvent: async () => "inserted",
+      events: async () => [],
     },
     now: () => new Date(0),
     log: quiet,

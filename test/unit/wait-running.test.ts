@@ -30,6 +30,8 @@ function depsWith(watches: WatchEvent[][], current: V1Pod) {
       put: async () => "inserted",
       get: async () => undefined,
       query: async () => ({ records: [] }),
+      putEvent: async () => "inserted",
+      events: async () => [],
     },
     kube: new KubeClient(async (req) => {
       read.push(`${req.method} ${req.path}`);

@@ -210,7 +210,7 @@ describe("runtime-neutral code and the D1 migration", () => {
     expect(offenders).toEqual([]);
   });
 
-  it("the D1 migrations, applied in order, make the shared history and usage schemas", () => {
+  it("the D1 migrations, applied in order, make the shared history (records, lifecycle events) and usage schemas", () => {
     const schemaOf = (statements: string[]) => {
       const db = new DatabaseSync(":memory:");
       for (const s of statements) db.exec(s);
@@ -223,6 +223,7 @@ describe("runtime-neutral code and the D1 migration", () => {
     const migrated = schemaOf(migrationStatements());
     expect(migrated.map((o) => o.name)).toContain("sandbox_history_owner_time");
     expect(migrated.map((o) => o.name)).toContain("sandbox_usage_series_last");
+    expect(migrated.map((o) => o.name)).toContain("sandbox_lifecycle");
     expect(migrated).toEqual(schemaOf([...SCHEMA, ...USAGE_SCHEMA]));
   });
 });
