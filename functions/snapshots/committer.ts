@@ -16,6 +16,12 @@ export interface CommitRequest {
   container: SnapshotContainer;
   /** target: repository:tag to push */
   target: string;
+  /**
+   * created is the time the image records as its creation (RFC 3339): the SandboxSnapshot's
+   * creationTimestamp, the same for every attempt at a generation, never the clock, so a commit
+   * retried over unchanged files pushes the same manifest as the attempt before it.
+   */
+  created: string;
 }
 
 /** CommitResult is a pushed snapshot image. */
@@ -24,16 +30,30 @@ export interface CommitResult {
   image: string;
   /** bytes of the new layer */
   bytes: number;
+  /**
+   * replaced: `target@sha256:<digest>` of the manifest the target tag named before this push,
+   * when it was another (an earlier attempt at this generation whose files have changed since:
+   * no longer tagged, it is the caller's to delete once nothing records it).
+   */
+  replaced?: string;
 }
 
 /**
  * Committer turns a running container's filesystem changes into an image (the image it runs
  * with one layer more) in the cluster's registry, and deletes such images. Every call honours
- * the signal: an aborted commit pushes no manifest.
+ * the signal: an aborted commit pushes no manifest (one aborted after its push leaves it to the
+ * finalization's removeRepository).
  */
 export interface Committer {
   /** commit pushes the container's changes as `target` and answers the image by digest. */
   commit(req: CommitRequest, signal: AbortSignal): Promise<CommitResult>;
   /** remove deletes one snapshot image; an image already gone is not an error. */
   remove(image: string, signal: AbortSignal): Promise<void>;
+  /**
+   * removeRepository deletes every image of a snapshot repository
+   * (`<registry>/agentbox-snapshots/...`, image-names.ts's snapshotRepository), recorded or not;
+   * a repository that does not exist, or an image already gone, is not an error. It refuses any
+   * other repository.
+   */
+  removeRepository(repository: string, signal: AbortSignal): Promise<void>;
 }

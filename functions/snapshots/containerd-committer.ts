@@ -11,7 +11,11 @@ import {
   pickPlatform,
   snapshotDocuments,
 } from "../../lib/snapshots/image-build.ts";
-import { isSnapshotImage, parseImageReference } from "../../lib/snapshots/image-names.ts";
+import {
+  isSnapshotImage,
+  parseImageReference,
+  parseSnapshotRepository,
+} from "../../lib/snapshots/image-names.ts";
 import type { CommitRequest, CommitResult, Committer } from "./committer.ts";
 import type { RegistryClient } from "./registry-client.ts";
 
@@ -36,13 +40,12 @@ export type LayerDiffer = (
   signal: AbortSignal,
 ) => Promise<SpooledLayer | { gone: string }>;
 
-/** ContainerdCommitterDeps are the node's runtime and registry, and the clock. */
+/** ContainerdCommitterDeps are the node's runtime and registry (no clock: an image is dated by its request). */
 export interface ContainerdCommitterDeps {
   diff: LayerDiffer;
   registry: RegistryClient;
   /** platform picks the node's manifest when the base image is an index (default linux/amd64). */
   platform?: { os: string; architecture: string };
-  now: () => Date;
 }
 
 /** containerdCommitter is a Committer over containerd's snapshots and an OCI registry. */
@@ -82,7 +85,8 @@ export function containerdCommitter(deps: ContainerdCommitterDeps): Committer {
           baseName: req.container.image,
           baseDigest: manifest.digest,
           layer: { digest: layer.digest, size: layer.size, diffID: layer.digest, mediaType: OCI_MEDIA.layer },
-          now: deps.now(),
+          created: req.created,
+          tag: target.tag,
         });
         const repo = target.repository;
         await Promise.all(
@@ -132,6 +136,10 @@ export function containerdCommitter(deps: ContainerdCommitterDeps): Committer {
           config,
           signal,
         );
+        // What the tag names now: an earlier attempt at this generation, if any (a retry after
+        // the agent died between its push and its status write). The same files make the same
+        // manifest; other files make another, and the earlier one is left untagged for the caller.
+        const before = await registry.manifestDigest(target.registry, repo, target.tag, signal);
         const pushed = await registry.putManifest(
           target.registry,
           repo,
@@ -144,7 +152,11 @@ export function containerdCommitter(deps: ContainerdCommitterDeps): Committer {
           throw new Error(
             `pushing to ${target.registry}: ${req.target} stored as ${pushed}, not the ${docs.manifest.digest} pushed`,
           );
-        return { image: `${req.target}@${docs.manifest.digest}`, bytes: layer.size };
+        return {
+          image: `${req.target}@${docs.manifest.digest}`,
+          bytes: layer.size,
+          ...(before && before !== docs.manifest.digest ? { replaced: `${req.target}@${before}` } : {}),
+        };
       } finally {
         await layer.dispose();
       }
@@ -158,6 +170,19 @@ export function containerdCommitter(deps: ContainerdCommitterDeps): Committer {
         (await registry.manifestDigest(ref.registry, ref.repository, ref.tag ?? "latest", signal));
       if (!digest) return;
       await registry.deleteManifest(ref.registry, ref.repository, digest, signal);
+    },
+
+    async removeRepository(name: string, signal: AbortSignal): Promise<void> {
+      // Throws for anything but `<registry>/agentbox-snapshots/...`: nothing else is emptied.
+      const repo = parseSnapshotRepository(name);
+      const deleted = new Set<string>();
+      for (const tag of await registry.listTags(repo.registry, repo.repository, signal)) {
+        // A tag whose manifest an earlier delete took (two tags of one manifest) answers 404.
+        const digest = await registry.manifestDigest(repo.registry, repo.repository, tag, signal);
+        if (!digest || deleted.has(digest)) continue;
+        await registry.deleteManifest(repo.registry, repo.repository, digest, signal);
+        deleted.add(digest);
+      }
     },
   };
 }

@@ -1,10 +1,12 @@
 // The OCI distribution API, as much of it as a snapshot needs: read a base image's manifest and
 // config, upload a layer and a config, mount the base layers from the base repository (the
-// registry links them, no bytes move), put the manifest by tag, delete a manifest by digest.
+// registry links them, no bytes move), put the manifest by tag, list a repository's tags, delete
+// a manifest by digest.
 // Registry names in image references (`registry.agentbox.test`) are not where the registry
 // listens; `endpoints` maps them to base URLs (the local cluster: `http://127.0.0.1:<port>`).
 // No auth: the agent's registry is reached on a private address (ADR 0045).
 import { DOCKER_MEDIA, OCI_MEDIA } from "../../lib/snapshots/image-build.ts";
+import { sha256Hex } from "../../lib/util/sha256.ts";
 
 /** MANIFEST_ACCEPT is every manifest type a base image may come as (OCI and Docker v2, images and indexes). */
 const MANIFEST_ACCEPT = [
@@ -32,6 +34,9 @@ export interface Manifest {
   mediaType: string;
   digest: string;
 }
+
+/** TAG_PAGES bounds how many pages of a tags list are followed (a loop of Links is an error, not a hang). */
+const TAG_PAGES = 100;
 
 /** BlobBody is a blob to upload: bytes, or a function opening a stream of them (called once). */
 export type BlobBody = Uint8Array | (() => AsyncIterable<Uint8Array>);
@@ -70,38 +75,42 @@ export class RegistryClient {
 
   /** getManifest reads a manifest by tag or digest; 404 is an error naming the image. */
   async getManifest(registry: string, repository: string, reference: string, signal: AbortSignal) {
-    const res = await this.#call(
-      "pulling from",
-      registry,
-      "GET",
-      `/v2/${repository}/manifests/${reference}`,
-      {
-        signal,
-        headers: { accept: MANIFEST_ACCEPT },
-        ok: [200],
-      },
-    );
+    const res = await this.#manifest("GET", registry, repository, reference, signal, [200]);
     const json = await res.text();
     const digest = res.headers.get("docker-content-digest") ?? (reference.includes(":") ? reference : "");
     const mediaType = res.headers.get("content-type")?.split(";")[0]?.trim() ?? "";
     return { json, mediaType, digest } satisfies Manifest;
   }
 
-  /** manifestDigest is the digest a tag or digest resolves to, or undefined when there is no such manifest. */
+  /**
+   * manifestDigest is the digest a tag or digest resolves to (HEAD's Docker-Content-Digest; a
+   * registry that sends none has the manifest read and hashed), or undefined when there is no
+   * such manifest.
+   */
   async manifestDigest(registry: string, repository: string, reference: string, signal: AbortSignal) {
-    const res = await this.#call(
-      "pulling from",
-      registry,
-      "HEAD",
-      `/v2/${repository}/manifests/${reference}`,
-      {
-        signal,
-        headers: { accept: MANIFEST_ACCEPT },
-        ok: [200, 404],
-      },
-    );
-    if (res.status === 404) return undefined;
-    return res.headers.get("docker-content-digest") ?? undefined;
+    const head = await this.#manifest("HEAD", registry, repository, reference, signal, [200, 404]);
+    if (head.status === 404) return undefined;
+    const digest = head.headers.get("docker-content-digest");
+    if (digest) return digest;
+    const got = await this.#manifest("GET", registry, repository, reference, signal, [200, 404]);
+    if (got.status === 404) return undefined;
+    return `sha256:${sha256Hex(await got.text())}`;
+  }
+
+  /** #manifest sends one manifest request (any type a base image may come as), answering on `ok`. */
+  #manifest(
+    method: "GET" | "HEAD",
+    registry: string,
+    repository: string,
+    reference: string,
+    signal: AbortSignal,
+    ok: number[],
+  ): Promise<Response> {
+    return this.#call("pulling from", registry, method, `/v2/${repository}/manifests/${reference}`, {
+      signal,
+      headers: { accept: MANIFEST_ACCEPT },
+      ok,
+    });
   }
 
   /** getBlobText reads a small blob (a config) as text. */
@@ -213,6 +222,34 @@ export class RegistryClient {
       },
     );
     return res.status !== 404;
+  }
+
+  /**
+   * listTags answers a repository's tags (the distribution tags list API, following its Link
+   * pages); a repository the registry does not know (404) has none.
+   */
+  async listTags(registry: string, repository: string, signal: AbortSignal): Promise<string[]> {
+    const tags: string[] = [];
+    let next: string | undefined = `/v2/${repository}/tags/list`;
+    for (let page = 0; next !== undefined; page++) {
+      if (page === TAG_PAGES)
+        throw new Error(`pulling from ${registry}: the tags of ${repository} run past ${TAG_PAGES} pages`);
+      const res = await this.#call("pulling from", registry, "GET", next, { signal, ok: [200, 404] });
+      if (res.status === 404) return tags;
+      const text = await res.text();
+      let body: { tags?: unknown };
+      try {
+        body = JSON.parse(text) as { tags?: unknown };
+      } catch {
+        throw new Error(
+          `pulling from ${registry}: the tags list of ${repository} is not JSON: ${text.slice(0, 200)}`,
+        );
+      }
+      if (Array.isArray(body.tags)) tags.push(...body.tags.filter((t): t is string => typeof t === "string"));
+      const link = /<([^>]+)>\s*;\s*rel="?next"?/.exec(res.headers.get("link") ?? "")?.[1];
+      next = link === undefined ? undefined : new URL(link, `${this.baseUrl(registry)}/`).toString();
+    }
+    return tags;
   }
 
   /** #startUpload opens an upload session and answers its URL. */

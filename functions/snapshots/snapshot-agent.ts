@@ -8,6 +8,10 @@ import {
   commitStillWanted,
   committedStatus,
   failedStatus,
+  imageCreated,
+  leftBehind,
+  mustEmptyRepositories,
+  snapshotRepositories,
   snapshotWork,
   withoutFinalizer,
   withoutStale,
@@ -20,8 +24,10 @@ import { KeyedWork } from "./keyed-work.ts";
 
 /** COMMIT_TIMEOUT_MS bounds one container's commit (its diff, push and manifest) by default. */
 export const COMMIT_TIMEOUT_MS = 10 * 60_000;
-/** REMOVE_TIMEOUT_MS bounds one image's deletion from the registry by default. */
+/** REMOVE_TIMEOUT_MS bounds one image's deletion (or one repository's emptying) by default. */
 export const REMOVE_TIMEOUT_MS = 60_000;
+/** BRIEF_SWEEP_MS bounds the one try at emptying the repositories of a failed snapshot that records no image. */
+const BRIEF_SWEEP_MS = 10_000;
 /** STEPS_PER_RUN bounds one key's decide → act rounds (each act changes the object, so few are needed). */
 const STEPS_PER_RUN = 8;
 
@@ -66,7 +72,8 @@ const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
  * its field selector picks, and for each, serialised per object and a few at once, what
  * lib/snapshots/agent-work.ts decides from a fresh read: commit spec.source (each container to its
  * `g<generation>` image) and write Committed or Failed; delete the images an earlier pause left
- * once the sandbox is paused again; delete every image of a deleted snapshot, then its finalizer.
+ * once the sandbox is paused again; delete every image of a deleted snapshot and empty its
+ * repositories (what was pushed and never recorded goes too), then remove its finalizer.
  * Every write is a PUT preconditioned on the version read; a conflict reads again and decides
  * again, and a commit already pushed is written onto the newer object rather than made twice.
  */
@@ -77,20 +84,36 @@ export function startSnapshotAgent(opts: SnapshotAgentOptions): SnapshotAgent {
   const pushed = new Map<string, Pushed>();
   const bounded = (signal: AbortSignal, ms: number) => AbortSignal.any([signal, AbortSignal.timeout(ms)]);
 
-  /** remove deletes images, each bounded; it answers the ones it could not delete. */
-  async function remove(images: Record<string, string>, signal: AbortSignal): Promise<string[]> {
+  /**
+   * removeEach deletes each image, or empties each repository, by key, each bounded; it answers
+   * the keys it could not.
+   */
+  async function removeEach(
+    what: "image" | "repository",
+    items: Record<string, string>,
+    signal: AbortSignal,
+    ms = removeMs,
+  ): Promise<string[]> {
     const failed: string[] = [];
-    for (const [key, image] of Object.entries(images)) {
+    for (const [key, item] of Object.entries(items)) {
+      const within = bounded(signal, ms);
       try {
-        await committer.remove(image, bounded(signal, removeMs));
+        if (what === "image") await committer.remove(item, within);
+        else await committer.removeRepository(item, within);
       } catch (e) {
         if (signal.aborted) throw e;
-        log.warn({ image, err: message(e) }, "snapshot agent could not delete an image");
+        log.warn(
+          { [what]: item, err: message(e) },
+          `snapshot agent could not delete ${what === "image" ? "an image" : "a repository's images"}`,
+        );
         failed.push(key);
       }
     }
     return failed;
   }
+
+  /** remove deletes images, each bounded; it answers the ones it could not delete. */
+  const remove = (images: Record<string, string>, signal: AbortSignal) => removeEach("image", images, signal);
 
   /** commitAll commits every container of spec.source; a failure says which container and why. */
   async function commitAll(s: SandboxSnapshot, generation: number, signal: AbortSignal) {
@@ -101,13 +124,20 @@ export function startSnapshotAgent(opts: SnapshotAgentOptions): SnapshotAgent {
       try {
         const target = snapshotTarget(opts.registry, namespace, s.spec.sandboxId, container.name, generation);
         images[container.name] = await committer.commit(
-          { namespace, sandboxId: s.spec.sandboxId, source: s.spec.source, container, target },
+          {
+            namespace,
+            sandboxId: s.spec.sandboxId,
+            source: s.spec.source,
+            container,
+            target,
+            created: imageCreated(s),
+          },
           within,
         );
       } catch (e) {
         if (signal.aborted) throw e;
-        // The containers pushed before this one belong to nobody now.
-        await remove(Object.fromEntries(Object.entries(images).map(([k, c]) => [k, c.image])), signal);
+        // The containers pushed before this one belong to nobody now (nor what they replaced).
+        await remove(leftBehind(s, images, true), signal);
         const why = within.aborted ? `took longer than ${Math.round(commitMs / 1000)} s` : message(e);
         return { ok: false as const, message: `commit of container ${container.name} failed: ${why}` };
       }
@@ -140,21 +170,26 @@ export function startSnapshotAgent(opts: SnapshotAgentOptions): SnapshotAgent {
       const status = outcome.ok
         ? committedStatus(s, generation, outcome.images, opts.now())
         : failedStatus(s, generation, outcome.message);
+      let written: SandboxSnapshot;
       try {
-        await kube.replaceSnapshotStatus(namespace, { ...s, status });
-        pushed.delete(key);
-        return;
+        written = await kube.replaceSnapshotStatus(namespace, { ...s, status });
       } catch (e) {
         if (isNotFound(e)) s = undefined;
         else if (isConflict(e)) s = await orMissing(kube.getSnapshot(namespace, name));
         else throw e;
+        continue;
       }
+      pushed.delete(key);
+      // An earlier attempt's manifests this one re-tagged: untagged now, and nobody's.
+      if (outcome.ok) await remove(leftBehind(written, outcome.images, false), signal);
+      return;
     }
-    // A newer generation, a deletion or the object gone: these images are nobody's.
+    // A newer generation, a deletion or the object gone: these images are nobody's (unless the
+    // object records the same manifests: another agent's commit of this generation).
     pushed.delete(key);
     if (outcome.ok) {
       log.info({ snapshot: key, generation }, "snapshot changed during its commit; deleting what was pushed");
-      await remove(Object.fromEntries(Object.entries(outcome.images).map(([k, c]) => [k, c.image])), signal);
+      await remove(leftBehind(s, outcome.images, true), signal);
     }
   }
 
@@ -185,8 +220,14 @@ export function startSnapshotAgent(opts: SnapshotAgentOptions): SnapshotAgent {
       }
       case "finalize": {
         const failed = await remove(Object.fromEntries(work.images.map((i) => [i, i])), signal);
+        // Then every tagged manifest of its repositories: one pushed but never recorded (an agent
+        // that died between its push and its status write) goes too.
+        const repositories = Object.fromEntries(snapshotRepositories(s, opts.registry).map((r) => [r, r]));
+        if (mustEmptyRepositories(s)) failed.push(...(await removeEach("repository", repositories, signal)));
+        else if ((await removeEach("repository", repositories, signal, BRIEF_SWEEP_MS)).length > 0)
+          log.info({ snapshot: key }, "letting a failed snapshot go without emptying its repositories");
         if (failed.length > 0)
-          throw new Error(`could not delete ${failed.length} image(s) of a deleted snapshot`);
+          throw new Error(`could not delete ${failed.length} image(s) or repositories of a deleted snapshot`);
         await kube
           .replaceSnapshot(namespace, withoutFinalizer(s))
           .catch((e: unknown) => (isConflict(e) ? undefined : orMissing(Promise.reject(e))));

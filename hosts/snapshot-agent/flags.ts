@@ -28,7 +28,8 @@ export const USAGE = `usage: snapshot-agent --field-selector spec.source.node=NO
   --registry-name NAME   the snapshot images' registry name (default registry.agentbox.test)
   --registry-url URL     where --registry-name is reached (e.g. http://127.0.0.1:5000); NAME=URL for
                          another registry; repeatable. A name with no URL is reached at https://NAME
-  --tmp-dir DIR          where a commit spools the container's changes (default: the system's)
+  --tmp-dir DIR          where a commit spools the container's changes (default: the system's); the
+                         spool a crashed run left there is removed at start
   --commit-timeout-s N   bound of one container's commit (default 600)
   --log-level L          pino level (default info)
 

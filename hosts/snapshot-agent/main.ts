@@ -3,12 +3,13 @@
 // diff` and the OCI distribution API), writing the outcome as their status. Started by the local
 // cluster beside the real node's kubelet (infra/cluster/real-node/start-real-node.ts) and, in a
 // real cluster, by the DaemonSet of infra/deploy/components/snapshots. SIGTERM stops it cleanly.
+// At start it removes the spool an earlier run left in its --tmp-dir (it died mid-commit).
 import { KubeConfig } from "@kubernetes/client-node";
 import { containerdCommitter } from "../../functions/snapshots/containerd-committer.ts";
 import { RegistryClient } from "../../functions/snapshots/registry-client.ts";
 import { startSnapshotAgent } from "../../functions/snapshots/snapshot-agent.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
-import { ctrDiff } from "../node/ctr-diff.ts";
+import { cleanSpool, ctrDiff } from "../node/ctr-diff.ts";
 import { nodeKubeTransport, nodeKubeWatch } from "../node/kube-transport.ts";
 import { hostLogger } from "../node/logger.ts";
 import { installProcessPolicy } from "../node/process-policy.ts";
@@ -40,8 +41,13 @@ const committer = containerdCommitter({
     timeoutMs: f.commitTimeoutMs,
   }),
   registry,
-  now: () => new Date(),
 });
+// Before any commit of this run spools: what is there is an earlier run's.
+const spool = await cleanSpool(f.tmpDir);
+if (spool.removed.length > 0)
+  logger.info({ tmpDir: f.tmpDir, removed: spool.removed }, "removed an earlier run's commit spool");
+if (spool.left.length > 0)
+  logger.warn({ tmpDir: f.tmpDir, left: spool.left }, "left spool-like directories that hold other files");
 const agent = startSnapshotAgent({
   kube: new KubeClient(nodeKubeTransport(kc)),
   watch: nodeKubeWatch(kc),

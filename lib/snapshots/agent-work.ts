@@ -7,12 +7,14 @@ import {
   SNAPSHOT_FINALIZER,
   SNAPSHOT_PHASE,
 } from "../crd/sandbox-snapshot.ts";
+import { parseImageReference, SNAPSHOT_REPOSITORY, snapshotRepository } from "./image-names.ts";
 
 /**
  * SnapshotWork is what one snapshot needs from its agent now:
  * - `commit`: commit spec.source as the image of `generation` (metadata.generation);
  * - `remove-stale`: delete these images of an earlier pause (by staleImages key), then forget them;
- * - `finalize`: delete every image (current and stale), then remove the finalizer;
+ * - `finalize`: delete every image (current and stale) and every tagged manifest of the snapshot's
+ *   repositories (snapshotRepositories), then remove the finalizer;
  * - `none`: nothing, until the object changes.
  */
 export type SnapshotWork =
@@ -61,6 +63,61 @@ export function snapshotWork(s: SandboxSnapshot): SnapshotWork {
 }
 
 /**
+ * snapshotRepositories are the repositories a snapshot's images may be in, each
+ * `<registry>/agentbox-snapshots/<namespace>/<sandboxId>/<container>`: one per container the
+ * source names or the status records (images, and staleImages keyed `<container>:<tag>`), under
+ * `registry` (where this agent pushes), and the repository of every recorded image that is one
+ * of this sandbox's (pushed under another registry name, if that changed; a recorded image of
+ * any other repository is never a reason to empty it). Finalization empties each of them, so a
+ * manifest pushed but never recorded (an agent that died between its push and its status write)
+ * goes with the rest. A name that cannot be a repository component was never pushed to.
+ */
+export function snapshotRepositories(s: SandboxSnapshot, registry: string): string[] {
+  const namespace = s.metadata?.namespace ?? "";
+  const containers = new Set<string>([
+    ...s.spec.source.containers.map((c) => c.name),
+    ...Object.keys(s.status?.images ?? {}),
+    ...Object.keys(s.status?.staleImages ?? {}).map((key) => key.split(":")[0] ?? key),
+  ]);
+  const repositories = new Set<string>();
+  for (const container of containers) {
+    try {
+      repositories.add(snapshotRepository(registry, namespace, s.spec.sandboxId, container));
+    } catch {
+      // Not a valid repository: nothing was ever pushed there.
+    }
+  }
+  const recorded = [...Object.values(s.status?.images ?? {}), ...Object.values(s.status?.staleImages ?? {})];
+  const own = `${SNAPSHOT_REPOSITORY}/${namespace}/${s.spec.sandboxId}/`;
+  for (const image of recorded) {
+    try {
+      const ref = parseImageReference(image);
+      const rest = ref.repository.slice(own.length);
+      if (ref.repository.startsWith(own) && rest !== "" && !rest.includes("/"))
+        repositories.add(`${ref.registry}/${ref.repository}`);
+    } catch {
+      // An unreadable reference names no repository.
+    }
+  }
+  return [...repositories].sort();
+}
+
+/**
+ * mustEmptyRepositories: a deleted snapshot keeps its finalizer until its repositories are emptied
+ * (snapshotRepositories), unless its last commit failed and it records no image at all. That
+ * commit's agent removed what it had pushed, a failure is most often the registry being down, and
+ * an outage must not hold the object (a sandbox that kept running cannot pause again while its
+ * snapshot is being deleted) until the registry is back: such a sweep is tried once, briefly.
+ * Every other state may hide a manifest pushed and never recorded (an agent that died between
+ * its push and its status write), so its sweep must succeed.
+ */
+export function mustEmptyRepositories(s: SandboxSnapshot): boolean {
+  const recorded =
+    Object.keys(s.status?.images ?? {}).length + Object.keys(s.status?.staleImages ?? {}).length;
+  return s.status?.phase !== SNAPSHOT_PHASE.FAILED || recorded > 0;
+}
+
+/**
  * commitStillWanted: a commit of `generation` made from an earlier read may be written onto this
  * later one (a write conflicted: someone else changed the object meanwhile). It may when that
  * generation is still the one asked for, still unanswered, and the snapshot is not being deleted;
@@ -68,6 +125,42 @@ export function snapshotWork(s: SandboxSnapshot): SnapshotWork {
  */
 export function commitStillWanted(latest: SandboxSnapshot, generation: number): boolean {
   return !latest.metadata?.deletionTimestamp && needsCommit(latest) && generationOf(latest) === generation;
+}
+
+/**
+ * imageCreated is the time a snapshot's images record as their creation: the object's
+ * creationTimestamp (the epoch for an object never stored, which the agent never reads). The
+ * same for every attempt at every generation, so a commit retried over unchanged files pushes
+ * the manifest the attempt before it pushed (the tag annotation keeps generations apart).
+ */
+export function imageCreated(s: SandboxSnapshot): string {
+  return s.metadata?.creationTimestamp ?? "1970-01-01T00:00:00Z";
+}
+
+/**
+ * unrecorded are the images (by key) whose manifest (repository and digest) `latest` does not
+ * record in its images or staleImages: what a dropped commit may delete. Commits are
+ * deterministic, so another agent's commit of the same generation may have recorded the very
+ * manifest this one pushed; that one stays.
+ */
+export function unrecorded(
+  latest: SandboxSnapshot | undefined,
+  images: Record<string, string>,
+): Record<string, string> {
+  const manifestOf = (image: string) => {
+    try {
+      const ref = parseImageReference(image);
+      return ref.digest ? `${ref.registry}/${ref.repository}@${ref.digest}` : image;
+    } catch {
+      return image;
+    }
+  };
+  const kept = new Set(
+    [...Object.values(latest?.status?.images ?? {}), ...Object.values(latest?.status?.staleImages ?? {})].map(
+      manifestOf,
+    ),
+  );
+  return Object.fromEntries(Object.entries(images).filter(([, image]) => !kept.has(manifestOf(image))));
 }
 
 /**
@@ -81,10 +174,33 @@ export function staleKey(container: string, image: string): string {
   return tag ? `${container}:${tag}` : `${container}:${image}`;
 }
 
-/** CommittedImage is one container's commit: the pushed image (by digest) and its layer's size. */
+/**
+ * CommittedImage is one container's commit: the pushed image (by digest) and its layer's size,
+ * and the image its tag named before (`replaced`), when an earlier attempt at this generation
+ * pushed other bytes (its files changed since) and was never recorded.
+ */
 export interface CommittedImage {
   image: string;
   bytes: number;
+  replaced?: string;
+}
+
+/**
+ * leftBehind are the images a commit's outcome leaves to delete, by key: the ones it pushed
+ * (`pushed`: when the outcome is not recorded) and the ones it replaced under its tags (always:
+ * an earlier attempt's, no longer tagged), less any manifest `latest` records (unrecorded).
+ */
+export function leftBehind(
+  latest: SandboxSnapshot | undefined,
+  committed: Record<string, CommittedImage>,
+  pushed: boolean,
+): Record<string, string> {
+  const images: Record<string, string> = {};
+  for (const [name, c] of Object.entries(committed)) {
+    if (pushed) images[name] = c.image;
+    if (c.replaced) images[`${name} (replaced)`] = c.replaced;
+  }
+  return unrecorded(latest, images);
 }
 
 /**

@@ -100,13 +100,22 @@ export function pickPlatform(indexJson: string, platform: { os: string; architec
 }
 
 /**
+ * SNAPSHOT_TAG_ANNOTATION names, in a snapshot manifest's annotations, the tag it was pushed as
+ * (`g<generation>`): two pauses of a sandbox never share a manifest, so deleting an earlier
+ * pause's image by digest never takes a later one's, even when their files are the same.
+ */
+export const SNAPSHOT_TAG_ANNOTATION = "agentbox.navix.sh/snapshot-tag";
+
+/**
  * snapshotDocuments composes the snapshot image: the base config with the new layer's diffID
- * appended to rootfs.diff_ids, a history entry for it (created_by SNAPSHOT_CREATED_BY, created
- * `now`; base layers the base history does not cover get an entry saying so first, so history's
- * non-empty entries stay one per layer), `created` = `now`; and an OCI manifest over the base
- * layers (Docker layer types renamed to their OCI equals, same bytes) plus the new layer, with
- * the base manifest's digest and name as base annotations. The JSON is deterministic: equal
- * inputs give equal bytes and digests.
+ * appended to rootfs.diff_ids, a history entry for it (created_by SNAPSHOT_CREATED_BY; base
+ * layers the base history does not cover get an entry saying so first, so history's non-empty
+ * entries stay one per layer); and an OCI manifest over the base layers (Docker layer types
+ * renamed to their OCI equals, same bytes) plus the new layer, with the base manifest's digest
+ * and name and the tag as annotations. No clock is read: `created` (the config's, the history
+ * entry's and the manifest's creation time) comes from the caller, who takes it from the
+ * snapshot object, so a commit retried for the same generation over the same layer pushes the
+ * same bytes and digests as the first attempt, and never orphans the first manifest.
  */
 export function snapshotDocuments(input: {
   baseManifest: ImageManifest;
@@ -114,10 +123,16 @@ export function snapshotDocuments(input: {
   baseName: string;
   baseDigest: string;
   layer: NewLayer;
-  now: Date;
+  /** created is when the image was made (RFC 3339), a time the snapshot object carries. */
+  created: string;
+  /** tag is the tag the image is pushed as (`g<generation>`). */
+  tag: string;
 }): SnapshotDocuments {
   const { baseManifest, layer } = input;
-  const created = input.now.toISOString().replace(/\.\d{3}Z$/, "Z");
+  const when = Date.parse(input.created);
+  if (Number.isNaN(when))
+    throw new Error(`snapshot creation time ${JSON.stringify(input.created)} is not a time`);
+  const created = new Date(when).toISOString().replace(/\.\d{3}Z$/, "Z");
   let config: Record<string, unknown>;
   try {
     config = JSON.parse(input.baseConfigJson) as Record<string, unknown>;
@@ -164,6 +179,7 @@ export function snapshotDocuments(input: {
       "org.opencontainers.image.base.digest": input.baseDigest,
       "org.opencontainers.image.base.name": input.baseName,
       "org.opencontainers.image.created": created,
+      [SNAPSHOT_TAG_ANNOTATION]: input.tag,
     },
   };
   const manifestJson = JSON.stringify(manifest);

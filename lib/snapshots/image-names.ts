@@ -64,17 +64,15 @@ export function formatImageReference(ref: ImageReference): string {
 }
 
 /**
- * snapshotTarget is the reference a pause pushes one container's snapshot to:
- * `<registry>/agentbox-snapshots/<namespace>/<sandboxId>/<container>:g<generation>`, where the
- * generation is the SandboxSnapshot's metadata.generation (one tag per pause). Parts that would
- * make an invalid repository are an error, never silently rewritten.
+ * snapshotRepository is the repository one sandbox container's snapshots are pushed to:
+ * `<registry>/agentbox-snapshots/<namespace>/<sandboxId>/<container>` (every pause of it is a tag
+ * there). Parts that would make an invalid repository are an error, never silently rewritten.
  */
-export function snapshotTarget(
+export function snapshotRepository(
   registry: string,
   namespace: string,
   sandboxId: string,
   container: string,
-  generation: number,
 ): string {
   if (!HOST.test(registry)) throw new Error(`snapshot registry ${JSON.stringify(registry)} is not a host`);
   for (const [what, part] of [
@@ -84,9 +82,43 @@ export function snapshotTarget(
   ] as const)
     if (!COMPONENT.test(part))
       throw new Error(`snapshot ${what} ${JSON.stringify(part)} cannot be a repository path component`);
+  return `${registry}/${SNAPSHOT_REPOSITORY}/${namespace}/${sandboxId}/${container}`;
+}
+
+/**
+ * snapshotTarget is the reference a pause pushes one container's snapshot to:
+ * `<registry>/agentbox-snapshots/<namespace>/<sandboxId>/<container>:g<generation>`, where the
+ * generation is the SandboxSnapshot's metadata.generation (one tag per pause).
+ */
+export function snapshotTarget(
+  registry: string,
+  namespace: string,
+  sandboxId: string,
+  container: string,
+  generation: number,
+): string {
+  const repository = snapshotRepository(registry, namespace, sandboxId, container);
   if (!Number.isSafeInteger(generation) || generation < 1)
     throw new Error(`snapshot generation ${generation} is not a positive integer`);
-  return `${registry}/${SNAPSHOT_REPOSITORY}/${namespace}/${sandboxId}/${container}:g${generation}`;
+  return `${repository}:g${generation}`;
+}
+
+/**
+ * parseSnapshotRepository splits `<registry>/agentbox-snapshots/<path>` (a repository, with no
+ * tag or digest) into its registry host and repository path; anything else, another repository
+ * included, is an error quoting it: what the snapshot agent may empty is exactly this.
+ */
+export function parseSnapshotRepository(name: string): { registry: string; repository: string } {
+  const bad = (why: string) => new Error(`${JSON.stringify(name)} is not a snapshot repository: ${why}`);
+  const slash = name.indexOf("/");
+  if (slash === -1) throw bad("no registry");
+  const registry = name.slice(0, slash);
+  const repository = name.slice(slash + 1);
+  if (!HOST.test(registry)) throw bad(`registry ${JSON.stringify(registry)}`);
+  const parts = repository.split("/");
+  if (parts[0] !== SNAPSHOT_REPOSITORY || parts.length < 2) throw bad(`not under ${SNAPSHOT_REPOSITORY}/`);
+  if (!parts.every((c) => COMPONENT.test(c))) throw bad("a path component is not valid");
+  return { registry, repository };
 }
 
 /**

@@ -101,6 +101,7 @@ function request(p: V1Pod, sandboxId: string, generation: number): CommitRequest
     },
     container,
     target: snapshotTarget(IMAGE_REGISTRY, ns, sandboxId, "main", generation),
+    created: "2026-12-02T10:00:00Z",
   };
 }
 

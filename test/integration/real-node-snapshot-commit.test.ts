@@ -24,6 +24,8 @@ let cleanup: () => Promise<void>;
 let registryUrl: string;
 let committer: ReturnType<typeof containerdCommitter>;
 let committerOn: (registryUrl: string) => ReturnType<typeof containerdCommitter>;
+/** CREATED dates the images, as a SandboxSnapshot's creationTimestamp does the agent's. */
+const CREATED = "2026-12-02T10:00:00Z";
 /** written is the writer pod's container, still running after the first case (the registry-down case commits it). */
 let written: { source: SnapshotSource; container: SnapshotContainer } | undefined;
 
@@ -57,7 +59,6 @@ beforeAll(async () => {
     containerdCommitter({
       diff,
       registry: new RegistryClient({ endpoints: { [IMAGE_REGISTRY]: url }, timeoutMs: 30_000 }),
-      now: () => new Date(),
     });
   committer = committerOn(registryUrl);
 });
@@ -136,10 +137,8 @@ describe("the containerd committer on the real node", () => {
 
     written = { source, container };
     const started = performance.now();
-    const result = await committer.commit(
-      { namespace: ns, sandboxId: "sb-commit", source, container, target },
-      AbortSignal.timeout(120_000),
-    );
+    const request = { namespace: ns, sandboxId: "sb-commit", source, container, target, created: CREATED };
+    const result = await committer.commit(request, AbortSignal.timeout(120_000));
     const ms = Math.round(performance.now() - started);
     console.log(`commit of a 1 MiB change: ${ms} ms, layer ${result.bytes} bytes, ${result.image}`);
 
@@ -160,6 +159,12 @@ describe("the containerd committer on the real node", () => {
       mediaType: "application/vnd.oci.image.layer.v1.tar",
       size: result.bytes,
     });
+
+    // A commit retried for the same generation (its agent died after the push) over the same
+    // files: containerd's diff is the same tar (mtimes from the files, whiteouts at the epoch, no
+    // compression) and the documents carry no clock, so it is the same manifest, not an orphan.
+    const retried = await committer.commit(request, AbortSignal.timeout(120_000));
+    expect(retried).toEqual(result);
 
     await runPod("reader", result.image, READ, "Never");
     await until("the reader done", 180_000, async () => {
@@ -193,6 +198,7 @@ describe("the containerd committer on the real node", () => {
         source: { ...source, pod: "reader", podUID: readerPod.metadata?.uid ?? "", containers: [again] },
         container: again,
         target: snapshotTarget(IMAGE_REGISTRY, ns, "sb-commit", "sandbox", 2),
+        created: CREATED,
       },
       AbortSignal.timeout(120_000),
     );
@@ -222,6 +228,7 @@ describe("the containerd committer on the real node", () => {
       source: { node: realNode().name, pod: "vanished", podUID: "u", containers: [container] },
       container,
       target: snapshotTarget(IMAGE_REGISTRY, ns, "sb-gone", "sandbox", 1),
+      created: CREATED,
     };
     const error = await committer.commit(req, AbortSignal.timeout(60_000)).then(
       () => undefined,
@@ -239,7 +246,7 @@ describe("the containerd committer on the real node", () => {
   it("fails with the registry's name and error when the registry is down, pushing nothing", async () => {
     if (!written) throw new Error("the first case did not leave a running container to commit");
     const target = snapshotTarget(IMAGE_REGISTRY, ns, "sb-down", "sandbox", 1);
-    const req = { namespace: ns, sandboxId: "sb-down", ...written, target };
+    const req = { namespace: ns, sandboxId: "sb-down", ...written, target, created: CREATED };
     // A port nothing listens on (fetch refuses a few low ports as unsafe before connecting).
     const [closed] = await freePorts(1);
     const error = await committerOn(`http://127.0.0.1:${closed}`)

@@ -66,7 +66,11 @@ describe("SnapshotStore", () => {
     const g2 = await store.save(root, `${REPO}:g2`);
     expect(g2.digest).not.toBe(g1.digest);
     await writeFile(join(root, "home/user/notes/a.txt"), "changed\n");
-    expect((await store.save(root, `${REPO}:g1`)).digest).not.toBe(g1.digest);
+    const changed = await store.save(root, `${REPO}:g1`);
+    expect(changed.digest).not.toBe(g1.digest);
+    // The tag moved: the save says which snapshot it named before (still held, by digest).
+    expect(changed.replaced).toBe(g1.digest);
+    expect(await store.has(`${REPO}@${g1.digest}`)).toBe(true);
     // Deleting g1 (by digest, as the agent deletes a stale image) leaves g2 whole.
     await store.remove(`${REPO}:g1@${g1.digest}`);
     expect(await store.has(`${REPO}@${g1.digest}`)).toBe(false);
@@ -84,6 +88,21 @@ describe("SnapshotStore", () => {
     const again = await store.save(await sample(), `${REPO}:g4`);
     await store.remove(`${REPO}:g4`);
     expect(await store.has(`${REPO}@${again.digest}`)).toBe(false);
+  });
+
+  it("removes every snapshot of a repository and its tags, and nothing of another", async () => {
+    const store = new SnapshotStore(await temp());
+    const root = await sample();
+    const g1 = await store.save(root, `${REPO}:g1`);
+    const g2 = await store.save(root, `${REPO}:g2`);
+    const other = await store.save(root, `${REPO}-other:g1`);
+    await store.removeRepository(REPO);
+    for (const image of [`${REPO}@${g1.digest}`, `${REPO}@${g2.digest}`, `${REPO}:g1`, `${REPO}:g2`])
+      expect(await store.has(image), image).toBe(false);
+    expect(await store.has(`${REPO}-other:g1@${other.digest}`)).toBe(true);
+    // A repository the store never held, or held and emptied, is not an error.
+    await store.removeRepository(REPO);
+    await expect(store.removeRepository(`${REPO}:g1`)).rejects.toThrow(/names a tag or digest/);
   });
 
   it("refuses a target that is not repository:tag, quoting it", async () => {
@@ -242,13 +261,17 @@ describe("standInCommitter over serveEnvd", () => {
     if (!envd.snapshots) throw new Error("no snapshots");
     const committer = standInCommitter(envd.snapshots);
     const base = `http://127.0.0.1:${envd.port}`;
-    const wrote = await fetch(`${base}/files?path=/home/user/x.txt`, {
-      method: "POST",
-      headers: { "content-type": "application/octet-stream" },
-      body: "twelve bytes",
-      signal: AbortSignal.timeout(5000),
-    });
-    expect(wrote.status).toBe(200);
+    /** write writes the sandbox's one file through envd's files API. */
+    const write = async (body: string) => {
+      const wrote = await fetch(`${base}/files?path=/home/user/x.txt`, {
+        method: "POST",
+        headers: { "content-type": "application/octet-stream" },
+        body,
+        signal: AbortSignal.timeout(5000),
+      });
+      expect(wrote.status).toBe(200);
+    };
+    await write("twelve bytes");
     const container = { name: "main", containerID: "containerd://a1", image: "base:1" };
     const source = {
       node: "kwok-node-0",
@@ -257,13 +280,34 @@ describe("standInCommitter over serveEnvd", () => {
       podIP: "127.0.0.1",
       containers: [container],
     };
-    const req = { namespace: "ns", sandboxId: "sbx1", source, container, target: `${REPO}:g1` };
+    const req = {
+      namespace: "ns",
+      sandboxId: "sbx1",
+      source,
+      container,
+      target: `${REPO}:g1`,
+      created: "2026-12-02T10:00:00Z",
+    };
     const signal = AbortSignal.timeout(5000);
     const done = await committer.commit(req, signal);
     expect(done.image).toMatch(new RegExp(`^${REPO}:g1@sha256:[0-9a-f]{64}$`));
     expect(done.bytes).toBe(12);
     await committer.remove(done.image, signal);
     await committer.remove(done.image, signal);
+    // Committed again over changed files, the tag moves, and the result names the image it replaced.
+    const before = await committer.commit({ ...req, target: `${REPO}:g3` }, signal);
+    expect(before.replaced).toBeUndefined();
+    await write("changed");
+    const after = await committer.commit({ ...req, target: `${REPO}:g3` }, signal);
+    expect(after.image).not.toBe(before.image);
+    expect(after.replaced).toBe(before.image);
+    // A repository is emptied (twice: gone is not an error); only a snapshot repository.
+    await committer.commit({ ...req, target: `${REPO}:g2` }, signal);
+    await committer.removeRepository(REPO, signal);
+    await committer.removeRepository(REPO, signal);
+    await expect(
+      committer.removeRepository("registry.agentbox.test/agentbox/sandbox-a", signal),
+    ).rejects.toThrow(/not a snapshot repository/);
     const { podIP: _, ...noIP } = source;
     await expect(committer.commit({ ...req, source: noIP }, signal)).rejects.toThrow(
       /pod ns\/p has no podIP/,

@@ -5,8 +5,13 @@ import {
   commitStillWanted,
   committedStatus,
   failedStatus,
+  imageCreated,
+  leftBehind,
+  mustEmptyRepositories,
+  snapshotRepositories,
   snapshotWork,
   staleKey,
+  unrecorded,
   withoutFinalizer,
   withoutStale,
 } from "../../lib/snapshots/agent-work.ts";
@@ -91,6 +96,131 @@ describe("snapshotWork", () => {
     // Without the finalizer the agent has nothing left to do for it (it may not commit either).
     const gone = snapshot(1, undefined, { deletionTimestamp: "2026-12-02T10:00:00Z", finalizers: ["other"] });
     expect(snapshotWork(gone)).toEqual({ kind: "none" });
+  });
+});
+
+describe("snapshotRepositories", () => {
+  const REGISTRY = "registry.agentbox.test";
+
+  it("names one repository per container the source names or the status records, sorted, once", () => {
+    const s = snapshot(3, {
+      phase: "Paused",
+      images: { sandbox: `${REPO}:g3@sha256:c`, side: `${REPO.replace(/sandbox$/, "side")}:g3@sha256:d` },
+      staleImages: { "old:g1": `${REPO.replace(/sandbox$/, "old")}:g1@sha256:a` },
+    });
+    expect(snapshotRepositories(s, REGISTRY)).toEqual([
+      "registry.agentbox.test/agentbox-snapshots/ns/sb1/old",
+      "registry.agentbox.test/agentbox-snapshots/ns/sb1/sandbox",
+      "registry.agentbox.test/agentbox-snapshots/ns/sb1/side",
+    ]);
+    // A snapshot that never committed (the agent died before its status write) still has its source's.
+    expect(snapshotRepositories(snapshot(1), REGISTRY)).toEqual([REPO]);
+  });
+
+  it("adds this sandbox's repositories under another registry name, never another sandbox's", () => {
+    const s = snapshot(2, {
+      phase: "Paused",
+      images: { sandbox: `127.0.0.1:5000/agentbox-snapshots/ns/sb1/sandbox:g2@sha256:${"b".repeat(64)}` },
+      staleImages: {
+        "sandbox:g1": "registry.agentbox.test/agentbox-snapshots/ns/other-sandbox/sandbox:g1@sha256:a",
+        "x:g1": "registry.agentbox.test/agentbox/sandbox-a:1",
+        "y:g1": "registry.agentbox.test/agentbox-snapshots/ns/sb1/y/deeper:g1",
+        "Bad Name:g1": "not a reference",
+      },
+    });
+    expect(snapshotRepositories(s, REGISTRY)).toEqual([
+      "127.0.0.1:5000/agentbox-snapshots/ns/sb1/sandbox",
+      "registry.agentbox.test/agentbox-snapshots/ns/sb1/sandbox",
+      "registry.agentbox.test/agentbox-snapshots/ns/sb1/x",
+      "registry.agentbox.test/agentbox-snapshots/ns/sb1/y",
+    ]);
+  });
+});
+
+describe("mustEmptyRepositories", () => {
+  it("holds every deleted snapshot to an emptied repository but a failed one that records no image", () => {
+    const images = { sandbox: `${REPO}:g1@sha256:a` };
+    // A commit possibly pushed and never recorded (its agent died), or images known to be there.
+    expect(mustEmptyRepositories(snapshot(1))).toBe(true);
+    expect(mustEmptyRepositories(snapshot(2, { phase: "Committing", observedGeneration: 1, images }))).toBe(
+      true,
+    );
+    for (const phase of ["Committed", "Paused", "Resuming", "Resumed"] as const)
+      expect(mustEmptyRepositories(snapshot(1, { phase, observedGeneration: 1, images })), phase).toBe(true);
+    expect(mustEmptyRepositories(snapshot(2, { phase: "Failed", observedGeneration: 2, images }))).toBe(true);
+    expect(
+      mustEmptyRepositories(
+        snapshot(3, { phase: "Failed", observedGeneration: 3, staleImages: { "sandbox:g1": "x" } }),
+      ),
+    ).toBe(true);
+    // Its failed commit removed what it pushed; a registry outage must not hold the object.
+    expect(
+      mustEmptyRepositories(snapshot(1, { phase: "Failed", observedGeneration: 1, message: "down" })),
+    ).toBe(false);
+  });
+});
+
+describe("imageCreated", () => {
+  it("is the object's creationTimestamp, whatever its generation or status", () => {
+    const s = snapshot(4, { phase: "Committing", observedGeneration: 3 });
+    const created = { ...s, metadata: { ...s.metadata, creationTimestamp: "2026-12-01T08:00:00Z" } };
+    expect(imageCreated(created)).toBe("2026-12-01T08:00:00Z");
+    expect(imageCreated({ ...created, status: { phase: "Paused" } })).toBe("2026-12-01T08:00:00Z");
+    expect(imageCreated(snapshot(1))).toBe("1970-01-01T00:00:00Z");
+  });
+});
+
+describe("unrecorded", () => {
+  it("keeps back the manifests the object records (by repository and digest), under any tag", () => {
+    const s = snapshot(2, {
+      phase: "Committed",
+      observedGeneration: 2,
+      images: { sandbox: `${REPO}:g2@sha256:${"b".repeat(64)}` },
+      staleImages: { "sandbox:g1": `${REPO}:g1@sha256:${"a".repeat(64)}` },
+    });
+    const pushed = {
+      sandbox: `${REPO}:g2@sha256:${"b".repeat(64)}`,
+      side: `${REPO}-side:g2@sha256:${"b".repeat(64)}`,
+      other: `${REPO}:g2@sha256:${"c".repeat(64)}`,
+      stale: `${REPO}@sha256:${"a".repeat(64)}`,
+    };
+    expect(unrecorded(s, pushed)).toEqual({ side: pushed.side, other: pushed.other });
+    expect(unrecorded(undefined, pushed)).toEqual(pushed);
+  });
+});
+
+describe("leftBehind", () => {
+  const h = (c: string) => `sha256:${c.repeat(64)}`;
+  const committed = {
+    sandbox: { image: `${REPO}:g2@${h("b")}`, bytes: 1, replaced: `${REPO}:g2@${h("a")}` },
+    side: { image: `${REPO}-side:g2@${h("c")}`, bytes: 1 },
+  };
+
+  it("is what a recorded commit re-tagged: an earlier attempt's manifests, never what it pushed", () => {
+    const written = snapshot(2, {
+      phase: "Committed",
+      observedGeneration: 2,
+      images: { sandbox: committed.sandbox.image, side: committed.side.image },
+    });
+    expect(leftBehind(written, committed, false)).toEqual({ "sandbox (replaced)": `${REPO}:g2@${h("a")}` });
+  });
+
+  it("is everything of a commit nobody records, less what the object does record", () => {
+    expect(leftBehind(undefined, committed, true)).toEqual({
+      sandbox: committed.sandbox.image,
+      "sandbox (replaced)": `${REPO}:g2@${h("a")}`,
+      side: committed.side.image,
+    });
+    // Another agent's commit of the same generation recorded the same manifest: it stays.
+    const other = snapshot(2, {
+      phase: "Committed",
+      observedGeneration: 2,
+      images: { side: committed.side.image },
+    });
+    expect(leftBehind(other, committed, true)).toEqual({
+      sandbox: committed.sandbox.image,
+      "sandbox (replaced)": `${REPO}:g2@${h("a")}`,
+    });
   });
 });
 

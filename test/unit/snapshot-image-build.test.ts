@@ -1,11 +1,12 @@
 import { createHash } from "node:crypto";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   DOCKER_MEDIA,
   OCI_MEDIA,
   parseManifest,
   pickPlatform,
   SNAPSHOT_CREATED_BY,
+  SNAPSHOT_TAG_ANNOTATION,
   snapshotDocuments,
 } from "../../lib/snapshots/image-build.ts";
 
@@ -14,7 +15,8 @@ import {
 
 const d = (c: string) => `sha256:${c.repeat(64)}`;
 const sha = (s: string) => `sha256:${createHash("sha256").update(s).digest("hex")}`;
-const NOW = new Date("2026-12-02T10:00:00.123Z");
+/** CREATED is the snapshot object's creationTimestamp, as the agent passes it. */
+const CREATED = "2026-12-02T10:00:00Z";
 const LAYER = { digest: d("9"), size: 1536, diffID: d("9") };
 
 const baseManifest = {
@@ -41,7 +43,8 @@ const build = (over: Partial<Parameters<typeof snapshotDocuments>[0]> = {}) =>
     baseName: `registry.agentbox.test/agentbox/sandbox-a@${d("f")}`,
     baseDigest: d("f"),
     layer: LAYER,
-    now: NOW,
+    created: CREATED,
+    tag: "g1",
     ...over,
   });
 
@@ -72,11 +75,31 @@ describe("snapshotDocuments", () => {
     expect(docs.manifest.digest).toBe(sha(docs.manifest.json));
   });
 
-  it("is deterministic, and `now` is the only clock", () => {
-    expect(build()).toEqual(build());
-    expect(build({ now: new Date("2026-12-03T00:00:00Z") }).manifest.digest).not.toBe(
-      build().manifest.digest,
-    );
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("gives the same bytes and digests for the same input, whatever the clock says (a retried commit)", () => {
+    vi.useFakeTimers();
+    vi.setSystemTime(new Date("2026-12-02T10:00:05Z"));
+    const first = build();
+    vi.setSystemTime(new Date("2031-01-01T00:00:00Z"));
+    const retried = build();
+    expect(retried).toEqual(first);
+    expect(retried.manifest.digest).toBe(first.manifest.digest);
+    expect(retried.config.descriptor.digest).toBe(first.config.descriptor.digest);
+    expect(JSON.parse(first.config.json).created).toBe(CREATED);
+  });
+
+  it("sets apart another time, another tag (generation) and another layer", () => {
+    const digest = build().manifest.digest;
+    expect(build({ created: "2026-12-03T00:00:00Z" }).manifest.digest).not.toBe(digest);
+    expect(build({ tag: "g2" }).manifest.digest).not.toBe(digest);
+    expect(JSON.parse(build({ tag: "g2" }).manifest.json).annotations[SNAPSHOT_TAG_ANNOTATION]).toBe("g2");
+    expect(build({ layer: { ...LAYER, digest: d("8"), diffID: d("8") } }).manifest.digest).not.toBe(digest);
+    // The same instant written another way is the same image.
+    expect(build({ created: "2026-12-02T10:00:00.000Z" }).manifest.digest).toBe(digest);
+    expect(() => build({ created: "yesterday" })).toThrow(/"yesterday" is not a time/);
   });
 
   it("records the pause in history, covering base layers the base history did not", () => {

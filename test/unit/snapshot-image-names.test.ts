@@ -3,7 +3,9 @@ import {
   formatImageReference,
   isSnapshotImage,
   parseImageReference,
+  parseSnapshotRepository,
   SNAPSHOT_REPOSITORY,
+  snapshotRepository,
   snapshotTarget,
 } from "../../lib/snapshots/image-names.ts";
 
@@ -30,6 +32,38 @@ describe("snapshotTarget", () => {
     expect(() => snapshotTarget("registry.agentbox.test", "ns", "id", "c", 0)).toThrow(/generation 0/);
     expect(() => snapshotTarget("registry.agentbox.test", "ns", "id", "c", 1.5)).toThrow(/generation/);
     expect(() => snapshotTarget("http://r", "ns", "id", "c", 1)).toThrow(/registry "http:\/\/r"/);
+  });
+});
+
+describe("snapshotRepository and parseSnapshotRepository", () => {
+  it("names the repository every pause of a sandbox container is a tag of", () => {
+    const repo = snapshotRepository("registry.agentbox.test", "team-a", "sb1x", "sandbox");
+    expect(repo).toBe("registry.agentbox.test/agentbox-snapshots/team-a/sb1x/sandbox");
+    expect(snapshotTarget("registry.agentbox.test", "team-a", "sb1x", "sandbox", 2)).toBe(`${repo}:g2`);
+    expect(() => snapshotRepository("registry.agentbox.test", "ns", "id", "C")).toThrow(/container "C"/);
+    expect(parseSnapshotRepository(repo)).toEqual({
+      registry: "registry.agentbox.test",
+      repository: "agentbox-snapshots/team-a/sb1x/sandbox",
+    });
+    expect(parseSnapshotRepository("127.0.0.1:5000/agentbox-snapshots/ns/id/c")).toEqual({
+      registry: "127.0.0.1:5000",
+      repository: "agentbox-snapshots/ns/id/c",
+    });
+  });
+
+  it("refuses anything an agent may not empty: other repositories, a tag or digest, look-alikes", () => {
+    for (const name of [
+      "registry.agentbox.test/agentbox/sandbox-a",
+      "registry.agentbox.test/agentbox-snapshots",
+      "registry.agentbox.test/agentbox-snapshots-x/ns/id/c",
+      "registry.agentbox.test/x/agentbox-snapshots/ns/id/c",
+      "registry.agentbox.test/agentbox-snapshots/ns/id/c:g1",
+      `registry.agentbox.test/agentbox-snapshots/ns/id/c@${DIGEST}`,
+      "registry.agentbox.test/agentbox-snapshots/ns/../c",
+      "agentbox-snapshots/ns/id/c",
+      "",
+    ])
+      expect(() => parseSnapshotRepository(name), name).toThrow(/is not a snapshot repository/);
   });
 });
 

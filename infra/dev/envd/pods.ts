@@ -190,6 +190,12 @@ export class Pods {
     await this.snapshots.remove(image);
   }
 
+  /** removeSnapshotRepository deletes every snapshot image of a repository from the store. */
+  async removeSnapshotRepository(repository: string): Promise<void> {
+    if (!this.snapshots) throw new Error("this envd stand-in keeps no snapshots");
+    await this.snapshots.removeRepository(repository);
+  }
+
   /** killAll kills every sandbox's processes at once (synchronous: usable on process exit). */
   killAll(): void {
     for (const e of this.byIp.values()) e.sandbox.processes.killAll();

@@ -76,11 +76,13 @@ export interface ServeOptions {
 
 /**
  * StandInSnapshots is the per-pod stand-in's side of snapshots (issue #39): commit a pod IP's
- * directory as an image, delete one (stand-in-committer.ts makes a Committer of it).
+ * directory as an image, delete one, or every one of a repository (stand-in-committer.ts makes
+ * a Committer of it).
  */
 export interface StandInSnapshots {
   commit(podIP: string, target: string, source: CommitSource): Promise<CommitOutcome>;
   remove(image: string): Promise<void>;
+  removeRepository(repository: string): Promise<void>;
 }
 
 /** RecordedRequest is one line of the request log: the pod address called and the request head. */
@@ -284,6 +286,7 @@ export async function serveEnvd(options: ServeOptions = {}): Promise<EnvdServer>
   const snapshots: StandInSnapshots | undefined = store && {
     commit: (podIP, target, source) => pods.commit(podIP, target, source),
     remove: (image) => pods.removeSnapshot(image),
+    removeRepository: (repository) => pods.removeSnapshotRepository(repository),
   };
   return {
     port: (server.address() as AddressInfo).port,

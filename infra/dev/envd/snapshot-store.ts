@@ -38,6 +38,8 @@ import { type ImageReference, parseImageReference } from "../../../lib/snapshots
 export interface SavedSnapshot {
   digest: string;
   bytes: number;
+  /** replaced: the digest the tag named before, when another (its tree stays; the caller removes it). */
+  replaced?: string;
 }
 
 /** repositoryOf is a parsed reference's full repository, with its registry host. */
@@ -79,8 +81,9 @@ export class SnapshotStore {
       // The same files again: the snapshot already there is this one.
       if (await exists(final)) await rm(staging, { recursive: true, force: true });
       else await rename(staging, final);
+      const before = await this.tagged(repoDir, ref.tag);
       await writeFile(join(repoDir, `tag-${ref.tag}`), saved.digest);
-      return saved;
+      return before && before !== saved.digest ? { ...saved, replaced: before } : saved;
     } catch (e) {
       await rm(staging, { recursive: true, force: true });
       throw e;
@@ -128,6 +131,17 @@ export class SnapshotStore {
     for (const name of names.filter((n) => n.startsWith("tag-")))
       if ((await this.tagged(repoDir, name.slice("tag-".length))) === digest)
         await rm(join(repoDir, name), { force: true });
+  }
+
+  /**
+   * removeRepository deletes every snapshot of a repository (`<registry>/<repository>`, no tag
+   * or digest) and its tags, recorded anywhere or not; one the store never held is not an error.
+   */
+  async removeRepository(repository: string): Promise<void> {
+    const ref = parseImageReference(repository);
+    if (ref.digest !== undefined || repository.slice(repository.lastIndexOf("/")).includes(":"))
+      throw new Error(`${JSON.stringify(repository)} is not a repository (it names a tag or digest)`);
+    await rm(this.repoDir(ref), { recursive: true, force: true });
   }
 
   /** treeOf is the directory of the snapshot ref names, when the store holds it. */

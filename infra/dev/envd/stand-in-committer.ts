@@ -8,6 +8,7 @@
  * gone"), since a commit of the next sandbox's files would leak them to this one's owner.
  */
 import type { CommitRequest, CommitResult, Committer } from "../../../functions/snapshots/committer.ts";
+import { parseSnapshotRepository } from "../../../lib/snapshots/image-names.ts";
 import type { StandInSnapshots } from "./serve.ts";
 
 /** standInCommitter is a Committer over the envd stand-in's snapshots. */
@@ -32,11 +33,21 @@ export function standInCommitter(snapshots: StandInSnapshots): Committer {
         await snapshots.remove(`${req.target}@${out.digest}`);
         signal.throwIfAborted();
       }
-      return { image: `${req.target}@${out.digest}`, bytes: out.bytes };
+      return {
+        image: `${req.target}@${out.digest}`,
+        bytes: out.bytes,
+        ...(out.replaced ? { replaced: `${req.target}@${out.replaced}` } : {}),
+      };
     },
     async remove(image: string, signal: AbortSignal): Promise<void> {
       signal.throwIfAborted();
       await snapshots.remove(image);
+    },
+    async removeRepository(repository: string, signal: AbortSignal): Promise<void> {
+      signal.throwIfAborted();
+      // The containerd backend's guard: nothing outside agentbox-snapshots/ is emptied.
+      parseSnapshotRepository(repository);
+      await snapshots.removeRepository(repository);
     },
   };
 }
