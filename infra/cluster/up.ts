@@ -13,7 +13,7 @@ import { createPki } from "./pki.ts";
 import { freePorts } from "./ports.ts";
 import { isOurs, type Started, startDetached, waitWhileRunning } from "./processes.ts";
 import { REAL_NODE_NAME } from "./real-node/real-node.ts";
-import { SNAPSHOT_AGENT_USER } from "./real-node/snapshot-agent.ts";
+import { SNAPSHOT_AGENT_GROUP, snapshotAgentUser } from "./real-node/snapshot-agent.ts";
 import { type PublishImages, startRealNode } from "./real-node/start-real-node.ts";
 import { LOCAL_SANDBOX_DOMAINS } from "./sandbox-domains.ts";
 import { type ClusterState, clusterDir, readState, writeState } from "./state.ts";
@@ -111,11 +111,12 @@ async function startOnce(
   writeFileSync(callbackTokenFile, callbackToken, { mode: 0o600 });
   // The real node's kubelet is `system:node:<name>` in `system:nodes`, which the Node authorizer serves.
   const nodeToken = randomBytes(24).toString("hex");
-  // The real node's snapshot agent: no group, only its own ClusterRole (real-node/snapshot-agent.ts).
+  // The real node's snapshot agent: its node in its name, its group bound only to the agent's
+  // ClusterRole and held to that node by the agent's admission policy (real-node/snapshot-agent.ts).
   const agentToken = randomBytes(24).toString("hex");
   writeFileSync(
     join(dir, "tokens.csv"),
-    `${adminToken},admin,admin-uid,"system:masters"\n${nodeToken},system:node:${REAL_NODE_NAME},${REAL_NODE_NAME}-uid,"system:nodes"\n${agentToken},${SNAPSHOT_AGENT_USER},snapshot-agent-uid\n`,
+    `${adminToken},admin,admin-uid,"system:masters"\n${nodeToken},system:node:${REAL_NODE_NAME},${REAL_NODE_NAME}-uid,"system:nodes"\n${agentToken},${snapshotAgentUser(REAL_NODE_NAME)},snapshot-agent-uid,"${SNAPSHOT_AGENT_GROUP}"\n`,
     { mode: 0o600 },
   );
   const server = `https://127.0.0.1:${ports.apiserver}`;

@@ -1,6 +1,11 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import type { V1ClusterRole, V1DaemonSet } from "@kubernetes/client-node";
+import type {
+  V1ClusterRole,
+  V1DaemonSet,
+  V1ValidatingAdmissionPolicy,
+  V1ValidatingAdmissionPolicyBinding,
+} from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
 import { parseAgentFlags } from "../../hosts/snapshot-agent/flags.ts";
@@ -10,7 +15,8 @@ import { kustomizationOf, kustomize, type Manifest } from "./support/kustomize.t
 
 // infra/deploy/components/snapshots, the snapshot agent's DaemonSet (ADR 0045): it builds with the
 // base as kustomize builds it, the real apiserver accepts every object of it (server-side apply,
-// dryRun=All), and it grants and mounts only what the agent needs.
+// dryRun=All), and it grants and mounts only what the agent needs, held to its own node by an
+// admission policy (what that policy lets through: snapshot-agent-policy.test.ts).
 
 const COMPONENT = join(DEPLOY, "components/snapshots");
 const build = () => kustomize(join(DEPLOY, "overlays/snapshots"));
@@ -22,6 +28,8 @@ const PATHS: Record<string, string> = {
   ClusterRole: "/apis/rbac.authorization.k8s.io/v1/clusterroles",
   ClusterRoleBinding: "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
   DaemonSet: "/apis/apps/v1/namespaces/agentbox-system/daemonsets",
+  ValidatingAdmissionPolicy: "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+  ValidatingAdmissionPolicyBinding: "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
 };
 
 /** added are the objects the component adds to the base. */
@@ -38,6 +46,8 @@ describe("infra/deploy/components/snapshots", () => {
       "ServiceAccount/agentbox-snapshot-agent",
       "ClusterRole/agentbox-snapshot-agent",
       "ClusterRoleBinding/agentbox-snapshot-agent",
+      "ValidatingAdmissionPolicy/agentbox-snapshot-agent-node",
+      "ValidatingAdmissionPolicyBinding/agentbox-snapshot-agent-node",
       "ConfigMap/agentbox-snapshot-agent",
       "DaemonSet/agentbox-snapshot-agent",
     ]);
@@ -68,6 +78,47 @@ describe("infra/deploy/components/snapshots", () => {
         "agents.navix.sh:sandboxsnapshots/status:get,update",
       ],
     );
+  });
+
+  it("holds every agent to its own node's snapshots: the ServiceAccount the DaemonSet runs as, Fail, Deny", () => {
+    const objects = build();
+    const policy = one<V1ValidatingAdmissionPolicy>(
+      objects,
+      "ValidatingAdmissionPolicy",
+      "agentbox-snapshot-agent-node",
+    );
+    const binding = one<V1ValidatingAdmissionPolicyBinding>(
+      objects,
+      "ValidatingAdmissionPolicyBinding",
+      "agentbox-snapshot-agent-node",
+    );
+    expect(binding.spec).toEqual({ policyName: "agentbox-snapshot-agent-node", validationActions: ["Deny"] });
+    expect(policy.spec?.failurePolicy).toBe("Fail");
+    expect(policy.spec?.matchConstraints?.resourceRules).toEqual([
+      {
+        apiGroups: ["agents.navix.sh"],
+        apiVersions: ["*"],
+        operations: ["UPDATE"],
+        resources: ["sandboxsnapshots", "sandboxsnapshots/status"],
+      },
+    ]);
+    // The agent it matches is the one the DaemonSet runs as, wherever an overlay puts it, and
+    // every grant of the agent's ClusterRole is to that ServiceAccount.
+    const ds = one<V1DaemonSet>(objects, "DaemonSet", "agentbox-snapshot-agent");
+    const sa = `system:serviceaccount:${ds.metadata?.namespace}:${ds.spec?.template.spec?.serviceAccountName}`;
+    const matches = new RegExp(
+      /matches\('([^']+)'\)/.exec(policy.spec?.matchConditions?.[0]?.expression ?? "")?.[1] ?? "^$",
+    );
+    expect(matches.test(sa)).toBe(true);
+    expect(matches.test("system:serviceaccount:agentbox-system:agentbox-functions")).toBe(false);
+    const bindings = objects.filter(
+      (o) =>
+        o.kind === "ClusterRoleBinding" &&
+        (o as { roleRef?: { name?: string } }).roleRef?.name === "agentbox-snapshot-agent",
+    ) as { subjects?: { kind: string; name: string; namespace?: string }[] }[];
+    expect(bindings.flatMap((b) => b.subjects ?? [])).toEqual([
+      { kind: "ServiceAccount", name: "agentbox-snapshot-agent", namespace: "agentbox-system" },
+    ]);
   });
 
   it("runs on its own node's snapshots with containerd's socket alone, root with no capability", () => {

@@ -3,13 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CommitRequest, CommitResult, Committer } from "../../functions/snapshots/committer.ts";
 import { type SnapshotAgent, startSnapshotAgent } from "../../functions/snapshots/snapshot-agent.ts";
 import { nodeKubeTransport, nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
-import type { SandboxSnapshot, SandboxSnapshotStatus } from "../../lib/crd/sandbox-snapshot.ts";
-import { SNAPSHOT_FINALIZER } from "../../lib/crd/sandbox-snapshot.ts";
+import type { SandboxSnapshotStatus } from "../../lib/crd/sandbox-snapshot.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
 import type { Log } from "../../lib/util/log.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
-import { AGENT_TEST_NODES } from "./support/snapshot-agent-nodes.ts";
+import { AGENT_TEST_NODES, agentTestSnapshot } from "./support/snapshot-agent-nodes.ts";
 
 // The node's snapshot agent (functions/snapshots/snapshot-agent.ts) against the real apiserver:
 // it watches its node's SandboxSnapshots (a CRD selectable field), commits through a Committer
@@ -32,6 +31,7 @@ let agent: SnapshotAgent | undefined;
 class RecordingCommitter implements Committer {
   readonly commits: CommitRequest[] = [];
   readonly removed: string[] = [];
+  readonly emptied: string[] = [];
   /** failing: sandbox ids whose commit fails. */
   readonly failing = new Set<string>();
   /** held: sandbox ids whose commit waits until released. */
@@ -52,6 +52,10 @@ class RecordingCommitter implements Committer {
 
   async remove(image: string): Promise<void> {
     this.removed.push(image);
+  }
+
+  async removeRepository(repository: string): Promise<void> {
+    this.emptied.push(repository);
   }
 
   /** hold makes the next commit of id wait; it answers when that commit started and its release. */
@@ -97,23 +101,7 @@ const newId = () => `sb${randomBytes(5).toString("hex")}`;
 
 /** create writes a snapshot as a pause does: no status (Committing), its node's source. */
 function create(id: string, opts: { node?: string; finalizer?: boolean; containerID?: string } = {}) {
-  const body: SandboxSnapshot = {
-    apiVersion: "agents.navix.sh/v1alpha1",
-    kind: "SandboxSnapshot",
-    metadata: { name: id, ...(opts.finalizer ? { finalizers: [SNAPSHOT_FINALIZER] } : {}) },
-    spec: {
-      sandboxId: id,
-      pool: "pool-a",
-      source: {
-        node: opts.node ?? NODE,
-        pod: `pool-a-${id}`,
-        podUID: randomBytes(8).toString("hex"),
-        containers: [{ name: "sandbox", containerID: opts.containerID ?? "containerd://c1", image: "img:1" }],
-      },
-      claim: { containerImages: { sandbox: "img:1" }, team: "team-a" },
-    },
-  };
-  return client.createSnapshot(ns, body);
+  return client.createSnapshot(ns, agentTestSnapshot(id, opts.node ?? NODE, opts));
 }
 
 const get = (id: string) => client.getSnapshot(ns, id);
@@ -150,6 +138,8 @@ describe("snapshot agent", () => {
     const target = `${REGISTRY}/agentbox-snapshots/${ns}/${id}/sandbox:g1`;
     expect(committer.commitsOf(id).map((c) => c.target)).toEqual([target]);
     expect(committer.commitsOf(id)[0]?.container.containerID).toBe("containerd://c1");
+    // Dated by the object, never the clock: a retried commit of this generation is the same image.
+    expect(committer.commitsOf(id)[0]?.created).toBe(s.metadata?.creationTimestamp);
     expect(s.status?.images?.sandbox).toMatch(
       new RegExp(`^${target.replace(/[.]/g, "\\.")}@sha256:[0-9a-f]{64}$`),
     );
@@ -209,7 +199,7 @@ describe("snapshot agent", () => {
     expect(committer.commitsOf(id)).toHaveLength(1);
   });
 
-  it("deletes a deleted snapshot's images, then lets it go (its finalizer)", async () => {
+  it("deletes a deleted snapshot's images and empties its repositories, then lets it go (its finalizer)", async () => {
     const id = newId();
     await create(id, { finalizer: true });
     const s = await answered(id, "Committed", 1);
@@ -217,6 +207,9 @@ describe("snapshot agent", () => {
     await client.deleteSnapshot(ns, id);
     await until("the snapshot gone", 20_000, async () => (await orMissing(get(id))) === undefined);
     expect(committer.removed).toContain(image);
+    expect(committer.emptied.filter((r) => r.includes(`/${id}/`))).toEqual([
+      `${REGISTRY}/agentbox-snapshots/${ns}/${id}/sandbox`,
+    ]);
   });
 
   it("never touches a snapshot of another node", async () => {
