@@ -13,7 +13,7 @@ import {
   notFound,
   unavailable,
 } from "../lib/claims/errors.ts";
-import { isShownPaused, pausedView, ResumeRequest } from "../lib/claims/paused-view.ts";
+import { isShownPaused, PauseRequest, pausedView, ResumeRequest } from "../lib/claims/paused-view.ts";
 import { matchesMetadata, type SandboxView } from "../lib/claims/sandbox-view.ts";
 import { parseWith } from "../lib/crd/parse-with.ts";
 import { type NativeEnv, send } from "./native.ts";
@@ -58,11 +58,22 @@ export async function listPausedViews(
   return views.slice(0, q.limit);
 }
 
+/** optionalJson reads a body that may be empty (undefined) or JSON; ok false when it is neither. */
+async function optionalJson(req: Request): Promise<{ ok: true; value: unknown } | { ok: false }> {
+  const text = await req.text();
+  try {
+    return { ok: true, value: text.trim() === "" ? undefined : JSON.parse(text) };
+  } catch {
+    return { ok: false };
+  }
+}
+
 /**
  * sandboxPauseRoutes serve the native `POST /v1/sandboxes/{id}/pause` and `.../resume`. A pause
  * commits the sandbox's files and gives its pod back to the pool: 200 with the paused view
  * (phase "paused"), 409 when it is paused already or not running yet, 500 naming why a commit
- * failed (the sandbox runs on, nothing lost), 504 when it did not finish in time. A resume
+ * failed (the sandbox runs on, nothing lost), 504 when it did not finish within the body's
+ * `waitTimeout` (the pause abandoned, the sandbox runs on). A resume
  * (body optional: `timeout`, the lifetime from now; `waitTimeout`) claims an idle pod of its
  * pool to the snapshot and waits for it to run: 200 with the sandbox as its GET shows it, 409
  * when it runs or is being paused, 503 when its pool has no idle pod (retry), 500 when it did
@@ -74,7 +85,13 @@ export function sandboxPauseRoutes(deps: HostDeps, domain: string | undefined): 
 
   app.post("/sandboxes/:id/pause", async (c) => {
     const id = c.req.param("id");
-    const outcome = await pauseSandbox(deps, c.get("tenant"), id);
+    const body = await optionalJson(c.req.raw);
+    if (!body.ok) return send(c, badRequest("the body is not valid JSON"));
+    const req = parseWith(PauseRequest, body.value);
+    if (!req.ok) return send(c, badRequest("invalid pause request", req.issues));
+    const outcome = await pauseSandbox(deps, c.get("tenant"), id, {
+      ...(req.value.waitTimeout ? { waitMs: req.value.waitTimeout * 1000 } : {}),
+    });
     if (outcome.ok) return c.json(pausedView(outcome.snapshot, deps.now()));
     const errors: Record<typeof outcome.reason, ApiError | ReturnType<typeof failedWith>> = {
       "not-found": unknown(id),
@@ -89,14 +106,9 @@ export function sandboxPauseRoutes(deps: HostDeps, domain: string | undefined): 
 
   app.post("/sandboxes/:id/resume", async (c) => {
     const id = c.req.param("id");
-    const text = await c.req.text();
-    let body: unknown;
-    try {
-      body = text.trim() === "" ? undefined : JSON.parse(text);
-    } catch {
-      return send(c, badRequest("the body is not valid JSON"));
-    }
-    const req = parseWith(ResumeRequest, body);
+    const body = await optionalJson(c.req.raw);
+    if (!body.ok) return send(c, badRequest("the body is not valid JSON"));
+    const req = parseWith(ResumeRequest, body.value);
     if (!req.ok) return send(c, badRequest("invalid resume request", req.issues));
     const outcome = await resumeSandbox(deps, c.get("tenant"), id, {
       ...(req.value.timeout ? { timeoutSeconds: req.value.timeout } : {}),

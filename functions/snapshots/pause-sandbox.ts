@@ -2,7 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import type { Tenant } from "../../lib/claims/api-keys.ts";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
 import { isAlreadyExists, isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
-import { pausePlan } from "../../lib/snapshots/pause-plan.ts";
+import { COMMIT_WAIT_MS, pausePlan } from "../../lib/snapshots/pause-plan.ts";
 import {
   isCommitted,
   isFailed,
@@ -28,9 +28,6 @@ export type PauseOutcome =
       message: string;
     };
 
-/** PAUSE_WAIT_MS bounds how long a pause call waits for its node's agent to commit. */
-const PAUSE_WAIT_MS = 120_000;
-
 /**
  * pauseSandbox pauses the tenant's running sandbox (ADR 0045): it records the sandbox in its
  * SandboxSnapshot (phase Committing: created, or replaced by a new generation for a sandbox that
@@ -48,7 +45,7 @@ export async function pauseSandbox(
 ): Promise<PauseOutcome> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const pod = await findSandbox(deps, tenant, id, attempt > 0);
-    const begun = pod ? await beginPause(deps, pod) : undefined;
+    const begun = pod ? await beginPause(deps, pod, opts.waitMs) : undefined;
     if (begun === "conflict") continue;
     if (!pod || !begun?.ok) {
       // No pod, or one that is not running: a paused sandbox's pod may still be on its way back
@@ -66,7 +63,7 @@ export async function pauseSandbox(
       return { ok: false, reason: "not-found", message: `no sandbox ${id}` };
     }
     const namespace = pod.metadata?.namespace ?? "";
-    return await awaitCommit(deps, namespace, id, opts.waitMs ?? PAUSE_WAIT_MS);
+    return await awaitCommit(deps, namespace, id);
   }
   return { ok: false, reason: "timeout", message: `sandbox ${id} kept changing while it was being paused` };
 }
@@ -80,12 +77,13 @@ export async function pauseSandbox(
 export async function beginPause(
   deps: HostDeps,
   pod: V1Pod,
+  commitWaitMs?: number,
 ): Promise<{ ok: true } | Extract<PauseOutcome, { ok: false }> | "conflict"> {
-  const plan = pausePlan(pod, deps.now(), deps.snapshotRetentionSeconds);
+  const plan = pausePlan(pod, deps.now(), deps.snapshotRetentionSeconds, commitWaitMs);
   if (!plan.ok) return { ok: false, reason: "not-running", message: plan.message };
   const namespace = pod.metadata?.namespace ?? "";
   const existing = await orMissing(deps.kube.getSnapshot(namespace, plan.sandboxId));
-  const start = pauseStart(existing, plan);
+  const start = pauseStart(existing, plan, deps.now());
   if (start.kind === "refuse") return { ok: false, reason: start.reason, message: start.message };
   try {
     if (start.kind === "create") await deps.kube.createSnapshot(namespace, snapshotObject(namespace, plan));
@@ -104,26 +102,33 @@ export async function beginPause(
   return { ok: true };
 }
 
-/** awaitCommit waits for the agent's commit and finishes the pause, or says why it did not. */
-async function awaitCommit(
-  deps: HostDeps,
-  namespace: string,
-  id: string,
-  waitMs: number,
-): Promise<PauseOutcome> {
+/**
+ * awaitCommit waits for the agent's commit until the pause's deadline (spec.source.commitUntil,
+ * the pause that joined another keeps that one's) and finishes the pause, or says why it did not:
+ * a commit that failed, or that did not come by the deadline, is undone now (the sweep's own rule,
+ * abandonPause), so the caller's answer is final: the sandbox keeps running.
+ */
+async function awaitCommit(deps: HostDeps, namespace: string, id: string): Promise<PauseOutcome> {
+  const first = await orMissing(deps.kube.getSnapshot(namespace, id));
+  const until = Date.parse(String(first?.spec.source.commitUntil ?? ""));
+  const waitMs = Number.isFinite(until) ? until - deps.now().getTime() + 500 : COMMIT_WAIT_MS;
   const waited = await waitForSnapshot(
     deps,
     namespace,
     id,
     (s) => !s || isCommitted(s) || isFailed(s) || phaseOf(s) === SNAPSHOT_PHASE.PAUSED,
-    waitMs,
+    Math.max(1000, waitMs),
   );
-  if (waited === "timeout")
-    return {
-      ok: false,
-      reason: "timeout",
-      message: `the snapshot agent did not commit sandbox ${id} within ${Math.round(waitMs / 1000)} s (is it running on the sandbox's node?); the pause may still complete`,
-    };
+  if (waited === "timeout") {
+    const s = await orMissing(deps.kube.getSnapshot(namespace, id));
+    if (s && !isCommitted(s) && !isFailed(s) && (await abandon(deps, s)))
+      return {
+        ok: false,
+        reason: "timeout",
+        message: `the snapshot agent did not commit sandbox ${id} by the pause's deadline (is it running on the sandbox's node?); the pause was abandoned and the sandbox keeps running`,
+      };
+    return awaitCommit(deps, namespace, id);
+  }
   const s = waited.snapshot;
   if (!s) return { ok: false, reason: "not-found", message: `sandbox ${id} ended while it was being paused` };
   if (isFailed(s)) {
@@ -134,7 +139,7 @@ async function awaitCommit(
       "PauseFailed",
       `the pause failed; the sandbox keeps running: ${s.status?.message ?? ""}`,
     );
-    await abandonFailed(deps, s);
+    await abandon(deps, s);
     return {
       ok: false,
       reason: "failed",
@@ -148,16 +153,26 @@ async function awaitCommit(
 }
 
 /**
- * abandonFailed undoes a failed pause's record: a sandbox never resumed had no snapshot before, so
- * the object goes; a resumed one's snapshot goes back to Resumed (its images are what it runs).
+ * abandon undoes a pause that failed or ran past its deadline by the sweep's own rule
+ * (snapshotSweep on a fresh read of the pod), made now rather than at the next tick; true when
+ * the pause is undone or already gone, false when the snapshot moved on meanwhile (committed: the
+ * caller looks again).
  */
-async function abandonFailed(deps: HostDeps, s: SandboxSnapshot): Promise<void> {
-  // The sweep's own rule for a failed pause (snapshotSweep), made now rather than at the next tick.
-  await applySweep(deps, s, snapshotSweep(s, [], undefined, deps.now())).catch((e: unknown) => {
-    if (isConflict(e) || isNotFound(e)) return;
-    deps.log.warn(
-      { sandboxId: s.spec.sandboxId, err: String(e) },
-      "a failed pause's snapshot was not cleared",
-    );
-  });
+async function abandon(deps: HostDeps, s: SandboxSnapshot): Promise<boolean> {
+  const ns = s.metadata?.namespace ?? "";
+  const pod = await orMissing(deps.kube.getPod(ns, s.spec.source.pod));
+  const decision = snapshotSweep(s, [], pod, deps.now());
+  if (decision.kind !== "delete" && decision.kind !== "back-to-resumed") return false;
+  return applySweep(deps, s, decision).then(
+    () => true,
+    async (e: unknown) => {
+      if (isNotFound(e)) return true;
+      if (isConflict(e)) return false;
+      deps.log.warn(
+        { sandboxId: s.spec.sandboxId, err: String(e) },
+        "an abandoned pause was left to the sweep",
+      );
+      return true;
+    },
+  );
 }

@@ -19,8 +19,8 @@ import type { HostDeps } from "../host-deps.ts";
 import { releaseSandbox } from "../release-sandbox.ts";
 import { completePause } from "./complete-pause.ts";
 import { findSnapshot } from "./find-paused.ts";
+import { markResumed } from "./mark-resumed.ts";
 import { resumeClaimer } from "./resume-claim.ts";
-import { snapshotEvent } from "./snapshot-events.ts";
 import { waitForSnapshot } from "./wait-snapshot.ts";
 
 /** ResumeOutcome is a resume's answer: the sandbox (running, or starting when not waited for), or why not. */
@@ -58,6 +58,9 @@ export async function resumeSandbox(
   id: string,
   opts: { timeoutSeconds?: number; waitSeconds?: number } = {},
 ): Promise<ResumeOutcome> {
+  // The wait for Running counts from the call's start: a claim that waited for an idle pod leaves
+  // less of it, so the call's whole time stays within waitSeconds (E2B: the SDK's request timeout).
+  const waitUntil = opts.waitSeconds ? deps.now().getTime() + opts.waitSeconds * 1000 : undefined;
   for (let attempt = 0; attempt < 5; attempt++) {
     const s = await findSnapshot(deps, tenant, id);
     if (!s) {
@@ -83,10 +86,10 @@ export async function resumeSandbox(
       continue;
     }
     if (start.kind === "refuse") return { ok: false, reason: start.reason, message: start.message };
-    if (start.kind === "running") return runningOne(deps, tenant, id, opts.waitSeconds);
+    if (start.kind === "running") return runningOne(deps, tenant, id, waitUntil);
     if (start.kind === "adopt") {
       if (await markResumed(deps, s, s.status?.resume?.attempt ?? "", start.pod))
-        return runningOne(deps, tenant, id, opts.waitSeconds);
+        return runningOne(deps, tenant, id, waitUntil);
       continue;
     }
     if (start.kind === "wait") {
@@ -99,7 +102,7 @@ export async function resumeSandbox(
         Math.max(1000, until + 1000),
       );
       if (waited !== "timeout" && waited.snapshot && phaseOf(waited.snapshot) === SNAPSHOT_PHASE.RESUMED)
-        return runningOne(deps, tenant, id, opts.waitSeconds);
+        return runningOne(deps, tenant, id, waitUntil);
       continue;
     }
     const attemptId = crypto.randomUUID();
@@ -120,7 +123,7 @@ export async function resumeSandbox(
       if (isConflict(e) || isNotFound(e)) continue;
       throw e;
     }
-    return await claimForResume(deps, resuming, attemptId, opts);
+    return await claimForResume(deps, resuming, attemptId, { ...opts, waitUntil });
   }
   return { ok: false, reason: "conflict", message: `sandbox ${id} kept changing while it was being resumed` };
 }
@@ -130,30 +133,30 @@ async function runningOne(
   deps: HostDeps,
   tenant: Tenant,
   id: string,
-  waitSeconds: number | undefined,
+  waitUntil: number | undefined,
 ): Promise<ResumeOutcome> {
   const pod = await findSandbox(deps, tenant, id, true);
   if (!pod) return { ok: false, reason: "not-found", message: `no sandbox ${id}` };
-  return answer(deps, pod, waitSeconds, false);
+  return answer(deps, pod, waitUntil, false);
 }
 
-/** answer waits for Running when asked, and gives the sandbox's view. */
+/** answer waits for Running until waitUntil (at least a second) when asked, and gives the sandbox's view. */
 async function answer(
   deps: HostDeps,
   claimed: V1Pod,
-  waitSeconds: number | undefined,
+  waitUntil: number | undefined,
   resumed: boolean,
   pool?: SandboxPool,
 ): Promise<ResumeOutcome> {
   let pod = claimed;
-  if (waitSeconds && waitSeconds > 0) {
+  if (waitUntil !== undefined) {
     const p =
       pool ??
       (await deps.kube.getPool(
         pod.metadata?.namespace ?? "",
         pod.metadata?.labels?.[SANDBOX_POOL_LABEL] ?? "",
       ));
-    const waited = await waitForRunning(deps, pod, p, waitSeconds * 1000);
+    const waited = await waitForRunning(deps, pod, p, Math.max(1000, waitUntil - deps.now().getTime()));
     if (!waited.ok)
       return {
         ok: false,
@@ -173,7 +176,7 @@ async function claimForResume(
   deps: HostDeps,
   s: SandboxSnapshot,
   attemptId: string,
-  opts: { timeoutSeconds?: number; waitSeconds?: number },
+  opts: { timeoutSeconds?: number; waitSeconds?: number; waitUntil?: number },
 ): Promise<ResumeOutcome> {
   const namespace = s.metadata?.namespace ?? "";
   const id = s.spec.sandboxId;
@@ -251,51 +254,5 @@ async function claimForResume(
       message: `sandbox ${id} changed while it was being resumed (killed?)`,
     };
   }
-  return answer(deps, pod, opts.waitSeconds, true, pool);
-}
-
-/**
- * markResumed writes Resuming → Resumed for this resume's attempt. A conflict that leaves the
- * snapshot still Resuming for this attempt (the snapshot agent cleared an earlier pause's images
- * meanwhile) is written again on the fresh object; false when the snapshot is gone or no longer
- * this attempt's.
- */
-async function markResumed(
-  deps: HostDeps,
-  first: SandboxSnapshot,
-  attemptId: string,
-  pod: string,
-): Promise<boolean> {
-  const namespace = first.metadata?.namespace ?? "";
-  const name = first.metadata?.name ?? "";
-  let s: SandboxSnapshot | undefined = first;
-  for (let attempt = 0; attempt < 5 && s; attempt++) {
-    // A snapshot being deleted (the sandbox was killed) is no resume's any more.
-    if (s.metadata?.deletionTimestamp) return false;
-    if (phaseOf(s) !== SNAPSHOT_PHASE.RESUMING || s.status?.resume?.attempt !== attemptId) return false;
-    try {
-      await deps.kube.replaceSnapshotStatus(namespace, {
-        ...s,
-        status: {
-          ...s.status,
-          phase: SNAPSHOT_PHASE.RESUMED,
-          resumedAt: rfc3339(deps.now()),
-          resumes: (s.status?.resumes ?? 0) + 1,
-          resume: { attempt: attemptId, until: s.status?.resume?.until ?? rfc3339(deps.now()), pod },
-        },
-      });
-      await snapshotEvent(
-        deps,
-        s,
-        "Normal",
-        "Resumed",
-        `resumed on pod ${pod} (resume ${(s.status?.resumes ?? 0) + 1})`,
-      );
-      return true;
-    } catch (e) {
-      if (!isConflict(e) && !isNotFound(e)) throw e;
-      s = await orMissing(deps.kube.getSnapshot(namespace, name));
-    }
-  }
-  return false;
+  return answer(deps, pod, opts.waitUntil, true, pool);
 }

@@ -8,9 +8,9 @@ import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snap
 import { isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
 import { pausedRecord } from "../../lib/snapshots/paused-record.ts";
 import { type SnapshotSweep, snapshotSweep } from "../../lib/snapshots/snapshot-sweep.ts";
-import { rfc3339 } from "../../lib/util/time.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { completePause } from "./complete-pause.ts";
+import { markResumed } from "./mark-resumed.ts";
 import { snapshotEvent } from "./snapshot-events.ts";
 
 /** SnapshotSweepReport counts the snapshots listed and the ones written to. */
@@ -72,31 +72,15 @@ export async function applySweep(deps: HostDeps, s: SandboxSnapshot, d: Snapshot
     case "complete-pause":
       return (await completePause(deps, s)).result !== "pending";
     case "resumed":
-      await deps.kube.replaceSnapshotStatus(ns, {
-        ...s,
-        status: {
-          ...status,
-          phase: SNAPSHOT_PHASE.RESUMED,
-          resumedAt: rfc3339(deps.now()),
-          resumes: (status.resumes ?? 0) + 1,
-          resume: {
-            attempt: status.resume?.attempt ?? "",
-            until: status.resume?.until ?? rfc3339(deps.now()),
-            pod: d.pod,
-          },
-        },
-      });
-      return true;
+      return markResumed(deps, s, status.resume?.attempt ?? "", d.pod);
     case "back-to-paused": {
       const { resume: _dropped, ...rest } = status;
       await deps.kube.replaceSnapshotStatus(ns, { ...s, status: { ...rest, phase: SNAPSHOT_PHASE.PAUSED } });
       return true;
     }
     case "back-to-resumed":
-      await deps.kube.replaceSnapshotStatus(ns, {
-        ...s,
-        status: { ...status, phase: SNAPSHOT_PHASE.RESUMED },
-      });
+      await deps.kube.replaceSnapshotStatus(ns, { ...s, status: d.status });
+      deps.log.info({ sandboxId: s.spec.sandboxId }, "pause abandoned: the sandbox keeps running");
       return true;
     case "delete":
       // Deleted at the version decided on first: a record only for a sandbox that surely ended.

@@ -112,3 +112,27 @@ export const ResumeRequest = v.optional(
   { waitTimeout: RESUME_WAIT_SECONDS },
 );
 export type ResumeRequest = v.InferOutput<typeof ResumeRequest>;
+
+/**
+ * PauseRequest is the native `POST /v1/sandboxes/{id}/pause` body, optional: `waitTimeout`, how
+ * long the call waits for the node's agent to commit (default 120 s). A commit not done by then
+ * is abandoned, not completed later: the answer is final and the sandbox keeps running.
+ */
+export const PauseRequest = v.optional(
+  v.strictObject(
+    {
+      waitTimeout: v.optional(
+        v.pipe(
+          v.number("must be a number of seconds"),
+          v.integer("must be a whole number of seconds"),
+          v.minValue(1, "must be at least 1"),
+          v.maxValue(600, "must be at most 600"),
+          v.description("seconds to wait for the commit (default 120); past them the pause is abandoned"),
+        ),
+      ),
+    },
+    "must be a JSON object with at most a waitTimeout",
+  ),
+  {},
+);
+export type PauseRequest = v.InferOutput<typeof PauseRequest>;

@@ -10,7 +10,8 @@ import { KIND } from "./keys.ts";
 
 /**
  * SNAPSHOT_FINALIZER keeps a SandboxSnapshot until the snapshot agent has deleted its images from
- * the registry (status.images and status.staleImages).
+ * the registry (status.images, status.staleImages, and every other tagged manifest of its
+ * repositories: one pushed but never recorded too).
  */
 export const SNAPSHOT_FINALIZER = "agentbox.navix.sh/snapshot-images";
 
@@ -56,6 +57,14 @@ export const SnapshotSource = v.object({
     v.pipe(v.string(), v.description("IP of the pod (the kwok stand-in finds its files by it).")),
   ),
   containers: v.pipe(v.array(SnapshotContainer), v.minLength(1), v.description("The containers to commit.")),
+  commitUntil: v.optional(
+    v.pipe(
+      Time,
+      v.description(
+        "The pause's deadline: a commit not done by then is abandoned and the sandbox keeps running.",
+      ),
+    ),
+  ),
 });
 export type SnapshotSource = v.InferOutput<typeof SnapshotSource>;
 

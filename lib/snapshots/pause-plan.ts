@@ -40,6 +40,12 @@ export type PausePlan =
     }
   | { ok: false; reason: "not-running"; message: string };
 
+/**
+ * COMMIT_WAIT_MS is how long a pause waits for its node's agent to commit unless its caller says
+ * otherwise (the E2B surface waits less, inside the SDK's request timeout).
+ */
+export const COMMIT_WAIT_MS = 120_000;
+
 /** imageOf is the image a container runs: the kubelet's digest reference when it has one. */
 function imageOf(spec: string, imageID: string | undefined): string {
   const digest = imageID?.replace(/^docker-pullable:\/\//, "");
@@ -93,9 +99,15 @@ function metadataOf(raw: string | undefined): Record<string, string> | undefined
  * is of exactly those container instances, and a restart in between makes the agent refuse it.
  * The lifetime left (end-at − now, whole seconds rounded up; when none is left, as at an
  * auto-pause, the lifetime it was given) is what a resume without a timeout gets;
- * retentionSeconds is how long the snapshot is kept unresumed.
+ * retentionSeconds is how long the snapshot is kept unresumed; commitWaitMs how long the pause
+ * waits for its commit (spec.source.commitUntil: after that it is abandoned, not completed late).
  */
-export function pausePlan(pod: V1Pod, now: Date, retentionSeconds: number): PausePlan {
+export function pausePlan(
+  pod: V1Pod,
+  now: Date,
+  retentionSeconds: number,
+  commitWaitMs: number = COMMIT_WAIT_MS,
+): PausePlan {
   const labels = pod.metadata?.labels ?? {};
   const annotations = pod.metadata?.annotations ?? {};
   const sandboxId = labels[SANDBOX_ID_LABEL] ?? "";
@@ -164,6 +176,7 @@ export function pausePlan(pod: V1Pod, now: Date, retentionSeconds: number): Paus
       podUID: pod.metadata?.uid ?? "",
       ...(pod.status?.podIP ? { podIP: pod.status.podIP } : {}),
       containers,
+      commitUntil: rfc3339(new Date(now.getTime() + commitWaitMs)),
     },
     claim,
     retainUntil: rfc3339(new Date(now.getTime() + retentionSeconds * 1000)),
@@ -176,10 +189,24 @@ export function pausePlan(pod: V1Pod, now: Date, retentionSeconds: number): Paus
  * an expiry or a restart since makes it false, and the pause must not release anything.
  */
 export function runsSource(pod: V1Pod | undefined, sandboxId: string, source: SnapshotSource): boolean {
-  if (!pod || pod.metadata?.uid !== source.podUID || isTerminating(pod)) return false;
-  if (pod.metadata?.labels?.[SANDBOX_ID_LABEL] !== sandboxId) return false;
-  if (sandboxPhaseOf(pod) !== SANDBOX_PHASE.RUNNING) return false;
-  return source.containers.every(
+  return sourceState(pod, sandboxId, source) === "runs";
+}
+
+/**
+ * SourceState is what became of the pod a pause recorded: it `runs` the sandbox as recorded; it
+ * still holds the sandbox but a container `restarted` (a new instance, or not running right now);
+ * or the sandbox `ended` there (the pod released, reused, deleted or gone).
+ */
+export type SourceState = "runs" | "restarted" | "ended";
+
+/** sourceState tells runs, restarted and ended apart (SourceState) for the pod a pause recorded. */
+export function sourceState(pod: V1Pod | undefined, sandboxId: string, source: SnapshotSource): SourceState {
+  if (!pod || pod.metadata?.uid !== source.podUID || isTerminating(pod)) return "ended";
+  if (pod.metadata?.labels?.[SANDBOX_ID_LABEL] !== sandboxId) return "ended";
+  const phase = sandboxPhaseOf(pod);
+  if (phase !== SANDBOX_PHASE.RUNNING && phase !== SANDBOX_PHASE.STARTING) return "ended";
+  const same = source.containers.every(
     (c) => pod.status?.containerStatuses?.find((s) => s.name === c.name)?.containerID === c.containerID,
   );
+  return phase === SANDBOX_PHASE.RUNNING && same ? "runs" : "restarted";
 }

@@ -19,6 +19,7 @@ import {
 } from "../crd/sandbox-snapshot.ts";
 import { isTerminating } from "../kube/action.ts";
 import { isLabelValue } from "../kube/label-value.ts";
+import { abandonPause, commitOverdue, type PauseAbandon } from "./abandoned-pause.ts";
 import type { PausePlan } from "./pause-plan.ts";
 import { runsSource } from "./pause-plan.ts";
 
@@ -75,10 +76,11 @@ export type PauseStart =
 /**
  * pauseStart decides a pause over an existing snapshot: none → create; one being committed for
  * this very pod → wait for it (a repeated or concurrent pause joins it); paused → refused (E2B
- * answers 409); resuming → refused (not running yet); resumed, failed, or a commit of another pod
- * (a pause that lost its pod) → replace it with this pause (a new generation).
+ * answers 409); resuming → refused (not running yet); resumed, failed, a commit of another pod
+ * (a pause that lost its pod) or one past its deadline → replace it with this pause (a new
+ * generation).
  */
-export function pauseStart(existing: SandboxSnapshot | undefined, plan: OkPlan): PauseStart {
+export function pauseStart(existing: SandboxSnapshot | undefined, plan: OkPlan, now: Date): PauseStart {
   if (!existing) return { kind: "create" };
   if (existing.metadata?.deletionTimestamp)
     return { kind: "refuse", reason: "not-running", message: `sandbox ${plan.sandboxId} is being deleted` };
@@ -93,35 +95,30 @@ export function pauseStart(existing: SandboxSnapshot | undefined, plan: OkPlan):
     plan.source.containers.every(
       (c) => existing.spec.source.containers.find((e) => e.name === c.name)?.containerID === c.containerID,
     );
-  if ((phase === SNAPSHOT_PHASE.COMMITTING || phase === SNAPSHOT_PHASE.COMMITTED) && samePod)
+  if (phase === SNAPSHOT_PHASE.COMMITTED && samePod) return { kind: "wait" };
+  if (phase === SNAPSHOT_PHASE.COMMITTING && samePod && !commitOverdue(existing, now))
     return { kind: "wait" };
   return { kind: "replace" };
 }
 
-/** PauseCompletion is the next write of a committed pause. */
-export type PauseCompletion =
-  | { kind: "none" }
-  | { kind: "mark-paused" }
-  | { kind: "release" }
-  | { kind: "delete"; why: string };
+/** PauseCompletion is the next write of a committed pause, or the undoing of one that cannot be. */
+export type PauseCompletion = { kind: "none" } | { kind: "mark-paused" } | { kind: "release" } | PauseAbandon;
 
 /**
  * pauseCompletion finishes a pause: once committed, and while the pod still runs the sandbox as
  * recorded, the snapshot is marked Paused first and the pod released after (a crash in between
  * leaves a Paused snapshot whose pod still runs: "release" converges it). A pod that no longer runs
- * it (killed, expired, restarted during the commit) ends the pause: the kill wins, the snapshot
- * goes. A failed commit of a sandbox never resumed goes too; one of a resumed sandbox returns to
- * Resumed (its earlier images are still what it runs).
+ * it as recorded ends the pause (abandonPause): a kill or an expiry wins and the snapshot goes; a
+ * container restarted during the commit leaves the sandbox running on what it ran before.
  */
 export function pauseCompletion(s: SandboxSnapshot, pod: V1Pod | undefined): PauseCompletion {
   if (s.metadata?.deletionTimestamp) return { kind: "none" };
   const runs = runsSource(pod, s.spec.sandboxId, s.spec.source);
   const phase = phaseOf(s);
   if (isCommitted(s))
-    return runs ? { kind: "mark-paused" } : { kind: "delete", why: "the sandbox ended during its pause" };
+    return runs ? { kind: "mark-paused" } : abandonPause(s, pod, "a container restarted during its pause");
   if (phase === SNAPSHOT_PHASE.PAUSED) return runs ? { kind: "release" } : { kind: "none" };
-  if (isFailed(s) && !runs && (s.status?.resumes ?? 0) === 0)
-    return { kind: "delete", why: "the pause failed and the sandbox ended" };
+  if (isFailed(s) && !runs) return abandonPause(s, pod, "the pause failed");
   return { kind: "none" };
 }
 

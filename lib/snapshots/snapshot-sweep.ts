@@ -5,6 +5,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../crd/sandbox-snapshot.ts";
 import { isTerminating } from "../kube/action.ts";
+import { abandonPause, commitOverdue, type PauseAbandon } from "./abandoned-pause.ts";
 import { runsSource } from "./pause-plan.ts";
 import { claimedBy, isCommitted, isFailed, phaseOf } from "./snapshot-state.ts";
 
@@ -14,15 +15,15 @@ export type SnapshotSweep =
   | { kind: "complete-pause" }
   | { kind: "resumed"; pod: string }
   | { kind: "back-to-paused" }
-  | { kind: "back-to-resumed" }
+  | PauseAbandon
   | { kind: "delete"; why: string; record: boolean };
 
 /**
  * snapshotSweep decides one snapshot's convergence:
  * - a committed pause, or a Paused one whose pod still runs the sandbox → completePause;
- * - a failed pause nobody took back (its caller gone) → as the caller would: a sandbox never
- *   resumed loses the snapshot, a resumed one goes back to Resumed;
- * - a pause whose pod no longer runs the sandbox before the commit → deleted (the sandbox ended);
+ * - a pause that will not complete → undone as its caller would (abandonPause): its commit failed
+ *   and nobody took it back, its deadline passed uncommitted, or its pod stopped running the
+ *   sandbox as recorded (ended, or a container restarted);
  * - a Resuming one past its time → Resumed when a pod carries the resume's attempt, else Paused;
  * - a Paused one past its retention → deleted, with the terminal record (it ended unresumed);
  * - a Resumed one no pod carries → deleted (its end was not seen by the release).
@@ -47,16 +48,17 @@ export function snapshotSweep(
       return { kind: "delete", why: "its retention ended unresumed", record: true };
     return { kind: "none" };
   }
-  if (isFailed(s)) {
-    if ((s.status?.resumes ?? 0) > 0) return { kind: "back-to-resumed" };
-    return { kind: "delete", why: "its pause failed", record: false };
-  }
+  if (isFailed(s)) return abandonPause(s, sourcePod, "its pause failed");
   if (
     phase === SNAPSHOT_PHASE.COMMITTING ||
     phase === SNAPSHOT_PHASE.COMMITTED ||
     phase === SNAPSHOT_PHASE.FAILED
-  )
-    return runs ? { kind: "none" } : { kind: "delete", why: "it ended while pausing", record: false };
+  ) {
+    if (!runs) return abandonPause(s, sourcePod, "a container restarted while pausing");
+    return commitOverdue(s, now)
+      ? abandonPause(s, sourcePod, "its commit did not finish by the pause's deadline")
+      : { kind: "none" };
+  }
   if (phase === SNAPSHOT_PHASE.RESUMING) {
     const until = Date.parse(s.status?.resume?.until ?? "");
     if (Number.isFinite(until) && until > now.getTime()) return { kind: "none" };

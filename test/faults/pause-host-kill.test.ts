@@ -240,6 +240,33 @@ describe("the host is killed mid-pause and mid-resume", () => {
     expect(await recordsOf(id)).toHaveLength(1);
   }, 240_000);
 
+  it("a pause whose commit misses its deadline is abandoned: the answer is final and the sandbox runs on", async () => {
+    const created = await createReached();
+    const id = created.sandboxId;
+    await envdFile(created, envdPort, "kept.txt", `written by ${id}`);
+    if (!rig) throw new Error("no pause rig");
+    rig.commitDelayMs = 8000;
+    try {
+      const res = await c.api("POST", `/sandboxes/${id}/pause`, { waitTimeout: 2 }, 30_000);
+      expect(res.status, res.body).toBe(504);
+      expect(res.body).toMatch(/abandoned.*keeps running/);
+      // Nothing of the pause is left (the late commit is not completed), the sandbox runs on.
+      await until("the abandoned pause's snapshot gone", 30_000, async () =>
+        (await snapshotOf(id)) ? undefined : true,
+      );
+      expect(await holders(id)).toHaveLength(1);
+      expect(json<{ phase: string }>(await c.api("GET", `/sandboxes/${id}`)).phase).toBe("running");
+      expect(await envdFile(created, envdPort, "kept.txt")).toBe(`written by ${id}`);
+      expect(await recordsOf(id)).toEqual([]);
+    } finally {
+      rig.commitDelayMs = COMMIT_DELAY_MS;
+    }
+    // A pause within its deadline then works.
+    await pause(id);
+    await release(id);
+    await c.allIdle(NS, POOL, SIZE);
+  }, 120_000);
+
   it("no host logged an unhandled rejection or an uncaught exception", () => {
     expect(hosts.length).toBeGreaterThanOrEqual(4);
     for (const h of hosts)

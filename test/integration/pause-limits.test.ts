@@ -5,8 +5,8 @@ import { pauseSandbox } from "../../functions/snapshots/pause-sandbox.ts";
 import { resumeSandbox } from "../../functions/snapshots/resume-sandbox.ts";
 import type { Tenant } from "../../lib/claims/api-keys.ts";
 import { SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
-import { httpsRequest } from "./support/http.ts";
 import { kube, until } from "./support/kube.ts";
+import { pauseSandboxes } from "./support/pause-sandboxes.ts";
 import { tenantPool } from "./support/tenant-pool.ts";
 
 // Issue #39: a paused sandbox holds no pod, so its resume is a new hold of its team's: it counts
@@ -21,16 +21,7 @@ const deps = { ...t.deps, envdPort: cluster.envdPort, teamLimits: { teams: { [TE
 const user = `u-${randomBytes(3).toString("hex")}`;
 const tenant: Tenant = { team: TEAM, user };
 
-async function create(key: string): Promise<string> {
-  const res = await httpsRequest(`https://127.0.0.1:${cluster.hostPort}/e2b/sandboxes`, cluster.caCert, {
-    timeoutMs: 90_000,
-    method: "POST",
-    headers: { "content-type": "application/json", "X-API-KEY": key },
-    body: JSON.stringify({ templateID: `${t.ns}/p`, timeout: 600 }),
-  });
-  expect(res.status, res.body).toBe(201);
-  return (JSON.parse(res.body) as { sandboxID: string }).sandboxID;
-}
+const { create } = pauseSandboxes(t, cluster);
 
 describe("resume and the team's sandbox limit", () => {
   it("refuses a resume while the team holds its limit (429, still paused) and resumes once it has room", async () => {

@@ -7,12 +7,12 @@ import { beginPause, pauseSandbox } from "../../functions/snapshots/pause-sandbo
 import { resumeSandbox } from "../../functions/snapshots/resume-sandbox.ts";
 import { sweepSnapshots } from "../../functions/snapshots/sweep-snapshots.ts";
 import type { Tenant } from "../../lib/claims/api-keys.ts";
-import { INCARNATION_ANNOTATION, RESUME_ATTEMPT_ANNOTATION, SANDBOX_ID_LABEL } from "../../lib/crd/keys.ts";
+import { INCARNATION_ANNOTATION, RESUME_ATTEMPT_ANNOTATION } from "../../lib/crd/keys.ts";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
-import { isNotFound } from "../../lib/kube/errors.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
 import { httpsRequest } from "./support/http.ts";
 import { kube, until } from "./support/kube.ts";
+import { pauseSandboxes } from "./support/pause-sandboxes.ts";
 import { phaseOf, reconcileUntil } from "./support/steps.ts";
 import { tenantPool } from "./support/tenant-pool.ts";
 
@@ -27,29 +27,13 @@ const user = `u-${randomBytes(3).toString("hex")}`;
 const tenant: Tenant = { team: "research", user };
 let key = "";
 
+const { snapshotOf, carriers, ...sandboxes } = pauseSandboxes(t, cluster);
+
 /** create makes a running sandbox of the pool through the test host's E2B API (600 s): its id. */
 async function create(extra: Record<string, unknown> = {}): Promise<string> {
   if (!key) key = await t.keyOf(user);
-  const res = await httpsRequest(`https://127.0.0.1:${cluster.hostPort}/e2b/sandboxes`, cluster.caCert, {
-    timeoutMs: 90_000,
-    method: "POST",
-    headers: { "content-type": "application/json", "X-API-KEY": key },
-    body: JSON.stringify({ templateID: `${t.ns}/p`, timeout: 600, ...extra }),
-  });
-  expect(res.status, res.body).toBe(201);
-  return (JSON.parse(res.body) as { sandboxID: string }).sandboxID;
+  return sandboxes.create(key, extra);
 }
-
-const snapshotOf = (id: string): Promise<SandboxSnapshot | undefined> =>
-  deps.kube.getSnapshot(t.ns, id).catch((e: unknown) => {
-    if (isNotFound(e)) return undefined;
-    throw e;
-  });
-
-const carriers = async (id: string): Promise<V1Pod[]> =>
-  (await t.pods()).filter(
-    (p) => p.metadata?.labels?.[SANDBOX_ID_LABEL] === id && !p.metadata?.deletionTimestamp,
-  );
 
 /** gone waits until nothing of sandbox id is left: no snapshot (its finalizer done), no pod. */
 const gone = (id: string) =>

@@ -65,6 +65,10 @@ export interface SnapshotOptions {
   podUID?: string;
   deleting?: boolean;
   retainUntil?: string;
+  /** commitUntil is the pause's deadline (spec.source.commitUntil); none by default. */
+  commitUntil?: string;
+  images?: Record<string, string>;
+  staleImages?: Record<string, string>;
 }
 
 /**
@@ -89,6 +93,7 @@ export function snapshot(phase: SnapshotPhase | undefined, o: SnapshotOptions = 
         pod: "python-x",
         podUID: o.podUID ?? "uid-1",
         containers: [{ name: "sandbox", containerID: "containerd://c1", image: "py:1" }],
+        ...(o.commitUntil ? { commitUntil: o.commitUntil } : {}),
       },
       claim: { containerImages: { sandbox: "py:1" }, team: "research" },
       retainUntil: o.retainUntil ?? "2026-12-09T10:00:00Z",
@@ -98,6 +103,8 @@ export function snapshot(phase: SnapshotPhase | undefined, o: SnapshotOptions = 
       observedGeneration: o.observedGeneration ?? generation,
       ...(o.resumes !== undefined ? { resumes: o.resumes } : {}),
       ...(o.resume ? { resume: o.resume } : {}),
+      ...(o.images ? { images: o.images } : {}),
+      ...(o.staleImages ? { staleImages: o.staleImages } : {}),
     },
   };
 }

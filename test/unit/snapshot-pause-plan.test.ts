@@ -89,6 +89,8 @@ describe("pausePlan", () => {
           { name: "sandbox", containerID: "containerd://c1", image: DIGEST },
           { name: "proxy", containerID: "containerd://p1", image: "proxy:1" },
         ],
+        // The pause's deadline: the default wait for the commit (COMMIT_WAIT_MS) from now.
+        commitUntil: "2026-12-02T10:02:00Z",
       },
       claim: {
         containerImages: { sandbox: "py:1", proxy: "proxy:1" },
@@ -112,6 +114,11 @@ describe("pausePlan", () => {
     });
   });
 
+  it("the pause's deadline is its caller's wait from now", () => {
+    const plan = pausePlan(fullPod(), NOW, 3600, 50_000);
+    expect(plan.ok && plan.source.commitUntil).toBe("2026-12-02T10:00:50Z");
+  });
+
   it("a bare running sandbox: only its images and an empty team", () => {
     const pod = runningPod();
     delete pod.status!.podIP;
@@ -124,6 +131,7 @@ describe("pausePlan", () => {
         pod: "python-x",
         podUID: "uid-1",
         containers: [{ name: "sandbox", containerID: "containerd://c1", image: "py:1" }],
+        commitUntil: "2026-12-02T10:02:00Z",
       },
       claim: { containerImages: { sandbox: "py:1" }, team: "" },
       retainUntil: "2026-12-02T10:01:00Z",

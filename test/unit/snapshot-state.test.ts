@@ -151,36 +151,50 @@ describe("pauseStart", () => {
       { kind: "refuse", reason: "not-running", message: "sandbox sbx-1 is being deleted" },
     ],
   ])("%s → %j", (_name, existing, start) => {
-    expect(pauseStart(existing, plan)).toEqual(start);
+    expect(pauseStart(existing, plan, NOW)).toEqual(start);
   });
 
   it("replaces a commit of this pod whose container restarted since (the agent would refuse it)", () => {
     const restarted = pausePlan(runningPod({ containerID: "containerd://c2" }), NOW, 3600);
     if (!restarted.ok) throw new Error(restarted.message);
-    expect(pauseStart(snapshot(COMMITTING), restarted)).toEqual({ kind: "replace" });
+    expect(pauseStart(snapshot(COMMITTING), restarted, NOW)).toEqual({ kind: "replace" });
+  });
+
+  it("joins a commit of this pod within its deadline, replaces one past it (abandoned)", () => {
+    const plan = okPlan();
+    const at = (commitUntil: string) => pauseStart(snapshot(COMMITTING, { commitUntil }), plan, NOW);
+    expect(at("2026-12-02T10:00:01Z")).toEqual({ kind: "wait" });
+    expect(at("2026-12-02T10:00:00Z")).toEqual({ kind: "replace" });
+    expect(pauseStart(snapshot(COMMITTED, { commitUntil: "2026-12-02T09:00:00Z" }), plan, NOW)).toEqual({
+      kind: "wait",
+    });
   });
 });
 
 describe("pauseCompletion", () => {
   const runs = runningPod();
-  const ended = runningPod({ containerID: "containerd://c2" }); // restarted since the pause
+  const restarted = runningPod({ containerID: "containerd://c2" }); // a container restarted since the pause
+  const released = runningPod({ id: "", phase: "idle" }); // the pod went back to the pool
+  const restartedDuring = {
+    kind: "delete",
+    why: "a container restarted during its pause",
+    record: false,
+  } as const;
+  const endedWhile = { kind: "delete", why: "the sandbox ended while pausing", record: false } as const;
   it.each<[string, SandboxSnapshot, V1Pod, ReturnType<typeof pauseCompletion>]>([
     ["Committed, pod runs it", snapshot(COMMITTED), runs, { kind: "mark-paused" }],
-    [
-      "Committed, pod restarted",
-      snapshot(COMMITTED),
-      ended,
-      { kind: "delete", why: "the sandbox ended during its pause" },
-    ],
+    ["Committed, never resumed, container restarted", snapshot(COMMITTED), restarted, restartedDuring],
+    ["Committed, pod released", snapshot(COMMITTED, { resumes: 1 }), released, endedWhile],
     ["Paused, pod still runs it", snapshot(PAUSED), runs, { kind: "release" }],
+    ["Failed, never resumed, pod released", snapshot(FAILED), released, endedWhile],
     [
-      "Failed, never resumed, ended",
+      "Failed, never resumed, container restarted",
       snapshot(FAILED),
-      ended,
-      { kind: "delete", why: "the pause failed and the sandbox ended" },
+      restarted,
+      { kind: "delete", why: "the pause failed", record: false },
     ],
     ["Failed, never resumed, runs", snapshot(FAILED), runs, { kind: "none" }],
-    ["Failed, resumed before, ended", snapshot(FAILED, { resumes: 1 }), ended, { kind: "none" }],
+    ["Failed, resumed before, pod released", snapshot(FAILED, { resumes: 1 }), released, endedWhile],
     [
       "Committed, generation not observed",
       snapshot(COMMITTED, { generation: 2, observedGeneration: 1 }),
@@ -190,7 +204,7 @@ describe("pauseCompletion", () => {
     [
       "Failed, generation not observed, ended",
       snapshot(FAILED, { generation: 2, observedGeneration: 1 }),
-      ended,
+      released,
       { kind: "none" },
     ],
     ["Committing", snapshot(COMMITTING), runs, { kind: "none" }],
@@ -201,12 +215,31 @@ describe("pauseCompletion", () => {
   });
 
   it("no pod at all: a committed pause is deleted, a Paused one left alone", () => {
-    expect(pauseCompletion(snapshot(COMMITTED), undefined)).toEqual({
-      kind: "delete",
-      why: "the sandbox ended during its pause",
-    });
+    expect(pauseCompletion(snapshot(COMMITTED), undefined)).toEqual(endedWhile);
     expect(pauseCompletion(snapshot(PAUSED), undefined)).toEqual({ kind: "none" });
     expect(pauseCompletion(snapshot(PAUSED), runningPod({ phase: "stopping" }))).toEqual({ kind: "none" });
+  });
+
+  it("a resumed sandbox whose container restarted during its re-pause runs on: back to Resumed on the images its pod runs", () => {
+    // It resumed on g1; the re-pause committed g2 (g1 moved to the stale images) when a container
+    // restarted: the pod still runs g1, so g1 must stay and g2 go.
+    const g1 = "reg/agentbox-snapshots/team-a/sbx-1/sandbox:g1@sha256:aa";
+    const g2 = "reg/agentbox-snapshots/team-a/sbx-1/sandbox:g2@sha256:bb";
+    const pod = runningPod({ containerID: "containerd://c2" });
+    pod.spec!.containers[0]!.image = g1;
+    const s = snapshot(COMMITTED, {
+      generation: 2,
+      resumes: 1,
+      images: { sandbox: g2 },
+      staleImages: { "sandbox:g1": g1 },
+    });
+    const next = pauseCompletion(s, pod);
+    expect(next.kind).toBe("back-to-resumed");
+    if (next.kind !== "back-to-resumed") return;
+    expect(next.status.phase).toBe(RESUMED);
+    expect(next.status.images).toEqual({ sandbox: g1 });
+    expect(next.status.staleImages).toEqual({ "sandbox:g2": g2 });
+    expect(next.status.resumes).toBe(1);
   });
 });
 

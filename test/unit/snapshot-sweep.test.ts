@@ -67,16 +67,31 @@ describe("snapshotSweep", () => {
         snapshot(FAILED),
         [],
         undefined,
-        { kind: "delete", why: "its pause failed", record: false },
+        { kind: "delete", why: "the sandbox ended while pausing", record: false },
       ],
-      ["resumed before", snapshot(FAILED, { resumes: 1 }), [source], source, { kind: "back-to-resumed" }],
+      [
+        "resumed before, still runs",
+        snapshot(FAILED, { resumes: 1 }),
+        [source],
+        source,
+        {
+          kind: "back-to-resumed",
+          status: { ...snapshot(FAILED, { resumes: 1 }).status, phase: RESUMED, images: {} },
+        },
+      ],
     ]);
   });
 
-  describe("a pause whose pod no longer runs the sandbox before the commit → deleted", () => {
-    const why = { kind: "delete", why: "it ended while pausing", record: false } as const;
+  describe("a pause whose pod no longer runs the sandbox as recorded before the commit", () => {
+    const why = { kind: "delete", why: "the sandbox ended while pausing", record: false } as const;
     cases([
-      ["Committing, pod restarted", snapshot(COMMITTING), [ended], ended, why],
+      [
+        "Committing, never resumed, container restarted",
+        snapshot(COMMITTING),
+        [ended],
+        ended,
+        { kind: "delete", why: "a container restarted while pausing", record: false },
+      ],
       ["Committing, pod gone", snapshot(COMMITTING), [], undefined, why],
       ["Committing, pod runs it", snapshot(COMMITTING), [source], source, { kind: "none" }],
       [
@@ -101,6 +116,60 @@ describe("snapshotSweep", () => {
         why,
       ],
     ]);
+
+    it("a resumed sandbox whose container restarted while committing goes back to Resumed, keeping the images it runs", () => {
+      const g1 = "reg/agentbox-snapshots/team-a/sbx-1/sandbox:g1@sha256:aa";
+      const pod = runningPod({ containerID: "containerd://c2" });
+      pod.spec!.containers[0]!.image = g1;
+      const s = snapshot(COMMITTING, {
+        generation: 2,
+        observedGeneration: 1,
+        resumes: 1,
+        images: { sandbox: g1 },
+      });
+      const d = snapshotSweep(s, [pod], pod, NOW);
+      expect(d).toEqual({
+        kind: "back-to-resumed",
+        status: { ...s.status, phase: RESUMED, images: { sandbox: g1 } },
+      });
+    });
+  });
+
+  describe("a pause past its deadline, its commit not answered → abandoned", () => {
+    cases([
+      [
+        "Committing past its deadline, never resumed",
+        snapshot(COMMITTING, { commitUntil: PAST }),
+        [source],
+        source,
+        { kind: "delete", why: "its commit did not finish by the pause's deadline", record: false },
+      ],
+      [
+        "Committing within its deadline",
+        snapshot(COMMITTING, { commitUntil: FUTURE }),
+        [source],
+        source,
+        { kind: "none" },
+      ],
+      [
+        "Committed past its deadline (the commit came: completed, not abandoned)",
+        snapshot(COMMITTED, { commitUntil: PAST }),
+        [source],
+        source,
+        { kind: "complete-pause" },
+      ],
+    ]);
+
+    it("a resumed sandbox's pause past its deadline goes back to Resumed", () => {
+      const g1 = "reg/agentbox-snapshots/team-a/sbx-1/sandbox:g1@sha256:aa";
+      const pod = runningPod();
+      pod.spec!.containers[0]!.image = g1;
+      const s = snapshot(COMMITTING, { commitUntil: PAST, resumes: 2, images: { sandbox: g1 } });
+      expect(snapshotSweep(s, [pod], pod, NOW)).toMatchObject({
+        kind: "back-to-resumed",
+        status: { phase: RESUMED, images: { sandbox: g1 }, resumes: 2 },
+      });
+    });
   });
 
   describe("a Resuming one: waits its time, then Resumed when a pod carries its attempt, else Paused", () => {

@@ -15,19 +15,21 @@ import type { FaultCluster } from "./fault-cluster.ts";
  * snapshot store) and the kwok nodes' snapshot agent, whose commits wait `commitDelayMs` first.
  */
 export interface PauseRig {
+  /** commitDelayMs is how long each commit waits before it starts; a test may change it. */
+  commitDelayMs: number;
   stop(): Promise<void>;
 }
 
 /**
- * delayed is a committer whose commits wait `ms` before they start: fault injection, so a test
+ * delayed is a committer whose commits wait `ms()` before they start: fault injection, so a test
  * can kill the host while its pause waits for the agent's commit (the window is otherwise a few
  * milliseconds on the stand-in). An abort during the wait ends the commit as an abort would.
  */
-export function delayed(inner: Committer, ms: number): Committer {
+export function delayed(inner: Committer, ms: () => number): Committer {
   return {
     commit: async (req, signal) => {
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(resolve, ms);
+        const timer = setTimeout(resolve, ms());
         signal.addEventListener("abort", () => {
           clearTimeout(timer);
           reject(signal.reason);
@@ -36,6 +38,7 @@ export function delayed(inner: Committer, ms: number): Committer {
       return inner.commit(req, signal);
     },
     remove: (image, signal) => inner.remove(image, signal),
+    removeRepository: (repository, signal) => inner.removeRepository(repository, signal),
   };
 }
 
@@ -51,23 +54,25 @@ export async function startPauseRig(
 ): Promise<PauseRig> {
   const envd = await startEnvd({ port: envdPort, kubeconfig: c.kc, log: () => {} });
   const log = pino({ level: "info" }, pino.destination(join(c.state.dir, "logs", "snapshot-agent.log")));
-  const agent = startSnapshotAgent({
-    kube: c.kube,
-    watch: nodeKubeWatch(c.kc),
-    // Every node of the fault cluster is kwok's: one agent for all of them.
-    fieldSelector: "spec.source.node!=none",
-    committer: delayed(envd.committer, commitDelayMs),
-    registry: IMAGE_REGISTRY,
-    log,
-    now: () => new Date(),
-    retryMs: [500, 1000],
-  });
-  return {
+  const rig: PauseRig = {
+    commitDelayMs,
     stop: async () => {
       await agent.stop();
       await new Promise<void>((resolve) => envd.server.close(() => resolve()));
     },
   };
+  const agent = startSnapshotAgent({
+    kube: c.kube,
+    watch: nodeKubeWatch(c.kc),
+    // Every node of the fault cluster is kwok's: one agent for all of them.
+    fieldSelector: "spec.source.node!=none",
+    committer: delayed(envd.committer, () => rig.commitDelayMs),
+    registry: IMAGE_REGISTRY,
+    log,
+    now: () => new Date(),
+    retryMs: [500, 1000],
+  });
+  return rig;
 }
 
 /**
