@@ -1,7 +1,6 @@
 import { Hono } from "hono";
 import { viewWithAccess } from "../functions/api/sandbox-access.ts";
 import type { HostDeps } from "../functions/host-deps.ts";
-import { findPaused, listPaused } from "../functions/snapshots/find-paused.ts";
 import { pauseSandbox } from "../functions/snapshots/pause-sandbox.ts";
 import { resumeSandbox } from "../functions/snapshots/resume-sandbox.ts";
 import type { Tenant } from "../lib/claims/api-keys.ts";
@@ -13,9 +12,9 @@ import {
   notFound,
   unavailable,
 } from "../lib/claims/errors.ts";
-import { isShownPaused, PauseRequest, pausedView, ResumeRequest } from "../lib/claims/paused-view.ts";
-import { matchesMetadata, type SandboxView } from "../lib/claims/sandbox-view.ts";
+import { PauseRequest, pausedView, ResumeRequest } from "../lib/claims/paused-view.ts";
 import { parseWith } from "../lib/crd/parse-with.ts";
+import { HistoryUnavailable } from "../lib/history/store.ts";
 import { type NativeEnv, send } from "./native.ts";
 
 /** failedWith is a pause or resume that failed on the way (a 500 naming why: the sandbox is as it was). */
@@ -26,37 +25,6 @@ const failedWith = (code: string, message: string) => ({
 
 /** timedOut (504): the pause did not finish in time; it may still finish (GET the sandbox). */
 const timedOut = (message: string) => ({ status: 504, body: { error: { code: "PauseTimeout", message } } });
-
-/** pausedSandbox is the native view of the tenant's paused sandbox id, or undefined when it has none. */
-export async function pausedSandbox(
-  deps: HostDeps,
-  tenant: Tenant,
-  id: string,
-): Promise<SandboxView | undefined> {
-  const snapshot = await findPaused(deps, tenant, id);
-  return snapshot && isShownPaused(snapshot) ? pausedView(snapshot, deps.now()) : undefined;
-}
-
-/**
- * listPausedViews is the native list's `phase=paused` (GET /v1/sandboxes): the tenant's paused
- * sandboxes from their snapshots (one list, every namespace), filtered by pool (`namespace/name`)
- * and metadata, at most `limit`, oldest pause first.
- */
-export async function listPausedViews(
-  deps: HostDeps,
-  tenant: Tenant,
-  q: { limit: number; pool?: string; metadata?: Record<string, string> },
-): Promise<SandboxView[]> {
-  const views = (await listPaused(deps, tenant))
-    .filter(isShownPaused)
-    .map((s) => pausedView(s, deps.now()))
-    .filter((v) => !q.pool || `${v.namespace}/${v.pool}` === q.pool)
-    .filter((v) => !q.metadata || matchesMetadata(v, q.metadata));
-  views.sort(
-    (a, b) => (a.pausedAt ?? "").localeCompare(b.pausedAt ?? "") || a.sandboxId.localeCompare(b.sandboxId),
-  );
-  return views.slice(0, q.limit);
-}
 
 /** optionalJson reads a body that may be empty (undefined) or JSON; ok false when it is neither. */
 async function optionalJson(req: Request): Promise<{ ok: true; value: unknown } | { ok: false }> {
@@ -100,7 +68,10 @@ export function sandboxPauseRoutes(deps: HostDeps, domain: string | undefined): 
       failed: failedWith("PauseFailed", outcome.message),
       timeout: timedOut(outcome.message),
       "not-configured": notConfigured(outcome.message),
+      unavailable: unavailable(outcome.message),
     };
+    if (outcome.reason === "unavailable")
+      c.header("Retry-After", String(HistoryUnavailable.RETRY_AFTER_SECONDS));
     return send(c, errors[outcome.reason]);
   });
 
@@ -116,18 +87,9 @@ export function sandboxPauseRoutes(deps: HostDeps, domain: string | undefined): 
     });
     if (outcome.ok)
       return c.json(await viewWithAccess(deps, c.get("tenant"), outcome.pod, outcome.sandbox, domain));
-    if (outcome.reason === "exhausted") c.header("Retry-After", "1");
-    const errors: Record<typeof outcome.reason, ApiError | ReturnType<typeof failedWith>> = {
-      "not-found": unknown(id),
-      running: conflict(outcome.message),
-      pausing: conflict(outcome.message),
-      conflict: conflict(outcome.message),
-      "pool-gone": conflict(outcome.message),
-      exhausted: unavailable(outcome.message),
-      limited: { status: 429, body: { error: { code: "TooManySandboxes", message: outcome.message } } },
-      failed: failedWith("ResumeFailed", outcome.message),
-    };
-    return send(c, errors[outcome.reason]);
+    const refusal = resumeRefusal(id, outcome);
+    if (refusal.retryAfter) c.header("Retry-After", refusal.retryAfter);
+    return send(c, refusal.error);
   });
   return app;
 }

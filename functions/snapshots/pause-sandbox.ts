@@ -1,6 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Tenant } from "../../lib/claims/api-keys.ts";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
+import { HistoryUnavailable } from "../../lib/history/store.ts";
 import { isAlreadyExists, isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
 import { COMMIT_WAIT_MS, pausePlan } from "../../lib/snapshots/pause-plan.ts";
 import {
@@ -24,7 +25,14 @@ export type PauseOutcome =
   | { ok: true; snapshot: SandboxSnapshot }
   | {
       ok: false;
-      reason: "not-found" | "paused" | "not-running" | "failed" | "timeout" | "not-configured";
+      reason:
+        | "not-found"
+        | "paused"
+        | "not-running"
+        | "failed"
+        | "timeout"
+        | "not-configured"
+        | "unavailable";
       message: string;
     };
 
@@ -36,12 +44,33 @@ export type PauseOutcome =
  * commit that fails leaves the sandbox running and answers why (the registry was down, the
  * container restarted). Concurrent and repeated pauses of one sandbox join the same commit; a
  * pause racing a kill loses to it (nothing is paused, the snapshot goes).
+ *
+ * A history database that cannot record the pause (its event is written before the pod is
+ * released) answers "unavailable": the sandbox is paused, and the tick's sweep releases its pod
+ * once the event is written.
  */
 export async function pauseSandbox(
   deps: HostDeps,
   tenant: Tenant,
   id: string,
   opts: { waitMs?: number } = {},
+): Promise<PauseOutcome> {
+  return pauseAttempts(deps, tenant, id, opts).catch((e: unknown) => {
+    if (!(e instanceof HistoryUnavailable)) throw e;
+    return {
+      ok: false,
+      reason: "unavailable",
+      message: `sandbox ${id} is paused, but the history database cannot record it now; its pod goes back to the pool once it can`,
+    };
+  });
+}
+
+/** pauseAttempts is pauseSandbox's work, tried again while the snapshot changes under it. */
+async function pauseAttempts(
+  deps: HostDeps,
+  tenant: Tenant,
+  id: string,
+  opts: { waitMs?: number },
 ): Promise<PauseOutcome> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const pod = await findSandbox(deps, tenant, id, attempt > 0);
