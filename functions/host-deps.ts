@@ -1,6 +1,7 @@
 import type { V1Pod, V1Secret } from "@kubernetes/client-node";
 import type { DecideOptions } from "../lib/autoscale/group-decision.ts";
 import type { SealKeys } from "../lib/claims/sealing.ts";
+import { DEFAULT_SNAPSHOT_RETENTION_SECONDS } from "../lib/claims/snapshot-retention.ts";
 import type { TeamLimits } from "../lib/claims/team-limits.ts";
 import type { SandboxPool } from "../lib/crd/sandbox-pool.ts";
 import { ENVD_PORT } from "../lib/data-plane/sandbox-host.ts";
@@ -31,8 +32,6 @@ const POOL_READ_SHARE_MS = 500;
 export const CATALOG_READ_SHARE_MS = 1000;
 
 /** DEFAULT_API_KEYS is the Secret holding the hashed API keys unless the host says otherwise. */
-/** DEFAULT_SNAPSHOT_RETENTION_SECONDS keeps a paused sandbox a week (AGENTBOX_SNAPSHOT_RETENTION). */
-export const DEFAULT_SNAPSHOT_RETENTION_SECONDS = 7 * 24 * 3600;
 export const DEFAULT_API_KEYS = { namespace: "agentbox-system", name: "agentbox-api-keys" } as const;
 
 /** PostStartDeps is what running post-start hooks needs: the sealing keys and how hard to try. */

@@ -17,8 +17,9 @@ type Vars = { Variables: { tenant: Tenant } };
 
 /**
  * consoleSandboxRoutes adds the sandbox page to the console: `GET /sandboxes/:id` shows one of
- * the tenant's sandboxes (an admin: anyone's), running or ended (its history record), with its
- * CPU and memory over its life from the usage store (loadSandboxPage). Another tenant's sandbox
+ * the tenant's sandboxes (an admin: anyone's), running, paused (its snapshot) or ended (its
+ * history record), with its pauses and resumes from the history and its CPU and memory over its
+ * life from the usage store (loadSandboxPage). Another tenant's sandbox
  * is a 404 like one that does not exist; while a database cannot answer the page says so, with a
  * 503 and Retry-After when nothing could be shown.
  */

@@ -9,8 +9,10 @@ import { listTargets } from "../functions/api/list-targets.ts";
 import { ConsoleSessions, SESSION_READ_GAP_MS } from "../functions/console/console-sessions.ts";
 import { loadConsole } from "../functions/console/load-console.ts";
 import type { HostDeps } from "../functions/host-deps.ts";
+import { resumeSandbox } from "../functions/snapshots/resume-sandbox.ts";
 import type { Tenant } from "../lib/claims/api-keys.ts";
 import { historyScope } from "../lib/claims/history-scope.ts";
+import { RESUME_WAIT_SECONDS } from "../lib/claims/paused-view.ts";
 import { HistoryQuery } from "../lib/claims/schemas.ts";
 import { type Html, page } from "../lib/console/layout.ts";
 import {
@@ -23,17 +25,19 @@ import {
 } from "../lib/console/pages.ts";
 import { poolCharts } from "../lib/console/pool-chart.ts";
 import type { PoolSamples } from "../lib/console/pool-samples.ts";
+import { sandboxNotResumedView } from "../lib/console/sandbox-page.ts";
 import { SESSION_TTL_MS } from "../lib/console/sessions.ts";
 import { parseWith } from "../lib/crd/parse-with.ts";
 import { HistoryUnavailable, type HistoryQuery as StoreQuery } from "../lib/history/store.ts";
 import { PacedRead } from "../lib/util/paced-read.ts";
 import { consoleEnvRoutes } from "./console-envs.ts";
 import { consoleSandboxRoutes } from "./console-sandbox.ts";
+import { resumeRefusal } from "./sandbox-pause.ts";
 
 /** CONSOLE_COOKIE holds the session ID (never a credential): HttpOnly, Secure, SameSite=Strict, under /ui. */
 export const CONSOLE_COOKIE = "agentbox_console";
 
-/** CONSOLE_BODY_LIMIT: a console form's body (sign-in, release, an Env's edits) is at most 64 KiB. */
+/** CONSOLE_BODY_LIMIT: a console form's body (sign-in, release, resume, an Env's edits) is at most 64 KiB. */
 export const CONSOLE_BODY_LIMIT = 64 * 1024;
 
 /** ConsoleDeps are the API's deps (the console reads as the API does) and the admin token. */
@@ -168,9 +172,21 @@ export function consoleRoutes(deps: ConsoleDeps): Hono<Env> {
     const { templates } = await listTargets(deps.api, c.get("tenant"));
     return show(c, "Templates", templatesView(templates));
   });
+  // Release (a running sandbox) and Kill (a paused one: its snapshot is deleted) are one form and
+  // one function, as DELETE /v1/sandboxes/{id} is.
   app.post("/sandboxes/:id/release", async (c) => {
     await deleteSandbox(deps.api, c.get("tenant"), c.req.param("id"));
     return c.redirect("/ui#sandboxes", 303);
+  });
+  // Resume a paused sandbox and wait for it to run, as the native resume does by default.
+  app.post("/sandboxes/:id/resume", async (c) => {
+    const id = c.req.param("id");
+    const outcome = await resumeSandbox(deps.api, c.get("tenant"), id, { waitSeconds: RESUME_WAIT_SECONDS });
+    if (outcome.ok) return c.redirect("/ui#sandboxes", 303);
+    const refusal = resumeRefusal(id, outcome);
+    if (refusal.retryAfter) c.header("Retry-After", refusal.retryAfter);
+    const status = refusal.error.status as ContentfulStatusCode;
+    return show(c, "Not resumed", sandboxNotResumedView(id, refusal.error.body.error.message), status);
   });
   // The Env page and its edits (issue #26, section 3).
   consoleEnvRoutes(app, deps.api, show);

@@ -23,7 +23,6 @@ import {
   PauseSandbox,
   ResumeSandbox,
 } from "../lib/e2b/schemas.ts";
-import { HistoryUnavailable } from "../lib/history/store.ts";
 import { isNotFound } from "../lib/kube/errors.ts";
 import type { E2bEnv } from "./e2b.ts";
 import { parseBody } from "./e2b-body.ts";
@@ -99,9 +98,6 @@ export function e2bPauseRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bE
       case "exhausted":
         c.header("Retry-After", "1");
         return fail(c, 503, outcome.message);
-      case "unavailable":
-        c.header("Retry-After", String(HistoryUnavailable.RETRY_AFTER_SECONDS));
-        return fail(c, 503, outcome.message);
       case "failed":
         return fail(c, 500, outcome.message);
       case "limited":
@@ -133,9 +129,6 @@ export function e2bPauseRoutes(deps: HostDeps, settings: E2bSettings): Hono<E2bE
         return fail(c, 409, outcome.message);
       case "timeout":
         return fail(c, 504, outcome.message);
-      case "unavailable":
-        c.header("Retry-After", String(HistoryUnavailable.RETRY_AFTER_SECONDS));
-        return fail(c, 503, outcome.message);
       case "not-configured":
         return fail(c, 501, outcome.message);
       default:

@@ -1,13 +1,10 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
 import type { HostDeps } from "../functions/host-deps.ts";
-import type { Tenant } from "../lib/claims/api-keys.ts";
 import { badRequest, notFound, unavailable } from "../lib/claims/errors.ts";
-import { historyScope, mayReadRecord } from "../lib/claims/history-scope.ts";
+import { historyScope, mayReadHistory } from "../lib/claims/history-scope.ts";
 import { HistoryQuery } from "../lib/claims/schemas.ts";
 import { parseWith } from "../lib/crd/parse-with.ts";
-import type { LifecycleEvent } from "../lib/history/lifecycle-event.ts";
-import type { SandboxRecord } from "../lib/history/record.ts";
 import { HistoryUnavailable } from "../lib/history/store.ts";
 import { isSandboxId } from "../lib/lifecycle/sandbox-ids.ts";
 import { type NativeEnv, send } from "./native.ts";
@@ -54,20 +51,6 @@ export function historyRoutes(deps: HostDeps): Hono<NativeEnv> {
     }
   });
   return app;
-}
-
-/**
- * mayReadHistory tells whether the tenant may see a sandbox's history: there is something (its
- * record, or an event) and every part of it is the tenant's (mayReadRecord, the list's rule), so
- * a tenant learns nothing of another's sandbox, not even that it exists.
- */
-function mayReadHistory(
-  tenant: Tenant,
-  record: SandboxRecord | undefined,
-  events: readonly LifecycleEvent[],
-): boolean {
-  const parts = record ? [record, ...events] : events;
-  return parts.length > 0 && parts.every((p) => mayReadRecord(tenant, p));
 }
 
 /** historyDown answers a read the history's database cannot serve now: 503, Retry-After. */

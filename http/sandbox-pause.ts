@@ -2,8 +2,7 @@ import { Hono } from "hono";
 import { viewWithAccess } from "../functions/api/sandbox-access.ts";
 import type { HostDeps } from "../functions/host-deps.ts";
 import { pauseSandbox } from "../functions/snapshots/pause-sandbox.ts";
-import { resumeSandbox } from "../functions/snapshots/resume-sandbox.ts";
-import type { Tenant } from "../lib/claims/api-keys.ts";
+import { type ResumeOutcome, resumeSandbox } from "../functions/snapshots/resume-sandbox.ts";
 import {
   type ApiError,
   badRequest,
@@ -14,7 +13,6 @@ import {
 } from "../lib/claims/errors.ts";
 import { PauseRequest, pausedView, ResumeRequest } from "../lib/claims/paused-view.ts";
 import { parseWith } from "../lib/crd/parse-with.ts";
-import { HistoryUnavailable } from "../lib/history/store.ts";
 import { type NativeEnv, send } from "./native.ts";
 
 /** failedWith is a pause or resume that failed on the way (a 500 naming why: the sandbox is as it was). */
@@ -68,10 +66,7 @@ export function sandboxPauseRoutes(deps: HostDeps, domain: string | undefined): 
       failed: failedWith("PauseFailed", outcome.message),
       timeout: timedOut(outcome.message),
       "not-configured": notConfigured(outcome.message),
-      unavailable: unavailable(outcome.message),
     };
-    if (outcome.reason === "unavailable")
-      c.header("Retry-After", String(HistoryUnavailable.RETRY_AFTER_SECONDS));
     return send(c, errors[outcome.reason]);
   });
 
@@ -92,4 +87,30 @@ export function sandboxPauseRoutes(deps: HostDeps, domain: string | undefined): 
     return send(c, refusal.error);
   });
   return app;
+}
+
+/** ResumeRefusal is the native answer to a resume that did not happen, and its Retry-After if any. */
+export interface ResumeRefusal {
+  error: ApiError | ReturnType<typeof failedWith>;
+  retryAfter?: string;
+}
+
+/**
+ * resumeRefusal answers a resume that did not happen (the native route's answer; the console
+ * shows its status and message): 404 for another tenant's sandbox as for none, 409 when it runs,
+ * is being paused or its pool is gone, 503 with Retry-After when no idle pod can serve it now, 429 at the team's limit, 500 when it did not come up.
+ */
+export function resumeRefusal(id: string, outcome: Extract<ResumeOutcome, { ok: false }>): ResumeRefusal {
+  const errors: Record<typeof outcome.reason, ApiError | ReturnType<typeof failedWith>> = {
+    "not-found": notFound(`no sandbox "${id}"`),
+    running: conflict(outcome.message),
+    pausing: conflict(outcome.message),
+    conflict: conflict(outcome.message),
+    "pool-gone": conflict(outcome.message),
+    exhausted: unavailable(outcome.message),
+    limited: { status: 429, body: { error: { code: "TooManySandboxes", message: outcome.message } } },
+    failed: failedWith("ResumeFailed", outcome.message),
+  };
+  const retryAfter = outcome.reason === "exhausted" ? "1" : undefined;
+  return { error: errors[outcome.reason], ...(retryAfter ? { retryAfter } : {}) };
 }

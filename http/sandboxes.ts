@@ -8,6 +8,7 @@ import { deleteSandbox } from "../functions/api/delete-sandbox.ts";
 import { getSandbox } from "../functions/api/get-sandbox.ts";
 import { ContinueRejected, listSandboxes } from "../functions/api/list-sandboxes.ts";
 import { listTargets } from "../functions/api/list-targets.ts";
+import { listPausedViews, pausedSandbox } from "../functions/api/paused-views.ts";
 import { recordActivity } from "../functions/api/record-activity.ts";
 import { readTarget } from "../functions/api/resolve-pool.ts";
 import { viewWithAccess } from "../functions/api/sandbox-access.ts";
@@ -45,7 +46,7 @@ import { type NativeEnv, send } from "./native.ts";
 import { sandboxLogsRoutes } from "./sandbox-logs.ts";
 import { sandboxMetricsRoutes } from "./sandbox-metrics.ts";
 import { sandboxNetworkRoutes } from "./sandbox-network.ts";
-import { listPausedViews, pausedSandbox, sandboxPauseRoutes } from "./sandbox-pause.ts";
+import { sandboxPauseRoutes } from "./sandbox-pause.ts";
 import { templatesRoutes } from "./templates.ts";
 
 type Env = NativeEnv;

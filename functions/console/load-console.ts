@@ -1,6 +1,7 @@
 import pLimit from "p-limit";
 import type { Tenant } from "../../lib/claims/api-keys.ts";
 import { historyScope } from "../../lib/claims/history-scope.ts";
+import { withPausedViews } from "../../lib/claims/sandbox-pod.ts";
 import type { SandboxView } from "../../lib/claims/sandbox-view.ts";
 import type { SandboxEnv } from "../../lib/crd/sandbox-env.ts";
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
@@ -9,6 +10,7 @@ import { type HistoryPage, type HistoryQuery, HistoryUnavailable } from "../../l
 import type { PodDiagnosticEvent } from "../../lib/lifecycle/diagnostics.ts";
 import { listSandboxes } from "../api/list-sandboxes.ts";
 import { listTargets } from "../api/list-targets.ts";
+import { listPausedViews } from "../api/paused-views.ts";
 import { withSandboxEvents } from "../api/sandbox-events.ts";
 import type { HostDeps } from "../host-deps.ts";
 
@@ -18,6 +20,10 @@ export interface ConsoleData {
   envs: SandboxEnv[];
   pools: SandboxPool[];
   templates: SandboxTemplate[];
+  /**
+   * sandboxes are its sandboxes with a pod, newest claim first, then its paused ones (phase
+   * "paused", from their snapshots: GET /v1/sandboxes?phase=paused's list), oldest pause first.
+   */
   sandboxes: SandboxView[];
   /**
    * warnings are the Warning events that explain a shown sandbox with a diagnosis (starting,
@@ -37,19 +43,21 @@ const EVENT_READS = 8;
 /**
  * loadConsole reads what the console shows, as the tenant may see it: the Envs and pools it may
  * claim from and the templates it can see (listTargets; an admin: all), its own sandboxes (an
- * admin: everyone's), and its history page (filtered by `history`). Events are read only for the
- * sandboxes whose diagnosis the page shows, one read of their pod's Warning events each, and
- * only those since the sandbox's claim count (withSandboxEvents, the rule GET uses): a reused
- * pod's events from an earlier sandbox never explain the one it serves now.
+ * admin: everyone's), running or paused (listPausedViews; each once: withPausedViews), and its
+ * history page (filtered by `history`). Events are read only for the sandboxes whose diagnosis
+ * the page shows, one read of their pod's Warning events each, and only those since the
+ * sandbox's claim count (withSandboxEvents, the rule GET uses): a reused pod's events from an
+ * earlier sandbox never explain the one it serves now.
  */
 export async function loadConsole(
   deps: HostDeps,
   tenant: Tenant,
   history: HistoryQuery,
 ): Promise<ConsoleData> {
-  const [targets, listed, page] = await Promise.all([
+  const [targets, listed, paused, page] = await Promise.all([
     listTargets(deps, tenant),
     listSandboxes(deps, tenant, { limit: CONSOLE_SANDBOXES }),
+    listPausedViews(deps, tenant, { limit: CONSOLE_SANDBOXES }),
     // The rest of the page is worth showing while the history database is down.
     deps.history.query({ ...history, ...historyScope(tenant) }).catch((e: unknown) => {
       if (e instanceof HistoryUnavailable) return undefined;
@@ -69,7 +77,7 @@ export async function loadConsole(
   return {
     tenant,
     ...targets,
-    sandboxes: listed.sandboxes.sort((a, b) => ((a.claimedAt ?? "") < (b.claimedAt ?? "") ? 1 : -1)),
+    sandboxes: withPausedViews(listed.sandboxes, listed.pods, paused),
     warnings,
     history: page,
   };

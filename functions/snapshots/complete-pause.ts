@@ -2,12 +2,12 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { SANDBOX_POOL_LABEL, STOP_REASON } from "../../lib/crd/keys.ts";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
 import { isConflict, orMissing } from "../../lib/kube/errors.ts";
-import { pauseEvent } from "../../lib/snapshots/lifecycle-events.ts";
 import { runsSource } from "../../lib/snapshots/pause-plan.ts";
 import { pauseCompletion } from "../../lib/snapshots/snapshot-state.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { releaseSandbox } from "../release-sandbox.ts";
+import { recordEvents } from "./record-events.ts";
 import { snapshotEvent } from "./snapshot-events.ts";
 
 /** PauseResult is where completePause left a pause: paused, still under way, or ended by a kill. */
@@ -18,9 +18,10 @@ export type PauseResult =
 
 /**
  * completePause takes a committed pause to its end (pauseCompletion): the snapshot is marked
- * Paused, the pause's history event is written, then the pod is released to its pool (stop reason
- * Paused, no terminal record); if the pod no longer runs the sandbox as recorded the pause is
- * undone (abandonPause: a kill or an expiry won the race, or a container restarted). Run by the pausing call, by the audit-triggered run on the agent's status write and by
+ * Paused, then the pod is released to its pool (stop reason Paused, no terminal record) and the
+ * pause's history event written (recordEvents); if the pod no longer runs the sandbox as recorded
+ * the pause is undone (abandonPause: a kill or an expiry won the race, a container restarted, or
+ * the commit came after the pause's deadline). Run by the pausing call, by the audit-triggered run on the agent's status write and by
  * the tick, in any order and any number of times: each write is preconditioned, and a step that
  * finds its work done does nothing.
  */
@@ -45,7 +46,7 @@ export async function completePause(deps: HostDeps, snapshot: SandboxSnapshot): 
       }
       if (next.kind === "back-to-resumed") {
         await deps.kube.replaceSnapshotStatus(namespace, { ...s, status: next.status });
-        const why = "a container restarted during the pause; the sandbox keeps running";
+        const why = `${next.why}; the sandbox keeps running`;
         deps.log.info({ sandboxId: s.spec.sandboxId }, `pause abandoned: ${why}`);
         return { result: "ended", why };
       }
@@ -55,12 +56,10 @@ export async function completePause(deps: HostDeps, snapshot: SandboxSnapshot): 
           ...s,
           status: { ...s.status, phase: SNAPSHOT_PHASE.PAUSED, pausedAt: rfc3339(deps.now()) },
         });
-      // The pause's history event before the release: a crash in between leaves the pod running
-      // the sandbox, and the next run writes the same event (kept once) and releases.
-      if (pod && runsSource(pod, s.spec.sandboxId, s.spec.source)) {
-        await deps.history.putEvent(pauseEvent(s, deps.now()));
-        await releaseToPool(deps, s, pod);
-      }
+      // Released right after the Paused write (nothing awaited in between that need not be); the
+      // pause's history event after both (recordEvents: an outbox the sweep empties if need be).
+      if (pod) await releaseToPool(deps, s, pod);
+      s = await recordEvents(deps, s);
       if (marking) {
         const images = Object.values(s.status?.images ?? {}).join(", ");
         const note = `paused; its files are ${images}; pod ${s.spec.source.pod} back to pool ${s.spec.pool}`;

@@ -1,18 +1,17 @@
 // The Resuming → Resumed write of one resume, shared by the resume that claimed the pod and by
-// whoever adopts a resume whose host died (the sweep, another resume): the resume's history event
-// first, then the transition, so a crash in between leaves a Resuming snapshot that the adopter
-// finishes with the same event.
+// whoever adopts a resume whose host died (the sweep, another resume), followed by the resume's
+// history event (recordEvents: an outbox on the snapshot, emptied by the sweep if need be).
 import type { SandboxSnapshot } from "../../lib/crd/sandbox-snapshot.ts";
 import { SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
 import { isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
-import { resumeEvent } from "../../lib/snapshots/lifecycle-events.ts";
 import { phaseOf } from "../../lib/snapshots/snapshot-state.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
 import type { HostDeps } from "../host-deps.ts";
+import { recordEvents } from "./record-events.ts";
 import { snapshotEvent } from "./snapshot-events.ts";
 
 /**
- * markResumed writes Resuming → Resumed for this resume's attempt, after its history event. A
+ * markResumed writes Resuming → Resumed for this resume's attempt, then its history event. A
  * conflict that leaves the snapshot still Resuming for this attempt (the snapshot agent cleared an
  * earlier pause's images meanwhile) is written again on the fresh object; false when the snapshot
  * is gone or no longer this attempt's.
@@ -31,8 +30,7 @@ export async function markResumed(
     if (s.metadata?.deletionTimestamp) return false;
     if (phaseOf(s) !== SNAPSHOT_PHASE.RESUMING || s.status?.resume?.attempt !== attemptId) return false;
     try {
-      await deps.history.putEvent(resumeEvent(s, pod, deps.now()));
-      await deps.kube.replaceSnapshotStatus(namespace, {
+      const resumed = await deps.kube.replaceSnapshotStatus(namespace, {
         ...s,
         status: {
           ...s.status,
@@ -49,6 +47,7 @@ export async function markResumed(
         "Resumed",
         `resumed on pod ${pod} (resume ${(s.status?.resumes ?? 0) + 1})`,
       );
+      await recordEvents(deps, resumed);
       return true;
     } catch (e) {
       if (!isConflict(e) && !isNotFound(e)) throw e;

@@ -1,9 +1,9 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Tenant } from "../../lib/claims/api-keys.ts";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
-import { HistoryUnavailable } from "../../lib/history/store.ts";
 import { isAlreadyExists, isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
-import { COMMIT_WAIT_MS, pausePlan } from "../../lib/snapshots/pause-plan.ts";
+import { abandonPause, commitOverdue } from "../../lib/snapshots/abandoned-pause.ts";
+import { COMMIT_WAIT_MS, pausePlan, sourceState } from "../../lib/snapshots/pause-plan.ts";
 import {
   isCommitted,
   isFailed,
@@ -11,13 +11,11 @@ import {
   phaseOf,
   snapshotObject,
 } from "../../lib/snapshots/snapshot-state.ts";
-import { snapshotSweep } from "../../lib/snapshots/snapshot-sweep.ts";
 import { findSandbox } from "../api/find-sandbox.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { completePause } from "./complete-pause.ts";
 import { findSnapshot } from "./find-paused.ts";
 import { snapshotEvent } from "./snapshot-events.ts";
-import { applySweep } from "./sweep-snapshots.ts";
 import { waitForSnapshot } from "./wait-snapshot.ts";
 
 /** PauseOutcome is a pause's answer: the paused sandbox's snapshot, or why it is not paused. */
@@ -25,14 +23,7 @@ export type PauseOutcome =
   | { ok: true; snapshot: SandboxSnapshot }
   | {
       ok: false;
-      reason:
-        | "not-found"
-        | "paused"
-        | "not-running"
-        | "failed"
-        | "timeout"
-        | "not-configured"
-        | "unavailable";
+      reason: "not-found" | "paused" | "not-running" | "failed" | "timeout" | "not-configured";
       message: string;
     };
 
@@ -44,33 +35,12 @@ export type PauseOutcome =
  * commit that fails leaves the sandbox running and answers why (the registry was down, the
  * container restarted). Concurrent and repeated pauses of one sandbox join the same commit; a
  * pause racing a kill loses to it (nothing is paused, the snapshot goes).
- *
- * A history database that cannot record the pause (its event is written before the pod is
- * released) answers "unavailable": the sandbox is paused, and the tick's sweep releases its pod
- * once the event is written.
  */
 export async function pauseSandbox(
   deps: HostDeps,
   tenant: Tenant,
   id: string,
   opts: { waitMs?: number } = {},
-): Promise<PauseOutcome> {
-  return pauseAttempts(deps, tenant, id, opts).catch((e: unknown) => {
-    if (!(e instanceof HistoryUnavailable)) throw e;
-    return {
-      ok: false,
-      reason: "unavailable",
-      message: `sandbox ${id} is paused, but the history database cannot record it now; its pod goes back to the pool once it can`,
-    };
-  });
-}
-
-/** pauseAttempts is pauseSandbox's work, tried again while the snapshot changes under it. */
-async function pauseAttempts(
-  deps: HostDeps,
-  tenant: Tenant,
-  id: string,
-  opts: { waitMs?: number },
 ): Promise<PauseOutcome> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const pod = await findSandbox(deps, tenant, id, attempt > 0);
@@ -131,77 +101,108 @@ export async function beginPause(
   return { ok: true };
 }
 
-/**
- * awaitCommit waits for the agent's commit until the pause's deadline (spec.source.commitUntil,
- * the pause that joined another keeps that one's) and finishes the pause, or says why it did not:
- * a commit that failed, or that did not come by the deadline, is undone now (the sweep's own rule,
- * abandonPause), so the caller's answer is final: the sandbox keeps running.
- */
-async function awaitCommit(deps: HostDeps, namespace: string, id: string): Promise<PauseOutcome> {
-  const first = await orMissing(deps.kube.getSnapshot(namespace, id));
-  const until = Date.parse(String(first?.spec.source.commitUntil ?? ""));
-  const waitMs = Number.isFinite(until) ? until - deps.now().getTime() + 500 : COMMIT_WAIT_MS;
-  const waited = await waitForSnapshot(
-    deps,
-    namespace,
-    id,
-    (s) => !s || isCommitted(s) || isFailed(s) || phaseOf(s) === SNAPSHOT_PHASE.PAUSED,
-    Math.max(1000, waitMs),
-  );
-  if (waited === "timeout") {
-    const s = await orMissing(deps.kube.getSnapshot(namespace, id));
-    if (s && !isCommitted(s) && !isFailed(s) && (await abandon(deps, s)))
-      return {
-        ok: false,
-        reason: "timeout",
-        message: `the snapshot agent did not commit sandbox ${id} by the pause's deadline (is it running on the sandbox's node?); the pause was abandoned and the sandbox keeps running`,
-      };
-    return awaitCommit(deps, namespace, id);
-  }
-  const s = waited.snapshot;
-  if (!s) return { ok: false, reason: "not-found", message: `sandbox ${id} ended while it was being paused` };
-  if (isFailed(s)) {
-    await snapshotEvent(
-      deps,
-      s,
-      "Warning",
-      "PauseFailed",
-      `the pause failed; the sandbox keeps running: ${s.status?.message ?? ""}`,
-    );
-    await abandon(deps, s);
-    return {
-      ok: false,
-      reason: "failed",
-      message: `pausing sandbox ${id} failed; it keeps running: ${s.status?.message ?? "no reason given"}`,
-    };
-  }
-  const done = await completePause(deps, s);
-  if (done.result === "ended")
-    return { ok: false, reason: "not-found", message: `sandbox ${id}: ${done.why}` };
-  return { ok: true, snapshot: done.snapshot };
+/** abandoned is a pause's final answer once it was undone: the sandbox was not paused. */
+function abandoned(id: string, why: string): PauseOutcome {
+  return {
+    ok: false,
+    reason: "timeout",
+    message: `sandbox ${id} was not paused: ${why}; the pause was abandoned and the sandbox keeps running`,
+  };
 }
 
 /**
- * abandon undoes a pause that failed or ran past its deadline by the sweep's own rule
- * (snapshotSweep on a fresh read of the pod), made now rather than at the next tick; true when
- * the pause is undone or already gone, false when the snapshot moved on meanwhile (committed: the
- * caller looks again).
+ * awaitCommit waits for the agent's commit of the pause it joined (this generation of the
+ * snapshot) until the pause's deadline (spec.source.commitUntil) and finishes it, or says why it
+ * did not. A commit that failed, or that did not come by the deadline, is undone now by the
+ * sweep's rule (abandonPause), so a 504 is final: the sandbox keeps running and the pause never
+ * completes later (a commit after the deadline is abandoned too, committedLate). A pause another
+ * step already undid, or a newer one replaced, is answered as such, never undone again.
  */
-async function abandon(deps: HostDeps, s: SandboxSnapshot): Promise<boolean> {
+async function awaitCommit(deps: HostDeps, namespace: string, id: string): Promise<PauseOutcome> {
+  const first = await orMissing(deps.kube.getSnapshot(namespace, id));
+  const generation = first?.metadata?.generation;
+  const until = Date.parse(String(first?.spec.source.commitUntil ?? ""));
+  const deadline = Number.isFinite(until) ? until : deps.now().getTime() + COMMIT_WAIT_MS;
+  const mine = (s: SandboxSnapshot) =>
+    s.metadata?.generation === generation && !s.metadata?.deletionTimestamp;
+  const settled = (s: SandboxSnapshot | undefined) =>
+    !s || !mine(s) || phaseOf(s) !== SNAPSHOT_PHASE.COMMITTING || isCommitted(s) || isFailed(s);
+  for (let round = 0; round < 5; round++) {
+    const wait = Math.max(1000, deadline - deps.now().getTime() + 500);
+    const waited = await waitForSnapshot(deps, namespace, id, settled, wait);
+    const s = waited === "timeout" ? await orMissing(deps.kube.getSnapshot(namespace, id)) : waited.snapshot;
+    if (!s || s.metadata?.deletionTimestamp) {
+      // Undone by another step (the sandbox runs on) or ended by a kill: its pod tells which.
+      const source = first?.spec.source;
+      const pod = source && (await orMissing(deps.kube.getPod(namespace, source.pod)));
+      return source && sourceState(pod, id, source) !== "ended"
+        ? abandoned(id, "its pause was undone (failed, late or restarted)")
+        : { ok: false, reason: "not-found", message: `sandbox ${id} ended while it was being paused` };
+    }
+    if (!mine(s)) return abandoned(id, "a newer pause replaced this one");
+    const phase = phaseOf(s);
+    if (phase === SNAPSHOT_PHASE.RESUMED)
+      return abandoned(id, "its pause was undone (failed, late or restarted)");
+    if (isFailed(s)) {
+      const why = s.status?.message ?? "no reason given";
+      await snapshotEvent(
+        deps,
+        s,
+        "Warning",
+        "PauseFailed",
+        `the pause failed; the sandbox keeps running: ${why}`,
+      );
+      await abandonMine(deps, s, "its pause failed").catch((e: unknown) =>
+        deps.log.warn({ sandboxId: id, err: String(e) }, "a failed pause was left to the sweep"),
+      );
+      return {
+        ok: false,
+        reason: "failed",
+        message: `pausing sandbox ${id} failed; it keeps running: ${why}`,
+      };
+    }
+    if (isCommitted(s) || phase === SNAPSHOT_PHASE.PAUSED) {
+      const done = await completePause(deps, s);
+      if (done.result === "ended") return abandoned(id, done.why);
+      if (done.result === "paused") return { ok: true, snapshot: done.snapshot };
+      continue;
+    }
+    // Still Committing: woken before the deadline (another host's clock) → wait on; else undo it.
+    if (Number.isFinite(until) && !commitOverdue(s, deps.now())) continue;
+    if (await abandonMine(deps, s, "its commit did not finish by the pause's deadline"))
+      return abandoned(
+        id,
+        "the snapshot agent did not commit it by the pause's deadline (is it running on its node?)",
+      );
+  }
+  return {
+    ok: false,
+    reason: "timeout",
+    message: `sandbox ${id}'s pause kept changing while it was awaited; its state is in GET /v1/sandboxes/${id}`,
+  };
+}
+
+/**
+ * abandonMine undoes this caller's pause by the sweep's rule (abandonPause, on a fresh read of its
+ * pod), preconditioned on the snapshot as read: true when undone (or gone), false when the
+ * snapshot changed meanwhile (the caller looks again). Any other error is thrown: the caller must
+ * not answer "abandoned" for a write it does not know landed.
+ */
+async function abandonMine(deps: HostDeps, s: SandboxSnapshot, why: string): Promise<boolean> {
   const ns = s.metadata?.namespace ?? "";
   const pod = await orMissing(deps.kube.getPod(ns, s.spec.source.pod));
-  const decision = snapshotSweep(s, [], pod, deps.now());
-  if (decision.kind !== "delete" && decision.kind !== "back-to-resumed") return false;
-  return applySweep(deps, s, decision).then(
-    () => true,
-    async (e: unknown) => {
-      if (isNotFound(e)) return true;
-      if (isConflict(e)) return false;
-      deps.log.warn(
-        { sandboxId: s.spec.sandboxId, err: String(e) },
-        "an abandoned pause was left to the sweep",
-      );
-      return true;
-    },
-  );
+  const d = abandonPause(s, pod, why);
+  try {
+    if (d.kind === "delete")
+      await deps.kube.deleteSnapshot(ns, s.metadata?.name ?? "", {
+        resourceVersion: s.metadata?.resourceVersion ?? "",
+      });
+    else await deps.kube.replaceSnapshotStatus(ns, { ...s, status: d.status });
+    deps.log.info({ sandboxId: s.spec.sandboxId }, `pause abandoned: ${d.why}`);
+    return true;
+  } catch (e) {
+    if (isNotFound(e)) return true;
+    if (isConflict(e)) return false;
+    throw e;
+  }
 }

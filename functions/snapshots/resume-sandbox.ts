@@ -7,7 +7,6 @@ import { SANDBOX_ID_LABEL, SANDBOX_POOL_LABEL, STOP_REASON } from "../../lib/crd
 import type { SandboxPool } from "../../lib/crd/sandbox-pool.ts";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
 import { networkOf } from "../../lib/egress/network.ts";
-import { HistoryUnavailable } from "../../lib/history/store.ts";
 import { isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
 import { phaseOf, resumeClaim, resumeStart } from "../../lib/snapshots/snapshot-state.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
@@ -37,8 +36,7 @@ export type ResumeOutcome =
         | "pool-gone"
         | "pausing"
         | "conflict"
-        | "failed"
-        | "unavailable";
+        | "failed";
       message: string;
     };
 
@@ -52,32 +50,13 @@ const RESUME_CLAIM_MS = 30_000;
  * the first claim's owner, metadata, network and sealed env vars (envd gets them with a new token:
  * the incarnation), the snapshot goes Resuming → Resumed, and with waitSeconds the call waits for
  * Running. A resume that finds no idle pod, or whose snapshot changed under it (killed), undoes
- * its claim and answers why; a resume whose host died is taken over once its time is up. Its
- * history event is written before Resumed: while the history database cannot record it the call
- * answers "unavailable" and the sweep takes the resume over (adopted, or back to Paused) once it can.
+ * its claim and answers why; a resume whose host died is taken over once its time is up.
  */
 export async function resumeSandbox(
   deps: HostDeps,
   tenant: Tenant,
   id: string,
   opts: { timeoutSeconds?: number; waitSeconds?: number } = {},
-): Promise<ResumeOutcome> {
-  return resumeAttempts(deps, tenant, id, opts).catch((e: unknown) => {
-    if (!(e instanceof HistoryUnavailable)) throw e;
-    return {
-      ok: false,
-      reason: "unavailable",
-      message: `sandbox ${id}'s resume cannot be recorded now (the history database is unavailable); it completes, or goes back to paused, once the history is back`,
-    };
-  });
-}
-
-/** resumeAttempts is resumeSandbox's work, tried again while the snapshot changes under it. */
-async function resumeAttempts(
-  deps: HostDeps,
-  tenant: Tenant,
-  id: string,
-  opts: { timeoutSeconds?: number; waitSeconds?: number },
 ): Promise<ResumeOutcome> {
   // The wait for Running counts from the call's start: a claim that waited for an idle pod leaves
   // less of it, so the call's whole time stays within waitSeconds (E2B: the SDK's request timeout).
@@ -120,7 +99,11 @@ async function resumeAttempts(
         namespace,
         id,
         (x) => !x || phaseOf(x) !== SNAPSHOT_PHASE.RESUMING,
-        Math.max(1000, until + 1000),
+        // The other resume's time, within this call's own wait.
+        Math.max(
+          1000,
+          Math.min(until + 1000, (waitUntil ?? Number.POSITIVE_INFINITY) - deps.now().getTime()),
+        ),
       );
       if (waited !== "timeout" && waited.snapshot && phaseOf(waited.snapshot) === SNAPSHOT_PHASE.RESUMED)
         return runningOne(deps, tenant, id, waitUntil);
@@ -233,7 +216,10 @@ async function claimForResume(
     return { ok: false, reason: "failed", message: fence.message };
   }
   const { claimIn, limited } = resumeClaimer(deps, pool, id, claim, opts.waitSeconds);
-  const deadline = deps.now().getTime() + RESUME_CLAIM_MS;
+  const deadline = Math.min(
+    deps.now().getTime() + RESUME_CLAIM_MS,
+    opts.waitUntil ?? Number.POSITIVE_INFINITY,
+  );
   recordDemand(deps, pool, deps.now());
   let pod = (await claimFrom(deps, pool, claimIn, deadline)).pod;
   if (!pod && !deps.stopping.aborted && limited() === undefined) {

@@ -1,16 +1,22 @@
 // The tick's sweep of SandboxSnapshots (lib/snapshots/snapshot-sweep.ts): pauses and resumes whose
 // caller is gone are finished or undone, paused sandboxes past their retention end, snapshots of
-// sandboxes that ended go. One list per tick; a snapshot with something to do is decided again on
-// quorum reads of its pods before any write, and every write is preconditioned on its version.
+// sandboxes that ended go, and a snapshot whose node is gone is handed to a live node's agent
+// (hand-over-snapshot.ts). One list per tick; a snapshot with something to do is decided again on
+// quorum reads before any write, and every write is preconditioned on its version.
 import type { V1Pod } from "@kubernetes/client-node";
 import { SANDBOX_ID_LABEL } from "../../lib/crd/keys.ts";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
 import { isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
+import { unrecordedEvents } from "../../lib/snapshots/lifecycle-events.ts";
+import { awaitsAnyAgent } from "../../lib/snapshots/node-handover.ts";
 import { pausedRecord } from "../../lib/snapshots/paused-record.ts";
 import { type SnapshotSweep, snapshotSweep } from "../../lib/snapshots/snapshot-sweep.ts";
+import { parseTime } from "../../lib/util/time.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { completePause } from "./complete-pause.ts";
+import { handOverSnapshot, nodeReads } from "./hand-over-snapshot.ts";
 import { markResumed } from "./mark-resumed.ts";
+import { recordEvents } from "./record-events.ts";
 import { snapshotEvent } from "./snapshot-events.ts";
 
 /** SnapshotSweepReport counts the snapshots listed and the ones written to. */
@@ -21,8 +27,10 @@ export interface SnapshotSweepReport {
 
 /**
  * sweepSnapshots decides every snapshot (in `namespace`, or all) on the tick's pods (`known`), and
- * acts on those with work after deciding again on fresh reads. Failures are logged and left to
- * the next tick.
+ * acts on those with work after deciding again on fresh reads; it first writes the history events
+ * a snapshot's outbox still holds (recordEvents). One with nothing to do there that
+ * waits for its agent (awaitsAnyAgent) has its node read, unless a known pod runs on it: a node
+ * gone hands it over. Failures are logged and left to the next tick.
  */
 export async function sweepSnapshots(
   deps: HostDeps,
@@ -43,13 +51,22 @@ export async function sweepSnapshots(
   });
   const snapshots = listed?.items ?? [];
   let writes = 0;
-  for (const s of snapshots) {
+  const reads = nodeReads(deps);
+  const onNode = new Set(known.map((p) => p.spec?.nodeName));
+  for (const listed of snapshots) {
+    // The outbox first: a pause or resume whose history event is not written yet.
+    const s = unrecordedEvents(listed, deps.now()).length > 0 ? await recordEvents(deps, listed) : listed;
+    if (s !== listed) writes++;
     const ns = s.metadata?.namespace ?? "";
     const id = s.spec.sandboxId;
     const mine = (p: V1Pod) => p.metadata?.namespace === ns && p.metadata?.labels?.[SANDBOX_ID_LABEL] === id;
     const source = known.find((p) => p.metadata?.namespace === ns && p.metadata?.name === s.spec.source.pod);
-    if (snapshotSweep(s, known.filter(mine), source, deps.now()).kind === "none") continue;
     try {
+      if (snapshotSweep(s, known.filter(mine), source, deps.now()).kind === "none") {
+        if (awaitsAnyAgent(s) && !onNode.has(s.spec.source.node) && (await handOverSnapshot(deps, s, reads)))
+          writes++;
+        continue;
+      }
       const byId = (await deps.kube.listPods(ns, `${SANDBOX_ID_LABEL}=${id}`)).items;
       const fresh = await orMissing(deps.kube.getPod(ns, s.spec.source.pod));
       const decision = snapshotSweep(s, byId, fresh, deps.now());
@@ -61,6 +78,9 @@ export async function sweepSnapshots(
   }
   return { snapshots: snapshots.length, writes };
 }
+
+/** endedAt is when a paused sandbox ended: its snapshot's deletion, the same for every writer. */
+const endedAt = (s: SandboxSnapshot, now: Date): Date => parseTime(s.metadata?.deletionTimestamp) ?? now;
 
 /** applySweep makes one sweep decision's write (preconditioned); true when something was written. */
 export async function applySweep(deps: HostDeps, s: SandboxSnapshot, d: SnapshotSweep): Promise<boolean> {
@@ -80,8 +100,10 @@ export async function applySweep(deps: HostDeps, s: SandboxSnapshot, d: Snapshot
     }
     case "back-to-resumed":
       await deps.kube.replaceSnapshotStatus(ns, { ...s, status: d.status });
-      deps.log.info({ sandboxId: s.spec.sandboxId }, "pause abandoned: the sandbox keeps running");
+      deps.log.info({ sandboxId: s.spec.sandboxId }, `pause abandoned: ${d.why}; the sandbox keeps running`);
       return true;
+    case "record-ended":
+      return (await deps.history.put(pausedRecord(s, endedAt(s, deps.now())))) === "inserted";
     case "delete":
       // Deleted at the version decided on first: a record only for a sandbox that surely ended.
       await deps.kube.deleteSnapshot(ns, s.metadata?.name ?? "", {
@@ -89,7 +111,7 @@ export async function applySweep(deps: HostDeps, s: SandboxSnapshot, d: Snapshot
       });
       deps.log.info({ sandboxId: s.spec.sandboxId }, `snapshot deleted: ${d.why}`);
       if (d.record) {
-        await deps.history.put(pausedRecord(s, deps.now()));
+        await deps.history.put(pausedRecord(s, endedAt(s, deps.now())));
         await snapshotEvent(deps, s, "Normal", "Expired", `ended while paused: ${d.why}`);
       }
       return true;

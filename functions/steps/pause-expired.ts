@@ -1,6 +1,6 @@
 import { SANDBOX_ID_LABEL } from "../../lib/crd/keys.ts";
 import { isNotFound } from "../../lib/kube/errors.ts";
-import { autoPauseDue } from "../../lib/reconcile/lifetime-release.ts";
+import { autoPauseDue, autoPauseUntil } from "../../lib/reconcile/lifetime-release.ts";
 import { isCommitted } from "../../lib/snapshots/snapshot-state.ts";
 import { completePause } from "../snapshots/complete-pause.ts";
 import { beginPause } from "../snapshots/pause-sandbox.ts";
@@ -11,7 +11,7 @@ import type { Step } from "./step.ts";
  * (E2B's autoPause; autoPauseDue): it begins their pause (beginPause: the snapshot agent commits),
  * and on a later run finishes a committed one (completePause). Its writes are the snapshot's, made
  * here (no pod actions): the pod is released by completePause, or, if the pause cannot complete
- * within the grace, by release-expired. Failures are logged and retried by the next run.
+ * within the grace (its deadline, autoPauseUntil), by release-expired. Failures are logged and retried by the next run.
  */
 export const pauseExpired: Step = {
   name: "pause-expired",
@@ -25,7 +25,10 @@ export const pauseExpired: Step = {
           throw e;
         });
         if (s && isCommitted(s)) await completePause(deps, s);
-        else await beginPause(deps, pod);
+        else {
+          const until = autoPauseUntil(pod)?.getTime() ?? deps.now().getTime();
+          await beginPause(deps, pod, Math.max(1000, until - deps.now().getTime()));
+        }
       } catch (e) {
         deps.log.warn({ sandboxId: id, err: String(e) }, "auto-pause: left to the next run");
       }

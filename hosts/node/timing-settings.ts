@@ -2,6 +2,10 @@
 // request may take, how a stopping host drains. One group of settings, read beside config.ts's
 // (HOST_ENV spreads TIMING_ENV in) so each variable is still named in the host's errors.
 import * as v from "valibot";
+import {
+  DEFAULT_SNAPSHOT_RETENTION_SECONDS,
+  SnapshotRetentionSetting,
+} from "../../lib/claims/snapshot-retention.ts";
 import { DEFAULT_KUBE_TIMEOUTS, type KubeTimeouts } from "../../lib/kube/transport.ts";
 import type { DrainSettings } from "./drain.ts";
 import { Seconds } from "./setting-values.ts";
@@ -32,8 +36,8 @@ export const TIMING_ENV = {
   AGENTBOX_USAGE_SAMPLE_SECONDS: v.optional(SamplePeriod, "10"),
   // How long a paused sandbox is kept unresumed before it ends with its snapshot (ADR 0045): a week.
   AGENTBOX_SNAPSHOT_RETENTION_SECONDS: v.optional(
-    v.pipe(Seconds, v.integer("must be a whole number of seconds"), v.minValue(60)),
-    "604800",
+    SnapshotRetentionSetting,
+    String(DEFAULT_SNAPSHOT_RETENTION_SECONDS),
   ),
   // How long one apiserver request may take (DEFAULT_KUBE_TIMEOUTS): a read, a list, a write.
   AGENTBOX_KUBE_READ_TIMEOUT_SECONDS: v.optional(TimeoutSeconds, String(DEFAULT_KUBE_TIMEOUTS.read / 1000)),

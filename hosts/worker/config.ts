@@ -1,4 +1,8 @@
 import * as v from "valibot";
+import {
+  DEFAULT_SNAPSHOT_RETENTION_SECONDS,
+  SnapshotRetentionSetting,
+} from "../../lib/claims/snapshot-retention.ts";
 import { parseTeamLimits } from "../../lib/claims/team-limits.ts";
 import { parseWith } from "../../lib/crd/parse-with.ts";
 import { checkSandboxDomain } from "../../lib/data-plane/sandbox-domain.ts";
@@ -80,6 +84,14 @@ const WorkerEnvSchema = v.object({
   INSTANCE_TYPES: v.optional(
     ConfigMapRefSetting,
     `${DEFAULT_INSTANCE_TYPES.namespace}/${DEFAULT_INSTANCE_TYPES.name}`,
+  ),
+  /**
+   * SNAPSHOT_RETENTION_SECONDS is how long a paused sandbox is kept unresumed, as the Node host's
+   * AGENTBOX_SNAPSHOT_RETENTION_SECONDS (whole seconds, at least 60; a week by default).
+   */
+  SNAPSHOT_RETENTION_SECONDS: v.optional(
+    SnapshotRetentionSetting,
+    String(DEFAULT_SNAPSHOT_RETENTION_SECONDS),
   ),
   /** TICK_NAMESPACE limits the tick to one namespace (a namespace-scoped deployment). */
   TICK_NAMESPACE: v.optional(

@@ -1,3 +1,4 @@
+import type { LifecycleEvent } from "../history/lifecycle-event.ts";
 import type { SandboxRecord } from "../history/record.ts";
 import type { Tenant } from "./api-keys.ts";
 
@@ -18,4 +19,18 @@ export function historyScope(tenant: Tenant): { team?: string; user?: string } {
 export function mayReadRecord(tenant: Tenant, record: Pick<SandboxRecord, "team" | "user">): boolean {
   const scope = historyScope(tenant);
   return scope.team === undefined || (record.team === scope.team && record.user === scope.user);
+}
+
+/**
+ * mayReadHistory tells whether the tenant may see a sandbox's history: there is something (its
+ * record, or an event) and every part of it is the tenant's (mayReadRecord, the list's rule), so
+ * a tenant learns nothing of another's sandbox, not even that it exists.
+ */
+export function mayReadHistory(
+  tenant: Tenant,
+  record: SandboxRecord | undefined,
+  events: readonly LifecycleEvent[],
+): boolean {
+  const parts = record ? [record, ...events] : events;
+  return parts.length > 0 && parts.every((p) => mayReadRecord(tenant, p));
 }

@@ -37,6 +37,10 @@ const SANDBOX = {
       format: "date-time",
       description: "a paused sandbox not resumed by then is deleted with its files",
     },
+    snapshotBytes: {
+      type: "integer",
+      description: "a paused sandbox's size: the bytes of the layers its last pause committed",
+    },
     podIP: str,
     detail: { type: "object", properties: { reason: str, message: str, lastUpdatedTime: str } },
     // GET /sandboxes/{id} and the create's 201 (viewWithAccess): its network settings, and how

@@ -28,8 +28,9 @@ const positive = (n: number | undefined) => (n !== undefined && n > 0 ? n : unde
 /**
  * pausedView shows a paused sandbox (its SandboxSnapshot) as a SandboxView with phase "paused":
  * no pod (pod ""), no podIP and no endAt (its lifetime does not run while paused: lifetimeSeconds
- * is what it had left), images are its snapshot images, pausedAt and retainUntil when known. A
- * resume under way says so in `detail` (since `now`). Optional fields are left out when absent.
+ * is what it had left), images are its snapshot images, pausedAt, retainUntil and the size of
+ * its last pause's layers (snapshotBytes) when known. A resume under way says so in `detail`
+ * (since `now`). Optional fields are left out when absent.
  */
 export function pausedView(snapshot: SandboxSnapshot, now: Date): SandboxView {
   const { spec, status } = snapshot;
@@ -52,6 +53,7 @@ export function pausedView(snapshot: SandboxSnapshot, now: Date): SandboxView {
     ...optional("pausedAt", status?.pausedAt ?? status?.committedAt),
     ...optional("lifetimeSeconds", positive(claim.lifetimeSeconds)),
     ...optional("retainUntil", spec.retainUntil),
+    ...optional("snapshotBytes", status?.bytes),
     ...(resuming
       ? {
           detail: {

@@ -6,6 +6,7 @@ import { STOP_REASON, STOP_REASON_ANNOTATION } from "../crd/keys.ts";
 import { isTerminating } from "../kube/action.ts";
 import { incarnationOf } from "../lifecycle/incarnation.ts";
 import type { Tenant } from "./api-keys.ts";
+import type { SandboxView } from "./sandbox-view.ts";
 import { ownedBy } from "./tenant-scope.ts";
 
 /** isPausedLeftover: the pod a pause released (it carries the id until it is idle again). */
@@ -21,4 +22,31 @@ export function sandboxPodOf(pods: readonly V1Pod[], tenant: Tenant): V1Pod | un
   return pods
     .filter((p) => !isTerminating(p) && !isPausedLeftover(p) && ownedBy(p, tenant))
     .sort((a, b) => incarnationOf(b) - incarnationOf(a))[0];
+}
+
+/**
+ * withPausedViews lists each sandbox once, as GET /v1/sandboxes/{id} shows it (sandboxPodOf): the
+ * views of the listed `pods`, newest claim first, then the `paused` views (from their snapshots,
+ * in their order) of the sandboxes no pod runs. A resume's pod is the sandbox as soon as it
+ * carries the id; the pod a pause gave back is not, so while it still carries the id (until it
+ * is idle again) its row gives way to the paused view.
+ */
+export function withPausedViews(
+  views: readonly SandboxView[],
+  pods: readonly V1Pod[],
+  paused: readonly SandboxView[],
+): SandboxView[] {
+  const leftovers = new Set(
+    pods.filter(isPausedLeftover).map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`),
+  );
+  const isLeftover = (s: SandboxView) => leftovers.has(`${s.namespace}/${s.pod}`);
+  const withPod = new Set(views.filter((s) => !isLeftover(s)).map((s) => s.sandboxId));
+  const shownPaused = paused.filter((s) => !withPod.has(s.sandboxId));
+  const pausedIds = new Set(shownPaused.map((s) => s.sandboxId));
+  return [
+    ...views
+      .filter((s) => !(isLeftover(s) && pausedIds.has(s.sandboxId)))
+      .sort((a, b) => ((a.claimedAt ?? "") < (b.claimedAt ?? "") ? 1 : -1)),
+    ...shownPaused,
+  ];
 }

@@ -63,6 +63,8 @@ export interface SandboxView {
   lifetimeSeconds?: number;
   /** retainUntil is when a paused sandbox not resumed by then is deleted with its files (RFC 3339). */
   retainUntil?: string;
+  /** snapshotBytes is the size of the layers a paused sandbox's last pause committed. */
+  snapshotBytes?: number;
   podIP?: string;
   /** failure says why a stopping or failed sandbox ended (IdleTimeout, PostStartHookFailed, …). */
   failure?: { reason: string; message?: string };

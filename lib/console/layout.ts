@@ -15,7 +15,7 @@ table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;
 th{font-weight:600;color:#566}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .phase{display:inline-block;padding:0 6px;border-radius:8px;background:#e8edf3;font-size:12px}
 .phase.running,.phase.Ready,.phase.Active{background:#d8f3dc}.phase.starting,.phase.ScalingUp{background:#fff1c7}
-.phase.stopping,.phase.ScalingDown{background:#e4e1f7}.phase.failed,.phase.Degraded,.phase.Saturated{background:#ffd9d6}
+.phase.stopping,.phase.ScalingDown{background:#e4e1f7}.phase.paused{background:#dcebfa}.phase.failed,.phase.Degraded,.phase.Saturated{background:#ffd9d6}
 .warn{color:#a4262c;font-size:12px}.muted{color:#778;font-size:12px}
 form.inline{display:inline}button{cursor:pointer}
 .docs{border-left:3px solid #dde2e8;padding-left:12px}
@@ -60,4 +60,26 @@ export function ago(time: string | undefined, now: Date): string {
   if (!Number.isFinite(ms)) return "–";
   const s = Math.max(0, Math.round(ms / 1000));
   return s < 120 ? `${s}s ago` : s < 7200 ? `${Math.round(s / 60)}m ago` : `${Math.round(s / 3600)}h ago`;
+}
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+/** bytes writes a size: bytes below 1 KiB, KiB below 1 MiB, MiB below 10 GiB, else GiB, to a tenth. */
+export function bytes(v: number): string {
+  if (v < KiB) return `${v} B`;
+  if (v < MiB) return `${(v / KiB).toFixed(1)} KiB`;
+  return v >= 10 * 1024 * MiB ? `${(v / (1024 * MiB)).toFixed(1)} GiB` : `${(v / MiB).toFixed(1)} MiB`;
+}
+
+/** SandboxAction is what a sandbox's buttons post: release (a kill of a paused one), resume. */
+export type SandboxAction = "release" | "resume";
+
+/**
+ * sandboxAction is a button posting one of the console's sandbox forms to
+ * /ui/sandboxes/<id>/<action>: a plain form of this origin, which the console's Origin check
+ * and its SameSite=Strict session cookie guard as they guard every console form.
+ */
+export function sandboxAction(id: string, action: SandboxAction, label: string): Html {
+  return html`<form class="inline" method="post" action="/ui/sandboxes/${id}/${action}"><button>${label}</button></form>`;
 }

@@ -1,4 +1,5 @@
 import { html, raw } from "hono/html";
+import { PAUSED_PHASE } from "../claims/paused-view.ts";
 import type { SandboxView } from "../claims/sandbox-view.ts";
 import { TEMPLATE_DOCS_ANNOTATION } from "../crd/keys.ts";
 import type { SandboxEnv } from "../crd/sandbox-env.ts";
@@ -6,7 +7,7 @@ import type { SandboxPool } from "../crd/sandbox-pool.ts";
 import type { SandboxTemplate } from "../crd/sandbox-template.ts";
 import type { HistoryPage, HistoryQuery } from "../history/store.ts";
 import type { PodDiagnosticEvent } from "../lifecycle/diagnostics.ts";
-import { ago, type Html, phase } from "./layout.ts";
+import { ago, bytes, type Html, phase, sandboxAction } from "./layout.ts";
 import { renderMarkdown } from "./markdown.ts";
 import { NO_POOL_SAMPLES, type PoolCharts } from "./pool-chart.ts";
 
@@ -90,9 +91,26 @@ export function poolsView(pools: readonly SandboxPool[], charts?: PoolCharts): H
 }
 
 /**
+ * pausedTimings is when a paused sandbox was paused and until when it is kept: past that, unresumed,
+ * it ends with its snapshot.
+ */
+export function pausedTimings(s: Pick<SandboxView, "pausedAt" | "retainUntil">, now: Date): Html {
+  return html`paused ${ago(s.pausedAt, now)}${s.retainUntil ? html`<div class="muted kept">kept until ${s.retainUntil}</div>` : ""}`;
+}
+
+/**
+ * pausedActions are a paused sandbox's buttons: Resume runs it again (same id, its files), Kill
+ * ends it and deletes its snapshot, as a release ends a running one (the same form and route).
+ */
+export function pausedActions(id: string): Html {
+  return html`${sandboxAction(id, "resume", "Resume")} ${sandboxAction(id, "release", "Kill")}`;
+}
+
+/**
  * sandboxesView lists sandboxes: phase, timings, what explains a starting or failed one (its
  * detail and the Warning events since its claim, `warnings` by sandbox id), and a release button
- * for those that can be released.
+ * for those that can be released. A paused one shows when it was paused, until when it is kept
+ * and its snapshot's size, with a Resume and a Kill button (the kill deletes its snapshot).
  */
 export function sandboxesView(
   sandboxes: readonly SandboxView[],
@@ -102,19 +120,16 @@ export function sandboxesView(
   const row = (s: SandboxView) => {
     const events = warnings.get(s.sandboxId) ?? [];
     const releasable = s.phase === "running" || s.phase === "starting";
+    const paused = s.phase === PAUSED_PHASE;
     return html`<tr data-sandbox="${s.sandboxId}">
       <td><a href="/ui/sandboxes/${s.sandboxId}"><code>${s.sandboxId}</code></a><div class="muted">${s.team ?? ""}/${s.user ?? ""}</div></td>
       <td>${s.namespace}/${s.pool}</td>
       <td>${phase(s.phase)}</td>
-      <td>claimed ${ago(s.claimedAt, now)}${s.startedAt ? html`<div class="muted">running since ${ago(s.startedAt, now)}</div>` : ""}${s.endAt ? html`<div class="muted">ends ${s.endAt}</div>` : ""}</td>
-      <td>${s.detail ? html`<div>${s.detail.reason}: ${s.detail.message ?? ""}</div>` : ""}${s.failure ? html`<div class="warn">${s.failure.reason} ${s.failure.message ?? ""}</div>` : ""}${events.map(
+      <td>${paused ? pausedTimings(s, now) : html`claimed ${ago(s.claimedAt, now)}`}${s.startedAt ? html`<div class="muted">running since ${ago(s.startedAt, now)}</div>` : ""}${s.endAt ? html`<div class="muted">ends ${s.endAt}</div>` : ""}</td>
+      <td>${s.snapshotBytes !== undefined ? html`<div class="size">snapshot ${bytes(s.snapshotBytes)}</div>` : ""}${s.detail ? html`<div>${s.detail.reason}: ${s.detail.message ?? ""}</div>` : ""}${s.failure ? html`<div class="warn">${s.failure.reason} ${s.failure.message ?? ""}</div>` : ""}${events.map(
         (e) => html`<div class="warn">${e.reason}: ${e.message}</div>`,
       )}</td>
-      <td>${
-        releasable
-          ? html`<form class="inline" method="post" action="/ui/sandboxes/${s.sandboxId}/release"><button>Release</button></form>`
-          : ""
-      }</td>
+      <td>${releasable ? sandboxAction(s.sandboxId, "release", "Release") : ""}${paused ? pausedActions(s.sandboxId) : ""}</td>
     </tr>`;
   };
   return html`<section id="sandboxes">

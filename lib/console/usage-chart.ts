@@ -1,7 +1,7 @@
 // A sandbox's CPU and memory use over its life, drawn by the console's line chart.
 import { html } from "hono/html";
 import type { UsageSample } from "../usage/sample.ts";
-import type { Html } from "./layout.ts";
+import { bytes, type Html } from "./layout.ts";
 import { hhmm, lineChart } from "./line-chart.ts";
 
 /** UsagePoint is a sample as the charts draw it (`at` in ms since the epoch). */
@@ -9,9 +9,6 @@ type UsagePoint = Omit<UsageSample, "at"> & { at: number };
 
 const MiB = 1024 * 1024;
 
-/** bytes writes a memory figure in MiB, or GiB from 10 GiB on. */
-export const bytes = (v: number) =>
-  v >= 10 * 1024 * MiB ? `${(v / (1024 * MiB)).toFixed(1)} GiB` : `${(v / MiB).toFixed(1)} MiB`;
 /** percent writes a CPU figure in percent of the sandbox's CPUs, to a tenth. */
 export const percent = (v: number) => `${v.toFixed(1)} %`;
 /** short writes a figure for the axis's narrow margin: 41 %, 468M, 12G. */

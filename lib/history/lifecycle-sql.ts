@@ -37,11 +37,12 @@ export const INSERT_EVENT = `INSERT INTO sandbox_lifecycle (
 ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (sandbox_id, kind, n) DO NOTHING`;
 
 /**
- * SELECT_EVENTS reads a sandbox's events oldest first. Times have whole seconds, so a pause and
- * the resume after it may tie: n, then kind ("paused" before "resumed"), orders those as they
- * happened (the n-th resume follows the n-th pause and precedes the next).
+ * SELECT_EVENTS reads a sandbox's events in the order they happened: by n, then kind ("paused"
+ * before "resumed"), since the n-th resume follows the n-th pause and precedes the next. Not by
+ * time: times have whole seconds (a pause and its resume may tie) and come from different hosts'
+ * clocks (a second of skew would put a resume before its pause).
  */
-export const SELECT_EVENTS = "SELECT * FROM sandbox_lifecycle WHERE sandbox_id = ? ORDER BY at, n, kind";
+export const SELECT_EVENTS = "SELECT * FROM sandbox_lifecycle WHERE sandbox_id = ? ORDER BY n, kind, at";
 
 /** eventParams checks an event (lifecycleEvent: a RangeError naming a bad field) and lists INSERT_EVENT's parameters. */
 export function eventParams(given: LifecycleEvent): (string | number | null)[] {

@@ -41,7 +41,7 @@ export interface HistoryStore {
    * there (left as it was). A malformed event is a RangeError naming its field, nothing written.
    */
   putEvent(e: LifecycleEvent): Promise<"inserted" | "exists">;
-  /** events answers a sandbox's lifecycle events oldest first (at, then n, then kind); none: []. */
+  /** events answers a sandbox's lifecycle events in the order they happened (n, then kind); none: []. */
   events(sandboxId: string): Promise<LifecycleEvent[]>;
 }
 

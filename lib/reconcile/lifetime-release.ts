@@ -42,6 +42,16 @@ export function autoPauseDue(pods: readonly V1Pod[], now: Date): V1Pod[] {
 }
 
 /**
+ * autoPauseUntil is when an auto-pause of `pod` must be done: its end-at plus AUTO_PAUSE_GRACE_MS,
+ * after which release-expired ends it. The pause's deadline is this, so its commit gets the whole
+ * grace rather than a caller's default wait.
+ */
+export function autoPauseUntil(pod: V1Pod): Date | undefined {
+  const endAt = parseTime(pod.metadata?.annotations?.[END_AT_ANNOTATION]);
+  return endAt && new Date(endAt.getTime() + AUTO_PAUSE_GRACE_MS);
+}
+
+/**
  * planLifetimeRelease releases running sandboxes whose end-at (their lifetime, E2B's `timeout`)
  * has passed, however active they are: stop reason Released, failure reason LifetimeExpired.
  * A starting sandbox is left to its startup timeout; one without end-at lives until released; one

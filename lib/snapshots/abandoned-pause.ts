@@ -10,7 +10,7 @@ import { type SourceState, sourceState } from "./pause-plan.ts";
 /** PauseAbandon is the write that undoes a pause that will not complete. */
 export type PauseAbandon =
   | { kind: "delete"; why: string; record: false }
-  | { kind: "back-to-resumed"; status: SandboxSnapshotStatus };
+  | { kind: "back-to-resumed"; why: string; status: SandboxSnapshotStatus };
 
 /**
  * commitOverdue: the pause's deadline (spec.source.commitUntil) passed before its commit was
@@ -19,6 +19,17 @@ export type PauseAbandon =
 export function commitOverdue(s: SandboxSnapshot, now: Date): boolean {
   const until = Date.parse(String(s.spec.source.commitUntil ?? ""));
   return Number.isFinite(until) && until <= now.getTime();
+}
+
+/**
+ * committedLate: the agent's commit came after the pause's deadline (status.committedAt past
+ * spec.source.commitUntil). Such a pause is abandoned, not completed: its caller was told so, or
+ * could be at any moment, and a pause must never complete after that answer.
+ */
+export function committedLate(s: SandboxSnapshot): boolean {
+  const until = Date.parse(String(s.spec.source.commitUntil ?? ""));
+  const at = Date.parse(String(s.status?.committedAt ?? ""));
+  return Number.isFinite(until) && Number.isFinite(at) && at > until;
 }
 
 /**
@@ -31,7 +42,7 @@ export function abandonPause(s: SandboxSnapshot, pod: V1Pod | undefined, why: st
   const state: SourceState = sourceState(pod, s.spec.sandboxId, s.spec.source);
   if (state === "ended") return { kind: "delete", why: "the sandbox ended while pausing", record: false };
   if ((s.status?.resumes ?? 0) === 0 || !pod) return { kind: "delete", why, record: false };
-  return { kind: "back-to-resumed", status: resumedAgainStatus(s, pod) };
+  return { kind: "back-to-resumed", why, status: resumedAgainStatus(s, pod) };
 }
 
 /**

@@ -1,10 +1,13 @@
-// The history's lifecycle events of a pause and a resume (lib/history/lifecycle-event.ts), read
-// from the snapshot at the step that completes each. Every field comes from the object as the
-// transition wrote it (its time included), so a step that runs again after a crash builds the same
-// event and the store keeps one.
-import type { SandboxSnapshot } from "../crd/sandbox-snapshot.ts";
+// The history's lifecycle events of a pause and a resume (lib/history/lifecycle-event.ts), kept as
+// an outbox on the snapshot: a transition is written first (Paused, Resumed), its event after, and
+// status.recorded says which the history holds, so an event is never written for a transition
+// that did not land, and one that was not written yet (the history down, a host died between the
+// two writes) is written by the tick's sweep. Every field comes from the snapshot as the
+// transition wrote it, its time included, so whoever writes the event writes the same one.
+import { type SandboxSnapshot, type SandboxSnapshotStatus, SNAPSHOT_PHASE } from "../crd/sandbox-snapshot.ts";
 import type { LifecycleEvent } from "../history/lifecycle-event.ts";
 import { parseTime, rfc3339 } from "../util/time.ts";
+import { phaseOf } from "./snapshot-state.ts";
 
 /** common is the event's fields common to both kinds. */
 function common(s: SandboxSnapshot) {
@@ -19,29 +22,60 @@ function common(s: SandboxSnapshot) {
   };
 }
 
+/** AFTER_PAUSE are the phases that follow a completed pause: the status holds its facts. */
+const AFTER_PAUSE: ReadonlySet<string> = new Set([
+  SNAPSHOT_PHASE.PAUSED,
+  SNAPSHOT_PHASE.RESUMING,
+  SNAPSHOT_PHASE.RESUMED,
+]);
+
 /**
- * pauseEvent is the n-th pause (n = resumes before it + 1) of a snapshot marked Paused: the pod it
- * leaves, the images it committed and their size, at status.pausedAt (`now` only for an object
- * that lacks it).
+ * pauseNumber is the n of the snapshot's latest completed pause whose facts its status still holds
+ * (0: none): a Paused or Resuming one's is its resumes + 1; a Resumed one's is its resumes (the
+ * pause its last resume came from). Once a new pause is under way the earlier one's facts are
+ * gone, so it is not counted.
  */
-export function pauseEvent(s: SandboxSnapshot, now: Date): LifecycleEvent {
-  return {
-    ...common(s),
-    kind: "paused",
-    n: (s.status?.resumes ?? 0) + 1,
-    at: rfc3339(parseTime(s.status?.pausedAt) ?? now),
-    podName: s.spec.source.pod,
-    ...(s.status?.bytes !== undefined ? { bytes: s.status.bytes } : {}),
-  };
+function pauseNumber(s: SandboxSnapshot): number {
+  const resumes = s.status?.resumes ?? 0;
+  const phase = phaseOf(s);
+  if (phase === SNAPSHOT_PHASE.PAUSED || phase === SNAPSHOT_PHASE.RESUMING) return resumes + 1;
+  return phase === SNAPSHOT_PHASE.RESUMED ? resumes : 0;
 }
 
-/** resumeEvent is the n-th resume (n = resumes before it + 1) of a Resuming snapshot, on `pod`. */
-export function resumeEvent(s: SandboxSnapshot, pod: string, now: Date): LifecycleEvent {
-  return {
-    ...common(s),
-    kind: "resumed",
-    n: (s.status?.resumes ?? 0) + 1,
-    at: rfc3339(now),
-    podName: pod,
-  };
+/**
+ * unrecordedEvents are the events of the snapshot's latest pause and resume that status.recorded
+ * does not list: the pause (at status.pausedAt, the pod it left, its images and size) and the
+ * resume (at status.resumedAt, the pod it resumed on). A deleted snapshot has none to write.
+ */
+export function unrecordedEvents(s: SandboxSnapshot, now: Date): LifecycleEvent[] {
+  if (s.metadata?.deletionTimestamp) return [];
+  const recorded = s.status?.recorded ?? {};
+  const events: LifecycleEvent[] = [];
+  const paused = pauseNumber(s);
+  if (paused > (recorded.paused ?? 0) && AFTER_PAUSE.has(phaseOf(s)))
+    events.push({
+      ...common(s),
+      kind: "paused",
+      n: paused,
+      at: rfc3339(parseTime(s.status?.pausedAt) ?? now),
+      podName: s.spec.source.pod,
+      ...(s.status?.bytes !== undefined ? { bytes: s.status.bytes } : {}),
+    });
+  const resumed = s.status?.resumes ?? 0;
+  if (resumed > (recorded.resumed ?? 0) && phaseOf(s) === SNAPSHOT_PHASE.RESUMED)
+    events.push({
+      ...common(s),
+      kind: "resumed",
+      n: resumed,
+      at: rfc3339(parseTime(s.status?.resumedAt) ?? now),
+      podName: s.status?.resume?.pod ?? "",
+    });
+  return events;
+}
+
+/** recordedStatus is the status once `events` are in the history (status.recorded raised to them). */
+export function recordedStatus(s: SandboxSnapshot, events: readonly LifecycleEvent[]): SandboxSnapshotStatus {
+  const recorded = { ...s.status?.recorded };
+  for (const e of events) recorded[e.kind] = Math.max(recorded[e.kind] ?? 0, e.n);
+  return { ...s.status, recorded };
 }

@@ -19,7 +19,7 @@ import {
 } from "../crd/sandbox-snapshot.ts";
 import { isTerminating } from "../kube/action.ts";
 import { isLabelValue } from "../kube/label-value.ts";
-import { abandonPause, commitOverdue, type PauseAbandon } from "./abandoned-pause.ts";
+import { abandonPause, commitOverdue, committedLate, type PauseAbandon } from "./abandoned-pause.ts";
 import type { PausePlan } from "./pause-plan.ts";
 import { runsSource } from "./pause-plan.ts";
 
@@ -109,14 +109,17 @@ export type PauseCompletion = { kind: "none" } | { kind: "mark-paused" } | { kin
  * recorded, the snapshot is marked Paused first and the pod released after (a crash in between
  * leaves a Paused snapshot whose pod still runs: "release" converges it). A pod that no longer runs
  * it as recorded ends the pause (abandonPause): a kill or an expiry wins and the snapshot goes; a
- * container restarted during the commit leaves the sandbox running on what it ran before.
+ * container restarted during the commit leaves the sandbox running on what it ran before. A
+ * commit that came after the pause's deadline is abandoned the same way (committedLate).
  */
 export function pauseCompletion(s: SandboxSnapshot, pod: V1Pod | undefined): PauseCompletion {
   if (s.metadata?.deletionTimestamp) return { kind: "none" };
   const runs = runsSource(pod, s.spec.sandboxId, s.spec.source);
   const phase = phaseOf(s);
-  if (isCommitted(s))
+  if (isCommitted(s)) {
+    if (committedLate(s)) return abandonPause(s, pod, "its commit came after the pause's deadline");
     return runs ? { kind: "mark-paused" } : abandonPause(s, pod, "a container restarted during its pause");
+  }
   if (phase === SNAPSHOT_PHASE.PAUSED) return runs ? { kind: "release" } : { kind: "none" };
   if (isFailed(s) && !runs) return abandonPause(s, pod, "the pause failed");
   return { kind: "none" };

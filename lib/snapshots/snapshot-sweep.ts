@@ -15,6 +15,7 @@ export type SnapshotSweep =
   | { kind: "complete-pause" }
   | { kind: "resumed"; pod: string }
   | { kind: "back-to-paused" }
+  | { kind: "record-ended" }
   | PauseAbandon
   | { kind: "delete"; why: string; record: boolean };
 
@@ -26,7 +27,8 @@ export type SnapshotSweep =
  *   sandbox as recorded (ended, or a container restarted);
  * - a Resuming one past its time → Resumed when a pod carries the resume's attempt, else Paused;
  * - a Paused one past its retention → deleted, with the terminal record (it ended unresumed);
- * - a Resumed one no pod carries → deleted (its end was not seen by the release).
+ * - a Resumed one no pod carries → deleted (its end was not seen by the release);
+ * - a Paused one being deleted → its terminal record written (kept once), dated by its deletion.
  * `byId` are the live pods with the sandbox's id label; `sourcePod` is the pod the pause recorded.
  */
 export function snapshotSweep(
@@ -35,7 +37,10 @@ export function snapshotSweep(
   sourcePod: V1Pod | undefined,
   now: Date,
 ): SnapshotSweep {
-  if (s.metadata?.deletionTimestamp) return { kind: "none" };
+  // A Paused one being deleted ended paused (a kill, its retention): its terminal record is made
+  // sure of until the agent lets the object go, since its deleter may have died before writing it.
+  if (s.metadata?.deletionTimestamp)
+    return phaseOf(s) === SNAPSHOT_PHASE.PAUSED ? { kind: "record-ended" } : { kind: "none" };
   const id = s.spec.sandboxId;
   const phase = phaseOf(s);
   const runs = runsSource(sourcePod, id, s.spec.source);

@@ -10,8 +10,9 @@ import { tenantPool } from "./support/tenant-pool.ts";
 
 // The web console in a real browser (Debian's Chromium, driven by playwright-core; ADR 0021),
 // against the test host: sign in with an API key, find the pool, see a sandbox claimed through
-// the API, release it from the console, find its record in history. The screenshot is kept in
-// test-results/ (README's picture: docs/console.png).
+// the API, release it from the console, find its record in history; see a sandbox paused through
+// the API listed as paused, resume it and kill it from the console (issue #39). The screenshot is
+// kept in test-results/ (README's picture: docs/console.png).
 
 const { custom, cluster } = kube();
 const t = tenantPool("console", "console");
@@ -71,6 +72,68 @@ describe("the web console", () => {
       "Released",
     );
   }, 180_000);
+
+  it("lists a paused sandbox with its pause, retention and size, resumes it, and kills it paused", async () => {
+    const key = await t.keyOf(`carol-${randomBytes(2).toString("hex")}`);
+    const v1 = (method: string, path: string, body?: unknown) =>
+      httpsRequest(`${base}/v1${path}`, cluster.caCert, {
+        timeoutMs: 90_000,
+        method,
+        headers: { "x-api-key": key, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    await t.allIdle();
+    const created = await v1("POST", "/sandboxes", { pool: `${t.ns}/p`, wait: true, waitTimeout: 30 });
+    expect(created.status, created.body).toBe(201);
+    const { sandboxId } = JSON.parse(created.body) as { sandboxId: string };
+    const paused = await v1("POST", `/sandboxes/${sandboxId}/pause`);
+    expect(paused.status, paused.body).toBe(200);
+
+    const page = await signIn(key);
+    const row = page.locator(`tr[data-sandbox="${sandboxId}"]`);
+    await expect(row.locator(".phase").textContent()).resolves.toBe("paused");
+    await expect(row.locator(".kept").textContent()).resolves.toMatch(/^kept until \d{4}-\d\d-\d\dT/);
+    await expect(row.locator(".size").textContent()).resolves.toMatch(
+      /^snapshot \d+(\.\d)? (B|KiB|MiB|GiB)$/,
+    );
+    await expect(row.locator("button").allTextContents()).resolves.toEqual(["Resume", "Kill"]);
+    // Another tenant's console does not show it.
+    const other = await signIn(await t.keyOf(`dave-${randomBytes(2).toString("hex")}`));
+    await expect(other.locator(`tr[data-sandbox="${sandboxId}"]`).count()).resolves.toBe(0);
+    await other.context().close();
+
+    // Its page says it is paused, and shows its pause from the history.
+    await goto(page, `${base}/ui/sandboxes/${sandboxId}`);
+    await expect(page.locator(".paused-note").count()).resolves.toBe(1);
+    await expect(page.locator('tr[data-event="paused-1"]').count()).resolves.toBe(1);
+
+    // Resume from the list: the pool's one pod went back idle, and runs the sandbox again.
+    await t.allIdle();
+    await goto(page, `${base}/ui`);
+    await row.locator("button", { hasText: "Resume" }).click();
+    await page.waitForURL(`${base}/ui#sandboxes`, { timeout: 90_000 });
+    await until("the console showing the resumed sandbox running", 60_000, async () => {
+      await goto(page, `${base}/ui`);
+      return (await row.locator(".phase").textContent()) === "running";
+    });
+    await expect(row.locator("button").allTextContents()).resolves.toEqual(["Release"]);
+    const view = JSON.parse((await v1("GET", `/sandboxes/${sandboxId}`)).body) as { phase: string };
+    expect(view.phase).toBe("running");
+
+    // Paused again, Kill ends it: no sandbox, no snapshot (GET is a 404), a record in history.
+    const again = await v1("POST", `/sandboxes/${sandboxId}/pause`);
+    expect(again.status, again.body).toBe(200);
+    await goto(page, `${base}/ui`);
+    await row.locator("button", { hasText: "Kill" }).click();
+    await page.waitForURL(`${base}/ui#sandboxes`);
+    await expect(row.count()).resolves.toBe(0);
+    expect((await v1("GET", `/sandboxes/${sandboxId}`)).status).toBe(404);
+    await goto(page, `${base}/ui/sandboxes/${sandboxId}`);
+    await expect(page.locator('tr[data-event="resumed-1"]').count()).resolves.toBe(1);
+    await expect(page.locator('tr[data-event="paused-2"]').count()).resolves.toBe(1);
+    await expect(page.locator(".paused-note").count()).resolves.toBe(0);
+    await page.context().close();
+  }, 240_000);
 
   it("renders a template's docs as Markdown without running what they embed", async () => {
     const page = await signIn(cluster.functionsToken); // the admin token: every template

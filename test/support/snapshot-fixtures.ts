@@ -69,6 +69,7 @@ export interface SnapshotOptions {
   commitUntil?: string;
   images?: Record<string, string>;
   staleImages?: Record<string, string>;
+  committedAt?: string;
 }
 
 /**
@@ -105,6 +106,7 @@ export function snapshot(phase: SnapshotPhase | undefined, o: SnapshotOptions = 
       ...(o.resume ? { resume: o.resume } : {}),
       ...(o.images ? { images: o.images } : {}),
       ...(o.staleImages ? { staleImages: o.staleImages } : {}),
+      ...(o.committedAt ? { committedAt: o.committedAt } : {}),
     },
   };
 }

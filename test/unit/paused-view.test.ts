@@ -42,12 +42,13 @@ function snapshot(phase: string | undefined, over: Partial<SandboxSnapshot["spec
       images: { sandbox: "registry.agentbox.test/agentbox-snapshots/team-a/sbx-a1/sandbox:g1@sha256:ab" },
       committedAt: "2026-12-02T09:59:00Z",
       pausedAt: "2026-12-02T09:59:30Z",
+      bytes: 4096,
     },
   } as SandboxSnapshot;
 }
 
 describe("pausedView", () => {
-  it("shows a paused sandbox: its id, owner, metadata, snapshot images and the lifetime it had left", () => {
+  it("shows a paused sandbox: its id, owner, metadata, snapshot images and size, and the lifetime it had left", () => {
     expect(pausedView(snapshot("Paused"), now)).toEqual({
       sandboxId: "sbx-a1",
       namespace: "team-a",
@@ -62,6 +63,7 @@ describe("pausedView", () => {
       pausedAt: "2026-12-02T09:59:30Z",
       lifetimeSeconds: 240,
       retainUntil: "2026-12-09T10:00:00Z",
+      snapshotBytes: 4096,
     });
   });
 

@@ -214,6 +214,23 @@ describe("pauseCompletion", () => {
     expect(pauseCompletion(s, pod)).toEqual(next);
   });
 
+  it("a commit that came after the pause's deadline is abandoned, not completed (its caller was told so)", () => {
+    const late = snapshot(COMMITTED, {
+      commitUntil: "2026-12-02T10:00:00Z",
+      committedAt: "2026-12-02T10:00:00.5Z",
+    });
+    expect(pauseCompletion(late, runs)).toEqual({
+      kind: "delete",
+      why: "its commit came after the pause's deadline",
+      record: false,
+    });
+    const onTime = snapshot(COMMITTED, {
+      commitUntil: "2026-12-02T10:00:00Z",
+      committedAt: "2026-12-02T09:59:59.9Z",
+    });
+    expect(pauseCompletion(onTime, runs)).toEqual({ kind: "mark-paused" });
+  });
+
   it("no pod at all: a committed pause is deleted, a Paused one left alone", () => {
     expect(pauseCompletion(snapshot(COMMITTED), undefined)).toEqual(endedWhile);
     expect(pauseCompletion(snapshot(PAUSED), undefined)).toEqual({ kind: "none" });
@@ -234,7 +251,7 @@ describe("pauseCompletion", () => {
       staleImages: { "sandbox:g1": g1 },
     });
     const next = pauseCompletion(s, pod);
-    expect(next.kind).toBe("back-to-resumed");
+    expect(next).toMatchObject({ kind: "back-to-resumed", why: "a container restarted during its pause" });
     if (next.kind !== "back-to-resumed") return;
     expect(next.status.phase).toBe(RESUMED);
     expect(next.status.images).toEqual({ sandbox: g1 });

@@ -76,6 +76,7 @@ describe("snapshotSweep", () => {
         source,
         {
           kind: "back-to-resumed",
+          why: "its pause failed",
           status: { ...snapshot(FAILED, { resumes: 1 }).status, phase: RESUMED, images: {} },
         },
       ],
@@ -130,6 +131,7 @@ describe("snapshotSweep", () => {
       const d = snapshotSweep(s, [pod], pod, NOW);
       expect(d).toEqual({
         kind: "back-to-resumed",
+        why: "a container restarted while pausing",
         status: { ...s.status, phase: RESUMED, images: { sandbox: g1 } },
       });
     });
@@ -263,16 +265,17 @@ describe("snapshotSweep", () => {
     ]);
   });
 
-  describe("a snapshot being deleted is left to its finalizer", () => {
+  describe("a snapshot being deleted is left to its finalizer; a paused one's end is recorded", () => {
     cases([
       ["Committed", snapshot(COMMITTED, { deleting: true }), [source], source, { kind: "none" }],
       [
-        "Paused past retention",
+        "Paused past retention (its deleter may have died before the record)",
         snapshot(PAUSED, { deleting: true, retainUntil: PAST }),
         [],
         undefined,
-        { kind: "none" },
+        { kind: "record-ended" },
       ],
+      ["Paused, killed", snapshot(PAUSED, { deleting: true }), [], undefined, { kind: "record-ended" }],
       ["Resumed, no pod", snapshot(RESUMED, { deleting: true }), [], undefined, { kind: "none" }],
     ]);
   });

@@ -3,7 +3,10 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { readWorkerEnv } from "../../hosts/worker/config.ts";
+import { workerDeps } from "../../hosts/worker/deps.ts";
 import worker from "../../hosts/worker/index.ts";
+import { SnapshotRetentionSetting } from "../../lib/claims/snapshot-retention.ts";
+import { parseWith } from "../../lib/crd/parse-with.ts";
 import { SCHEMA } from "../../lib/history/sql.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import { ApiServerUnreachable, isConflict, isNotFound, KubeError } from "../../lib/kube/errors.ts";
@@ -139,6 +142,30 @@ describe("Worker configuration", () => {
     const wrangler = readFileSync(new URL("../../wrangler.toml", import.meta.url), "utf8");
     expect(wrangler).toMatch(/^TICK_PASSES = "5"$/m);
     expect(wrangler).toMatch(/^TICK_SPACING_SECONDS = "10"$/m);
+  });
+
+  it("keeps paused sandboxes as long as SNAPSHOT_RETENTION_SECONDS says (a week unset), as the Node host does", async () => {
+    const wrangler = readFileSync(new URL("../../wrangler.toml", import.meta.url), "utf8");
+    expect(wrangler).toMatch(/^SNAPSHOT_RETENTION_SECONDS = "604800"$/m);
+    const log = { debug() {}, info() {}, warn() {}, error() {} };
+    const depsOf = async (env: Record<string, unknown>) => {
+      const config = readWorkerEnv(env);
+      if (!config.ok) throw new Error(config.errors.join("; "));
+      return workerDeps(config.value, env as never, log);
+    };
+    expect((await depsOf(good)).snapshotRetentionSeconds).toBe(604_800);
+    expect((await depsOf({ ...good, SNAPSHOT_RETENTION_SECONDS: "3600" })).snapshotRetentionSeconds).toBe(
+      3600,
+    );
+    // The Node host reads AGENTBOX_SNAPSHOT_RETENTION_SECONDS with the same schema: the same values fail.
+    for (const value of ["59", "90.5", "a day"]) {
+      const bad = readWorkerEnv({ ...good, SNAPSHOT_RETENTION_SECONDS: value });
+      expect(bad.ok ? [] : bad.errors, value).toEqual([
+        expect.stringMatching(/^SNAPSHOT_RETENTION_SECONDS: /),
+      ]);
+      expect(parseWith(SnapshotRetentionSetting, value).ok, value).toBe(false);
+    }
+    expect(parseWith(SnapshotRetentionSetting, "60")).toEqual({ ok: true, value: 60 });
   });
 
   it("reads the cluster ID, adoption and the idle-release mode, and refuses pulled without a source", () => {
