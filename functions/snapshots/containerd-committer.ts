@@ -6,6 +6,7 @@
 // the manifest put at the target tag. Running ctr and spooling its output is the host's
 // (hosts/node/ctr-diff.ts): nothing here touches a process or a file.
 import {
+  layerLimitError,
   OCI_MEDIA,
   parseManifest,
   pickPlatform,
@@ -58,27 +59,31 @@ export function containerdCommitter(deps: ContainerdCommitterDeps): Committer {
         throw new Error(`snapshot target ${req.target} must be a tag under agentbox-snapshots/`);
       const what = `container ${req.container.containerID} of pod ${req.namespace}/${req.source.pod}`;
       const id = containerIdOf(req.container.containerID, what);
+      // The base first: a base the pause may not grow (layerLimitError) is refused before the
+      // container's changes are spooled, and nothing is pushed.
+      const base = parseImageReference(req.container.image);
+      let manifest = await registry.getManifest(
+        base.registry,
+        base.repository,
+        base.digest ?? base.tag ?? "latest",
+        signal,
+      );
+      if (manifest.json.includes('"manifests"')) {
+        const picked = pickPlatform(manifest.json, deps.platform ?? { os: "linux", architecture: "amd64" });
+        manifest = await registry.getManifest(base.registry, base.repository, picked.digest, signal);
+      }
+      const baseManifest = parseManifest(manifest.json, req.container.image);
+      const tooMany = layerLimitError(baseManifest.layers.length, req.container.image);
+      if (tooMany) throw new Error(tooMany);
+      const baseConfigJson = await registry.getBlobText(
+        base.registry,
+        base.repository,
+        baseManifest.config.digest,
+        signal,
+      );
       const layer = await deps.diff(id, signal);
       if ("gone" in layer) throw new Error(`${what} is gone: ${layer.gone}`);
       try {
-        const base = parseImageReference(req.container.image);
-        let manifest = await registry.getManifest(
-          base.registry,
-          base.repository,
-          base.digest ?? base.tag ?? "latest",
-          signal,
-        );
-        if (manifest.json.includes('"manifests"')) {
-          const picked = pickPlatform(manifest.json, deps.platform ?? { os: "linux", architecture: "amd64" });
-          manifest = await registry.getManifest(base.registry, base.repository, picked.digest, signal);
-        }
-        const baseManifest = parseManifest(manifest.json, req.container.image);
-        const baseConfigJson = await registry.getBlobText(
-          base.registry,
-          base.repository,
-          baseManifest.config.digest,
-          signal,
-        );
         const docs = snapshotDocuments({
           baseManifest,
           baseConfigJson,

@@ -1,9 +1,19 @@
 import type { SandboxSnapshot } from "../../lib/crd/sandbox-snapshot.ts";
 import type { HostDeps } from "../host-deps.ts";
 
+/** ACTIONS are the Events' actions by reason. */
+const ACTIONS = {
+  Paused: "Pause",
+  Resumed: "Resume",
+  PauseFailed: "Pause",
+  Expired: "Delete",
+  HandedOver: "HandOver",
+} as const;
+
 /**
  * snapshotEvent records what happened to a paused sandbox as an Event on its SandboxSnapshot
- * (`kubectl describe sbs <id>`): Paused, Resumed, PauseFailed, Expired. The sandbox's terminal
+ * (`kubectl describe sbs <id>`): Paused, Resumed, PauseFailed, Expired, and HandedOver (its node
+ * gone, another node's agent deletes its images: hand-over-snapshot.ts). The sandbox's terminal
  * history record is written once, at its end; these are its pauses and resumes in between. Best
  * effort: an Event that cannot be written is logged, never a failure of the pause or resume.
  */
@@ -11,7 +21,7 @@ export async function snapshotEvent(
   deps: Pick<HostDeps, "kube" | "log" | "now" | "reporter">,
   s: SandboxSnapshot,
   type: "Normal" | "Warning",
-  reason: "Paused" | "Resumed" | "PauseFailed" | "Expired",
+  reason: keyof typeof ACTIONS,
   note: string,
 ): Promise<void> {
   await deps.kube
@@ -20,7 +30,7 @@ export async function snapshotEvent(
         type,
         reason,
         note,
-        action: reason === "Resumed" ? "Resume" : reason === "Expired" ? "Delete" : "Pause",
+        action: ACTIONS[reason],
         regarding: {
           apiVersion: "agents.navix.sh/v1alpha1",
           kind: "SandboxSnapshot",

@@ -150,7 +150,9 @@ export const SandboxSnapshotStatus = v.object({
     v.pipe(
       v.object({
         paused: v.optional(v.pipe(Int32, v.minValue(0), v.description("The last pause the history holds."))),
-        resumed: v.optional(v.pipe(Int32, v.minValue(0), v.description("The last resume the history holds."))),
+        resumed: v.optional(
+          v.pipe(Int32, v.minValue(0), v.description("The last resume the history holds.")),
+        ),
       }),
       v.description(
         "Which pause and resume (their n) the history has recorded: written by hosts after the event, so one not yet recorded (the history was down, a host died) is written by the tick's sweep.",

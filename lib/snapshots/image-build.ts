@@ -100,6 +100,34 @@ export function pickPlatform(indexJson: string, platform: { os: string; architec
 }
 
 /**
+ * MAX_IMAGE_LAYERS is the most layers a snapshot image may have. A pause adds one layer to the
+ * image its sandbox runs, so a sandbox paused and resumed over and over grows its image by one
+ * layer each time, and a container's root filesystem is one overlay mount of all of them (each
+ * layer a lower directory). The kernel bounds that mount: its options must fit in one page (4096
+ * bytes), which is why Docker's overlay2 driver takes at most 128 lower layers and Docker's layer
+ * store at most 125 (moby layer/layer_store.go, maxLayerDepth: "the 127 max in some graphdrivers
+ * plus the 2 additional layers used to create a rwlayer"), and overlayfs itself at most 500
+ * (OVL_MAX_STACK). containerd's overlay snapshotter has no cap of its own: an image past what the
+ * mount takes is pushed without complaint and fails only when a resume starts it. 125 is the cap
+ * images are conventionally built to, so a snapshot within it mounts wherever its base did.
+ */
+export const MAX_IMAGE_LAYERS = 125;
+
+/**
+ * layerLimitError says why a pause of a container whose image (`image`) has `baseLayers` layers
+ * must not be committed: its snapshot, one layer more, would exceed MAX_IMAGE_LAYERS and could
+ * not be resumed. Undefined when it may. Both committers ask before they push anything.
+ */
+export function layerLimitError(baseLayers: number, image: string): string | undefined {
+  if (baseLayers + 1 <= MAX_IMAGE_LAYERS) return undefined;
+  return (
+    `the sandbox's image has ${baseLayers} layers; a pause adds one and ${baseLayers + 1} exceeds the ` +
+    `limit of ${MAX_IMAGE_LAYERS}: a container runtime could not mount the snapshot to resume it ` +
+    `(image ${image})`
+  );
+}
+
+/**
  * SNAPSHOT_TAG_ANNOTATION names, in a snapshot manifest's annotations, the tag it was pushed as
  * (`g<generation>`): two pauses of a sandbox never share a manifest, so deleting an earlier
  * pause's image by digest never takes a later one's, even when their files are the same.
@@ -115,7 +143,8 @@ export const SNAPSHOT_TAG_ANNOTATION = "agentbox.navix.sh/snapshot-tag";
  * and name and the tag as annotations. No clock is read: `created` (the config's, the history
  * entry's and the manifest's creation time) comes from the caller, who takes it from the
  * snapshot object, so a commit retried for the same generation over the same layer pushes the
- * same bytes and digests as the first attempt, and never orphans the first manifest.
+ * same bytes and digests as the first attempt, and never orphans the first manifest. A base at
+ * MAX_IMAGE_LAYERS already is refused (layerLimitError), before the caller pushes anything.
  */
 export function snapshotDocuments(input: {
   baseManifest: ImageManifest;
@@ -129,6 +158,8 @@ export function snapshotDocuments(input: {
   tag: string;
 }): SnapshotDocuments {
   const { baseManifest, layer } = input;
+  const tooMany = layerLimitError(baseManifest.layers.length, input.baseName);
+  if (tooMany) throw new Error(tooMany);
   const when = Date.parse(input.created);
   if (Number.isNaN(when))
     throw new Error(`snapshot creation time ${JSON.stringify(input.created)} is not a time`);

@@ -46,9 +46,9 @@ describe("pause and resume while the history database is down", () => {
     try {
       expect(await pauseSandbox(deps, tenant, id, { waitMs: 60_000 })).toMatchObject({ ok: true });
       // Paused and its pod given back, the event still owed (the outbox on the snapshot).
+      await t.allIdle();
       expect(await carriers(id)).toEqual([]);
       expect(await recorded()).toEqual({});
-      await t.allIdle();
       expect(await resumeSandbox(deps, tenant, id, { waitSeconds: 60 })).toMatchObject({ ok: true });
       expect((await snapshotOf(id))?.status?.phase).toBe(SNAPSHOT_PHASE.RESUMED);
       // The sweep cannot write them either while the database is down.

@@ -39,13 +39,15 @@ function added(): Manifest[] {
 }
 
 describe("infra/deploy/components/snapshots", () => {
-  it("lists every manifest of its folder and adds only the agent's objects to the base", () => {
+  it("lists every manifest of its folder and adds only the agent's objects, and the host's read of nodes, to the base", () => {
     const files = readdirSync(COMPONENT).filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml");
     expect([...(kustomizationOf(COMPONENT).resources ?? [])].sort()).toEqual(files.sort());
     expect(added().map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
       "ServiceAccount/agentbox-snapshot-agent",
       "ClusterRole/agentbox-snapshot-agent",
       "ClusterRoleBinding/agentbox-snapshot-agent",
+      "ClusterRole/agentbox-functions-snapshot-nodes",
+      "ClusterRoleBinding/agentbox-functions-snapshot-nodes",
       "ValidatingAdmissionPolicy/agentbox-snapshot-agent-node",
       "ValidatingAdmissionPolicyBinding/agentbox-snapshot-agent-node",
       "ConfigMap/agentbox-snapshot-agent",
@@ -78,6 +80,23 @@ describe("infra/deploy/components/snapshots", () => {
         "agents.navix.sh:sandboxsnapshots/status:get,update",
       ],
     );
+  });
+
+  it("grants the host only the get of nodes (whether a snapshot's node is gone, and which can take it)", () => {
+    const objects = build();
+    const role = one<V1ClusterRole>(objects, "ClusterRole", "agentbox-functions-snapshot-nodes");
+    expect(role.rules?.map((r) => `${r.apiGroups?.join()}:${r.resources?.join()}:${r.verbs.join()}`)).toEqual(
+      [":nodes:get"],
+    );
+    const binding = one<{ roleRef?: { name?: string }; subjects?: unknown[] }>(
+      objects,
+      "ClusterRoleBinding",
+      "agentbox-functions-snapshot-nodes",
+    );
+    expect(binding.roleRef?.name).toBe("agentbox-functions-snapshot-nodes");
+    // The host's ServiceAccount, as the base's own binding names it.
+    const host = one<{ subjects?: unknown[] }>(objects, "ClusterRoleBinding", "agentbox-functions");
+    expect(binding.subjects).toEqual(host.subjects);
   });
 
   it("holds every agent to its own node's snapshots: the ServiceAccount the DaemonSet runs as, Fail, Deny", () => {

@@ -16,7 +16,7 @@ import type { SandboxSnapshot } from "../../lib/crd/sandbox-snapshot.ts";
 import { SNAPSHOT_FINALIZER } from "../../lib/crd/sandbox-snapshot.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import { orMissing } from "../../lib/kube/errors.ts";
-import { OCI_MEDIA } from "../../lib/snapshots/image-build.ts";
+import { MAX_IMAGE_LAYERS, OCI_MEDIA } from "../../lib/snapshots/image-build.ts";
 import { snapshotRepository, snapshotTarget } from "../../lib/snapshots/image-names.ts";
 import type { Log } from "../../lib/util/log.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
@@ -29,7 +29,8 @@ import { AGENT_TEST_NODES } from "./support/snapshot-agent-nodes.ts";
 // It leaks no image: a commit retried after the agent died between its push and its status
 // write pushes the very manifest of the first attempt (or, over files changed since, deletes the
 // first one it re-tagged), and a deleted snapshot's repositories are emptied of every manifest,
-// the ones never recorded in its status too.
+// the ones never recorded in its status too. A base already at the layer limit is refused before
+// anything is spooled or pushed.
 
 const { core, kc } = kube();
 const client = new KubeClient(nodeKubeTransport(kc));
@@ -95,21 +96,27 @@ async function stopAgent(agent: SnapshotAgent): Promise<void> {
   await agent.stop();
 }
 
-/** pushBase puts a one-layer base image in the registry, as a pool's image would be. */
-async function pushBase(): Promise<string> {
-  const layer = new TextEncoder().encode("the base image's files\n");
+/**
+ * pushBase puts a base image of `count` layers (one by default) in the registry as `repository`:1,
+ * as a pool's image would be.
+ */
+async function pushBase(repository = BASE_REPO, count = 1): Promise<string> {
+  const layers = Array.from({ length: count }, (_, i) =>
+    new TextEncoder().encode(i === 0 ? "the base image's files\n" : `layer ${i} of the base image\n`),
+  );
   const config = JSON.stringify({
     architecture: "amd64",
     os: "linux",
     config: { Entrypoint: ["/bin/sh"] },
-    rootfs: { type: "layers", diff_ids: [sha256(layer)] },
-    history: [{ created_by: "ADD base" }],
+    rootfs: { type: "layers", diff_ids: layers.map((l) => sha256(l)) },
+    history: layers.map(() => ({ created_by: "ADD base" })),
   });
   const configBytes = new TextEncoder().encode(config);
-  await registry.uploadBlob(REGISTRY, BASE_REPO, sha256(layer), layer.length, layer, signal());
+  for (const layer of layers)
+    await registry.uploadBlob(REGISTRY, repository, sha256(layer), layer.length, layer, signal());
   await registry.uploadBlob(
     REGISTRY,
-    BASE_REPO,
+    repository,
     sha256(configBytes),
     configBytes.length,
     configBytes,
@@ -119,10 +126,17 @@ async function pushBase(): Promise<string> {
     schemaVersion: 2,
     mediaType: OCI_MEDIA.manifest,
     config: { mediaType: OCI_MEDIA.config, digest: sha256(configBytes), size: configBytes.length },
-    layers: [{ mediaType: OCI_MEDIA.layer, digest: sha256(layer), size: layer.length }],
+    layers: layers.map((l) => ({ mediaType: OCI_MEDIA.layer, digest: sha256(l), size: l.length })),
   });
-  const digest = await registry.putManifest(REGISTRY, BASE_REPO, "1", manifest, OCI_MEDIA.manifest, signal());
-  return `${REGISTRY}/${BASE_REPO}@${digest}`;
+  const digest = await registry.putManifest(
+    REGISTRY,
+    repository,
+    "1",
+    manifest,
+    OCI_MEDIA.manifest,
+    signal(),
+  );
+  return `${REGISTRY}/${repository}@${digest}`;
 }
 
 beforeAll(async () => {
@@ -169,8 +183,11 @@ afterAll(async () => {
 const newId = () => `sb${randomBytes(5).toString("hex")}`;
 const get = (id: string) => client.getSnapshot(ns, id);
 
-/** create writes a snapshot as a pause does: Committing (no status), this file's node, the finalizer. */
-function create(id: string, containerID: string) {
+/**
+ * create writes a snapshot as a pause does: Committing (no status), this file's node, the
+ * finalizer, its container running `image` (the one-layer base unless said otherwise).
+ */
+function create(id: string, containerID: string, image = baseImage) {
   const body: SandboxSnapshot = {
     apiVersion: "agents.navix.sh/v1alpha1",
     kind: "SandboxSnapshot",
@@ -182,9 +199,9 @@ function create(id: string, containerID: string) {
         node: NODE,
         pod: `pool-a-${id}`,
         podUID: randomBytes(8).toString("hex"),
-        containers: [{ name: "sandbox", containerID, image: baseImage }],
+        containers: [{ name: "sandbox", containerID, image }],
       },
-      claim: { containerImages: { sandbox: baseImage }, team: "team-a" },
+      claim: { containerImages: { sandbox: image }, team: "team-a" },
     },
   };
   return client.createSnapshot(ns, body);
@@ -337,6 +354,37 @@ describe("snapshot agent with the registry backend", () => {
     );
     expect(await registry.listTags(REGISTRY, BASE_REPO, signal())).toEqual(["1"]);
     await stopAgent(agent);
+  });
+
+  it("refuses a commit past the layer limit before pushing anything: Failed, saying why", async () => {
+    const deep = await pushBase("agentbox/deep-base", MAX_IMAGE_LAYERS);
+    const diffed: string[] = [];
+    startAgent(
+      containerdCommitter({
+        diff: async (containerId, sig) => {
+          diffed.push(containerId);
+          return diff(containerId, sig);
+        },
+        registry,
+      }),
+    );
+    const id = newId();
+    await create(id, "containerd://c-deep", deep);
+    const s = await until(`${id} Failed`, 20_000, async () => {
+      const got = await get(id);
+      return got.status?.phase === "Failed" ? got : undefined;
+    });
+    expect(s.status?.message).toBe(
+      `commit of container sandbox failed: the sandbox's image has ${MAX_IMAGE_LAYERS} layers; a pause ` +
+        `adds one and ${MAX_IMAGE_LAYERS + 1} exceeds the limit of ${MAX_IMAGE_LAYERS}: a container runtime ` +
+        `could not mount the snapshot to resume it (image ${deep})`,
+    );
+    expect(s.status?.images).toBeUndefined();
+    // Refused before the container's changes were even spooled, and nothing reached the registry.
+    expect(diffed).toEqual([]);
+    expect(await registry.listTags(REGISTRY, repoOf(id), signal())).toEqual([]);
+    await client.deleteSnapshot(ns, id);
+    await until("the snapshot gone", 20_000, async () => (await orMissing(get(id))) === undefined);
   });
 
   it("lets a snapshot whose commit failed with the registry down go while it is still down", async () => {

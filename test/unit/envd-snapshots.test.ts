@@ -105,6 +105,22 @@ describe("SnapshotStore", () => {
     await expect(store.removeRepository(`${REPO}:g1`)).rejects.toThrow(/names a tag or digest/);
   });
 
+  it("counts layers as a registry would: a snapshot its base's plus one, a name's `layers-<N>`, else one", async () => {
+    const store = new SnapshotStore(await temp());
+    expect(await store.layers("registry.local/sandbox/base:1")).toBe(1);
+    expect(await store.layers("registry.local/sandbox/layers-124:1")).toBe(124);
+    expect(await store.layers(`registry.local/sandbox/layers-125@sha256:${"c".repeat(64)}`)).toBe(125);
+    expect(await store.layers("Not A Reference layers-7")).toBe(7);
+    const g1 = await store.save(await sample(), `${REPO}:g1`, 125);
+    const g2 = await store.saveEmpty(`${REPO}:g2`, 3);
+    expect(await store.layers(`${REPO}:g1@${g1.digest}`)).toBe(125);
+    expect(await store.layers(`${REPO}:g1`)).toBe(125);
+    expect(await store.layers(`${REPO}@${g2.digest}`)).toBe(3);
+    // Gone, it counts as any image again; its record went with it.
+    await store.remove(`${REPO}:g1@${g1.digest}`);
+    expect(await store.layers(`${REPO}@${g1.digest}`)).toBe(1);
+  });
+
   it("refuses a target that is not repository:tag, quoting it", async () => {
     const store = new SnapshotStore(await temp());
     const root = await sample();
@@ -252,15 +268,41 @@ describe("a stand-in's pods and snapshots", () => {
 });
 
 describe("standInCommitter over serveEnvd", () => {
-  it("answers target@digest and bytes, and the containerd backend's error for a container that is gone", async () => {
+  /**
+   * served is a stand-in on 127.0.0.1 whose pod there runs container instance ua/containerd://a1
+   * (`instances` changes that), its snapshots and a committer over them.
+   */
+  const served = async () => {
     const instances = new Map<string, Instance>([
       ["127.0.0.1", { id: "ua/containerd://a1", container: "main" }],
     ]);
     const envd = await serveEnvd({ host: "127.0.0.1", port: 0, instanceOf: async (ip) => instances.get(ip) });
     cleanup.push(() => new Promise<void>((done) => envd.server.close(() => done())));
-    if (!envd.snapshots) throw new Error("no snapshots");
-    const committer = standInCommitter(envd.snapshots);
-    const base = `http://127.0.0.1:${envd.port}`;
+    const snapshots = envd.snapshots;
+    if (!snapshots) throw new Error("no snapshots");
+    return {
+      instances,
+      snapshots,
+      committer: standInCommitter(snapshots),
+      base: `http://127.0.0.1:${envd.port}`,
+    };
+  };
+
+  /** request is a commit of container `main` (ua/containerd://a1, running `image`) of pod ns/p to `target`. */
+  const request = (image: string, target: string) => {
+    const container = { name: "main", containerID: "containerd://a1", image };
+    const source = {
+      node: "kwok-node-0",
+      pod: "p",
+      podUID: "ua",
+      podIP: "127.0.0.1",
+      containers: [container],
+    };
+    return { namespace: "ns", sandboxId: "sbx1", source, container, target, created: "2026-12-02T10:00:00Z" };
+  };
+
+  it("answers target@digest and bytes, and the containerd backend's error for a container that is gone", async () => {
+    const { instances, committer, base } = await served();
     /** write writes the sandbox's one file through envd's files API. */
     const write = async (body: string) => {
       const wrote = await fetch(`${base}/files?path=/home/user/x.txt`, {
@@ -272,22 +314,7 @@ describe("standInCommitter over serveEnvd", () => {
       expect(wrote.status).toBe(200);
     };
     await write("twelve bytes");
-    const container = { name: "main", containerID: "containerd://a1", image: "base:1" };
-    const source = {
-      node: "kwok-node-0",
-      pod: "p",
-      podUID: "ua",
-      podIP: "127.0.0.1",
-      containers: [container],
-    };
-    const req = {
-      namespace: "ns",
-      sandboxId: "sbx1",
-      source,
-      container,
-      target: `${REPO}:g1`,
-      created: "2026-12-02T10:00:00Z",
-    };
+    const req = request("base:1", `${REPO}:g1`);
     const signal = AbortSignal.timeout(5000);
     const done = await committer.commit(req, signal);
     expect(done.image).toMatch(new RegExp(`^${REPO}:g1@sha256:[0-9a-f]{64}$`));
@@ -308,7 +335,7 @@ describe("standInCommitter over serveEnvd", () => {
     await expect(
       committer.removeRepository("registry.agentbox.test/agentbox/sandbox-a", signal),
     ).rejects.toThrow(/not a snapshot repository/);
-    const { podIP: _, ...noIP } = source;
+    const { podIP: _, ...noIP } = req.source;
     await expect(committer.commit({ ...req, source: noIP }, signal)).rejects.toThrow(
       /pod ns\/p has no podIP/,
     );
@@ -317,5 +344,30 @@ describe("standInCommitter over serveEnvd", () => {
       "container containerd://a1 of pod ns/p is gone: pod IP 127.0.0.1 was served by container instance ua/containerd://a1, now by ua/containerd://a2",
     );
     await expect(committer.commit(req, AbortSignal.abort())).rejects.toThrow(/abort/i);
+  });
+
+  it("refuses a pause past the layer limit before saving anything; a snapshot counts its base's layers plus one", async () => {
+    const { snapshots, committer, base } = await served();
+    const init = await fetch(`${base}/init`, {
+      method: "POST",
+      body: JSON.stringify({ accessToken: "t", envVars: {} }),
+      signal: AbortSignal.timeout(5000),
+    });
+    expect(init.status).toBe(204);
+    const signal = AbortSignal.timeout(5000);
+    // A base of 124 layers pauses into a snapshot of 125, the limit.
+    const at = await committer.commit(request("registry.local/sandbox/layers-124:1", `${REPO}:g1`), signal);
+    expect(await snapshots.layers(at.image)).toBe(125);
+    // That snapshot (a resumed sandbox runs it) cannot pause again, nor can a base of 125.
+    for (const [image, target] of [
+      [at.image, `${REPO}:g2`],
+      ["registry.local/sandbox/layers-125:1", `${REPO}:g3`],
+    ] as const) {
+      await expect(committer.commit(request(image, target), signal)).rejects.toThrow(
+        `the sandbox's image has 125 layers; a pause adds one and 126 exceeds the limit of 125: a container runtime could not mount the snapshot to resume it (image ${image})`,
+      );
+      // Nothing saved at the target: held, it would count 126.
+      expect(await snapshots.layers(target)).toBe(1);
+    }
   });
 });

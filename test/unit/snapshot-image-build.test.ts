@@ -2,6 +2,8 @@ import { createHash } from "node:crypto";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   DOCKER_MEDIA,
+  layerLimitError,
+  MAX_IMAGE_LAYERS,
   OCI_MEDIA,
   parseManifest,
   pickPlatform,
@@ -146,6 +148,40 @@ describe("snapshotDocuments", () => {
       /config lists 1 layers and its manifest 2/,
     );
     expect(() => build({ baseConfigJson: "{" })).toThrow(/is not JSON/);
+  });
+});
+
+describe("the layer limit (layerLimitError, MAX_IMAGE_LAYERS)", () => {
+  /** deep is a base of `n` layers, each its own diff id, as a registry would hold it. */
+  const deep = (n: number) => {
+    const digests = Array.from({ length: n }, (_, i) => sha(`layer ${i}`));
+    return {
+      baseManifest: {
+        ...baseManifest,
+        layers: digests.map((digest) => ({ mediaType: OCI_MEDIA.layer, digest, size: 10 })),
+      },
+      baseConfigJson: JSON.stringify({ ...baseConfig, rootfs: { type: "layers", diff_ids: digests } }),
+    };
+  };
+
+  it("lets a pause grow an image up to the limit, and refuses the one layer past it", () => {
+    expect(MAX_IMAGE_LAYERS).toBe(125);
+    expect(layerLimitError(0, "img:1")).toBeUndefined();
+    expect(layerLimitError(124, "img:1")).toBeUndefined();
+    expect(layerLimitError(125, "registry.local/sandbox/base:1")).toBe(
+      "the sandbox's image has 125 layers; a pause adds one and 126 exceeds the limit of 125: " +
+        "a container runtime could not mount the snapshot to resume it (image registry.local/sandbox/base:1)",
+    );
+    expect(layerLimitError(300, "img:1")).toMatch(/^the sandbox's image has 300 layers; .* 301 exceeds/);
+  });
+
+  it("builds a snapshot of 125 layers over a base of 124, and refuses a base of 125", () => {
+    const docs = build(deep(124));
+    expect(JSON.parse(docs.manifest.json).layers).toHaveLength(125);
+    expect(JSON.parse(docs.config.json).rootfs.diff_ids).toHaveLength(125);
+    expect(() => build(deep(125))).toThrow(
+      "the sandbox's image has 125 layers; a pause adds one and 126 exceeds the limit of 125",
+    );
   });
 });
 

@@ -166,11 +166,11 @@ export class Pods {
   }
 
   /**
-   * commit saves the directory of the envd serving ip as the snapshot image `target`, if the
-   * container a pause names still serves it (commit-check.ts). Serialised with /init, so no
-   * fresh envd removes the directory mid-copy.
+   * commit saves the directory of the envd serving ip as the snapshot image `target` of `layers`
+   * layers, if the container a pause names still serves it (commit-check.ts). Serialised with
+   * /init, so no fresh envd removes the directory mid-copy.
    */
-  commit(address: string, target: string, source: CommitSource): Promise<CommitOutcome> {
+  commit(address: string, target: string, source: CommitSource, layers = 1): Promise<CommitOutcome> {
     const store = this.snapshots;
     if (!store) return Promise.reject(new Error("this envd stand-in keeps no snapshots"));
     const ip = this.keyOf(address);
@@ -180,8 +180,17 @@ export class Pods {
       const plan = commitTake(ip, envd, checked ? await this.lookup(ip) : undefined, source, checked);
       if (plan.take === "none") return { ok: false, reason: plan.reason };
       const dir = plan.take === "files" ? envd?.sandbox.root.dir : undefined;
-      return { ok: true, ...(dir ? await store.save(dir, target) : await store.saveEmpty(target)) };
+      return {
+        ok: true,
+        ...(dir ? await store.save(dir, target, layers) : await store.saveEmpty(target, layers)),
+      };
     });
+  }
+
+  /** snapshotLayers is how many layers an image has as the store counts them (SnapshotStore.layers). */
+  snapshotLayers(image: string): Promise<number> {
+    if (!this.snapshots) return Promise.reject(new Error("this envd stand-in keeps no snapshots"));
+    return this.snapshots.layers(image);
   }
 
   /** removeSnapshot deletes a snapshot image from the store; one already gone is not an error. */

@@ -76,11 +76,12 @@ export interface ServeOptions {
 
 /**
  * StandInSnapshots is the per-pod stand-in's side of snapshots (issue #39): commit a pod IP's
- * directory as an image, delete one, or every one of a repository (stand-in-committer.ts makes
- * a Committer of it).
+ * directory as an image of `layers` layers, count an image's layers (snapshot-store.ts), delete
+ * one, or every one of a repository (stand-in-committer.ts makes a Committer of it).
  */
 export interface StandInSnapshots {
-  commit(podIP: string, target: string, source: CommitSource): Promise<CommitOutcome>;
+  commit(podIP: string, target: string, source: CommitSource, layers: number): Promise<CommitOutcome>;
+  layers(image: string): Promise<number>;
   remove(image: string): Promise<void>;
   removeRepository(repository: string): Promise<void>;
 }
@@ -284,7 +285,8 @@ export async function serveEnvd(options: ServeOptions = {}): Promise<EnvdServer>
     });
   });
   const snapshots: StandInSnapshots | undefined = store && {
-    commit: (podIP, target, source) => pods.commit(podIP, target, source),
+    commit: (podIP, target, source, layers) => pods.commit(podIP, target, source, layers),
+    layers: (image) => pods.snapshotLayers(image),
     remove: (image) => pods.removeSnapshot(image),
     removeRepository: (repository) => pods.removeSnapshotRepository(repository),
   };

@@ -15,6 +15,12 @@
  * the earlier one's image (by digest) never takes the later one's; the same files committed to
  * the same target again give the same digest. Repositories never share a snapshot either. Sockets, FIFOs and devices are not
  * files a layer would carry here and are left out.
+ *
+ * Layers are counted as a registry would (a pause's layer limit, image-build.ts
+ * MAX_IMAGE_LAYERS): a snapshot has the layers of the image it was committed over plus one,
+ * recorded beside its tree as `sha256-<hex>.layers`; any other image has the N of a `layers-<N>`
+ * its reference contains (kwok's images are names only, as `unpullable` makes one fail to pull),
+ * else one.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
@@ -56,10 +62,11 @@ export class SnapshotStore {
   }
 
   /**
-   * save copies dir (a sandbox's root) into the store as the image `target` (`repo:tag`), then
-   * points the tag at it. The digest is the copy's, so it names exactly what a restore gives.
+   * save copies dir (a sandbox's root) into the store as the image `target` (`repo:tag`) of
+   * `layers` layers, then points the tag at it. The digest is the copy's, so it names exactly
+   * what a restore gives.
    */
-  async save(dir: string, target: string): Promise<SavedSnapshot> {
+  async save(dir: string, target: string, layers = 1): Promise<SavedSnapshot> {
     const ref = parseImageReference(target);
     if (ref.digest !== undefined || ref.tag === undefined)
       throw new Error(`target ${JSON.stringify(target)} must be repository:tag (no digest)`);
@@ -81,6 +88,7 @@ export class SnapshotStore {
       // The same files again: the snapshot already there is this one.
       if (await exists(final)) await rm(staging, { recursive: true, force: true });
       else await rename(staging, final);
+      await writeFile(`${final}.layers`, String(layers));
       const before = await this.tagged(repoDir, ref.tag);
       await writeFile(join(repoDir, `tag-${ref.tag}`), saved.digest);
       return before && before !== saved.digest ? { ...saved, replaced: before } : saved;
@@ -90,12 +98,12 @@ export class SnapshotStore {
     }
   }
 
-  /** saveEmpty saves an empty tree as the image `target` (a container without changes). */
-  async saveEmpty(target: string): Promise<SavedSnapshot> {
+  /** saveEmpty saves an empty tree as the image `target` of `layers` layers (a container without changes). */
+  async saveEmpty(target: string, layers = 1): Promise<SavedSnapshot> {
     await mkdir(this.root, { recursive: true });
     const empty = await mkdtemp(join(this.root, ".empty-"));
     try {
-      return await this.save(empty, target);
+      return await this.save(empty, target, layers);
     } finally {
       await rm(empty, { recursive: true, force: true });
     }
@@ -110,6 +118,24 @@ export class SnapshotStore {
     if (!tree) return false;
     await cp(tree, dir, { recursive: true, verbatimSymlinks: true, preserveTimestamps: true, force: true });
     return true;
+  }
+
+  /**
+   * layers is how many layers `image` has: a snapshot the store holds, those recorded at its
+   * commit; any other image, the N of a `layers-<N>` in its reference, else one.
+   */
+  async layers(image: string): Promise<number> {
+    let ref: ImageReference | undefined;
+    try {
+      ref = parseImageReference(image);
+    } catch {
+      // Not a reference the store could hold: only its name counts.
+    }
+    const tree = ref && (await this.treeOf(ref));
+    const recorded = tree ? Number(await readFile(`${tree}.layers`, "utf8").catch(() => "")) : 0;
+    if (Number.isSafeInteger(recorded) && recorded > 0) return recorded;
+    const named = Number(/(?:^|[^a-z0-9])layers-(\d+)/.exec(image)?.[1] ?? "1");
+    return Number.isSafeInteger(named) && named > 0 ? named : 1;
   }
 
   /** has says whether the store holds the snapshot `image` names. */
@@ -127,6 +153,7 @@ export class SnapshotStore {
     const digest = ref.digest ?? (ref.tag === undefined ? undefined : await this.tagged(repoDir, ref.tag));
     if (!digest) return;
     await rm(join(repoDir, treeName(digest)), { recursive: true, force: true });
+    await rm(join(repoDir, `${treeName(digest)}.layers`), { force: true });
     const names = await readdir(repoDir).catch(() => [] as string[]);
     for (const name of names.filter((n) => n.startsWith("tag-")))
       if ((await this.tagged(repoDir, name.slice("tag-".length))) === digest)

@@ -1,21 +1,24 @@
 // Node names no agent of the integration run handles but the tests' own (snapshot-agent.test.ts's
 // agent, snapshot-agent-policy.test.ts's agent identities, snapshot-agent-registry.test.ts's
-// agents). Every other name has an agent in the run (the real node's beside its kubelet, and the
-// kwok nodes' in the global setup), so the global setup's kwok agent leaves these out. And the
-// snapshot those tests write, as a pause would.
+// agents; pause-node-gone.test.ts's node that is gone has none). Every other name has an agent in
+// the run (the real node's beside its kubelet, and the kwok nodes' in the global setup), so the
+// global setup's kwok agent leaves these out. And the snapshot those tests write, as a pause would.
 import { randomBytes } from "node:crypto";
 import { type SandboxSnapshot, SNAPSHOT_FINALIZER } from "../../../lib/crd/sandbox-snapshot.ts";
 
 /**
  * AGENT_TEST_NODES: `own` is the test agent's node; `other` is a node no agent watches; `policy`
  * is another no agent watches, the node of the agent identities snapshot-agent-policy.test.ts
- * makes (their writes are the test's own); `registry` is snapshot-agent-registry.test.ts's agents'.
+ * makes (their writes are the test's own); `registry` is snapshot-agent-registry.test.ts's agents';
+ * `gone` is pause-node-gone.test.ts's node that no longer exists (no Node, no agent), whose
+ * snapshots only the sweep's hand-over gets an agent for.
  */
 export const AGENT_TEST_NODES = {
   own: "agent-test-node",
   other: "agent-test-other-node",
   policy: "agent-policy-node",
   registry: "agent-registry-test-node",
+  gone: "agent-gone-node",
 } as const;
 
 /**
