@@ -19,7 +19,12 @@ import {
 } from "../../lib/crd/sandbox-snapshot.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
 import { KubeError, orMissing } from "../../lib/kube/errors.ts";
-import { withoutFinalizer } from "../../lib/snapshots/agent-work.ts";
+import {
+  committedStatus,
+  failedStatus,
+  withoutFinalizer,
+  withoutStale,
+} from "../../lib/snapshots/agent-work.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
 import { realNode } from "./support/real-node.ts";
 import { namespacedToken } from "./support/scoped-token.ts";
@@ -28,9 +33,10 @@ import { AGENT_TEST_NODES, agentTestSnapshot } from "./support/snapshot-agent-no
 // The snapshot agent's admission policy (infra/deploy/components/snapshots/admission-policy.yaml,
 // ADR 0045) against the real apiserver, as `cluster up` applies it beside the real node's agent:
 // an agent writes only the SandboxSnapshots of its own node, and of the object itself only the
-// removal of its finalizer from a deleted one. Its node comes from its identity: the pod its
-// ServiceAccount token is bound to (the DaemonSet), or its user name (the local real node's static
-// token). The hosts' writes are not its business.
+// removal of its finalizer from a deleted one; of the status, what the agent does: a commit's
+// outcome while one is asked for, else only the removal of staleImages entries. Its node comes
+// from its identity: the pod its ServiceAccount token is bound to (the DaemonSet), or its user
+// name (the local real node's static token). The hosts' writes are not its business.
 
 const { core, kc, cluster } = kube();
 const admin = new KubeClient(nodeKubeTransport(kc));
@@ -95,6 +101,64 @@ const committed = (image: string): SandboxSnapshotStatus => ({
   images: { sandbox: image },
   bytes: 1024,
 });
+
+/** image is a snapshot image of generation `g` of container `container`, by digest. */
+const image = (g: number, container = "sandbox", digit = "a") =>
+  `registry.test/agentbox-snapshots/${ns}/x/${container}:g${g}@sha256:${digit.repeat(64)}`;
+const AT = "2026-01-02T03:04:05Z";
+
+/**
+ * afterPause is the status the hosts write once a pause (generation 1's commit) is done and, for
+ * Resuming and Resumed, a resume claims a pod: the images a resume runs, an earlier pause's images
+ * the agent has yet to delete, the pause's and resume's records.
+ */
+const afterPause = (phase: SandboxSnapshotStatus["phase"]): SandboxSnapshotStatus => ({
+  phase,
+  observedGeneration: 1,
+  images: { sandbox: image(1) },
+  staleImages: { "sandbox:g0": image(0), "sidecar:g0": image(0, "sidecar") },
+  bytes: 1024,
+  committedAt: AT,
+  pausedAt: AT,
+  resumes: 1,
+  ...(phase === SNAPSHOT_PHASE.PAUSED
+    ? { recorded: { paused: 1 } }
+    : {
+        resume: { attempt: "resume-attempt-1", until: AT, pod: "pool-a-x" },
+        resumedAt: AT,
+        recorded: { paused: 1, resumed: 1 },
+      }),
+});
+
+/**
+ * committing is the status of a second pause asked for after a resume: the spec's source changed
+ * (generation 2), the hosts' records of the first pause and resume kept.
+ */
+async function committing(node: string, opts: { finalizer?: boolean } = {}): Promise<SandboxSnapshot> {
+  const s = await create(node, opts);
+  const paused = await admin.replaceSnapshotStatus(ns, { ...s, status: afterPause(SNAPSHOT_PHASE.RESUMED) });
+  const again = await admin.replaceSnapshot(ns, {
+    ...paused,
+    spec: { ...paused.spec, source: { ...paused.spec.source, pod: "pool-a-y", podUID: "uid-2" } },
+  });
+  expect(again.metadata?.generation).toBe(2);
+  const { staleImages: _, ...kept } = afterPause(SNAPSHOT_PHASE.RESUMED);
+  return admin.replaceSnapshotStatus(ns, { ...again, status: { ...kept, phase: SNAPSHOT_PHASE.COMMITTING } });
+}
+
+/** withStatus is a snapshot of `node` with the status the hosts wrote. */
+async function withStatus(
+  node: string,
+  status: SandboxSnapshotStatus,
+  opts: { finalizer?: boolean } = {},
+): Promise<SandboxSnapshot> {
+  const s = await create(node, opts);
+  return admin.replaceSnapshotStatus(ns, { ...s, status });
+}
+
+/** storedStatus is the snapshot's status as stored. */
+const storedStatus = async (s: SandboxSnapshot) =>
+  (await admin.getSnapshot(ns, s.metadata?.name ?? "")).status;
 
 /** denial is the message of the policy's refusal of a write; the test fails if it was allowed. */
 async function denial(write: Promise<unknown>): Promise<string> {
@@ -294,6 +358,242 @@ describe("the snapshot agent's admission policy", () => {
       expect(await denial(nameless.replaceSnapshotStatus(ns, { ...s, status: committed("x:1") }))).toContain(
         "identity names no node",
       );
+    });
+  });
+
+  describe("a user agent's status writes: what the agent does, nothing more", () => {
+    const agent = userAgent(snapshotAgentUser(NODE));
+
+    it("may not mark a Resumed snapshot Paused (a resume would run its images), naming status.phase", async () => {
+      const s = await withStatus(NODE, afterPause(SNAPSHOT_PHASE.RESUMED));
+      expect(
+        await denial(
+          agent.replaceSnapshotStatus(ns, { ...s, status: { ...s.status, phase: SNAPSHOT_PHASE.PAUSED } }),
+        ),
+      ).toContain("the snapshot agent may not change status.phase of a SandboxSnapshot in phase Resumed");
+      // Nor with images of its choosing, nor with a resume of its own.
+      const message = await denial(
+        agent.replaceSnapshotStatus(ns, {
+          ...s,
+          status: {
+            ...s.status,
+            phase: SNAPSHOT_PHASE.PAUSED,
+            images: { sandbox: "attacker.test/image:1" },
+            resume: { attempt: "resume-attempt-0", until: AT },
+          },
+        }),
+      );
+      expect(message).toContain(
+        "may not change status.phase, status.images, status.resume of a SandboxSnapshot",
+      );
+      expect(await storedStatus(s)).toEqual(afterPause(SNAPSHOT_PHASE.RESUMED));
+    });
+
+    it("may not rewrite a Paused snapshot's images", async () => {
+      const s = await withStatus(NODE, afterPause(SNAPSHOT_PHASE.PAUSED));
+      expect(
+        await denial(
+          agent.replaceSnapshotStatus(ns, {
+            ...s,
+            status: { ...s.status, images: { sandbox: "attacker.test/image:1" } },
+          }),
+        ),
+      ).toContain("the snapshot agent may not change status.images of a SandboxSnapshot in phase Paused");
+      // Nor drop them, nor add a container's.
+      const { images: _, ...without } = s.status ?? {};
+      expect(await denial(agent.replaceSnapshotStatus(ns, { ...s, status: without }))).toContain(
+        "may not change status.images of",
+      );
+      expect(
+        await denial(
+          agent.replaceSnapshotStatus(ns, {
+            ...s,
+            status: { ...s.status, images: { ...s.status?.images, sidecar: "attacker.test/image:1" } },
+          }),
+        ),
+      ).toContain("may not change status.images of");
+      expect(await storedStatus(s)).toEqual(afterPause(SNAPSHOT_PHASE.PAUSED));
+    });
+
+    it("may not reset resumes or resume, nor add or remove any other hosts' field", async () => {
+      const s = await withStatus(NODE, afterPause(SNAPSHOT_PHASE.RESUMED));
+      const write = (status: SandboxSnapshotStatus) =>
+        denial(agent.replaceSnapshotStatus(ns, { ...s, status }));
+      expect(await write({ ...s.status, resumes: 0 })).toContain("may not change status.resumes of");
+      const { resumes: _, ...noResumes } = s.status ?? {};
+      expect(await write(noResumes)).toContain("may not change status.resumes of");
+      // The attempt names the envd token a resume issues: reissuing one it saw is refused.
+      expect(
+        await write({ ...s.status, resume: { attempt: "resume-attempt-0", until: AT, pod: "pool-a-x" } }),
+      ).toContain("may not change status.resume of");
+      const { resume: __, ...noResume } = s.status ?? {};
+      expect(await write(noResume)).toContain("may not change status.resume of");
+      expect(await write({ ...s.status, resumedAt: "2026-01-02T03:04:06Z" })).toContain(
+        "may not change status.resumedAt of",
+      );
+      expect(await write({ ...s.status, observedGeneration: 2 })).toContain(
+        "may not change status.observedGeneration of",
+      );
+      // What the history holds is the hosts' to say.
+      expect(await write({ ...s.status, recorded: { paused: 1 } })).toContain(
+        "may not change status.recorded of",
+      );
+      const { recorded: ___, ...noRecorded } = s.status ?? {};
+      expect(await write(noRecorded)).toContain("may not change status.recorded of");
+      // A field the agent writes only with a commit's outcome is not its own once paused.
+      expect(await write({ ...s.status, message: "x" })).toContain("may not change status.message of");
+      const paused = await withStatus(NODE, afterPause(SNAPSHOT_PHASE.PAUSED));
+      expect(
+        await denial(
+          agent.replaceSnapshotStatus(ns, { ...paused, status: { ...paused.status, resumedAt: AT } }),
+        ),
+      ).toContain("may not change status.resumedAt of a SandboxSnapshot in phase Paused");
+      expect(
+        await denial(
+          agent.replaceSnapshotStatus(ns, {
+            ...paused,
+            status: {
+              ...paused.status,
+              conditions: [
+                { type: "Ready", status: "True", reason: "X", message: "", lastTransitionTime: AT },
+              ],
+            },
+          }),
+        ),
+      ).toContain("may not change status.conditions of");
+      expect(await storedStatus(s)).toEqual(afterPause(SNAPSHOT_PHASE.RESUMED));
+      expect(await storedStatus(paused)).toEqual(afterPause(SNAPSHOT_PHASE.PAUSED));
+    });
+
+    it("removes the staleImages entries it deleted from a Paused, Resuming or Resumed snapshot, as it does", async () => {
+      for (const phase of [SNAPSHOT_PHASE.PAUSED, SNAPSHOT_PHASE.RESUMING, SNAPSHOT_PHASE.RESUMED]) {
+        const s = await withStatus(NODE, afterPause(phase));
+        const one = await agent.replaceSnapshotStatus(ns, { ...s, status: withoutStale(s, ["sandbox:g0"]) });
+        expect(one.status?.staleImages).toEqual({ "sidecar:g0": image(0, "sidecar") });
+        // The last one goes with the field.
+        const none = await agent.replaceSnapshotStatus(ns, {
+          ...one,
+          status: withoutStale(one, ["sidecar:g0"]),
+        });
+        const { staleImages: _, ...rest } = afterPause(phase);
+        expect(none.status).toEqual(rest);
+        expect(await storedStatus(s)).toEqual(rest);
+      }
+    });
+
+    it("may not add or change a staleImages entry once paused", async () => {
+      const s = await withStatus(NODE, afterPause(SNAPSHOT_PHASE.PAUSED));
+      const write = (staleImages: Record<string, string>) =>
+        denial(agent.replaceSnapshotStatus(ns, { ...s, status: { ...s.status, staleImages } }));
+      // An image named stale is deleted by the agent: not one a host still runs.
+      expect(await write({ ...s.status?.staleImages, "sandbox:g1": image(1) })).toContain(
+        "may only remove entries of status.staleImages of a SandboxSnapshot in phase Paused, not add or change sandbox:g1",
+      );
+      expect(await write({ "sandbox:g0": image(1) })).toContain("not add or change sandbox:g0");
+      const resumed = await withStatus(NODE, afterPause(SNAPSHOT_PHASE.RESUMED));
+      const { staleImages: _, ...noStale } = afterPause(SNAPSHOT_PHASE.RESUMED);
+      const clean = await admin.replaceSnapshotStatus(ns, { ...resumed, status: noStale });
+      expect(
+        await denial(
+          agent.replaceSnapshotStatus(ns, {
+            ...clean,
+            status: { ...clean.status, staleImages: { "sandbox:g1": image(1) } },
+          }),
+        ),
+      ).toContain("in phase Resumed, not add or change sandbox:g1");
+      expect(await storedStatus(s)).toEqual(afterPause(SNAPSHOT_PHASE.PAUSED));
+      expect(await storedStatus(clean)).toEqual(noStale);
+    });
+
+    it("answers a commit asked for (Committing): Committed with images, bytes, committedAt, observedGeneration; the hosts' fields kept", async () => {
+      const s = await committing(NODE);
+      const now = new Date("2026-01-03T00:00:00Z");
+      const status = committedStatus(s, 2, { sandbox: { image: image(2), bytes: 2048 } }, now);
+      const written = await agent.replaceSnapshotStatus(ns, { ...s, status });
+      expect(written.status).toEqual({
+        ...afterPause(SNAPSHOT_PHASE.RESUMED),
+        phase: SNAPSHOT_PHASE.COMMITTED,
+        observedGeneration: 2,
+        images: { sandbox: image(2) },
+        staleImages: { "sandbox:g1": image(1) },
+        bytes: 2048,
+        committedAt: now.toISOString(),
+      });
+      // Or Failed, with why.
+      const other = await committing(NODE);
+      const failed = await agent.replaceSnapshotStatus(ns, {
+        ...other,
+        status: failedStatus(other, 2, "no such container"),
+      });
+      expect(failed.status?.phase).toBe(SNAPSHOT_PHASE.FAILED);
+      expect(failed.status?.message).toBe("no such container");
+      expect(failed.status?.resumes).toBe(1);
+    });
+
+    it("may not change the hosts' fields with a commit's outcome", async () => {
+      const s = await committing(NODE);
+      const status = committedStatus(s, 2, { sandbox: { image: image(2), bytes: 2048 } }, new Date());
+      const write = (st: SandboxSnapshotStatus) =>
+        denial(agent.replaceSnapshotStatus(ns, { ...s, status: st }));
+      expect(await write({ ...status, resumes: 0 })).toContain(
+        "the snapshot agent may not change status.resumes when it answers a commit",
+      );
+      const { resume: _, pausedAt: __, ...dropped } = status;
+      expect(await write(dropped)).toContain(
+        "may not change status.pausedAt, status.resume when it answers a commit",
+      );
+      expect(await write({ ...status, resume: { attempt: "resume-attempt-0", until: AT } })).toContain(
+        "may not change status.resume when",
+      );
+      expect(await write({ ...status, recorded: { paused: 2, resumed: 1 } })).toContain(
+        "may not change status.recorded when",
+      );
+      expect((await storedStatus(s))?.phase).toBe(SNAPSHOT_PHASE.COMMITTING);
+    });
+
+    it("may only answer a commit with Committed or Failed of the object's generation", async () => {
+      const s = await committing(NODE);
+      const status = committedStatus(s, 2, { sandbox: { image: image(2), bytes: 2048 } }, new Date());
+      const write = (st: SandboxSnapshotStatus) =>
+        denial(agent.replaceSnapshotStatus(ns, { ...s, status: st }));
+      expect(await write({ ...status, phase: SNAPSHOT_PHASE.PAUSED })).toContain(
+        "the snapshot agent may only answer a commit with status.phase Committed or Failed, not Paused",
+      );
+      expect(await write({ ...status, phase: SNAPSHOT_PHASE.RESUMED })).toContain("not Resumed");
+      expect(await write({ ...s.status, message: "x" })).toContain("not Committing");
+      expect(await write({ ...status, observedGeneration: 1 })).toContain(
+        "the snapshot agent must answer a commit with status.observedGeneration 2 (metadata.generation), not 1",
+      );
+      const { observedGeneration: _, ...noGeneration } = status;
+      expect(await write(noGeneration)).toContain(
+        "status.observedGeneration 2 (metadata.generation), not (none)",
+      );
+      // A snapshot no pause asked of yet (no status): the same.
+      const fresh = await create(NODE);
+      expect(
+        await denial(
+          agent.replaceSnapshotStatus(ns, {
+            ...fresh,
+            status: { ...committed(image(1)), phase: SNAPSHOT_PHASE.PAUSED },
+          }),
+        ),
+      ).toContain("status.phase Committed or Failed, not Paused");
+      expect((await storedStatus(s))?.phase).toBe(SNAPSHOT_PHASE.COMMITTING);
+      expect(await storedStatus(fresh)).toBeUndefined();
+    });
+
+    it("removes the finalizer of a deleted snapshot in any phase: the object's write keeps the status", async () => {
+      for (const held of [
+        await deleted(await committing(NODE, { finalizer: true })),
+        await deleted(await withStatus(NODE, afterPause(SNAPSHOT_PHASE.RESUMED), { finalizer: true })),
+      ]) {
+        // A status sent with the object is not written (the apiserver keeps the stored one).
+        await agent.replaceSnapshot(ns, {
+          ...withoutFinalizer(held),
+          status: { ...held.status, phase: SNAPSHOT_PHASE.PAUSED },
+        });
+        await gone(held.metadata?.name ?? "");
+      }
     });
   });
 
