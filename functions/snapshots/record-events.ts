@@ -11,11 +11,13 @@ import type { HostDeps } from "../host-deps.ts";
  * recordEvents writes the snapshot's unrecorded events (each kept once by the store, so a second
  * writer changes nothing) and marks them recorded, preconditioned on the snapshot as given. It
  * never fails its caller: a history that cannot answer, or a snapshot changed meanwhile, leaves
- * the events to the sweep. Answers the snapshot as it now is (the given one when nothing landed).
+ * the events to the sweep (and says `history.down`, so a sweep asks no further this tick).
+ * Answers the snapshot as it now is (the given one when nothing landed).
  */
 export async function recordEvents(
   deps: Pick<HostDeps, "kube" | "history" | "log" | "now">,
   s: SandboxSnapshot,
+  history: { down: boolean } = { down: false },
 ): Promise<SandboxSnapshot> {
   const events = unrecordedEvents(s, deps.now());
   if (events.length === 0) return s;
@@ -26,6 +28,7 @@ export async function recordEvents(
       status: recordedStatus(s, events),
     });
   } catch (e) {
+    if (e instanceof HistoryUnavailable) history.down = true;
     const expected = e instanceof HistoryUnavailable || isConflict(e) || isNotFound(e);
     (expected ? deps.log.debug : deps.log.warn).call(
       deps.log,

@@ -28,9 +28,9 @@ export interface SnapshotSweepReport {
 /**
  * sweepSnapshots decides every snapshot (in `namespace`, or all) on the tick's pods (`known`), and
  * acts on those with work after deciding again on fresh reads; it first writes the history events
- * a snapshot's outbox still holds (recordEvents). One with nothing to do there that
- * waits for its agent (awaitsAnyAgent) has its node read, unless a known pod runs on it: a node
- * gone hands it over. Failures are logged and left to the next tick.
+ * a snapshot's outbox still holds (recordEvents), and one that waits for its agent
+ * (awaitsAnyAgent) has its node read, unless a known pod runs on it: a node gone hands it over.
+ * Failures are logged and left to the next tick.
  */
 export async function sweepSnapshots(
   deps: HostDeps,
@@ -53,20 +53,22 @@ export async function sweepSnapshots(
   let writes = 0;
   const reads = nodeReads(deps);
   const onNode = new Set(known.map((p) => p.spec?.nodeName));
+  // One history that cannot answer is not asked again for every snapshot of this tick.
+  const history = { down: false };
   for (const listed of snapshots) {
     // The outbox first: a pause or resume whose history event is not written yet.
-    const s = unrecordedEvents(listed, deps.now()).length > 0 ? await recordEvents(deps, listed) : listed;
+    const owed = !history.down && unrecordedEvents(listed, deps.now()).length > 0;
+    const s = owed ? await recordEvents(deps, listed, history) : listed;
     if (s !== listed) writes++;
     const ns = s.metadata?.namespace ?? "";
     const id = s.spec.sandboxId;
     const mine = (p: V1Pod) => p.metadata?.namespace === ns && p.metadata?.labels?.[SANDBOX_ID_LABEL] === id;
     const source = known.find((p) => p.metadata?.namespace === ns && p.metadata?.name === s.spec.source.pod);
     try {
-      if (snapshotSweep(s, known.filter(mine), source, deps.now()).kind === "none") {
-        if (awaitsAnyAgent(s) && !onNode.has(s.spec.source.node) && (await handOverSnapshot(deps, s, reads)))
-          writes++;
-        continue;
-      }
+      // Whatever else it needs, one that waits for its agent on a node that is gone is handed over.
+      if (awaitsAnyAgent(s) && !onNode.has(s.spec.source.node) && (await handOverSnapshot(deps, s, reads)))
+        writes++;
+      if (snapshotSweep(s, known.filter(mine), source, deps.now()).kind === "none") continue;
       const byId = (await deps.kube.listPods(ns, `${SANDBOX_ID_LABEL}=${id}`)).items;
       const fresh = await orMissing(deps.kube.getPod(ns, s.spec.source.pod));
       const decision = snapshotSweep(s, byId, fresh, deps.now());
