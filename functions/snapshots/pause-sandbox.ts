@@ -101,6 +101,13 @@ export async function beginPause(
   return { ok: true };
 }
 
+/** UNANSWERED are the phases of a pause whose commit may not be answered for its generation yet. */
+const UNANSWERED: ReadonlySet<string> = new Set([
+  SNAPSHOT_PHASE.COMMITTING,
+  SNAPSHOT_PHASE.COMMITTED,
+  SNAPSHOT_PHASE.FAILED,
+]);
+
 /** abandoned is a pause's final answer once it was undone: the sandbox was not paused. */
 function abandoned(id: string, why: string): PauseOutcome {
   return {
@@ -125,8 +132,11 @@ async function awaitCommit(deps: HostDeps, namespace: string, id: string): Promi
   const deadline = Number.isFinite(until) ? until : deps.now().getTime() + COMMIT_WAIT_MS;
   const mine = (s: SandboxSnapshot) =>
     s.metadata?.generation === generation && !s.metadata?.deletionTimestamp;
-  const settled = (s: SandboxSnapshot | undefined) =>
-    !s || !mine(s) || phaseOf(s) !== SNAPSHOT_PHASE.COMMITTING || isCommitted(s) || isFailed(s);
+  // Unanswered: this generation, its commit not answered (a phase left from the generation before
+  // counts as none, between a new pause's spec write and its Committing status write).
+  const unanswered = (s: SandboxSnapshot) =>
+    mine(s) && !isCommitted(s) && !isFailed(s) && UNANSWERED.has(phaseOf(s));
+  const settled = (s: SandboxSnapshot | undefined) => !s || !unanswered(s);
   for (let round = 0; round < 5; round++) {
     const wait = Math.max(1000, deadline - deps.now().getTime() + 500);
     const waited = await waitForSnapshot(deps, namespace, id, settled, wait);
@@ -167,8 +177,10 @@ async function awaitCommit(deps: HostDeps, namespace: string, id: string): Promi
       if (done.result === "paused") return { ok: true, snapshot: done.snapshot };
       continue;
     }
-    // Still Committing: woken before the deadline (another host's clock) → wait on; else undo it.
-    if (Number.isFinite(until) && !commitOverdue(s, deps.now())) continue;
+    // Completed by another step and already being resumed: this pause happened.
+    if (phase === SNAPSHOT_PHASE.RESUMING) return { ok: true, snapshot: s };
+    // Still unanswered: woken before the deadline (another host's clock) → wait on; else undo it.
+    if (!unanswered(s) || (Number.isFinite(until) && !commitOverdue(s, deps.now()))) continue;
     if (await abandonMine(deps, s, "its commit did not finish by the pause's deadline"))
       return abandoned(
         id,
