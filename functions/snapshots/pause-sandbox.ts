@@ -118,6 +118,24 @@ function abandoned(id: string, why: string): PauseOutcome {
 }
 
 /**
+ * undone answers a pause that did not happen: "not-found" when its sandbox ended (a kill won),
+ * else abandoned (the sandbox runs on, as the pod the pause recorded shows).
+ */
+async function undone(
+  deps: HostDeps,
+  namespace: string,
+  id: string,
+  s: SandboxSnapshot | undefined,
+  why: string,
+): Promise<PauseOutcome> {
+  const source = s?.spec.source;
+  const pod = source && (await orMissing(deps.kube.getPod(namespace, source.pod)));
+  return source && sourceState(pod, id, source) !== "ended"
+    ? abandoned(id, why)
+    : { ok: false, reason: "not-found", message: `sandbox ${id} ended while it was being paused` };
+}
+
+/**
  * awaitCommit waits for the agent's commit of the pause it joined (this generation of the
  * snapshot) until the pause's deadline (spec.source.commitUntil) and finishes it, or says why it
  * did not. A commit that failed, or that did not come by the deadline, is undone now by the
@@ -141,14 +159,9 @@ async function awaitCommit(deps: HostDeps, namespace: string, id: string): Promi
     const wait = Math.max(1000, deadline - deps.now().getTime() + 500);
     const waited = await waitForSnapshot(deps, namespace, id, settled, wait);
     const s = waited === "timeout" ? await orMissing(deps.kube.getSnapshot(namespace, id)) : waited.snapshot;
-    if (!s || s.metadata?.deletionTimestamp) {
-      // Undone by another step (the sandbox runs on) or ended by a kill: its pod tells which.
-      const source = first?.spec.source;
-      const pod = source && (await orMissing(deps.kube.getPod(namespace, source.pod)));
-      return source && sourceState(pod, id, source) !== "ended"
-        ? abandoned(id, "its pause was undone (failed, late or restarted)")
-        : { ok: false, reason: "not-found", message: `sandbox ${id} ended while it was being paused` };
-    }
+    // Undone by another step (the sandbox runs on) or ended by a kill: its pod tells which.
+    if (!s || s.metadata?.deletionTimestamp)
+      return undone(deps, namespace, id, first, "its pause was undone (failed, late or restarted)");
     if (!mine(s)) return abandoned(id, "a newer pause replaced this one");
     const phase = phaseOf(s);
     if (phase === SNAPSHOT_PHASE.RESUMED)
@@ -173,7 +186,7 @@ async function awaitCommit(deps: HostDeps, namespace: string, id: string): Promi
     }
     if (isCommitted(s) || phase === SNAPSHOT_PHASE.PAUSED) {
       const done = await completePause(deps, s);
-      if (done.result === "ended") return abandoned(id, done.why);
+      if (done.result === "ended") return undone(deps, namespace, id, s, done.why);
       if (done.result === "paused") return { ok: true, snapshot: done.snapshot };
       continue;
     }
