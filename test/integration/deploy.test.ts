@@ -207,7 +207,7 @@ describe("infra/deploy", () => {
     expect([...secrets]).toEqual([certificate.spec.secretName]);
   });
 
-  it("grants nodes/proxy only with the sandbox-metrics component, which turns sampling on", () => {
+  it("grants nodes/proxy only with the sandbox-metrics component, which turns sampling on; nodes get with snapshots", () => {
     type Role = Manifest & { rules: { resources: string[]; verbs: string[] }[] };
     const nodeGrants = (objects: Manifest[]) =>
       objects
@@ -221,12 +221,17 @@ describe("infra/deploy", () => {
       base(),
       sqlite(),
       ...overlays()
-        .filter((d) => !d.endsWith("sandbox-metrics"))
+        .filter((d) => !d.endsWith("sandbox-metrics") && !d.endsWith("snapshots"))
         .map((d) => kustomize(d)),
     ]) {
       expect(nodeGrants(build)).toEqual([]);
       expect(sampling(build)).toBe(0);
     }
+    // The snapshots component lets hosts read nodes (a snapshot whose node is gone is handed
+    // over), never proxy to them, and leaves sampling off.
+    const withSnapshots = kustomize(join(DEPLOY, "overlays/snapshots"));
+    expect(nodeGrants(withSnapshots)).toEqual(["nodes:get"]);
+    expect(sampling(withSnapshots)).toBe(0);
     // The component: its own ClusterRole, bound to the host's ServiceAccount, and 10 s sampling.
     const withMetrics = sandboxMetrics();
     expect(nodeGrants(withMetrics)).toEqual(["nodes:get", "nodes/proxy:get"]);
