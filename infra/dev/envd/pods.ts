@@ -140,6 +140,23 @@ export class Pods {
   }
 
   /**
+   * current is the sandbox of the envd that serves the pod at address *now*: when the container
+   * instance there changed since its envd's last /init (a new pod at a reused IP, a restarted
+   * container), that envd is gone and a fresh, tokenless one answers, as a real envd would. It
+   * reads the apiserver, so serve.ts asks only for a request the held envd would refuse.
+   */
+  current(address: string): Promise<Sandbox> {
+    const ip = this.keyOf(address);
+    return this.serial(ip, async () => {
+      const instance = await this.lookup(ip);
+      const held = this.byIp.get(ip);
+      if (held && (instance === undefined || held.instance === undefined || held.instance === instance.id))
+        return held.sandbox;
+      return (await this.fresh(ip, instance)).sandbox;
+    });
+  }
+
+  /**
    * init applies an /init as envd does: the token check first (a refusal changes nothing), then
    * a stale timestamp skips the update, else the env vars (when given) and token are set. Env
    * containing AGENTBOX_TEST_FAIL_INIT answers 500 after the check: a broken envd, for tests.

@@ -204,9 +204,13 @@ export async function serveEnvd(options: ServeOptions = {}): Promise<EnvdServer>
       else res.writeHead(outcome.status).end(outcome.reason);
       return;
     }
-    const sbx = await pods.of(ip);
+    let sbx = await pods.of(ip);
     const method = req.method === "POST" ? METHODS[url.pathname] : undefined;
     const token = req.headers["x-access-token"];
+    // One the held envd would refuse may have reached a new pod at a reused IP, whose envd is
+    // fresh and checks nothing yet: never stricter than the real one (pods.current).
+    if (sbx.token && !tokenMatches(sbx.token, typeof token === "string" ? token : undefined))
+      sbx = await pods.current(ip);
     if (
       sbx.token &&
       !AUTH_EXCLUDED_ROUTES.has(route) &&
