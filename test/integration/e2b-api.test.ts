@@ -92,13 +92,14 @@ async function envsOf(ps: V1Pod[], token: string): Promise<Record<string, string
 
 describe("E2B-compatible API", () => {
   it("serves the official e2b SDK unmodified: create, getInfo, list, setTimeout, connect, kill", async () => {
-    const stdout = await runSdkScript(
-      "e2b-sdk-flow.ts",
-      { E2B_API_URL: base, E2B_API_KEY: aliceKey, E2B_TEST_TEMPLATE: template },
-      120_000,
-    );
-    const out = JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as Record<string, unknown>;
-    expect(out.error).toBeUndefined();
+    const env = { E2B_API_URL: base, E2B_API_KEY: aliceKey, E2B_TEST_TEMPLATE: template };
+    const sdkFlow = async (part: string, more: Record<string, string> = {}) => {
+      const stdout = await runSdkScript("e2b-sdk-flow.ts", { ...env, E2B_TEST_PART: part, ...more }, 120_000);
+      const out = JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as Record<string, unknown>;
+      expect(out.error).toBeUndefined();
+      return out;
+    };
+    const out = await sdkFlow("create");
     const created = out.created as { sandboxId: string; envdAccessToken: string };
     expect(created.sandboxId).toMatch(/^sbx-/);
     expect(created.envdAccessToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -114,13 +115,15 @@ describe("E2B-compatible API", () => {
     expect(out.listed).toEqual([created.sandboxId]);
     expect(Date.parse(String(out.afterTimeout))).toBeGreaterThan(endAt);
     expect(out.connected).toBe(created.sandboxId);
-    expect(out).toMatchObject({ killed: true, killedAgain: false, afterKill: "SandboxNotFoundError" });
-    expect(out.unknownTemplate).toMatch(/not found/);
-    // The claim's env reached the envd of exactly one pod, for the holder of its token only.
+    // The claim's env reached the envd of exactly one pod, for the holder of its token only
+    // (asked while the sandbox runs: a kill resets its pod to a fresh envd that holds nothing).
     expect(await envsOf(await pods(), created.envdAccessToken)).toEqual([
       { GREETING: "hello", SECRET_TOKEN: "s3cr3t" },
     ]);
     expect(await envsOf(await pods(), "wrong-token")).toEqual([]);
+    const ended = await sdkFlow("kill", { E2B_TEST_SANDBOX: created.sandboxId });
+    expect(ended).toMatchObject({ killed: true, killedAgain: false, afterKill: "SandboxNotFoundError" });
+    expect(ended.unknownTemplate).toMatch(/not found/);
     // Released with stop reason Released, and back to idle.
     await until(
       "pods idle again",

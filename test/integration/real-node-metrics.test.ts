@@ -117,6 +117,13 @@ describe("sandbox metrics from the real node's kubelet", () => {
   }, 240_000);
 
   it("answers Sandbox.getMetrics() of the official SDK with the sandbox's series", async () => {
+    // A loaded machine's node reads can miss the 1 s sampling timeout and back off (UsageSampler's
+    // rest), so the series may grow slowly: wait until it holds three points.
+    await until(
+      "3 samples in the burner's series",
+      60_000,
+      async () => (await metricsOf(burner.id)).length > 2,
+    );
     const out = await sdk(burner.id, "metrics");
     const metrics = out.metrics as (Metric & { timestamp: string })[];
     expect(metrics.length).toBeGreaterThan(2);
