@@ -2,15 +2,10 @@ import type { V1Pod } from "@kubernetes/client-node";
 import type { Tenant } from "../../lib/claims/api-keys.ts";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
 import { isAlreadyExists, isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
-import { abandonPause, commitOverdue } from "../../lib/snapshots/abandoned-pause.ts";
-import { COMMIT_WAIT_MS, pausePlan, sourceState } from "../../lib/snapshots/pause-plan.ts";
-import {
-  isCommitted,
-  isFailed,
-  pauseStart,
-  phaseOf,
-  snapshotObject,
-} from "../../lib/snapshots/snapshot-state.ts";
+import { abandonPause } from "../../lib/snapshots/abandoned-pause.ts";
+import { pausePlan, sourceState } from "../../lib/snapshots/pause-plan.ts";
+import { isUnanswered, pauseWait, pauseWaitStep } from "../../lib/snapshots/pause-wait.ts";
+import { pauseStart, phaseOf, snapshotObject } from "../../lib/snapshots/snapshot-state.ts";
 import { findSandbox } from "../api/find-sandbox.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { completePause } from "./complete-pause.ts";
@@ -101,13 +96,6 @@ export async function beginPause(
   return { ok: true };
 }
 
-/** UNANSWERED are the phases of a pause whose commit may not be answered for its generation yet. */
-const UNANSWERED: ReadonlySet<string> = new Set([
-  SNAPSHOT_PHASE.COMMITTING,
-  SNAPSHOT_PHASE.COMMITTED,
-  SNAPSHOT_PHASE.FAILED,
-]);
-
 /** abandoned is a pause's final answer once it was undone: the sandbox was not paused. */
 function abandoned(id: string, why: string): PauseOutcome {
   return {
@@ -137,64 +125,31 @@ async function undone(
 
 /**
  * awaitCommit waits for the agent's commit of the pause it joined (this generation of the
- * snapshot) until the pause's deadline (spec.source.commitUntil) and finishes it, or says why it
- * did not. A commit that failed, or that did not come by the deadline, is undone now by the
- * sweep's rule (abandonPause), so a 504 is final: the sandbox keeps running and the pause never
+ * snapshot) until the pause's deadline (spec.source.commitUntil) and acts on what it sees
+ * (pauseWaitStep). A commit that failed, or that did not come by the deadline, is undone now by
+ * the sweep's rule (abandonPause), so a 504 is final: the sandbox keeps running and the pause never
  * completes later (a commit after the deadline is abandoned too, committedLate). A pause another
  * step already undid, or a newer one replaced, is answered as such, never undone again.
  */
 async function awaitCommit(deps: HostDeps, namespace: string, id: string): Promise<PauseOutcome> {
   const first = await orMissing(deps.kube.getSnapshot(namespace, id));
-  const generation = first?.metadata?.generation;
-  const until = Date.parse(String(first?.spec.source.commitUntil ?? ""));
-  const deadline = Number.isFinite(until) ? until : deps.now().getTime() + COMMIT_WAIT_MS;
-  const mine = (s: SandboxSnapshot) =>
-    s.metadata?.generation === generation && !s.metadata?.deletionTimestamp;
-  // Unanswered: this generation, its commit not answered (a phase left from the generation before
-  // counts as none, between a new pause's spec write and its Committing status write).
-  const unanswered = (s: SandboxSnapshot) =>
-    mine(s) && !isCommitted(s) && !isFailed(s) && UNANSWERED.has(phaseOf(s));
-  const settled = (s: SandboxSnapshot | undefined) => !s || !unanswered(s);
+  const w = pauseWait(first, deps.now());
+  const settled = (s: SandboxSnapshot | undefined) => !isUnanswered(s, w);
   for (let round = 0; round < 5; round++) {
-    const wait = Math.max(1000, deadline - deps.now().getTime() + 500);
+    const wait = Math.max(1000, w.deadline - deps.now().getTime() + 500);
     const waited = await waitForSnapshot(deps, namespace, id, settled, wait);
     const s = waited === "timeout" ? await orMissing(deps.kube.getSnapshot(namespace, id)) : waited.snapshot;
-    // Undone by another step (the sandbox runs on) or ended by a kill: its pod tells which.
-    if (!s || s.metadata?.deletionTimestamp)
-      return undone(deps, namespace, id, first, "its pause was undone (failed, late or restarted)");
-    if (!mine(s)) return abandoned(id, "a newer pause replaced this one");
-    const phase = phaseOf(s);
-    if (phase === SNAPSHOT_PHASE.RESUMED)
-      return abandoned(id, "its pause was undone (failed, late or restarted)");
-    if (isFailed(s)) {
-      const why = s.status?.message ?? "no reason given";
-      await snapshotEvent(
-        deps,
-        s,
-        "Warning",
-        "PauseFailed",
-        `the pause failed; the sandbox keeps running: ${why}`,
-      );
-      await abandonMine(deps, s, "its pause failed").catch((e: unknown) =>
-        deps.log.warn({ sandboxId: id, err: String(e) }, "a failed pause was left to the sweep"),
-      );
-      return {
-        ok: false,
-        reason: "failed",
-        message: `pausing sandbox ${id} failed; it keeps running: ${why}`,
-      };
-    }
-    if (isCommitted(s) || phase === SNAPSHOT_PHASE.PAUSED) {
-      const done = await completePause(deps, s);
-      if (done.result === "ended") return undone(deps, namespace, id, s, done.why);
+    const step = pauseWaitStep(s, w, deps.now());
+    if (step.kind === "undone") return undone(deps, namespace, id, first, step.why);
+    if (step.kind === "abandoned") return abandoned(id, step.why);
+    if (step.kind === "done") return { ok: true, snapshot: step.snapshot };
+    if (step.kind === "failed") return failed(deps, step.snapshot, id, step.why);
+    if (step.kind === "complete") {
+      const done = await completePause(deps, step.snapshot);
+      if (done.result === "ended") return undone(deps, namespace, id, step.snapshot, done.why);
       if (done.result === "paused") return { ok: true, snapshot: done.snapshot };
-      continue;
     }
-    // Completed by another step and already being resumed: this pause happened.
-    if (phase === SNAPSHOT_PHASE.RESUMING) return { ok: true, snapshot: s };
-    // Still unanswered: woken before the deadline (another host's clock) → wait on; else undo it.
-    if (!unanswered(s) || (Number.isFinite(until) && !commitOverdue(s, deps.now()))) continue;
-    if (await abandonMine(deps, s, "its commit did not finish by the pause's deadline"))
+    if (step.kind === "abandon" && (await abandonMine(deps, step.snapshot, step.why)))
       return abandoned(
         id,
         "the snapshot agent did not commit it by the pause's deadline (is it running on its node?)",
@@ -205,6 +160,21 @@ async function awaitCommit(deps: HostDeps, namespace: string, id: string): Promi
     reason: "timeout",
     message: `sandbox ${id}'s pause kept changing while it was awaited; its state is in GET /v1/sandboxes/${id}`,
   };
+}
+
+/** failed answers a pause whose commit failed: an Event says why, and the pause is undone. */
+async function failed(deps: HostDeps, s: SandboxSnapshot, id: string, why: string): Promise<PauseOutcome> {
+  await snapshotEvent(
+    deps,
+    s,
+    "Warning",
+    "PauseFailed",
+    `the pause failed; the sandbox keeps running: ${why}`,
+  );
+  await abandonMine(deps, s, "its pause failed").catch((e: unknown) =>
+    deps.log.warn({ sandboxId: id, err: String(e) }, "a failed pause was left to the sweep"),
+  );
+  return { ok: false, reason: "failed", message: `pausing sandbox ${id} failed; it keeps running: ${why}` };
 }
 
 /**
