@@ -2,6 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { SANDBOX_POOL_LABEL, STOP_REASON } from "../../lib/crd/keys.ts";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
 import { isConflict, orMissing } from "../../lib/kube/errors.ts";
+import { pauseMarkPatch } from "../../lib/snapshots/pause-mark.ts";
 import { runsSource } from "../../lib/snapshots/pause-plan.ts";
 import { pauseCompletion } from "../../lib/snapshots/snapshot-state.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
@@ -17,19 +18,20 @@ export type PauseResult =
   | { result: "ended"; why: string };
 
 /**
- * completePause takes a committed pause to its end (pauseCompletion): the snapshot is marked
- * Paused, then the pod is released to its pool (stop reason Paused, no terminal record) and the
- * pause's history event written (recordEvents); if the pod no longer runs the sandbox as recorded
- * the pause is undone (abandonPause: a kill or an expiry won the race, a container restarted, or
- * the commit came after the pause's deadline). Run by the pausing call, by the audit-triggered run on the agent's status write and by
- * the tick, in any order and any number of times: each write is preconditioned, and a step that
- * finds its work done does nothing.
+ * completePause takes a committed pause to its end (pauseCompletion): the pod is marked with the
+ * pause (no other release ends it from then on: heldByPause), the snapshot is marked Paused, then
+ * the pod is released to its pool (stop reason Paused, no terminal record) and the pause's history
+ * event written (recordEvents); if the pod no longer runs the sandbox as recorded the pause is
+ * undone (abandonPause: a kill or an expiry won the race, a container restarted, or the commit
+ * came after the pause's deadline). Run by the pausing call, by the audit-triggered run on the
+ * agent's status write and by the tick, in any order and any number of times: each write is
+ * preconditioned, and a step that finds its work done does nothing.
  */
 export async function completePause(deps: HostDeps, snapshot: SandboxSnapshot): Promise<PauseResult> {
   let s = snapshot;
   const namespace = s.metadata?.namespace ?? "";
   const name = s.metadata?.name ?? "";
-  for (let attempt = 0; attempt < 4; attempt++) {
+  for (let attempt = 0; attempt < 5; attempt++) {
     const pod: V1Pod | undefined = await orMissing(deps.kube.getPod(namespace, s.spec.source.pod));
     const next = pauseCompletion(s, pod);
     if (next.kind === "none")
@@ -49,6 +51,17 @@ export async function completePause(deps: HostDeps, snapshot: SandboxSnapshot): 
         const why = `${next.why}; the sandbox keeps running`;
         deps.log.info({ sandboxId: s.spec.sandboxId }, `pause abandoned: ${why}`);
         return { result: "ended", why };
+      }
+      if (next.kind === "mark-pod") {
+        // From here no other release ends the sandbox (heldByPause); a pod that changed since it
+        // was read fails the precondition and the loop decides again on a fresh read.
+        if (pod)
+          await deps.kube.patchPod(
+            namespace,
+            pod.metadata?.name ?? "",
+            pauseMarkPatch(pod, s.metadata?.generation ?? 0),
+          );
+        continue;
       }
       const marking = next.kind === "mark-paused";
       if (marking)

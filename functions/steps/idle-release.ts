@@ -5,6 +5,7 @@ import {
   planIdleRelease,
   reportedOnly,
 } from "../../lib/reconcile/idle-release.ts";
+import { withoutHeldPods } from "../snapshots/held-pods.ts";
 import type { Step } from "./step.ts";
 
 /**
@@ -17,7 +18,9 @@ import type { Step } from "./step.ts";
  */
 export const idleRelease: Step = {
   name: "idle-release",
-  plan: async (deps, { pool, pods }) => {
+  plan: async (deps, { pool, pods: all }) => {
+    // A sandbox a pause holds is released by its pause, not as idle.
+    const pods = await withoutHeldPods(deps, all);
     // The hosts refuse "pulled" without a source at start; should one get here, nothing pulled counts.
     const resolved = idleReleaseMode(deps.idleRelease, deps.pullActivity !== undefined, "pullActivity");
     const mode = resolved.ok ? resolved.mode : "reported";

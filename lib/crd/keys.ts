@@ -179,6 +179,12 @@ export const SEALED_ENV_VARS_ANNOTATION = "agentbox.navix.sh/sealed-env-vars";
 export const INCARNATION_ANNOTATION = "agentbox.navix.sh/incarnation";
 /** RESUME_ATTEMPT_ANNOTATION names the resume that claimed the pod (its snapshot's status.resume.attempt). */
 export const RESUME_ATTEMPT_ANNOTATION = "agentbox.navix.sh/resume-attempt";
+/**
+ * PAUSING_ANNOTATION marks a pod whose sandbox's pause is committed: the snapshot's generation,
+ * written (preconditioned on the pod) before the snapshot is marked Paused, so a release that
+ * decided without seeing a pause loses to it, and one that sees it asks the snapshot first.
+ */
+export const PAUSING_ANNOTATION = "agentbox.navix.sh/pausing";
 /** ON_TIMEOUT_ANNOTATION is "pause" for a sandbox that pauses at the end of its lifetime (E2B autoPause). */
 export const ON_TIMEOUT_ANNOTATION = "agentbox.navix.sh/on-timeout";
 /** TRAFFIC_PRIVATE is TRAFFIC_ANNOTATION's value for a sandbox whose ports need its traffic token. */

@@ -20,6 +20,7 @@ import {
 import { isTerminating } from "../kube/action.ts";
 import { isLabelValue } from "../kube/label-value.ts";
 import { abandonPause, commitOverdue, committedLate, type PauseAbandon } from "./abandoned-pause.ts";
+import { pauseMarkOf } from "./pause-mark.ts";
 import type { PausePlan } from "./pause-plan.ts";
 import { runsSource } from "./pause-plan.ts";
 
@@ -102,12 +103,18 @@ export function pauseStart(existing: SandboxSnapshot | undefined, plan: OkPlan, 
 }
 
 /** PauseCompletion is the next write of a committed pause, or the undoing of one that cannot be. */
-export type PauseCompletion = { kind: "none" } | { kind: "mark-paused" } | { kind: "release" } | PauseAbandon;
+export type PauseCompletion =
+  | { kind: "none" }
+  | { kind: "mark-pod" }
+  | { kind: "mark-paused" }
+  | { kind: "release" }
+  | PauseAbandon;
 
 /**
  * pauseCompletion finishes a pause: once committed, and while the pod still runs the sandbox as
- * recorded, the snapshot is marked Paused first and the pod released after (a crash in between
- * leaves a Paused snapshot whose pod still runs: "release" converges it). A pod that no longer runs
+ * recorded, the pod is marked with the pause (lib/snapshots/pause-mark.ts: no other release ends
+ * it from then on), the snapshot marked Paused and the pod released (a crash in between leaves a
+ * Paused snapshot whose pod still runs: "release" converges it). A pod that no longer runs
  * it as recorded ends the pause (abandonPause): a kill or an expiry wins and the snapshot goes; a
  * container restarted during the commit leaves the sandbox running on what it ran before. A
  * commit that came after the pause's deadline is abandoned the same way (committedLate).
@@ -118,11 +125,27 @@ export function pauseCompletion(s: SandboxSnapshot, pod: V1Pod | undefined): Pau
   const phase = phaseOf(s);
   if (isCommitted(s)) {
     if (committedLate(s)) return abandonPause(s, pod, "its commit came after the pause's deadline");
-    return runs ? { kind: "mark-paused" } : abandonPause(s, pod, "a container restarted during its pause");
+    if (!runs) return abandonPause(s, pod, "a container restarted during its pause");
+    return pauseMarkOf(pod) === s.metadata?.generation ? { kind: "mark-paused" } : { kind: "mark-pod" };
   }
   if (phase === SNAPSHOT_PHASE.PAUSED) return runs ? { kind: "release" } : { kind: "none" };
   if (isFailed(s) && !runs) return abandonPause(s, pod, "the pause failed");
   return { kind: "none" };
+}
+
+/**
+ * heldByPause: the pod's sandbox is in a pause that will release it (its mark names the snapshot's
+ * generation, which is committed or Paused for this pod and not deleted), so no other release may
+ * end it. A mark the snapshot no longer backs (the pause was abandoned, the snapshot is gone, or
+ * another sandbox or a newer pause holds it) holds nothing: the pod is released as any other.
+ */
+export function heldByPause(pod: V1Pod, s: SandboxSnapshot | undefined): boolean {
+  const mark = pauseMarkOf(pod);
+  if (mark === undefined || !s || s.metadata?.deletionTimestamp) return false;
+  if (s.metadata?.generation !== mark) return false;
+  if (s.spec.source.podUID !== pod.metadata?.uid) return false;
+  if (s.spec.sandboxId !== pod.metadata?.labels?.[SANDBOX_ID_LABEL]) return false;
+  return isCommitted(s) || phaseOf(s) === SNAPSHOT_PHASE.PAUSED;
 }
 
 /** ResumeStart is what a resume does given the snapshot. */

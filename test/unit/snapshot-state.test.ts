@@ -1,6 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import {
+  PAUSING_ANNOTATION,
   RESUME_ATTEMPT_ANNOTATION as RESUME_ATTEMPT,
   SANDBOX_ID_LABEL,
   SANDBOX_POOL_LABEL,
@@ -10,6 +11,7 @@ import {
 import { type SandboxSnapshot, SNAPSHOT_FINALIZER, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
 import { type PausePlan, pausePlan } from "../../lib/snapshots/pause-plan.ts";
 import {
+  heldByPause,
   isCommitted,
   isFailed,
   pauseCompletion,
@@ -173,6 +175,7 @@ describe("pauseStart", () => {
 
 describe("pauseCompletion", () => {
   const runs = runningPod();
+  const marked = runningPod({ annotations: { [PAUSING_ANNOTATION]: "1" } }); // marked for generation 1
   const restarted = runningPod({ containerID: "containerd://c2" }); // a container restarted since the pause
   const released = runningPod({ id: "", phase: "idle" }); // the pod went back to the pool
   const restartedDuring = {
@@ -182,7 +185,14 @@ describe("pauseCompletion", () => {
   } as const;
   const endedWhile = { kind: "delete", why: "the sandbox ended while pausing", record: false } as const;
   it.each<[string, SandboxSnapshot, V1Pod, ReturnType<typeof pauseCompletion>]>([
-    ["Committed, pod runs it", snapshot(COMMITTED), runs, { kind: "mark-paused" }],
+    ["Committed, pod runs it", snapshot(COMMITTED), runs, { kind: "mark-pod" }],
+    ["Committed, pod runs it marked with this pause", snapshot(COMMITTED), marked, { kind: "mark-paused" }],
+    [
+      "Committed, pod marked by an earlier pause",
+      snapshot(COMMITTED, { generation: 2 }),
+      marked,
+      { kind: "mark-pod" },
+    ],
     ["Committed, never resumed, container restarted", snapshot(COMMITTED), restarted, restartedDuring],
     ["Committed, pod released", snapshot(COMMITTED, { resumes: 1 }), released, endedWhile],
     ["Paused, pod still runs it", snapshot(PAUSED), runs, { kind: "release" }],
@@ -228,7 +238,7 @@ describe("pauseCompletion", () => {
       commitUntil: "2026-12-02T10:00:00Z",
       committedAt: "2026-12-02T09:59:59.9Z",
     });
-    expect(pauseCompletion(onTime, runs)).toEqual({ kind: "mark-paused" });
+    expect(pauseCompletion(onTime, marked)).toEqual({ kind: "mark-paused" });
   });
 
   it("no pod at all: a committed pause is deleted, a Paused one left alone", () => {
@@ -316,5 +326,31 @@ describe("resumeStart", () => {
     // Within its time the resume is still under way: wait, whatever the pods.
     const live = snapshot(RESUMING, { resume: { attempt: "a", until: future } });
     expect(resumeStart(live, NOW, [claimed])).toEqual({ kind: "wait" });
+  });
+});
+
+describe("heldByPause", () => {
+  const marked = (generation: string, o = {}) =>
+    runningPod({ annotations: { [PAUSING_ANNOTATION]: generation }, ...o });
+
+  it.each<[string, V1Pod, SandboxSnapshot | undefined, boolean]>([
+    ["marked, its pause committed", marked("1"), snapshot(COMMITTED), true],
+    ["marked, its snapshot Paused", marked("1"), snapshot(PAUSED), true],
+    ["not marked", runningPod(), snapshot(PAUSED), false],
+    ["marked, the snapshot gone", marked("1"), undefined, false],
+    ["marked, the snapshot being deleted", marked("1"), snapshot(PAUSED, { deleting: true }), false],
+    ["marked, the pause abandoned (back to Resumed)", marked("1"), snapshot(RESUMED, { resumes: 1 }), false],
+    [
+      "marked by an earlier pause than the snapshot's",
+      marked("1"),
+      snapshot(COMMITTED, { generation: 2 }),
+      false,
+    ],
+    ["marked, the snapshot another pod's", marked("1"), snapshot(PAUSED, { podUID: "uid-2" }), false],
+    ["marked, the pod another sandbox's now", marked("1", { id: "sbx-2" }), snapshot(PAUSED), false],
+    ["a mark that is no generation", marked("one"), snapshot(PAUSED), false],
+    ["marked, a failed commit", marked("1"), snapshot(FAILED), false],
+  ])("%s → %s", (_name, pod, s, held) => {
+    expect(heldByPause(pod, s)).toBe(held);
   });
 });
