@@ -209,8 +209,13 @@ export function startSnapshotAgent(opts: SnapshotAgentOptions): SnapshotAgent {
         await commit(key, s, work.generation, signal);
         return true;
       case "remove-stale": {
+        if (work.foreign.length > 0)
+          log.warn(
+            { snapshot: key, keys: work.foreign },
+            "stale images not of this sandbox: forgotten, not deleted",
+          );
         const failed = await remove(work.images, signal);
-        const removed = Object.keys(work.images).filter((k) => !failed.includes(k));
+        const removed = [...Object.keys(work.images).filter((k) => !failed.includes(k)), ...work.foreign];
         if (removed.length > 0)
           await kube
             .replaceSnapshotStatus(namespace, { ...s, status: withoutStale(s, removed) })

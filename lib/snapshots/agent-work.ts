@@ -12,14 +12,15 @@ import { parseImageReference, SNAPSHOT_REPOSITORY, snapshotRepository } from "./
 /**
  * SnapshotWork is what one snapshot needs from its agent now:
  * - `commit`: commit spec.source as the image of `generation` (metadata.generation);
- * - `remove-stale`: delete these images of an earlier pause (by staleImages key), then forget them;
- * - `finalize`: delete every image (current and stale) and every tagged manifest of the snapshot's
- *   repositories (snapshotRepositories), then remove the finalizer;
+ * - `remove-stale`: delete these images of an earlier pause (by staleImages key), then forget them
+ *   and the `foreign` keys (entries naming no image of this sandbox: forgotten, never deleted);
+ * - `finalize`: delete every image (current and stale) of this sandbox (isOwnImage) and every
+ *   tagged manifest of the snapshot's repositories (snapshotRepositories), then remove the finalizer;
  * - `none`: nothing, until the object changes.
  */
 export type SnapshotWork =
   | { kind: "commit"; generation: number }
-  | { kind: "remove-stale"; images: Record<string, string> }
+  | { kind: "remove-stale"; images: Record<string, string>; foreign: string[] }
   | { kind: "finalize"; images: string[] }
   | { kind: "none" };
 
@@ -53,12 +54,16 @@ export function snapshotWork(s: SandboxSnapshot): SnapshotWork {
   if (s.metadata?.deletionTimestamp) {
     if (!s.metadata.finalizers?.includes(SNAPSHOT_FINALIZER)) return { kind: "none" };
     const images = [...Object.values(s.status?.images ?? {}), ...Object.values(s.status?.staleImages ?? {})];
-    return { kind: "finalize", images: [...new Set(images)] };
+    return { kind: "finalize", images: [...new Set(images.filter((i) => isOwnImage(s, i)))] };
   }
   if (needsCommit(s)) return { kind: "commit", generation: generationOf(s) };
-  const stale = s.status?.staleImages ?? {};
-  if (Object.keys(stale).length > 0 && AFTER_PAUSE.has(s.status?.phase ?? ""))
-    return { kind: "remove-stale", images: { ...stale } };
+  const stale = Object.entries(s.status?.staleImages ?? {});
+  if (stale.length > 0 && AFTER_PAUSE.has(s.status?.phase ?? ""))
+    return {
+      kind: "remove-stale",
+      images: Object.fromEntries(stale.filter(([, image]) => isOwnImage(s, image))),
+      foreign: stale.filter(([, image]) => !isOwnImage(s, image)).map(([key]) => key),
+    };
   return { kind: "none" };
 }
 
@@ -88,18 +93,33 @@ export function snapshotRepositories(s: SandboxSnapshot, registry: string): stri
     }
   }
   const recorded = [...Object.values(s.status?.images ?? {}), ...Object.values(s.status?.staleImages ?? {})];
-  const own = `${SNAPSHOT_REPOSITORY}/${namespace}/${s.spec.sandboxId}/`;
   for (const image of recorded) {
-    try {
-      const ref = parseImageReference(image);
-      const rest = ref.repository.slice(own.length);
-      if (ref.repository.startsWith(own) && rest !== "" && !rest.includes("/"))
-        repositories.add(`${ref.registry}/${ref.repository}`);
-    } catch {
-      // An unreadable reference names no repository.
-    }
+    const ref = ownReference(s, image);
+    if (ref) repositories.add(`${ref.registry}/${ref.repository}`);
   }
   return [...repositories].sort();
+}
+
+/**
+ * isOwnImage: `image` is in one of this sandbox's repositories
+ * (`<any registry>/agentbox-snapshots/<namespace>/<sandboxId>/<container>`), so this snapshot's
+ * agent may delete it. A status naming any other image (another sandbox's, a pool's base image:
+ * a host's bug or a forged write) never makes the agent delete it.
+ */
+export function isOwnImage(s: SandboxSnapshot, image: string): boolean {
+  return ownReference(s, image) !== undefined;
+}
+
+/** ownReference is `image` parsed, when it is in one of this sandbox's repositories. */
+function ownReference(s: SandboxSnapshot, image: string): ReturnType<typeof parseImageReference> | undefined {
+  const own = `${SNAPSHOT_REPOSITORY}/${s.metadata?.namespace ?? ""}/${s.spec.sandboxId}/`;
+  try {
+    const ref = parseImageReference(image);
+    const rest = ref.repository.slice(own.length);
+    return ref.repository.startsWith(own) && rest !== "" && !rest.includes("/") ? ref : undefined;
+  } catch {
+    return undefined; // An unreadable reference names no repository.
+  }
 }
 
 /**

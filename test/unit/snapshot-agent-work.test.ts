@@ -19,6 +19,8 @@ import {
 // What the node's snapshot agent does for one SandboxSnapshot, decided from the object alone.
 
 const REPO = "registry.agentbox.test/agentbox-snapshots/ns/sb1/sandbox";
+const A = "a".repeat(64);
+const Z = "f".repeat(64);
 
 function snapshot(
   generation: number,
@@ -64,11 +66,12 @@ describe("snapshotWork", () => {
   });
 
   it("deletes stale images only once the sandbox is paused (or later), never while committing", () => {
-    const staleImages = { "sandbox:g1": `${REPO}:g1@sha256:a` };
+    const staleImages = { "sandbox:g1": `${REPO}:g1@sha256:${A}` };
     for (const phase of ["Paused", "Resuming", "Resumed"] as const)
       expect(snapshotWork(snapshot(2, { phase, observedGeneration: 2, staleImages }))).toEqual({
         kind: "remove-stale",
         images: staleImages,
+        foreign: [],
       });
     expect(snapshotWork(snapshot(2, { phase: "Committed", observedGeneration: 2, staleImages }))).toEqual({
       kind: "none",
@@ -84,18 +87,40 @@ describe("snapshotWork", () => {
       {
         phase: "Committing",
         observedGeneration: 1,
-        images: { sandbox: `${REPO}:g1@sha256:a` },
-        staleImages: { "sandbox:g1": `${REPO}:g1@sha256:a`, "sandbox:g0": `${REPO}:g0@sha256:z` },
+        images: { sandbox: `${REPO}:g1@sha256:${A}` },
+        staleImages: { "sandbox:g1": `${REPO}:g1@sha256:${A}`, "sandbox:g0": `${REPO}:g0@sha256:${Z}` },
       },
       { deletionTimestamp: "2026-12-02T10:00:00Z", finalizers: ["other", SNAPSHOT_FINALIZER] },
     );
     expect(snapshotWork(s)).toEqual({
       kind: "finalize",
-      images: [`${REPO}:g1@sha256:a`, `${REPO}:g0@sha256:z`],
+      images: [`${REPO}:g1@sha256:${A}`, `${REPO}:g0@sha256:${Z}`],
     });
     // Without the finalizer the agent has nothing left to do for it (it may not commit either).
     const gone = snapshot(1, undefined, { deletionTimestamp: "2026-12-02T10:00:00Z", finalizers: ["other"] });
     expect(snapshotWork(gone)).toEqual({ kind: "none" });
+  });
+  it("never deletes an image of another repository: a stale entry is forgotten, a deleted snapshot's skipped", () => {
+    const other = `registry.agentbox.test/agentbox-snapshots/ns/other-sandbox/sandbox:g1@sha256:${A}`;
+    const base = `registry.agentbox.test/pools/python@sha256:${A}`;
+    const unreadable = `${REPO}:g0@sha256:not-a-digest`;
+    const staleImages = {
+      "sandbox:g1": `${REPO}:g1@sha256:${A}`,
+      "x:1": other,
+      "y:1": base,
+      "z:1": unreadable,
+    };
+    expect(snapshotWork(snapshot(2, { phase: "Paused", observedGeneration: 2, staleImages }))).toEqual({
+      kind: "remove-stale",
+      images: { "sandbox:g1": `${REPO}:g1@sha256:${A}` },
+      foreign: ["x:1", "y:1", "z:1"],
+    });
+    const deleted = snapshot(
+      2,
+      { phase: "Paused", observedGeneration: 2, images: { sandbox: base }, staleImages },
+      { deletionTimestamp: "2026-12-02T10:00:00Z", finalizers: [SNAPSHOT_FINALIZER] },
+    );
+    expect(snapshotWork(deleted)).toEqual({ kind: "finalize", images: [`${REPO}:g1@sha256:${A}`] });
   });
 });
 
