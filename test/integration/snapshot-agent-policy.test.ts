@@ -551,7 +551,7 @@ describe("the snapshot agent's admission policy", () => {
       expect((await storedStatus(s))?.phase).toBe(SNAPSHOT_PHASE.COMMITTING);
     });
 
-    it("may only answer a commit with Committed or Failed of the object's generation", async () => {
+    it("may only answer a commit with Committed or Failed of the object's generation, once", async () => {
       const s = await committing(NODE);
       const status = committedStatus(s, 2, { sandbox: { image: image(2), bytes: 2048 } }, new Date());
       const write = (st: SandboxSnapshotStatus) =>
@@ -580,6 +580,14 @@ describe("the snapshot agent's admission policy", () => {
       ).toContain("status.phase Committed or Failed, not Paused");
       expect((await storedStatus(s))?.phase).toBe(SNAPSHOT_PHASE.COMMITTING);
       expect(await storedStatus(fresh)).toBeUndefined();
+      // A generation it answered already is not answered again, even put back to Committing.
+      const answered = await admin.replaceSnapshotStatus(ns, {
+        ...s,
+        status: { ...s.status, observedGeneration: 2 },
+      });
+      expect(await denial(agent.replaceSnapshotStatus(ns, { ...answered, status }))).toContain(
+        "the snapshot agent already answered the commit of generation 2",
+      );
     });
 
     it("removes the finalizer of a deleted snapshot in any phase: the object's write keeps the status", async () => {
