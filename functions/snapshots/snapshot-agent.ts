@@ -5,6 +5,7 @@ import { isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
 import type { KubeWatchTransport } from "../../lib/kube/transport.ts";
 import {
   type CommittedImage,
+  commitBudgetMs,
   commitStillWanted,
   committedStatus,
   failedStatus,
@@ -115,13 +116,19 @@ export function startSnapshotAgent(opts: SnapshotAgentOptions): SnapshotAgent {
   /** remove deletes images, each bounded; it answers the ones it could not delete. */
   const remove = (images: Record<string, string>, signal: AbortSignal) => removeEach("image", images, signal);
 
-  /** commitAll commits every container of spec.source; a failure says which container and why. */
+  /**
+   * commitAll commits every container of spec.source; a failure says which container and why. A
+   * commit cut short by the pause's deadline (commitBudgetMs) is `overdue`: the hosts abandon that
+   * pause whatever the agent answers, so it answers nothing and leaves nothing pushed.
+   */
   async function commitAll(s: SandboxSnapshot, generation: number, signal: AbortSignal) {
     const namespace = s.metadata?.namespace ?? "";
     const images: Record<string, CommittedImage> = {};
     for (const container of s.spec.source.containers) {
-      const within = bounded(signal, commitMs);
+      const budget = commitBudgetMs(s, opts.now(), commitMs);
+      const within = bounded(signal, Math.max(0, budget));
       try {
+        if (budget <= 0) throw new Error("the pause's deadline passed");
         const target = snapshotTarget(opts.registry, namespace, s.spec.sandboxId, container.name, generation);
         images[container.name] = await committer.commit(
           {
@@ -138,8 +145,17 @@ export function startSnapshotAgent(opts: SnapshotAgentOptions): SnapshotAgent {
         if (signal.aborted) throw e;
         // The containers pushed before this one belong to nobody now (nor what they replaced).
         await remove(leftBehind(s, images, true), signal);
-        const why = within.aborted ? `took longer than ${Math.round(commitMs / 1000)} s` : message(e);
-        return { ok: false as const, message: `commit of container ${container.name} failed: ${why}` };
+        const overdue = budget <= 0 || (within.aborted && budget < commitMs);
+        const why = overdue
+          ? `not done by the pause's deadline (${s.spec.source.commitUntil})`
+          : within.aborted
+            ? `took longer than ${Math.round(commitMs / 1000)} s`
+            : message(e);
+        return {
+          ok: false as const,
+          overdue,
+          message: `commit of container ${container.name} failed: ${why}`,
+        };
       }
     }
     return { ok: true as const, images };
@@ -165,6 +181,8 @@ export function startSnapshotAgent(opts: SnapshotAgentOptions): SnapshotAgent {
         log.info({ snapshot: key, generation, ms: Date.now() - started }, "snapshot committed");
       } else log.warn({ snapshot: key, generation, err: outcome.message }, "snapshot commit failed");
     }
+    // Past the pause's deadline the hosts abandon it: no answer to write, nothing was left pushed.
+    if (!outcome.ok && outcome.overdue) return;
     let s: SandboxSnapshot | undefined = first;
     while (s && commitStillWanted(s, generation)) {
       const status = outcome.ok
@@ -206,6 +224,14 @@ export function startSnapshotAgent(opts: SnapshotAgentOptions): SnapshotAgent {
       case "none":
         return false;
       case "commit":
+        // Not begun past the pause's deadline: the hosts abandon it (the object changes then).
+        if (commitBudgetMs(s, opts.now(), commitMs) <= 0) {
+          log.info(
+            { snapshot: key, generation: work.generation },
+            "a commit past its pause's deadline is not begun",
+          );
+          return false;
+        }
         await commit(key, s, work.generation, signal);
         return true;
       case "remove-stale": {

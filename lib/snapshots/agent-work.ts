@@ -138,6 +138,18 @@ export function mustEmptyRepositories(s: SandboxSnapshot): boolean {
 }
 
 /**
+ * commitBudgetMs is how long the next container's commit may take at `now`: `limitMs`, cut to what
+ * is left of the pause's deadline (spec.source.commitUntil). A commit past that deadline is
+ * abandoned by the hosts whatever it answers, so the agent stops there rather than keep the
+ * registry, the node's disk and the snapshot's next pause (serialised behind it) busy for nothing;
+ * zero or less: do not start. A snapshot without a deadline gets `limitMs`.
+ */
+export function commitBudgetMs(s: SandboxSnapshot, now: Date, limitMs: number): number {
+  const until = Date.parse(String(s.spec.source.commitUntil ?? ""));
+  return Number.isFinite(until) ? Math.min(limitMs, until - now.getTime()) : limitMs;
+}
+
+/**
  * commitStillWanted: a commit of `generation` made from an earlier read may be written onto this
  * later one (a write conflicted: someone else changed the object meanwhile). It may when that
  * generation is still the one asked for, still unanswered, and the snapshot is not being deleted;

@@ -274,4 +274,29 @@ describe("snapshot agent", () => {
     );
     expect(await orMissing(get(id))).toBeUndefined();
   });
+
+  it("does not begin a commit past its pause's deadline, nor answer it (the hosts abandon that pause)", async () => {
+    const id = newId();
+    const late = agentTestSnapshot(id, NODE, {});
+    late.spec.source.commitUntil = new Date(Date.now() - 1000).toISOString();
+    await client.createSnapshot(ns, late);
+    await passed();
+    expect(committer.commitsOf(id)).toHaveLength(0);
+    expect((await get(id)).status).toBeUndefined();
+  });
+
+  it("stops a commit at its pause's deadline, answers nothing and does not begin it again", async () => {
+    const id = newId();
+    const hold = committer.hold(id);
+    const due = agentTestSnapshot(id, NODE, {});
+    const deadline = Date.now() + 1500;
+    due.spec.source.commitUntil = new Date(deadline).toISOString();
+    await client.createSnapshot(ns, due);
+    await hold.started;
+    await until("the pause's deadline passed", 10_000, async () => Date.now() > deadline + 200 || undefined);
+    hold.release();
+    await passed();
+    expect(committer.commitsOf(id)).toHaveLength(1);
+    expect((await get(id)).status).toBeUndefined();
+  });
 });

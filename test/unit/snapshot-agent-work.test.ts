@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { SandboxSnapshot, SandboxSnapshotStatus } from "../../lib/crd/sandbox-snapshot.ts";
 import { SNAPSHOT_FINALIZER } from "../../lib/crd/sandbox-snapshot.ts";
 import {
+  commitBudgetMs,
   commitStillWanted,
   committedStatus,
   failedStatus,
@@ -341,5 +342,25 @@ describe("withoutStale and withoutFinalizer", () => {
     const s = snapshot(1, undefined, { finalizers: ["a", SNAPSHOT_FINALIZER, "b"] });
     expect(withoutFinalizer(s).metadata?.finalizers).toEqual(["a", "b"]);
     expect(withoutFinalizer(s).metadata?.resourceVersion).toBe("7");
+  });
+});
+
+describe("commitBudgetMs", () => {
+  const now = new Date("2026-12-02T10:00:00Z");
+  const due = (commitUntil?: string) => {
+    const s = snapshot(1);
+    if (commitUntil) s.spec.source.commitUntil = commitUntil;
+    return s;
+  };
+
+  it("is the limit for a snapshot without a deadline, or with one further off", () => {
+    expect(commitBudgetMs(due(), now, 600_000)).toBe(600_000);
+    expect(commitBudgetMs(due("2026-12-02T11:00:00Z"), now, 600_000)).toBe(600_000);
+  });
+
+  it("is what is left of the pause's deadline, and nothing once it passed", () => {
+    expect(commitBudgetMs(due("2026-12-02T10:00:50Z"), now, 600_000)).toBe(50_000);
+    expect(commitBudgetMs(due("2026-12-02T10:00:00Z"), now, 600_000)).toBe(0);
+    expect(commitBudgetMs(due("2026-12-02T09:59:00Z"), now, 600_000)).toBeLessThan(0);
   });
 });
