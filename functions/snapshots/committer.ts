@@ -47,7 +47,10 @@ export interface CommitResult {
 export interface Committer {
   /** commit pushes the container's changes as `target` and answers the image by digest. */
   commit(req: CommitRequest, signal: AbortSignal): Promise<CommitResult>;
-  /** remove deletes one snapshot image; an image already gone is not an error. */
+  /**
+   * remove deletes one snapshot image; an image already gone is not an error. A registry that
+   * does not allow deletes throws DeletesDisabled (as does removeRepository).
+   */
   remove(image: string, signal: AbortSignal): Promise<void>;
   /**
    * removeRepository deletes every image of a snapshot repository
@@ -56,4 +59,20 @@ export interface Committer {
    * other repository.
    */
   removeRepository(repository: string, signal: AbortSignal): Promise<void>;
+}
+
+/**
+ * DeletesDisabled is a registry's refusal of every delete (405: distribution's storage.delete is
+ * off). No retry changes it, so the agent forgets such an image rather than hold a snapshot's
+ * stale images or its finalizer (and so the sandbox's next pause) until an operator acts; it says
+ * so as an error naming the setting. The image stays in the registry.
+ */
+export class DeletesDisabled extends Error {
+  constructor(registry: string) {
+    super(
+      `${registry} does not allow deletes (405): snapshot images stay in it until deletes are enabled ` +
+        "(distribution: storage.delete.enabled, REGISTRY_STORAGE_DELETE_ENABLED=true)",
+    );
+    this.name = "DeletesDisabled";
+  }
 }

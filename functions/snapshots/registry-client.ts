@@ -7,6 +7,7 @@
 // No auth: the agent's registry is reached on a private address (ADR 0045).
 import { DOCKER_MEDIA, OCI_MEDIA } from "../../lib/snapshots/image-build.ts";
 import { sha256Hex } from "../../lib/util/sha256.ts";
+import { DeletesDisabled } from "./committer.ts";
 
 /** MANIFEST_ACCEPT is every manifest type a base image may come as (OCI and Docker v2, images and indexes). */
 const MANIFEST_ACCEPT = [
@@ -209,18 +210,17 @@ export class RegistryClient {
     return res.headers.get("docker-content-digest") ?? "";
   }
 
-  /** deleteManifest deletes a manifest by digest; false when it was already gone (404). */
+  /**
+   * deleteManifest deletes a manifest by digest; false when it was already gone (404). A registry
+   * that allows no deletes (405) throws DeletesDisabled.
+   */
   async deleteManifest(registry: string, repository: string, digest: string, signal: AbortSignal) {
-    const res = await this.#call(
-      "deleting from",
-      registry,
-      "DELETE",
-      `/v2/${repository}/manifests/${digest}`,
-      {
-        signal,
-        ok: [202, 200, 404],
-      },
-    );
+    const path = `/v2/${repository}/manifests/${digest}`;
+    const res = await this.#call("deleting from", registry, "DELETE", path, {
+      signal,
+      ok: [202, 200, 404, 405],
+    });
+    if (res.status === 405) throw new DeletesDisabled(registry);
     return res.status !== 404;
   }
 

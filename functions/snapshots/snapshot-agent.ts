@@ -22,6 +22,7 @@ import type { Log } from "../../lib/util/log.ts";
 import { Informer } from "../cache/informer.ts";
 import type { Committer } from "./committer.ts";
 import { KeyedWork } from "./keyed-work.ts";
+import { removeEach } from "./remove-each.ts";
 
 /** COMMIT_TIMEOUT_MS bounds one container's commit (its diff, push and manifest) by default. */
 export const COMMIT_TIMEOUT_MS = 10 * 60_000;
@@ -85,36 +86,9 @@ export function startSnapshotAgent(opts: SnapshotAgentOptions): SnapshotAgent {
   const pushed = new Map<string, Pushed>();
   const bounded = (signal: AbortSignal, ms: number) => AbortSignal.any([signal, AbortSignal.timeout(ms)]);
 
-  /**
-   * removeEach deletes each image, or empties each repository, by key, each bounded; it answers
-   * the keys it could not.
-   */
-  async function removeEach(
-    what: "image" | "repository",
-    items: Record<string, string>,
-    signal: AbortSignal,
-    ms = removeMs,
-  ): Promise<string[]> {
-    const failed: string[] = [];
-    for (const [key, item] of Object.entries(items)) {
-      const within = bounded(signal, ms);
-      try {
-        if (what === "image") await committer.remove(item, within);
-        else await committer.removeRepository(item, within);
-      } catch (e) {
-        if (signal.aborted) throw e;
-        log.warn(
-          { [what]: item, err: message(e) },
-          `snapshot agent could not delete ${what === "image" ? "an image" : "a repository's images"}`,
-        );
-        failed.push(key);
-      }
-    }
-    return failed;
-  }
-
   /** remove deletes images, each bounded; it answers the ones it could not delete. */
-  const remove = (images: Record<string, string>, signal: AbortSignal) => removeEach("image", images, signal);
+  const remove = (images: Record<string, string>, signal: AbortSignal) =>
+    removeEach(committer, log, "image", images, signal, removeMs);
 
   /**
    * commitAll commits every container of spec.source; a failure says which container and why. A
@@ -254,8 +228,9 @@ export function startSnapshotAgent(opts: SnapshotAgentOptions): SnapshotAgent {
         // Then every tagged manifest of its repositories: one pushed but never recorded (an agent
         // that died between its push and its status write) goes too.
         const repositories = Object.fromEntries(snapshotRepositories(s, opts.registry).map((r) => [r, r]));
-        if (mustEmptyRepositories(s)) failed.push(...(await removeEach("repository", repositories, signal)));
-        else if ((await removeEach("repository", repositories, signal, BRIEF_SWEEP_MS)).length > 0)
+        const sweep = (ms: number) => removeEach(committer, log, "repository", repositories, signal, ms);
+        if (mustEmptyRepositories(s)) failed.push(...(await sweep(removeMs)));
+        else if ((await sweep(BRIEF_SWEEP_MS)).length > 0)
           log.info({ snapshot: key }, "letting a failed snapshot go without emptying its repositories");
         if (failed.length > 0)
           throw new Error(`could not delete ${failed.length} image(s) or repositories of a deleted snapshot`);

@@ -1,8 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Committer } from "../../functions/snapshots/committer.ts";
 import { containerdCommitter, type LayerDiffer } from "../../functions/snapshots/containerd-committer.ts";
@@ -10,8 +6,6 @@ import { RegistryClient } from "../../functions/snapshots/registry-client.ts";
 import { type SnapshotAgent, startSnapshotAgent } from "../../functions/snapshots/snapshot-agent.ts";
 import { nodeKubeTransport, nodeKubeWatch } from "../../hosts/node/kube-transport.ts";
 import { freePorts } from "../../infra/cluster/ports.ts";
-import { REGISTRY_BIN } from "../../infra/cluster/real-node/real-node.ts";
-import { registryConfig } from "../../infra/cluster/real-node/runtime-configs.ts";
 import type { SandboxSnapshot } from "../../lib/crd/sandbox-snapshot.ts";
 import { SNAPSHOT_FINALIZER } from "../../lib/crd/sandbox-snapshot.ts";
 import { KubeClient } from "../../lib/kube/client.ts";
@@ -20,6 +14,7 @@ import { MAX_IMAGE_LAYERS, OCI_MEDIA } from "../../lib/snapshots/image-build.ts"
 import { snapshotRepository, snapshotTarget } from "../../lib/snapshots/image-names.ts";
 import type { Log } from "../../lib/util/log.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
+import { pushImage, type RegistryProcess, startRegistry } from "./support/registry-process.ts";
 import { AGENT_TEST_NODES } from "./support/snapshot-agent-nodes.ts";
 
 // The node's snapshot agent with the real registry backend (the containerd committer and the
@@ -42,9 +37,7 @@ const signal = () => AbortSignal.timeout(30_000);
 
 let ns = "";
 let cleanup = async () => {};
-let registryProcess: ChildProcess | undefined;
-let storage = "";
-let registryUrl = "";
+let registryProcess: RegistryProcess | undefined;
 let registry: RegistryClient;
 let baseImage = "";
 /** running are the agents started and not stopped yet (afterAll stops them). */
@@ -96,70 +89,13 @@ async function stopAgent(agent: SnapshotAgent): Promise<void> {
   await agent.stop();
 }
 
-/**
- * pushBase puts a base image of `count` layers (one by default) in the registry as `repository`:1,
- * as a pool's image would be.
- */
-async function pushBase(repository = BASE_REPO, count = 1): Promise<string> {
-  const layers = Array.from({ length: count }, (_, i) =>
-    new TextEncoder().encode(i === 0 ? "the base image's files\n" : `layer ${i} of the base image\n`),
-  );
-  const config = JSON.stringify({
-    architecture: "amd64",
-    os: "linux",
-    config: { Entrypoint: ["/bin/sh"] },
-    rootfs: { type: "layers", diff_ids: layers.map((l) => sha256(l)) },
-    history: layers.map(() => ({ created_by: "ADD base" })),
-  });
-  const configBytes = new TextEncoder().encode(config);
-  for (const layer of layers)
-    await registry.uploadBlob(REGISTRY, repository, sha256(layer), layer.length, layer, signal());
-  await registry.uploadBlob(
-    REGISTRY,
-    repository,
-    sha256(configBytes),
-    configBytes.length,
-    configBytes,
-    signal(),
-  );
-  const manifest = JSON.stringify({
-    schemaVersion: 2,
-    mediaType: OCI_MEDIA.manifest,
-    config: { mediaType: OCI_MEDIA.config, digest: sha256(configBytes), size: configBytes.length },
-    layers: layers.map((l) => ({ mediaType: OCI_MEDIA.layer, digest: sha256(l), size: l.length })),
-  });
-  const digest = await registry.putManifest(
-    REGISTRY,
-    repository,
-    "1",
-    manifest,
-    OCI_MEDIA.manifest,
-    signal(),
-  );
-  return `${REGISTRY}/${repository}@${digest}`;
-}
+/** pushBase puts a base image of `count` layers (one by default) in the registry as `repository`:1. */
+const pushBase = (repository = BASE_REPO, count = 1) => pushImage(registry, REGISTRY, repository, "1", count);
 
 beforeAll(async () => {
   ({ ns, cleanup } = await newNamespace(core, "snapreg"));
-  storage = await mkdtemp(join(tmpdir(), "agentbox-agent-registry-"));
-  const [port] = await freePorts(1);
-  await writeFile(join(storage, "registry.yml"), registryConfig(port ?? 0, join(storage, "data")));
-  const child = spawn(REGISTRY_BIN, ["serve", join(storage, "registry.yml")], {
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  registryProcess = child;
-  let stderr = "";
-  child.stderr?.on("data", (c: Buffer) => {
-    stderr = (stderr + c.toString("utf8")).slice(-2000);
-  });
-  registryUrl = `http://127.0.0.1:${port}`;
-  await until("the registry serving", 30_000, async () => {
-    if (child.exitCode !== null) throw new Error(`the registry exited ${child.exitCode}: ${stderr}`);
-    const res = await fetch(`${registryUrl}/v2/`, { signal: AbortSignal.timeout(2_000) });
-    await res.body?.cancel();
-    return res.ok;
-  });
-  registry = new RegistryClient({ endpoints: { [REGISTRY]: registryUrl }, timeoutMs: 10_000 });
+  registryProcess = await startRegistry();
+  registry = new RegistryClient({ endpoints: { [REGISTRY]: registryProcess.url }, timeoutMs: 10_000 });
   baseImage = await pushBase();
 });
 
@@ -171,13 +107,7 @@ afterEach(async () => {
 
 afterAll(async () => {
   await cleanup();
-  const child = registryProcess;
-  if (child && child.exitCode === null) {
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGTERM");
-    await exited;
-  }
-  if (storage) await rm(storage, { recursive: true, force: true });
+  await registryProcess?.stop();
 });
 
 const newId = () => `sb${randomBytes(5).toString("hex")}`;
@@ -218,7 +148,7 @@ const repoOf = (id: string) => `agentbox-snapshots/${ns}/${id}/sandbox`;
 
 /** headStatus is the registry's answer to HEAD of a manifest (by tag or digest). */
 async function headStatus(repository: string, reference: string): Promise<number> {
-  const res = await fetch(`${registryUrl}/v2/${repository}/manifests/${reference}`, {
+  const res = await fetch(`${registryProcess?.url}/v2/${repository}/manifests/${reference}`, {
     method: "HEAD",
     headers: { accept: OCI_MEDIA.manifest },
     signal: AbortSignal.timeout(10_000),

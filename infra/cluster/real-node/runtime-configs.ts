@@ -113,8 +113,12 @@ export function cniConflist(net: PodNetwork, ipamDir: string): string {
   )}\n`;
 }
 
-/** registryConfig is Debian docker-registry's (distribution 2.8) configuration: filesystem storage, HTTP on loopback. */
-export function registryConfig(port: number, storageDir: string): string {
+/**
+ * registryConfig is Debian docker-registry's (distribution 2.8) configuration: filesystem storage,
+ * HTTP on loopback, deletes allowed (the snapshot agent deletes what a sandbox no longer needs)
+ * unless `deletes` is false (a registry as some operators run it).
+ */
+export function registryConfig(port: number, storageDir: string, o: { deletes?: boolean } = {}): string {
   return `version: 0.1
 log:
   level: warn
@@ -124,7 +128,7 @@ storage:
   filesystem:
     rootdirectory: ${q(storageDir)}
   delete:
-    enabled: true
+    enabled: ${o.deletes ?? true}
 http:
   addr: 127.0.0.1:${port}
 `;

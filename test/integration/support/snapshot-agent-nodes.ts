@@ -10,6 +10,7 @@ import { type SandboxSnapshot, SNAPSHOT_FINALIZER } from "../../../lib/crd/sandb
  * AGENT_TEST_NODES: `own` is the test agent's node; `other` is a node no agent watches; `policy`
  * is another no agent watches, the node of the agent identities snapshot-agent-policy.test.ts
  * makes (their writes are the test's own); `registry` is snapshot-agent-registry.test.ts's agents';
+ * `noDeletes` is snapshot-agent-no-deletes.test.ts's agent (a registry that refuses deletes);
  * `gone` is pause-node-gone.test.ts's node that no longer exists (no Node, no agent), whose
  * snapshots only the sweep's hand-over gets an agent for.
  */
@@ -18,6 +19,7 @@ export const AGENT_TEST_NODES = {
   other: "agent-test-other-node",
   policy: "agent-policy-node",
   registry: "agent-registry-test-node",
+  noDeletes: "agent-no-deletes-node",
   gone: "agent-gone-node",
 } as const;
 
