@@ -1,12 +1,16 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { deleteSandbox } from "../../functions/api/delete-sandbox.ts";
+import { handOverSnapshot, nodeReads } from "../../functions/snapshots/hand-over-snapshot.ts";
 import { pauseSandbox } from "../../functions/snapshots/pause-sandbox.ts";
 import { resumeSandbox } from "../../functions/snapshots/resume-sandbox.ts";
 import { sweepSnapshots } from "../../functions/snapshots/sweep-snapshots.ts";
+import { nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
 import type { Tenant } from "../../lib/claims/api-keys.ts";
 import { type SandboxSnapshot, SNAPSHOT_FINALIZER, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
+import { KubeClient } from "../../lib/kube/client.ts";
 import type { Log } from "../../lib/util/log.ts";
+import { withHeaders } from "./support/impersonation.ts";
 import { kube, until } from "./support/kube.ts";
 import { pauseSandboxes } from "./support/pause-sandboxes.ts";
 import { AGENT_TEST_NODES, agentTestSnapshot } from "./support/snapshot-agent-nodes.ts";
@@ -19,7 +23,7 @@ import { tenantPool } from "./support/tenant-pool.ts";
 // takes the rewrite for a new pause. AGENT_TEST_NODES.gone is a node that does not exist and that
 // no agent of the run watches: a snapshot there waits for nobody but the hand-over.
 
-const { cluster } = kube();
+const { cluster, kc } = kube();
 const t = tenantPool("pause-gone", "research", 2);
 const GONE = AGENT_TEST_NODES.gone;
 const user = `u-${randomBytes(3).toString("hex")}`;
@@ -138,6 +142,33 @@ describe("a snapshot whose node is gone", () => {
       },
     ]);
     // Let it go by hand, as nothing else will.
+    await deps.kube.replaceSnapshot(t.ns, { ...left, metadata: { ...left.metadata, finalizers: [] } });
+    await until(`snapshot ${id} gone`, 20_000, async () =>
+      (await snapshotOf(id)) === undefined ? true : undefined,
+    );
+  });
+
+  it("stays where it is, said once, when the host may not read Nodes (403), naming the component", async () => {
+    const id = `sb${randomBytes(5).toString("hex")}`;
+    await deps.kube.createSnapshot(t.ns, agentTestSnapshot(id, GONE, { finalizer: true }));
+    await deps.kube.deleteSnapshot(t.ns, id);
+    const deleting = (await snapshotOf(id)) as SandboxSnapshot;
+    // A host whose role lacks `nodes get`: an identity with no role at all.
+    const noNodes = new KubeClient(
+      nodeKubeTransport(withHeaders(kc, { "Impersonate-User": "agentbox-test:no-role" })),
+    );
+    const host = { ...deps, kube: noNodes, noticed: new Set<string>() };
+    const before = logged.length;
+    for (let i = 0; i < 2; i++) expect(await handOverSnapshot(host, deleting, nodeReads(host))).toBe(false);
+    expect(logged.slice(before)).toEqual([
+      {
+        level: "warn",
+        msg: "cannot tell whether a snapshot's node is gone: the host may not get nodes (apply components/snapshots)",
+        fields: { err: expect.stringContaining("403") },
+      },
+    ]);
+    const left = (await snapshotOf(id)) as SandboxSnapshot;
+    expect(left.spec.source.node).toBe(GONE);
     await deps.kube.replaceSnapshot(t.ns, { ...left, metadata: { ...left.metadata, finalizers: [] } });
     await until(`snapshot ${id} gone`, 20_000, async () =>
       (await snapshotOf(id)) === undefined ? true : undefined,

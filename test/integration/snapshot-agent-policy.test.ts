@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
-import { type KubeAccess, kubeconfigAccess, nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
+import { type KubeAccess, nodeKubeTransport } from "../../hosts/node/kube-transport.ts";
 import { apply } from "../../infra/cluster/install.ts";
 import {
   AGENT_POLICY,
@@ -25,6 +25,7 @@ import {
   withoutFinalizer,
   withoutStale,
 } from "../../lib/snapshots/agent-work.ts";
+import { withHeaders } from "./support/impersonation.ts";
 import { kube, newNamespace, until } from "./support/kube.ts";
 import { realNode } from "./support/real-node.ts";
 import { namespacedToken } from "./support/scoped-token.ts";
@@ -49,18 +50,6 @@ const SA = { namespace: "agentbox-system", name: "agentbox-snapshot-agent" };
 const newId = () => `sb${randomBytes(5).toString("hex")}`;
 let ns = "";
 let cleanup = async () => {};
-
-/** withHeaders is the admin's access with extra request headers (impersonation). */
-function withHeaders(headers: Record<string, string | string[]>): KubeAccess {
-  const base = kubeconfigAccess(kc);
-  return {
-    server: base.server,
-    apply: async (options) => {
-      await base.apply(options);
-      options.headers = { ...(options.headers as Record<string, string>), ...headers };
-    },
-  };
-}
 
 /** withToken is the apiserver reached with a bearer token alone. */
 function withToken(token: string): KubeAccess {
@@ -88,7 +77,7 @@ function realAgent(): KubeClient {
  * a name and groups, no extra. The local real node's agent is one (tokens.csv).
  */
 const userAgent = (name: string) =>
-  clientOf(withHeaders({ "impersonate-user": name, "impersonate-group": SNAPSHOT_AGENT_GROUP }));
+  clientOf(withHeaders(kc, { "impersonate-user": name, "impersonate-group": SNAPSHOT_AGENT_GROUP }));
 
 /** create writes a snapshot as a pause does (the host's write), of a node's pod. */
 const create = (node: string, opts: { finalizer?: boolean } = {}): Promise<SandboxSnapshot> =>
