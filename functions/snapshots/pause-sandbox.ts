@@ -3,6 +3,7 @@ import type { Tenant } from "../../lib/claims/api-keys.ts";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
 import { isAlreadyExists, isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
 import { abandonPause } from "../../lib/snapshots/abandoned-pause.ts";
+import { carriedEvents } from "../../lib/snapshots/lifecycle-events.ts";
 import { pausePlan, sourceState } from "../../lib/snapshots/pause-plan.ts";
 import { isUnanswered, pauseWait, pauseWaitStep } from "../../lib/snapshots/pause-wait.ts";
 import { pauseStart, phaseOf, snapshotObject } from "../../lib/snapshots/snapshot-state.ts";
@@ -83,10 +84,17 @@ export async function beginPause(
     if (start.kind === "create") await deps.kube.createSnapshot(namespace, snapshotObject(namespace, plan));
     if (start.kind === "replace" && existing) {
       const replaced = await deps.kube.replaceSnapshot(namespace, snapshotObject(namespace, plan, existing));
-      const { message: _failure, ...kept } = replaced.status ?? {};
+      const { message: _failure, pendingEvents: _carried, ...kept } = replaced.status ?? {};
+      // The facts of the pause and resume before this one go now: any event of theirs the
+      // history lacks is carried on the snapshot until the sweep writes it.
+      const pendingEvents = carriedEvents(replaced, deps.now());
       await deps.kube.replaceSnapshotStatus(namespace, {
         ...replaced,
-        status: { ...kept, phase: SNAPSHOT_PHASE.COMMITTING },
+        status: {
+          ...kept,
+          phase: SNAPSHOT_PHASE.COMMITTING,
+          ...(pendingEvents.length > 0 ? { pendingEvents } : {}),
+        },
       });
     }
   } catch (e) {

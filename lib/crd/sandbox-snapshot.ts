@@ -120,6 +120,23 @@ export const SnapshotResume = v.object({
   pod: v.optional(v.pipe(v.string(), v.description("The pod the sandbox resumed on."))),
 });
 
+/**
+ * MAX_PENDING_EVENTS bounds status.pendingEvents: past it the oldest are dropped (a history down
+ * through more than this many pauses and resumes of one sandbox), so the object stays small.
+ */
+export const MAX_PENDING_EVENTS = 32;
+
+/** PendingEvent is a pause's or resume's history event kept on the snapshot until written. */
+export const PendingEvent = v.object({
+  kind: v.pipe(v.picklist(["paused", "resumed"]), v.description("paused or resumed.")),
+  n: v.pipe(Int32, v.minValue(1), v.description("The n-th pause, or the n-th resume, of the sandbox.")),
+  at: Time,
+  podName: v.pipe(v.string(), v.description("The pod the sandbox left (a pause) or resumed on.")),
+  images: v.optional(v.pipe(StringMap, v.description("The snapshot images by container."))),
+  bytes: v.optional(v.pipe(Int64, v.description("A pause's committed size."))),
+});
+export type PendingEvent = v.InferOutput<typeof PendingEvent>;
+
 /** SandboxSnapshotStatus is written by hosts (phases) and the snapshot agent (commits). */
 export const SandboxSnapshotStatus = v.object({
   phase: v.optional(
@@ -156,6 +173,15 @@ export const SandboxSnapshotStatus = v.object({
       }),
       v.description(
         "Which pause and resume (their n) the history has recorded: written by hosts after the event, so one not yet recorded (the history was down, a host died) is written by the tick's sweep.",
+      ),
+    ),
+  ),
+  pendingEvents: v.optional(
+    v.pipe(
+      v.array(PendingEvent),
+      v.maxLength(MAX_PENDING_EVENTS),
+      v.description(
+        "Events of earlier pauses and resumes the history did not hold yet when a new pause replaced their facts (the history was down): written by the tick's sweep, then removed.",
       ),
     ),
   ),

@@ -3,8 +3,16 @@
 // status.recorded says which the history holds, so an event is never written for a transition
 // that did not land, and one that was not written yet (the history down, a host died between the
 // two writes) is written by the tick's sweep. Every field comes from the snapshot as the
-// transition wrote it, its time included, so whoever writes the event writes the same one.
-import { type SandboxSnapshot, type SandboxSnapshotStatus, SNAPSHOT_PHASE } from "../crd/sandbox-snapshot.ts";
+// transition wrote it, its time included, so whoever writes the event writes the same one. A new
+// pause replaces the facts of the pause and resume before it; any of their events still owed then
+// move to status.pendingEvents (carriedEvents), so a history down through several pauses loses none.
+import {
+  MAX_PENDING_EVENTS,
+  type PendingEvent,
+  type SandboxSnapshot,
+  type SandboxSnapshotStatus,
+  SNAPSHOT_PHASE,
+} from "../crd/sandbox-snapshot.ts";
 import type { LifecycleEvent } from "../history/lifecycle-event.ts";
 import { parseTime, rfc3339 } from "../util/time.ts";
 import { phaseOf } from "./snapshot-state.ts";
@@ -43,14 +51,17 @@ function pauseNumber(s: SandboxSnapshot): number {
 }
 
 /**
- * unrecordedEvents are the events of the snapshot's latest pause and resume that status.recorded
- * does not list: the pause (at status.pausedAt, the pod it left, its images and size) and the
- * resume (at status.resumedAt, the pod it resumed on). A deleted snapshot has none to write.
+ * unrecordedEvents are the events the history still lacks: those carried in status.pendingEvents,
+ * then those of the snapshot's latest pause and resume that status.recorded does not list: the
+ * pause (at status.pausedAt, the pod it left, its images and size) and the resume (at
+ * status.resumedAt, the pod it resumed on). A deleted snapshot's latest facts are not written (its
+ * end is its terminal record); what it carries is.
  */
 export function unrecordedEvents(s: SandboxSnapshot, now: Date): LifecycleEvent[] {
-  if (s.metadata?.deletionTimestamp) return [];
+  const carried = (s.status?.pendingEvents ?? []).map((p) => fromPending(s, p));
+  if (s.metadata?.deletionTimestamp) return carried;
   const recorded = s.status?.recorded ?? {};
-  const events: LifecycleEvent[] = [];
+  const events: LifecycleEvent[] = carried;
   const paused = pauseNumber(s);
   if (paused > (recorded.paused ?? 0) && AFTER_PAUSE.has(phaseOf(s)))
     events.push({
@@ -73,9 +84,47 @@ export function unrecordedEvents(s: SandboxSnapshot, now: Date): LifecycleEvent[
   return events;
 }
 
-/** recordedStatus is the status once `events` are in the history (status.recorded raised to them). */
+/**
+ * recordedStatus is the status once `events` are in the history: status.recorded raised to them,
+ * and the carried ones among them gone from status.pendingEvents.
+ */
 export function recordedStatus(s: SandboxSnapshot, events: readonly LifecycleEvent[]): SandboxSnapshotStatus {
   const recorded = { ...s.status?.recorded };
   for (const e of events) recorded[e.kind] = Math.max(recorded[e.kind] ?? 0, e.n);
-  return { ...s.status, recorded };
+  const written = new Set(events.map((e) => `${e.kind}/${e.n}`));
+  const { pendingEvents, ...rest } = s.status ?? {};
+  const left = (pendingEvents ?? []).filter((p) => !written.has(`${p.kind}/${p.n}`));
+  return { ...rest, recorded, ...(left.length > 0 ? { pendingEvents: left } : {}) };
+}
+
+/**
+ * carriedEvents is status.pendingEvents for a new pause of `s` (written with its Committing
+ * status): what `s` carries, plus the events of its latest pause and resume still owed, whose
+ * facts the new pause replaces. At most MAX_PENDING_EVENTS, the latest kept.
+ */
+export function carriedEvents(s: SandboxSnapshot, now: Date): PendingEvent[] {
+  const owed = unrecordedEvents(s, now).map(
+    (e): PendingEvent => ({
+      kind: e.kind,
+      n: e.n,
+      at: e.at,
+      podName: e.podName,
+      ...(Object.keys(e.images).length > 0 ? { images: e.images } : {}),
+      ...(e.bytes !== undefined ? { bytes: e.bytes } : {}),
+    }),
+  );
+  return owed.slice(-MAX_PENDING_EVENTS);
+}
+
+/** fromPending is a carried event as the history keeps it, with the sandbox's fields of `s`. */
+function fromPending(s: SandboxSnapshot, p: PendingEvent): LifecycleEvent {
+  return {
+    ...common(s),
+    kind: p.kind,
+    n: p.n,
+    at: p.at,
+    podName: p.podName,
+    images: { ...p.images },
+    ...(p.bytes !== undefined ? { bytes: p.bytes } : {}),
+  };
 }

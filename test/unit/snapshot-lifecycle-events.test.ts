@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
-import { recordedStatus, unrecordedEvents } from "../../lib/snapshots/lifecycle-events.ts";
+import { MAX_PENDING_EVENTS, type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
+import { carriedEvents, recordedStatus, unrecordedEvents } from "../../lib/snapshots/lifecycle-events.ts";
 import { snapshot } from "../support/snapshot-fixtures.ts";
 
 // The outbox of a snapshot's history events, on plain data: which pause and resume the history
@@ -88,5 +88,72 @@ describe("recordedStatus", () => {
     expect(status.recorded).toEqual({ paused: 1, resumed: 1 });
     expect(unrecordedEvents({ ...s, status }, NOW)).toEqual([]);
     expect(recordedStatus({ ...s, status }, []).recorded).toEqual({ paused: 1, resumed: 1 });
+  });
+});
+
+describe("carriedEvents: a history down through several pauses loses none", () => {
+  it("a new pause carries the events of the pause and resume before it that are still owed", () => {
+    const s = at(RESUMED, 1, { paused: 1 });
+    expect(carriedEvents(s, NOW)).toEqual([
+      { kind: "resumed", n: 1, at: "2026-12-02T09:30:00Z", podName: "python-y", images: G1 },
+    ]);
+    expect(carriedEvents(at(RESUMED, 1, { paused: 1, resumed: 1 }), NOW)).toEqual([]);
+  });
+
+  it("carried events are owed first, with the sandbox's fields, and gone once written", () => {
+    // Cycle 1 never reached the history; the second pause carries it and is Paused itself now.
+    const first = at(RESUMED, 1);
+    const second = at(PAUSED, 1);
+    second.status = {
+      ...second.status,
+      pausedAt: "2026-12-02T09:50:00Z",
+      pendingEvents: carriedEvents(first, NOW),
+    };
+    const owed = unrecordedEvents(second, NOW);
+    expect(owed.map((e) => [e.kind, e.n, e.at])).toEqual([
+      ["paused", 1, "2026-12-02T09:00:00Z"],
+      ["resumed", 1, "2026-12-02T09:30:00Z"],
+      ["paused", 2, "2026-12-02T09:50:00Z"],
+    ]);
+    expect(owed[0]).toMatchObject({
+      sandboxId: "sbx-1",
+      namespace: "team-a",
+      poolName: "python",
+      team: "research",
+    });
+    const status = recordedStatus(second, owed);
+    expect(status.pendingEvents).toBeUndefined();
+    expect(status.recorded).toEqual({ paused: 2, resumed: 1 });
+    expect(unrecordedEvents({ ...second, status }, NOW)).toEqual([]);
+    // Written in part (another writer's list): the rest stays carried.
+    const partly = recordedStatus(second, owed.slice(0, 1));
+    expect(partly.pendingEvents?.map((p) => [p.kind, p.n])).toEqual([["resumed", 1]]);
+  });
+
+  it("a deleted snapshot still owes what it carries (completed pauses and resumes), not its latest facts", () => {
+    const s = at(PAUSED, 1);
+    s.status = { ...s.status, pendingEvents: carriedEvents(at(RESUMED, 1), NOW) };
+    s.metadata = { ...s.metadata, deletionTimestamp: "2026-12-02T09:59:00Z" };
+    expect(kinds(s)).toEqual([
+      ["paused", 1],
+      ["resumed", 1],
+    ]);
+  });
+
+  it("keeps at most MAX_PENDING_EVENTS, the latest", () => {
+    const s = at(RESUMED, 40);
+    s.status = {
+      ...s.status,
+      pendingEvents: Array.from({ length: MAX_PENDING_EVENTS }, (_, i) => ({
+        kind: "paused" as const,
+        n: i + 1,
+        at: "2026-12-02T08:00:00Z",
+        podName: "python-x",
+      })),
+    };
+    const carried = carriedEvents(s, NOW);
+    expect(carried).toHaveLength(MAX_PENDING_EVENTS);
+    expect(carried.at(-1)).toMatchObject({ kind: "resumed", n: 40 });
+    expect(carried[0]).toMatchObject({ kind: "paused", n: 3 });
   });
 });
