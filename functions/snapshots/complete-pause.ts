@@ -31,8 +31,12 @@ export async function completePause(deps: HostDeps, snapshot: SandboxSnapshot): 
   let s = snapshot;
   const namespace = s.metadata?.namespace ?? "";
   const name = s.metadata?.name ?? "";
+  // The pod as the mark's write answered it: decided on again without another read.
+  let marked: V1Pod | undefined;
   for (let attempt = 0; attempt < 5; attempt++) {
-    const pod: V1Pod | undefined = await orMissing(deps.kube.getPod(namespace, s.spec.source.pod));
+    const pod: V1Pod | undefined =
+      marked ?? (await orMissing(deps.kube.getPod(namespace, s.spec.source.pod)));
+    marked = undefined;
     const next = pauseCompletion(s, pod);
     if (next.kind === "none")
       return s.status?.phase === SNAPSHOT_PHASE.PAUSED
@@ -56,7 +60,7 @@ export async function completePause(deps: HostDeps, snapshot: SandboxSnapshot): 
         // From here no other release ends the sandbox (heldByPause); a pod that changed since it
         // was read fails the precondition and the loop decides again on a fresh read.
         if (pod)
-          await deps.kube.patchPod(
+          marked = await deps.kube.patchPod(
             namespace,
             pod.metadata?.name ?? "",
             pauseMarkPatch(pod, s.metadata?.generation ?? 0),
