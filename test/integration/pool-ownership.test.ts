@@ -188,11 +188,18 @@ describe("pods of a pool deleted before its finalizer landed", () => {
       (a.metadata?.name ?? "") < (b.metadata?.name ?? "") ? -1 : 1,
     );
     const sandboxId = `orphan-${randomBytes(3).toString("hex")}`;
+    const image = "registry.local/sandbox/agent:1";
     const claim = await claimSandbox(t.deps, first as V1Pod, {
       sandboxId,
-      containerImages: { sandbox: "registry.local/sandbox/agent:1" },
+      containerImages: { sandbox: image },
     });
     expect(claim.ok).toBe(true);
+    // The simulated kubelet reports the claimed image first: a status write it made after the
+    // delete would be a writer the test did not intend, and cost the pod run's removal a conflict.
+    await until("the claimed pod runs its image", 20_000, async () => {
+      const pod = await readPod(first?.metadata?.name ?? "");
+      return pod.status?.containerStatuses?.some((s) => s.name === "sandbox" && s.image === image && s.ready);
+    });
     // The pool goes without waiting for its pods. The garbage collector deletes them in its own
     // time (it learns of new CRDs only every 30 s); the test deletes them as it would. Each stays
     // Terminating on our sandbox-protection finalizer.

@@ -26,19 +26,25 @@ const ALLOCATE = "const a=[];for(;;)a.push(Buffer.alloc(1<<20,1))";
 /**
  * TRIPWIRE is the main process of the "trip" pool: envd in the background, and a shell that waits
  * on a FIFO for what to do (a test writes to it through exec): `oom` makes the main process
- * itself allocate past the limit, a number makes it exit with that status.
+ * itself allocate past the limit, a number makes it exit with that status. It acts only once the
+ * writer's process is gone (at most 10 s): the container's end kills every process in it, and an
+ * exec still finishing would come back 137 instead of its own status.
  */
 const TRIPWIRE = `/usr/local/bin/node /opt/envd/envd.mjs &
 rm -f /tmp/trip && mkfifo /tmp/trip
-read what < /tmp/trip
+read writer what < /tmp/trip
+i=0; while [ -d "/proc/$writer" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
 case "$what" in
   oom) exec /usr/local/bin/node -e '${ALLOCATE}' ;;
   *) exit "$what" ;;
 esac`;
 
-/** trip writes `what` into the tripwire once the FIFO is there (the shell makes it at start). */
+/**
+ * trip writes its own pid and `what` into the tripwire once the FIFO is there (the shell makes it
+ * at start), then exits: the tripwire waits for that exit before it acts.
+ */
 const trip = (what: string) =>
-  `for i in $(seq 100); do [ -p /tmp/trip ] && break; sleep 0.1; done; [ -p /tmp/trip ] || exit 3; echo ${what} > /tmp/trip`;
+  `for i in $(seq 100); do [ -p /tmp/trip ] && break; sleep 0.1; done; [ -p /tmp/trip ] || exit 3; echo "$$ ${what}" > /tmp/trip`;
 
 /** ShapeLog keeps each distinct container status shape a case went through, in order. */
 class ShapeLog {
