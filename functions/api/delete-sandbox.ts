@@ -4,11 +4,11 @@ import { SANDBOX_PHASE, SANDBOX_POOL_LABEL } from "../../lib/crd/keys.ts";
 import { isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
 import { sandboxPhaseOf } from "../../lib/lifecycle/phase-label.ts";
 import { isLegalTransition } from "../../lib/lifecycle/transitions.ts";
-import { pausedRecord } from "../../lib/snapshots/paused-record.ts";
 import { isPauseOf } from "../../lib/snapshots/release-decision.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { releaseSandbox } from "../release-sandbox.ts";
 import { findPaused } from "../snapshots/find-paused.ts";
+import { recordEnded } from "../snapshots/record-ended.ts";
 import { findSandbox } from "./find-sandbox.ts";
 
 export type DeleteOutcome = "released" | "already-released" | "not-found";
@@ -79,7 +79,11 @@ async function killPaused(
     if (isNotFound(e)) return "none";
     throw e;
   }
-  await deps.history.put(pausedRecord(s, deps.now()));
+  // The snapshot keeps its facts until the record is written: a history down now leaves it to the
+  // tick's sweep, and the kill, which landed, is answered as such.
+  await recordEnded(deps, s, deps.now()).catch((e: unknown) =>
+    deps.log.warn({ sandboxId: id, err: String(e) }, "kill: the terminal record is left to the sweep"),
+  );
   deps.metrics?.deletes.inc({ namespace: s.metadata?.namespace ?? "", pool: s.spec.pool });
   return "killed";
 }

@@ -6,6 +6,7 @@ import type { KubeWatchTransport } from "../../lib/kube/transport.ts";
 import {
   type CommittedImage,
   commitBudgetMs,
+  commitFailure,
   commitStillWanted,
   committedStatus,
   failedStatus,
@@ -119,12 +120,13 @@ export function startSnapshotAgent(opts: SnapshotAgentOptions): SnapshotAgent {
         if (signal.aborted) throw e;
         // The containers pushed before this one belong to nobody now (nor what they replaced).
         await remove(leftBehind(s, images, true), signal);
-        const overdue = budget <= 0 || (within.aborted && budget < commitMs);
-        const why = overdue
-          ? `not done by the pause's deadline (${s.spec.source.commitUntil})`
-          : within.aborted
-            ? `took longer than ${Math.round(commitMs / 1000)} s`
-            : message(e);
+        const { overdue, why } = commitFailure({
+          budgetMs: budget,
+          limitMs: commitMs,
+          aborted: within.aborted,
+          error: message(e),
+          ...(s.spec.source.commitUntil ? { commitUntil: String(s.spec.source.commitUntil) } : {}),
+        });
         return {
           ok: false as const,
           overdue,

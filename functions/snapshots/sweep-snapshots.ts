@@ -9,13 +9,13 @@ import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snap
 import { isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
 import { unrecordedEvents } from "../../lib/snapshots/lifecycle-events.ts";
 import { awaitsAnyAgent } from "../../lib/snapshots/node-handover.ts";
-import { pausedRecord } from "../../lib/snapshots/paused-record.ts";
 import { type SnapshotSweep, snapshotSweep } from "../../lib/snapshots/snapshot-sweep.ts";
 import { parseTime } from "../../lib/util/time.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { completePause } from "./complete-pause.ts";
 import { handOverSnapshot, nodeReads } from "./hand-over-snapshot.ts";
 import { markResumed } from "./mark-resumed.ts";
+import { recordEnded } from "./record-ended.ts";
 import { recordEvents } from "./record-events.ts";
 import { snapshotEvent } from "./snapshot-events.ts";
 
@@ -105,7 +105,8 @@ export async function applySweep(deps: HostDeps, s: SandboxSnapshot, d: Snapshot
       deps.log.info({ sandboxId: s.spec.sandboxId }, `pause abandoned: ${d.why}; the sandbox keeps running`);
       return true;
     case "record-ended":
-      return (await deps.history.put(pausedRecord(s, endedAt(s, deps.now())))) === "inserted";
+      await recordEnded(deps, s, endedAt(s, deps.now()));
+      return true;
     case "delete":
       // Deleted at the version decided on first: a record only for a sandbox that surely ended.
       await deps.kube.deleteSnapshot(ns, s.metadata?.name ?? "", {
@@ -113,7 +114,8 @@ export async function applySweep(deps: HostDeps, s: SandboxSnapshot, d: Snapshot
       });
       deps.log.info({ sandboxId: s.spec.sandboxId }, `snapshot deleted: ${d.why}`);
       if (d.record) {
-        await deps.history.put(pausedRecord(s, endedAt(s, deps.now())));
+        // Deleted first: a history down here leaves the record to the rule for a deleted Paused one.
+        await recordEnded(deps, s, endedAt(s, deps.now()));
         await snapshotEvent(deps, s, "Normal", "Expired", `ended while paused: ${d.why}`);
       }
       return true;

@@ -170,9 +170,17 @@ export const SandboxSnapshotStatus = v.object({
         resumed: v.optional(
           v.pipe(Int32, v.minValue(0), v.description("The last resume the history holds.")),
         ),
+        ended: v.optional(
+          v.pipe(
+            v.boolean(),
+            v.description(
+              "The history holds the terminal record of the sandbox, which ended paused (its snapshot deleted).",
+            ),
+          ),
+        ),
       }),
       v.description(
-        "Which pause and resume (their n) the history has recorded: written by hosts after the event, so one not yet recorded (the history was down, a host died) is written by the tick's sweep.",
+        "What the history has recorded: the last pause and resume (their n) and, once a paused sandbox ended, its terminal record. Written by hosts after the history write, so one not yet recorded (the history was down, a host died) is written by the tick's sweep; the snapshot agent lets a deleted snapshot go only once nothing is owed.",
       ),
     ),
   ),

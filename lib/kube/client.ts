@@ -271,6 +271,26 @@ export class KubeClient extends CoreApi {
     );
   }
 
+  /**
+   * patchSnapshotStatus merge-patches the status subresource, with no precondition: only for fields
+   * that go one way once their fact holds (status.recorded.ended), so no newer write is undone.
+   */
+  patchSnapshotStatus(
+    namespace: string,
+    name: string,
+    status: Record<string, unknown>,
+  ): Promise<SandboxSnapshot> {
+    return this.call(
+      {
+        method: "PATCH",
+        path: `${snapshots(namespace, name)}/status`,
+        body: { status },
+        contentType: "application/merge-patch+json",
+      },
+      `patch sandboxsnapshot status ${namespace}/${name}`,
+    );
+  }
+
   /** deleteSnapshot deletes one, only at the version decided on when preconditions say so. */
   deleteSnapshot(namespace: string, name: string, preconditions: Preconditions = {}): Promise<void> {
     return this.deleteExactly(

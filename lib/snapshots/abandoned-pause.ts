@@ -4,7 +4,7 @@
 // resumed before runs on its earlier snapshot images, so those must outlive the abandoned pause.
 import type { V1Pod } from "@kubernetes/client-node";
 import { type SandboxSnapshot, type SandboxSnapshotStatus, SNAPSHOT_PHASE } from "../crd/sandbox-snapshot.ts";
-import { staleKey } from "./agent-work.ts";
+import { staleKey } from "./image-names.ts";
 import { type SourceState, sourceState } from "./pause-plan.ts";
 
 /** PauseAbandon is the write that undoes a pause that will not complete. */

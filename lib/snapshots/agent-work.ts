@@ -7,7 +7,8 @@ import {
   SNAPSHOT_FINALIZER,
   SNAPSHOT_PHASE,
 } from "../crd/sandbox-snapshot.ts";
-import { parseImageReference, SNAPSHOT_REPOSITORY, snapshotRepository } from "./image-names.ts";
+import { parseImageReference, SNAPSHOT_REPOSITORY, snapshotRepository, staleKey } from "./image-names.ts";
+import { owesHistory } from "./lifecycle-events.ts";
 
 /**
  * SnapshotWork is what one snapshot needs from its agent now:
@@ -47,12 +48,13 @@ export function needsCommit(s: SandboxSnapshot): boolean {
 
 /**
  * snapshotWork decides what a snapshot needs. A deleted one (deletionTimestamp) only has its images
- * deleted, and only while it still carries the agent's finalizer; a commit comes before deleting
- * stale images (a commit adds to them).
+ * deleted, and only while it still carries the agent's finalizer and owes the history nothing
+ * (owesHistory: the hosts write what it holds the facts of first, then say so in its status); a
+ * commit comes before deleting stale images (a commit adds to them).
  */
 export function snapshotWork(s: SandboxSnapshot): SnapshotWork {
   if (s.metadata?.deletionTimestamp) {
-    if (!s.metadata.finalizers?.includes(SNAPSHOT_FINALIZER)) return { kind: "none" };
+    if (!s.metadata.finalizers?.includes(SNAPSHOT_FINALIZER) || owesHistory(s)) return { kind: "none" };
     const images = [...Object.values(s.status?.images ?? {}), ...Object.values(s.status?.staleImages ?? {})];
     return { kind: "finalize", images: [...new Set(images.filter((i) => isOwnImage(s, i)))] };
   }
@@ -150,6 +152,24 @@ export function commitBudgetMs(s: SandboxSnapshot, now: Date, limitMs: number): 
 }
 
 /**
+ * commitFailure reads a container's failed commit: `overdue` when the pause's deadline cut it short
+ * (never begun, or aborted while its budget was below `limitMs`, so the deadline was the bound),
+ * which the hosts abandon whatever the agent answers; otherwise why it failed: the limit, or the
+ * committer's error.
+ */
+export function commitFailure(f: {
+  budgetMs: number;
+  limitMs: number;
+  aborted: boolean;
+  error: string;
+  commitUntil?: string;
+}): { overdue: boolean; why: string } {
+  if (f.budgetMs <= 0 || (f.aborted && f.budgetMs < f.limitMs))
+    return { overdue: true, why: `not done by the pause's deadline (${f.commitUntil})` };
+  return { overdue: false, why: f.aborted ? `took longer than ${Math.round(f.limitMs / 1000)} s` : f.error };
+}
+
+/**
  * commitStillWanted: a commit of `generation` made from an earlier read may be written onto this
  * later one (a write conflicted: someone else changed the object meanwhile). It may when that
  * generation is still the one asked for, still unanswered, and the snapshot is not being deleted;
@@ -193,17 +213,6 @@ export function unrecorded(
     ),
   );
   return Object.fromEntries(Object.entries(images).filter(([, image]) => !kept.has(manifestOf(image))));
-}
-
-/**
- * staleKey names an earlier image in staleImages: its container and its tag (`sandbox:g2`), so the
- * images of several earlier pauses not yet deleted never overwrite each other.
- */
-export function staleKey(container: string, image: string): string {
-  const name = image.split("@")[0] ?? image;
-  const colon = name.lastIndexOf(":");
-  const tag = colon > name.lastIndexOf("/") ? name.slice(colon + 1) : "";
-  return tag ? `${container}:${tag}` : `${container}:${image}`;
 }
 
 /**

@@ -133,3 +133,15 @@ export function isSnapshotImage(ref: string): boolean {
     return false;
   }
 }
+
+/**
+ * staleKey names an earlier image in a snapshot's status.staleImages: its container and its tag
+ * (`sandbox:g2`), so the images of several earlier pauses not yet deleted never overwrite each
+ * other; an image without a tag is keyed by the whole reference.
+ */
+export function staleKey(container: string, image: string): string {
+  const name = image.split("@")[0] ?? image;
+  const colon = name.lastIndexOf(":");
+  const tag = colon > name.lastIndexOf("/") ? name.slice(colon + 1) : "";
+  return tag ? `${container}:${tag}` : `${container}:${image}`;
+}

@@ -6,6 +6,9 @@
 // transition wrote it, its time included, so whoever writes the event writes the same one. A new
 // pause replaces the facts of the pause and resume before it; any of their events still owed then
 // move to status.pendingEvents (carriedEvents), so a history down through several pauses loses none.
+// A sandbox that ended paused owes its terminal record too (status.recorded.ended), and the
+// snapshot agent lets a deleted snapshot go only once it owes nothing (owesHistory): a kill while
+// the history is down loses neither the record nor the events.
 import {
   MAX_PENDING_EVENTS,
   type PendingEvent,
@@ -54,12 +57,11 @@ function pauseNumber(s: SandboxSnapshot): number {
  * unrecordedEvents are the events the history still lacks: those carried in status.pendingEvents,
  * then those of the snapshot's latest pause and resume that status.recorded does not list: the
  * pause (at status.pausedAt, the pod it left, its images and size) and the resume (at
- * status.resumedAt, the pod it resumed on). A deleted snapshot's latest facts are not written (its
- * end is its terminal record); what it carries is.
+ * status.resumedAt, the pod it resumed on). A deleted snapshot owes them as any other: each is a
+ * transition that landed before its sandbox ended.
  */
 export function unrecordedEvents(s: SandboxSnapshot, now: Date): LifecycleEvent[] {
   const carried = (s.status?.pendingEvents ?? []).map((p) => fromPending(s, p));
-  if (s.metadata?.deletionTimestamp) return carried;
   const recorded = s.status?.recorded ?? {};
   const events: LifecycleEvent[] = carried;
   const paused = pauseNumber(s);
@@ -82,6 +84,27 @@ export function unrecordedEvents(s: SandboxSnapshot, now: Date): LifecycleEvent[
       podName: s.status?.resume?.pod ?? "",
     });
   return events;
+}
+
+/**
+ * endUnrecorded: the snapshot of a sandbox that ended paused (deleted while Paused: a kill, its
+ * retention) whose terminal record the history is not known to hold (status.recorded.ended).
+ */
+export function endUnrecorded(s: SandboxSnapshot): boolean {
+  return (
+    Boolean(s.metadata?.deletionTimestamp) &&
+    phaseOf(s) === SNAPSHOT_PHASE.PAUSED &&
+    s.status?.recorded?.ended !== true
+  );
+}
+
+/**
+ * owesHistory: the history still lacks an event or the terminal record this snapshot holds the
+ * facts of. The snapshot agent keeps a deleted one until it owes nothing, since once the object
+ * is gone those facts are too.
+ */
+export function owesHistory(s: SandboxSnapshot): boolean {
+  return endUnrecorded(s) || unrecordedEvents(s, new Date(0)).length > 0;
 }
 
 /**

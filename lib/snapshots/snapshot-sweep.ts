@@ -6,6 +6,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../crd/sandbox-snapshot.ts";
 import { isTerminating } from "../kube/action.ts";
 import { abandonPause, commitOverdue, type PauseAbandon } from "./abandoned-pause.ts";
+import { endUnrecorded } from "./lifecycle-events.ts";
 import { runsSource } from "./pause-plan.ts";
 import { claimedBy, isCommitted, isFailed, phaseOf } from "./snapshot-state.ts";
 
@@ -28,7 +29,8 @@ export type SnapshotSweep =
  * - a Resuming one past its time → Resumed when a pod carries the resume's attempt, else Paused;
  * - a Paused one past its retention → deleted, with the terminal record (it ended unresumed);
  * - a Resumed one no pod carries → deleted (its end was not seen by the release);
- * - a Paused one being deleted → its terminal record written (kept once), dated by its deletion.
+ * - a Paused one being deleted whose terminal record is not known written (endUnrecorded) → written
+ *   (kept once), dated by its deletion, then status.recorded.ended.
  * `byId` are the live pods with the sandbox's id label; `sourcePod` is the pod the pause recorded.
  */
 export function snapshotSweep(
@@ -37,10 +39,10 @@ export function snapshotSweep(
   sourcePod: V1Pod | undefined,
   now: Date,
 ): SnapshotSweep {
-  // A Paused one being deleted ended paused (a kill, its retention): its terminal record is made
-  // sure of until the agent lets the object go, since its deleter may have died before writing it.
-  if (s.metadata?.deletionTimestamp)
-    return phaseOf(s) === SNAPSHOT_PHASE.PAUSED ? { kind: "record-ended" } : { kind: "none" };
+  // A Paused one being deleted ended paused (a kill, its retention): its deleter may have died, or
+  // found the history down, before writing its terminal record; the agent keeps the object until
+  // status.recorded.ended says it is written.
+  if (s.metadata?.deletionTimestamp) return endUnrecorded(s) ? { kind: "record-ended" } : { kind: "none" };
   const id = s.spec.sandboxId;
   const phase = phaseOf(s);
   const runs = runsSource(sourcePod, id, s.spec.source);

@@ -96,6 +96,7 @@ describe("a registry that refuses deletes", () => {
         observedGeneration: created.metadata?.generation ?? 1,
         images: { sandbox: g2 },
         staleImages: { "sandbox:g1": g1 },
+        recorded: { paused: 1 },
       },
     });
     await until("the stale image forgotten", 20_000, async () => {
@@ -104,8 +105,10 @@ describe("a registry that refuses deletes", () => {
     });
     expect(errors.some((e) => e.includes(g1) && e.includes("does not allow deletes"))).toBe(true);
     expect(await registry.manifestDigest(REGISTRY, repoOf(id), "g1", signal())).toBe(digestOf(g1));
-    // Killed: its finalizer goes although nothing could be deleted.
+    // Killed: once the hosts say its terminal record is written, its finalizer goes although
+    // nothing could be deleted.
     await client.deleteSnapshot(ns, id);
+    await client.patchSnapshotStatus(ns, id, { recorded: { ended: true } });
     await until(
       "the snapshot gone",
       20_000,

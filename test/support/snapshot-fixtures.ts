@@ -70,6 +70,7 @@ export interface SnapshotOptions {
   images?: Record<string, string>;
   staleImages?: Record<string, string>;
   committedAt?: string;
+  recorded?: { paused?: number; resumed?: number; ended?: boolean };
 }
 
 /**
@@ -107,6 +108,7 @@ export function snapshot(phase: SnapshotPhase | undefined, o: SnapshotOptions = 
       ...(o.images ? { images: o.images } : {}),
       ...(o.staleImages ? { staleImages: o.staleImages } : {}),
       ...(o.committedAt ? { committedAt: o.committedAt } : {}),
+      ...(o.recorded ? { recorded: o.recorded } : {}),
     },
   };
 }

@@ -3,6 +3,7 @@ import type { SandboxSnapshot, SandboxSnapshotStatus } from "../../lib/crd/sandb
 import { SNAPSHOT_FINALIZER } from "../../lib/crd/sandbox-snapshot.ts";
 import {
   commitBudgetMs,
+  commitFailure,
   commitStillWanted,
   committedStatus,
   failedStatus,
@@ -11,7 +12,6 @@ import {
   mustEmptyRepositories,
   snapshotRepositories,
   snapshotWork,
-  staleKey,
   unrecorded,
   withoutFinalizer,
   withoutStale,
@@ -101,6 +101,34 @@ describe("snapshotWork", () => {
     const gone = snapshot(1, undefined, { deletionTimestamp: "2026-12-02T10:00:00Z", finalizers: ["other"] });
     expect(snapshotWork(gone)).toEqual({ kind: "none" });
   });
+  it("keeps a deleted snapshot while the history lacks what it holds the facts of: its end, its events", () => {
+    const killed = (recorded: NonNullable<SandboxSnapshotStatus["recorded"]>, carried = false) =>
+      snapshot(
+        1,
+        {
+          phase: "Paused",
+          observedGeneration: 1,
+          images: { sandbox: `${REPO}:g1@sha256:${A}` },
+          pausedAt: "2026-12-02T09:00:00Z",
+          recorded,
+          ...(carried
+            ? {
+                pendingEvents: [
+                  { kind: "resumed" as const, n: 1, at: "2026-12-02T08:00:00Z", podName: "p-0" },
+                ],
+              }
+            : {}),
+        },
+        { deletionTimestamp: "2026-12-02T10:00:00Z", finalizers: [SNAPSHOT_FINALIZER] },
+      );
+    const finalize = { kind: "finalize", images: [`${REPO}:g1@sha256:${A}`] };
+    // Killed while paused: its terminal record not yet written, then its pause's event, then a carried one.
+    expect(snapshotWork(killed({ paused: 1 }))).toEqual({ kind: "none" });
+    expect(snapshotWork(killed({ ended: true }))).toEqual({ kind: "none" });
+    expect(snapshotWork(killed({ paused: 1, ended: true }, true))).toEqual({ kind: "none" });
+    expect(snapshotWork(killed({ paused: 1, ended: true }))).toEqual(finalize);
+  });
+
   it("never deletes an image of another repository: a stale entry is forgotten, a deleted snapshot's skipped", () => {
     const other = `registry.agentbox.test/agentbox-snapshots/ns/other-sandbox/sandbox:g1@sha256:${A}`;
     const base = `registry.agentbox.test/pools/python@sha256:${A}`;
@@ -118,7 +146,13 @@ describe("snapshotWork", () => {
     });
     const deleted = snapshot(
       2,
-      { phase: "Paused", observedGeneration: 2, images: { sandbox: base }, staleImages },
+      {
+        phase: "Paused",
+        observedGeneration: 2,
+        images: { sandbox: base },
+        staleImages,
+        recorded: { paused: 1, ended: true },
+      },
       { deletionTimestamp: "2026-12-02T10:00:00Z", finalizers: [SNAPSHOT_FINALIZER] },
     );
     expect(snapshotWork(deleted)).toEqual({ kind: "finalize", images: [`${REPO}:g1@sha256:${A}`] });
@@ -320,14 +354,6 @@ describe("failedStatus", () => {
   });
 });
 
-describe("staleKey", () => {
-  it("is the container and the image's tag, ignoring a registry port and the digest", () => {
-    expect(staleKey("sandbox", `${REPO}:g4@sha256:abc`)).toBe("sandbox:g4");
-    expect(staleKey("c", "127.0.0.1:5000/a/b:g2")).toBe("c:g2");
-    expect(staleKey("c", "127.0.0.1:5000/a/b@sha256:abc")).toBe("c:127.0.0.1:5000/a/b@sha256:abc");
-  });
-});
-
 describe("withoutStale and withoutFinalizer", () => {
   it("forgets only the stale images deleted, and drops the field when none is left", () => {
     const s = snapshot(2, {
@@ -362,5 +388,23 @@ describe("commitBudgetMs", () => {
     expect(commitBudgetMs(due("2026-12-02T10:00:50Z"), now, 600_000)).toBe(50_000);
     expect(commitBudgetMs(due("2026-12-02T10:00:00Z"), now, 600_000)).toBe(0);
     expect(commitBudgetMs(due("2026-12-02T09:59:00Z"), now, 600_000)).toBeLessThan(0);
+  });
+});
+
+describe("commitFailure", () => {
+  const until = "2026-12-02T10:00:50Z";
+  const failed = (budgetMs: number, aborted: boolean) =>
+    commitFailure({ budgetMs, limitMs: 600_000, aborted, error: "registry down", commitUntil: until });
+
+  it("is overdue when never begun past the deadline, or cut short by it (its budget below the limit)", () => {
+    const overdue = { overdue: true, why: `not done by the pause's deadline (${until})` };
+    expect(failed(0, false)).toEqual(overdue);
+    expect(failed(-5, false)).toEqual(overdue);
+    expect(failed(50_000, true)).toEqual(overdue);
+  });
+
+  it("is the limit when the limit was the bound, else the committer's error", () => {
+    expect(failed(600_000, true)).toEqual({ overdue: false, why: "took longer than 600 s" });
+    expect(failed(50_000, false)).toEqual({ overdue: false, why: "registry down" });
   });
 });

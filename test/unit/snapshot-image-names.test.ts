@@ -7,6 +7,7 @@ import {
   SNAPSHOT_REPOSITORY,
   snapshotRepository,
   snapshotTarget,
+  staleKey,
 } from "../../lib/snapshots/image-names.ts";
 
 // Snapshot image names: where a pause pushes, which references are snapshots (a tenant's create
@@ -127,5 +128,14 @@ describe("parseImageReference", () => {
     expect(() => parseImageReference("registry.agentbox.test/Upper/x:1")).toThrow(/repository "Upper\/x"/);
     expect(() => parseImageReference("registry.agentbox.test/x:bad tag")).toThrow(/not valid/);
     expect(() => parseImageReference("registry.agentbox.test/x@sha256:short")).toThrow(/digest/);
+  });
+});
+
+describe("staleKey", () => {
+  it("is the container and the image's tag, ignoring a registry port and the digest", () => {
+    const repo = "registry.agentbox.test/agentbox-snapshots/ns/sb1/sandbox";
+    expect(staleKey("sandbox", `${repo}:g4@sha256:abc`)).toBe("sandbox:g4");
+    expect(staleKey("c", "127.0.0.1:5000/a/b:g2")).toBe("c:g2");
+    expect(staleKey("c", "127.0.0.1:5000/a/b@sha256:abc")).toBe("c:127.0.0.1:5000/a/b@sha256:abc");
   });
 });

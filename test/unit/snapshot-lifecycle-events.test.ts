@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { MAX_PENDING_EVENTS, type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
-import { carriedEvents, recordedStatus, unrecordedEvents } from "../../lib/snapshots/lifecycle-events.ts";
+import {
+  carriedEvents,
+  endUnrecorded,
+  owesHistory,
+  recordedStatus,
+  unrecordedEvents,
+} from "../../lib/snapshots/lifecycle-events.ts";
 import { snapshot } from "../support/snapshot-fixtures.ts";
 
 // The outbox of a snapshot's history events, on plain data: which pause and resume the history
@@ -22,6 +28,11 @@ function at(phase: (typeof SNAPSHOT_PHASE)[keyof typeof SNAPSHOT_PHASE], resumes
     recorded,
   };
   return s;
+}
+
+/** deleted is `s` being deleted (a kill, its retention, its resumed sandbox's end). */
+function deleted(s: SandboxSnapshot): SandboxSnapshot {
+  return { ...s, metadata: { ...s.metadata, deletionTimestamp: "2026-12-02T09:59:00Z" } };
 }
 
 const kinds = (s: SandboxSnapshot) => unrecordedEvents(s, NOW).map((e) => [e.kind, e.n]);
@@ -68,10 +79,10 @@ describe("unrecordedEvents", () => {
     expect(kinds(s)).toEqual(owed);
   });
 
-  it("a deleted snapshot owes nothing (its sandbox ended: the terminal record says so)", () => {
-    const s = at(PAUSED, 0);
-    s.metadata = { ...s.metadata, deletionTimestamp: "2026-12-02T09:59:00Z" };
-    expect(unrecordedEvents(s, NOW)).toEqual([]);
+  it("a deleted snapshot owes its latest pause and resume as any other (they landed before the end)", () => {
+    expect(kinds(deleted(at(PAUSED, 0)))).toEqual([["paused", 1]]);
+    expect(kinds(deleted(at(RESUMED, 1, { paused: 1 })))).toEqual([["resumed", 1]]);
+    expect(kinds(deleted(at(RESUMED, 1, { paused: 1, resumed: 1 })))).toEqual([]);
   });
 
   it("the resume event: at resumedAt, on the pod it resumed on, without a size", () => {
@@ -130,13 +141,13 @@ describe("carriedEvents: a history down through several pauses loses none", () =
     expect(partly.pendingEvents?.map((p) => [p.kind, p.n])).toEqual([["resumed", 1]]);
   });
 
-  it("a deleted snapshot still owes what it carries (completed pauses and resumes), not its latest facts", () => {
-    const s = at(PAUSED, 1);
+  it("a deleted snapshot owes what it carries, then its latest facts", () => {
+    const s = at(PAUSED, 1, { paused: 1, resumed: 1 });
     s.status = { ...s.status, pendingEvents: carriedEvents(at(RESUMED, 1), NOW) };
-    s.metadata = { ...s.metadata, deletionTimestamp: "2026-12-02T09:59:00Z" };
-    expect(kinds(s)).toEqual([
+    expect(kinds(deleted(s))).toEqual([
       ["paused", 1],
       ["resumed", 1],
+      ["paused", 2],
     ]);
   });
 
@@ -155,5 +166,47 @@ describe("carriedEvents: a history down through several pauses loses none", () =
     expect(carried).toHaveLength(MAX_PENDING_EVENTS);
     expect(carried.at(-1)).toMatchObject({ kind: "resumed", n: 40 });
     expect(carried[0]).toMatchObject({ kind: "paused", n: 3 });
+  });
+});
+
+describe("what a deleted snapshot owes the history before its agent lets it go", () => {
+  it.each<[string, SandboxSnapshot, boolean, boolean]>([
+    ["a live Paused one, all recorded: its end is not here yet", at(PAUSED, 0, { paused: 1 }), false, false],
+    ["a live Paused one owing its pause: owed, not its end", at(PAUSED, 0), false, true],
+    [
+      "a killed Paused one, events recorded: its record owed",
+      deleted(at(PAUSED, 0, { paused: 1 })),
+      true,
+      true,
+    ],
+    [
+      "a killed Paused one, its record written",
+      deleted(at(PAUSED, 0, { paused: 1, ended: true })),
+      false,
+      false,
+    ],
+    [
+      "a killed Paused one owing its pause, record written",
+      deleted(at(PAUSED, 0, { ended: true })),
+      false,
+      true,
+    ],
+    [
+      "a Resumed one whose sandbox ended (the pod's release records it), all recorded",
+      deleted(at(RESUMED, 1, { paused: 1, resumed: 1 })),
+      false,
+      false,
+    ],
+    ["an abandoned pause (Committing), nothing carried", deleted(at(COMMITTING, 0)), false, false],
+  ])("%s: end %s, owes %s", (_name, s, end, owes) => {
+    expect(endUnrecorded(s)).toBe(end);
+    expect(owesHistory(s)).toBe(owes);
+  });
+
+  it("a deleted one that carries events owes them, whatever its phase", () => {
+    const s = at(COMMITTING, 1, { paused: 1, resumed: 1 });
+    s.status = { ...s.status, pendingEvents: carriedEvents(at(RESUMED, 1), NOW) };
+    expect(owesHistory(deleted(s))).toBe(true);
+    expect(owesHistory(deleted({ ...s, status: recordedStatus(s, unrecordedEvents(s, NOW)) }))).toBe(false);
   });
 });

@@ -12,9 +12,12 @@ import { runningPod, type SnapshotOptions, snapshot } from "../support/snapshot-
 const { COMMITTING, COMMITTED, PAUSED, RESUMING, RESUMED, FAILED } = SNAPSHOT_PHASE;
 const STALE = { "sandbox:g1": "registry.agentbox.test/agentbox-snapshots/team-a/sbx-1/sandbox:g1@sha256:aa" };
 
-/** deleted is a snapshot being deleted with the agent's finalizer still on. */
+/**
+ * deleted is a snapshot being deleted with the agent's finalizer still on, whose pause and end the
+ * history holds (until then it waits for the hosts, not an agent).
+ */
 function deleted(phase: Parameters<typeof snapshot>[0], o: SnapshotOptions = {}): SandboxSnapshot {
-  const s = snapshot(phase, { ...o, deleting: true });
+  const s = snapshot(phase, { recorded: { paused: 1, ended: true }, ...o, deleting: true });
   return { ...s, metadata: { ...s.metadata, finalizers: [SNAPSHOT_FINALIZER] } };
 }
 
@@ -79,6 +82,7 @@ describe("awaitsAnyAgent", () => {
     ["Failed with stale images (its pause is undone first)", snapshot(FAILED, { staleImages: STALE })],
     ["Paused, nothing stale", snapshot(PAUSED)],
     ["deleted, its finalizer gone", snapshot(PAUSED, { deleting: true })],
+    ["deleted, Paused, its end not in the history yet", deleted(PAUSED, { recorded: { paused: 1 } })],
   ])("%s: no", (_name, s) => {
     expect(awaitsAnyAgent(s)).toBe(false);
   });

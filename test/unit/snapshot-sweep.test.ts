@@ -265,7 +265,7 @@ describe("snapshotSweep", () => {
     ]);
   });
 
-  describe("a snapshot being deleted is left to its finalizer; a paused one's end is recorded", () => {
+  describe("a snapshot being deleted is left to its finalizer; a paused one's end is recorded, once said so", () => {
     cases([
       ["Committed", snapshot(COMMITTED, { deleting: true }), [source], source, { kind: "none" }],
       [
@@ -276,6 +276,13 @@ describe("snapshotSweep", () => {
         { kind: "record-ended" },
       ],
       ["Paused, killed", snapshot(PAUSED, { deleting: true }), [], undefined, { kind: "record-ended" }],
+      [
+        "Paused, killed, its record written (status.recorded.ended)",
+        snapshot(PAUSED, { deleting: true, recorded: { ended: true } }),
+        [],
+        undefined,
+        { kind: "none" },
+      ],
       ["Resumed, no pod", snapshot(RESUMED, { deleting: true }), [], undefined, { kind: "none" }],
     ]);
   });
