@@ -3,8 +3,7 @@ import { SANDBOX_POOL_LABEL, STOP_REASON } from "../../lib/crd/keys.ts";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
 import { isConflict, orMissing } from "../../lib/kube/errors.ts";
 import { pauseMarkPatch } from "../../lib/snapshots/pause-mark.ts";
-import { runsSource } from "../../lib/snapshots/pause-plan.ts";
-import { pauseCompletion } from "../../lib/snapshots/snapshot-state.ts";
+import { pauseCompletion, pauseReleases } from "../../lib/snapshots/snapshot-state.ts";
 import { rfc3339 } from "../../lib/util/time.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { releaseSandbox } from "../release-sandbox.ts";
@@ -96,11 +95,11 @@ export async function completePause(deps: HostDeps, snapshot: SandboxSnapshot): 
 /**
  * releaseToPool releases the paused sandbox's pod (Running → Stopping, reason Paused): the pool
  * resets it and takes it back. A release that loses a race re-reads the pod and tries again while
- * it still runs the sandbox as the pause recorded it (never a pod another sandbox took since).
+ * the pause still has to release it (pauseReleases: never a pod another sandbox took since).
  */
 async function releaseToPool(deps: HostDeps, s: SandboxSnapshot, first: V1Pod): Promise<void> {
   let pod: V1Pod | undefined = first;
-  for (let attempt = 0; attempt < 4 && runsSource(pod, s.spec.sandboxId, s.spec.source); attempt++) {
+  for (let attempt = 0; attempt < 4 && pauseReleases(s, pod); attempt++) {
     const current = pod as V1Pod;
     const pool = await deps.kube.getPool(
       current.metadata?.namespace ?? "",

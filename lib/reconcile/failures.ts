@@ -22,9 +22,15 @@ function lastTermination(pod: V1Pod) {
  * planFailures handles pods that failed. A pod in phase Failed (evicted, or every container dead)
  * cannot serve again: its record is written and it is deleted, and the pool replaces it. A running
  * sandbox whose container was replaced behind our back (OOM kill, crash) is released with stop
- * reason Failed and the termination details, which puts the pod back through Stopping → Idle.
+ * reason Failed and the termination details, which puts the pod back through Stopping → Idle;
+ * unless `held` names its pod (uid): a completed pause holds it and releases it as Paused.
  */
-export function planFailures(pods: readonly V1Pod[], reset: ResetSource, now: Date): Action[] {
+export function planFailures(
+  pods: readonly V1Pod[],
+  reset: ResetSource,
+  now: Date,
+  held: ReadonlySet<string> = new Set(),
+): Action[] {
   return pods.flatMap((pod): Action[] => {
     if (isTerminating(pod)) return [];
     if (pod.status?.phase === "Failed") {
@@ -47,7 +53,7 @@ export function planFailures(pods: readonly V1Pod[], reset: ResetSource, now: Da
         },
       ];
     }
-    if (sandboxPhaseOf(pod) !== SANDBOX_PHASE.RUNNING) return [];
+    if (sandboxPhaseOf(pod) !== SANDBOX_PHASE.RUNNING || held.has(pod.metadata?.uid ?? "")) return [];
     const { state } = readInplaceState(pod);
     if (!state || !hasUnexpectedRestart(pod, state)) return [];
     const t = lastTermination(pod);

@@ -6,6 +6,7 @@ import {
   INCARNATION_ANNOTATION,
   RESUME_ATTEMPT_ANNOTATION,
   SANDBOX_ID_LABEL,
+  SANDBOX_PHASE,
   SANDBOX_POOL_LABEL,
   SEALED_ENV_VARS_ANNOTATION,
   TEAM_LABEL,
@@ -19,10 +20,11 @@ import {
 } from "../crd/sandbox-snapshot.ts";
 import { isTerminating } from "../kube/action.ts";
 import { isLabelValue } from "../kube/label-value.ts";
+import { sandboxPhaseOf } from "../lifecycle/phase-label.ts";
 import { abandonPause, commitOverdue, committedLate, type PauseAbandon } from "./abandoned-pause.ts";
 import { pauseMarkOf } from "./pause-mark.ts";
 import type { PausePlan } from "./pause-plan.ts";
-import { runsSource } from "./pause-plan.ts";
+import { runsSource, sourceState } from "./pause-plan.ts";
 
 /** phaseOf is a snapshot's phase; a snapshot created but not yet given one is Committing. */
 export function phaseOf(s: SandboxSnapshot): SnapshotPhase {
@@ -114,7 +116,8 @@ export type PauseCompletion =
  * pauseCompletion finishes a pause: once committed, and while the pod still runs the sandbox as
  * recorded, the pod is marked with the pause (lib/snapshots/pause-mark.ts: no other release ends
  * it from then on), the snapshot marked Paused and the pod released (a crash in between leaves a
- * Paused snapshot whose pod still runs: "release" converges it). A pod that no longer runs
+ * Paused snapshot whose pod its pause still has to release, pauseReleases: "release" converges
+ * it, even after a container restarted). A pod that no longer runs
  * it as recorded ends the pause (abandonPause): a kill or an expiry wins and the snapshot goes; a
  * container restarted during the commit leaves the sandbox running on what it ran before. A
  * commit that came after the pause's deadline is abandoned the same way (committedLate).
@@ -128,9 +131,22 @@ export function pauseCompletion(s: SandboxSnapshot, pod: V1Pod | undefined): Pau
     if (!runs) return abandonPause(s, pod, "a container restarted during its pause");
     return pauseMarkOf(pod) === s.metadata?.generation ? { kind: "mark-paused" } : { kind: "mark-pod" };
   }
-  if (phase === SNAPSHOT_PHASE.PAUSED) return runs ? { kind: "release" } : { kind: "none" };
+  if (phase === SNAPSHOT_PHASE.PAUSED) return pauseReleases(s, pod) ? { kind: "release" } : { kind: "none" };
   if (isFailed(s) && !runs) return abandonPause(s, pod, "the pause failed");
   return { kind: "none" };
+}
+
+/**
+ * pauseReleases: the Paused snapshot's pause still has to release `pod`: the pod runs the sandbox
+ * as the pause recorded it, or the pause's mark holds it (heldByPause) and it still runs the
+ * sandbox after a container restarted. Once Paused the files are committed and the caller told,
+ * so a restart since changes nothing: the pause releases the pod, with no terminal record.
+ */
+export function pauseReleases(s: SandboxSnapshot, pod: V1Pod | undefined): boolean {
+  if (phaseOf(s) !== SNAPSHOT_PHASE.PAUSED || s.metadata?.deletionTimestamp || !pod) return false;
+  const state = sourceState(pod, s.spec.sandboxId, s.spec.source);
+  if (state === "runs") return true;
+  return state === "restarted" && sandboxPhaseOf(pod) === SANDBOX_PHASE.RUNNING && heldByPause(pod, s);
 }
 
 /**

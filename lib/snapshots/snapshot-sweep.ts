@@ -8,7 +8,7 @@ import { isTerminating } from "../kube/action.ts";
 import { abandonPause, commitOverdue, type PauseAbandon } from "./abandoned-pause.ts";
 import { endUnrecorded } from "./lifecycle-events.ts";
 import { runsSource } from "./pause-plan.ts";
-import { claimedBy, isCommitted, isFailed, phaseOf } from "./snapshot-state.ts";
+import { claimedBy, isCommitted, isFailed, pauseReleases, phaseOf } from "./snapshot-state.ts";
 
 /** SnapshotSweep is the tick's next write for one snapshot. */
 export type SnapshotSweep =
@@ -22,7 +22,8 @@ export type SnapshotSweep =
 
 /**
  * snapshotSweep decides one snapshot's convergence:
- * - a committed pause, or a Paused one whose pod still runs the sandbox → completePause;
+ * - a committed pause, or a Paused one whose pod its pause still has to release (pauseReleases)
+ *   → completePause;
  * - a pause that will not complete → undone as its caller would (abandonPause): its commit failed
  *   and nobody took it back, its deadline passed uncommitted, or its pod stopped running the
  *   sandbox as recorded (ended, or a container restarted);
@@ -49,7 +50,7 @@ export function snapshotSweep(
   const live = byId.filter((p) => !isTerminating(p));
   if (isCommitted(s)) return { kind: "complete-pause" };
   if (phase === SNAPSHOT_PHASE.PAUSED) {
-    if (runs) return { kind: "complete-pause" };
+    if (pauseReleases(s, sourcePod)) return { kind: "complete-pause" };
     const until = Date.parse(s.spec.retainUntil ?? "");
     if (Number.isFinite(until) && until <= now.getTime())
       return { kind: "delete", why: "its retention ended unresumed", record: true };

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { claimSandbox } from "../../functions/claim-sandbox.ts";
@@ -15,13 +16,15 @@ import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snap
 import { pauseMarkPatch } from "../../lib/snapshots/pause-mark.ts";
 import { pausePlan } from "../../lib/snapshots/pause-plan.ts";
 import { snapshotObject } from "../../lib/snapshots/snapshot-state.ts";
+import { kube } from "./support/kube.ts";
 import { phaseOf, poolTest, reconcileUntil } from "./support/steps.ts";
 
 // A pause completes with two writes on two objects (the snapshot Paused, then the pod released);
 // a release for the sandbox's lifetime must never land between them and end, with a terminal
 // record, a sandbox whose snapshot says it is paused (issue #39's review, B8). The pause marks the
 // pod first: a lifetime release decided on the unmarked pod fails its precondition, and one that
-// sees the mark leaves the pod to the pause. Driven step by step on the real apiserver (kwok).
+// sees the mark leaves the pod to the pause, as does the failure step for a container restarted
+// once the pause completed. Driven step by step on the real apiserver (kwok).
 
 const t = poolTest("pause-mark");
 const { deps } = t;
@@ -143,5 +146,36 @@ describe("the pause's mark on its pod", () => {
     } finally {
       deps.clock.offsetMs = 0;
     }
+  });
+
+  it("a container that restarts after the pause completed changes nothing: the pause releases the pod as Paused, no record", async () => {
+    const pod = await runningSandbox("restart", "sbx-mark-restart");
+    const name = pod.metadata?.name ?? "";
+    const committed = await committedPause(pod);
+    const marked = await deps.kube.patchPod(t.ns, name, pauseMarkPatch(pod, 1));
+    const paused = await deps.kube.replaceSnapshotStatus(t.ns, {
+      ...committed,
+      status: { ...committed.status, phase: SNAPSHOT_PHASE.PAUSED },
+    });
+    // The pauser died before the release; then the sandbox's container restarts (a new container
+    // id and one more restart, as the kubelet reports them).
+    const restarted = structuredClone(marked);
+    for (const c of restarted.status?.containerStatuses ?? []) {
+      c.containerID = `containerd://${randomBytes(8).toString("hex")}`;
+      c.restartCount = (c.restartCount ?? 0) + 1;
+    }
+    const written = await kube().core.replaceNamespacedPodStatus({ name, namespace: t.ns, body: restarted });
+    // A pool run's failure step leaves it to its pause: nothing written to the pod.
+    await reconcilePool(deps, t.ns, "restart");
+    expect((await podOf("restart")).metadata?.resourceVersion).toBe(written.metadata?.resourceVersion);
+    // The sweep's completion releases it as the pause it is, and it goes back to idle unrecorded.
+    expect((await completePause(deps, paused)).result).toBe("paused");
+    expect((await podOf("restart")).metadata?.annotations?.[STOP_REASON_ANNOTATION]).toBe("Paused");
+    const idle = await reconcileUntil(deps, t.ns, "restart", "pod idle again", async () => {
+      const p = await podOf("restart");
+      return phaseOf(p) === "idle" ? p : undefined;
+    });
+    expect(idle.metadata?.labels?.[SANDBOX_ID_LABEL]).toBeUndefined();
+    expect(await deps.history.get("sbx-mark-restart")).toBeUndefined();
   });
 });

@@ -210,6 +210,9 @@ describe("planFailures", () => {
       planFailures([pod("ok", "running", { image: "agent:1", annotations: { [STATE]: state } })], reset, NOW),
     ).toEqual([]);
     expect(resets).toBe(1);
+    // A completed pause holds the pod (its uid given): the pause releases it, not as Failed.
+    expect(planFailures([restarted], reset, NOW, new Set(["r-uid"]))).toEqual([]);
+    expect(planFailures([restarted], reset, NOW, new Set(["other-uid"]))).toHaveLength(1);
   });
 });
 

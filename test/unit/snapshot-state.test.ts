@@ -178,6 +178,11 @@ describe("pauseCompletion", () => {
   const marked = runningPod({ annotations: { [PAUSING_ANNOTATION]: "1" } }); // marked for generation 1
   const restarted = runningPod({ containerID: "containerd://c2" }); // a container restarted since the pause
   const released = runningPod({ id: "", phase: "idle" }); // the pod went back to the pool
+  // The pause marked the pod, wrote Paused and died before the release; then a container restarted.
+  const markedRestarted = runningPod({
+    containerID: "containerd://c2",
+    annotations: { [PAUSING_ANNOTATION]: "1" },
+  });
   const restartedDuring = {
     kind: "delete",
     why: "a container restarted during its pause",
@@ -196,6 +201,23 @@ describe("pauseCompletion", () => {
     ["Committed, never resumed, container restarted", snapshot(COMMITTED), restarted, restartedDuring],
     ["Committed, pod released", snapshot(COMMITTED, { resumes: 1 }), released, endedWhile],
     ["Paused, pod still runs it", snapshot(PAUSED), runs, { kind: "release" }],
+    [
+      "Paused, pod marked by it, a container restarted since",
+      snapshot(PAUSED),
+      markedRestarted,
+      { kind: "release" },
+    ],
+    ["Paused, unmarked pod, a container restarted", snapshot(PAUSED), restarted, { kind: "none" }],
+    [
+      "Paused, marked pod already released (Stopping)",
+      snapshot(PAUSED),
+      runningPod({
+        phase: "stopping",
+        containerID: "containerd://c2",
+        annotations: { [PAUSING_ANNOTATION]: "1" },
+      }),
+      { kind: "none" },
+    ],
     ["Failed, never resumed, pod released", snapshot(FAILED), released, endedWhile],
     [
       "Failed, never resumed, container restarted",

@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { RESUME_ATTEMPT_ANNOTATION } from "../../lib/crd/keys.ts";
+import { PAUSING_ANNOTATION, RESUME_ATTEMPT_ANNOTATION } from "../../lib/crd/keys.ts";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
 import { pausedRecord } from "../../lib/snapshots/paused-record.ts";
 import { type SnapshotSweep, snapshotSweep } from "../../lib/snapshots/snapshot-sweep.ts";
@@ -17,6 +17,11 @@ const { COMMITTING, COMMITTED, PAUSED, RESUMING, RESUMED, FAILED } = SNAPSHOT_PH
 /** source is the pod the pause recorded, still running the sandbox; ended is it restarted since. */
 const source = runningPod();
 const ended = runningPod({ containerID: "containerd://c2" });
+/** heldRestarted is the pod marked by the pause (generation 1), a container restarted since. */
+const heldRestarted = runningPod({
+  containerID: "containerd://c2",
+  annotations: { [PAUSING_ANNOTATION]: "1" },
+});
 
 /** resumedPod is a live pod another resume claimed, carrying its attempt. */
 function resumedPod(attempt: string, terminating = false): V1Pod {
@@ -38,11 +43,19 @@ function cases(list: Case[]) {
 }
 
 describe("snapshotSweep", () => {
-  describe("a committed pause, or a Paused one whose pod still runs the sandbox → completePause", () => {
+  describe("a committed pause, or a Paused one whose pod its pause still has to release → completePause", () => {
     cases([
       ["Committed, pod runs it", snapshot(COMMITTED), [source], source, { kind: "complete-pause" }],
       ["Committed, pod ended", snapshot(COMMITTED), [], ended, { kind: "complete-pause" }],
       ["Paused, pod still runs it", snapshot(PAUSED), [source], source, { kind: "complete-pause" }],
+      [
+        "Paused, pod held by its mark, a container restarted since",
+        snapshot(PAUSED),
+        [heldRestarted],
+        heldRestarted,
+        { kind: "complete-pause" },
+      ],
+      ["Paused, unmarked pod, a container restarted", snapshot(PAUSED), [ended], ended, { kind: "none" }],
       [
         "Paused past retention, pod still runs it",
         snapshot(PAUSED, { retainUntil: PAST }),
