@@ -8,7 +8,7 @@ import { isPauseOf } from "../../lib/snapshots/release-decision.ts";
 import type { HostDeps } from "../host-deps.ts";
 import { releaseSandbox } from "../release-sandbox.ts";
 import { findPaused } from "../snapshots/find-paused.ts";
-import { recordEnded } from "../snapshots/record-ended.ts";
+import { markEnded, recordEnded } from "../snapshots/record-ended.ts";
 import { findSandbox } from "./find-sandbox.ts";
 
 export type DeleteOutcome = "released" | "already-released" | "not-found";
@@ -91,15 +91,19 @@ async function killPaused(
 /**
  * endPauseOf deletes, after a kill released the pod, a pause of that very pod that had not
  * released it yet (isPauseOf: marked Paused, or still committing): the kill wins, nothing stays
- * resumable. Best effort: the tick's sweep deletes a pause whose pod no longer runs it.
+ * resumable. The released pod's stop writes the sandbox's terminal record, so the snapshot is
+ * marked as owing none (markEnded; a host dead in between leaves the sweep to write one, and the
+ * history keeps whichever comes first). Best effort: the tick's sweep deletes a pause whose pod no
+ * longer runs it.
  */
 async function endPauseOf(deps: HostDeps, pod: V1Pod, id: string): Promise<void> {
   const namespace = pod.metadata?.namespace ?? "";
   const s = await orMissing(deps.kube.getSnapshot(namespace, id)).catch(() => undefined);
-  if (!isPauseOf(s, pod)) return;
-  await deps.kube
-    .deleteSnapshot(namespace, id, { resourceVersion: s?.metadata?.resourceVersion ?? "" })
-    .catch((e: unknown) =>
-      deps.log.info({ sandboxId: id, err: String(e) }, "kill: its pause is left to the sweep"),
-    );
+  if (!s || !isPauseOf(s, pod)) return;
+  try {
+    await deps.kube.deleteSnapshot(namespace, id, { resourceVersion: s.metadata?.resourceVersion ?? "" });
+    await markEnded(deps, s);
+  } catch (e) {
+    deps.log.info({ sandboxId: id, err: String(e) }, "kill: its pause is left to the sweep");
+  }
 }

@@ -6,6 +6,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { SANDBOX_ID_LABEL } from "../../lib/crd/keys.ts";
 import { type SandboxSnapshot, SNAPSHOT_PHASE } from "../../lib/crd/sandbox-snapshot.ts";
+import { HistoryUnavailable } from "../../lib/history/store.ts";
 import { isConflict, isNotFound, orMissing } from "../../lib/kube/errors.ts";
 import { unrecordedEvents } from "../../lib/snapshots/lifecycle-events.ts";
 import { awaitsAnyAgent } from "../../lib/snapshots/node-handover.ts";
@@ -68,12 +69,20 @@ export async function sweepSnapshots(
       // Whatever else it needs, one that waits for its agent on a node that is gone is handed over.
       if (awaitsAnyAgent(s) && !onNode.has(s.spec.source.node) && (await handOverSnapshot(deps, s, reads)))
         writes++;
-      if (snapshotSweep(s, known.filter(mine), source, deps.now()).kind === "none") continue;
+      const first = snapshotSweep(s, known.filter(mine), source, deps.now());
+      if (first.kind === "none") continue;
+      // A deleted one's end record: no fresh read needed (its writes are idempotent), and not
+      // while the history cannot answer.
+      if (first.kind === "record-ended") {
+        if (!history.down && (await applySweep(deps, s, first))) writes++;
+        continue;
+      }
       const byId = (await deps.kube.listPods(ns, `${SANDBOX_ID_LABEL}=${id}`)).items;
       const fresh = await orMissing(deps.kube.getPod(ns, s.spec.source.pod));
       const decision = snapshotSweep(s, byId, fresh, deps.now());
       if (await applySweep(deps, s, decision)) writes++;
     } catch (e) {
+      if (e instanceof HistoryUnavailable) history.down = true;
       if (isConflict(e) || isNotFound(e)) continue;
       deps.log.warn({ sandboxId: id, err: String(e) }, "snapshot sweep: left to the next tick");
     }
@@ -81,7 +90,10 @@ export async function sweepSnapshots(
   return { snapshots: snapshots.length, writes };
 }
 
-/** endedAt is when a paused sandbox ended: its snapshot's deletion, the same for every writer. */
+/**
+ * endedAt is when a paused sandbox ended: its snapshot's deletion (the same on every host for the
+ * sweep's rule), else now (the retention's delete, which wrote no deletion time it read back).
+ */
 const endedAt = (s: SandboxSnapshot, now: Date): Date => parseTime(s.metadata?.deletionTimestamp) ?? now;
 
 /** applySweep makes one sweep decision's write (preconditioned); true when something was written. */

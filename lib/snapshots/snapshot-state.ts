@@ -179,7 +179,8 @@ export type ResumeStart =
  * for it (two resumes give one sandbox); Resumed is running; a pause under way is refused. A
  * Resuming one past its time whose resume had claimed a pod (a live pod of `carriers`, the pods
  * with the sandbox's id, carries its attempt) is adopted: it runs there, as the sweep decides. A
- * Paused one whose `sourcePod` still runs it is a pause to finish first.
+ * Paused one whose `sourcePod` its pause still has to release (pauseReleases: it runs the sandbox,
+ * or is held by the pause's mark after a container restarted) is a pause to finish first.
  */
 export function resumeStart(
   s: SandboxSnapshot,
@@ -193,9 +194,7 @@ export function resumeStart(
   // Paused, but its pod not released yet (its pauser died between the two writes): finish the
   // pause first, or the sandbox would run on two pods.
   if (phase === SNAPSHOT_PHASE.PAUSED)
-    return runsSource(sourcePod, s.spec.sandboxId, s.spec.source)
-      ? { kind: "finish-pause" }
-      : { kind: "claim" };
+    return pauseReleases(s, sourcePod) ? { kind: "finish-pause" } : { kind: "claim" };
   if (phase === SNAPSHOT_PHASE.RESUMING) {
     const until = Date.parse(s.status?.resume?.until ?? "");
     if (Number.isFinite(until) && until > now.getTime()) return { kind: "wait" };

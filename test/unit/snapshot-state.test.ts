@@ -349,6 +349,16 @@ describe("resumeStart", () => {
     const live = snapshot(RESUMING, { resume: { attempt: "a", until: future } });
     expect(resumeStart(live, NOW, [claimed])).toEqual({ kind: "wait" });
   });
+
+  it("finishes first a pause whose pod it still has to release, restarted or not; claims once it is released", () => {
+    const paused = snapshot(PAUSED);
+    const marked = { [PAUSING_ANNOTATION]: "1" };
+    expect(resumeStart(paused, NOW, [], runningPod())).toEqual({ kind: "finish-pause" });
+    const restarted = runningPod({ containerID: "containerd://c2", annotations: marked });
+    expect(resumeStart(paused, NOW, [restarted], restarted)).toEqual({ kind: "finish-pause" });
+    const released = runningPod({ phase: "stopping", annotations: marked });
+    expect(resumeStart(paused, NOW, [], released)).toEqual({ kind: "claim" });
+  });
 });
 
 describe("heldByPause", () => {
